@@ -1,0 +1,113 @@
+"""Provider errors: every failure a provider raises says what went wrong, where, and what to do.
+
+Law of this file: a provider never lets an HTTP-layer exception escape. Each failure is
+one of the classes below, its message names the provider and the address it talked to
+and ends with an actionable hint, and no message, ``repr`` or attribute ever carries the
+API key (callers pass the key as ``secret`` and it is replaced by ``***``).
+
+::
+
+    RuntimeError
+    └── ProviderError                 any failure while talking to a model
+        ├── ProviderConnectionError   the server could not be reached or dropped the connection
+        │   └── ProviderTimeoutError  no answer within the provider's timeout
+        ├── ProviderAuthError         401/403: the API key is missing, wrong or not allowed
+        ├── ModelNotFoundError        404 for the model: the server does not know that model
+        ├── ContextTooLongError       the request does not fit in the model's context window
+        ├── ProviderResponseError     any other refusal (4xx/5xx after retries) or a malformed body
+        └── ScriptExhaustedError      the scripted provider has no reply left for a request
+
+    ValueError
+    ├── ScriptError                   ``scripted(...)`` was given a reply it cannot play
+    └── ProviderConfigError           a provider was misconfigured (no model, no key, bad URL)
+
+    ImportError
+    └── ProviderDependencyError       an HTTP provider was used without ``pyfootprint[http]``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.providers.types import RetryRecord
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Return ``text`` with every occurrence of ``secret`` replaced by ``***``.
+
+    Servers sometimes echo the key they were sent ("Incorrect API key provided: sk-...");
+    everything that goes into an error message passes through here first.
+    """
+    if secret:
+        return text.replace(secret, "***")
+    return text
+
+
+class ProviderError(RuntimeError):
+    """A provider failed to produce a response.
+
+    Attributes carry the context the error was raised in: ``provider`` (the provider's
+    ``name``), ``url`` (the address it talked to, or ``None``), ``status`` (the HTTP
+    status, or ``None``) and ``retries`` (the :class:`RetryRecord` s spent before
+    giving up, oldest first).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        url: str | None = None,
+        status: int | None = None,
+        retries: Sequence[RetryRecord] = (),
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.url = url
+        self.status = status
+        self.retries: tuple[RetryRecord, ...] = tuple(retries)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.args[0]!r})"
+
+
+class ProviderConnectionError(ProviderError):
+    """The server could not be reached (refused, unknown host) or dropped the connection."""
+
+
+class ProviderTimeoutError(ProviderConnectionError):
+    """The server did not answer within the provider's ``timeout``."""
+
+
+class ProviderAuthError(ProviderError):
+    """The server refused the credentials (HTTP 401 or 403): check the API key."""
+
+
+class ModelNotFoundError(ProviderError):
+    """The server does not serve the requested model (HTTP 404 naming the model)."""
+
+
+class ContextTooLongError(ProviderError):
+    """The request (prompt + history + tools) exceeds the model's context window."""
+
+
+class ProviderResponseError(ProviderError):
+    """Any other refusal from the server, or a body that is not the expected wire format."""
+
+
+class ScriptExhaustedError(ProviderError):
+    """A scripted provider received more requests than it has replies."""
+
+
+class ScriptError(ValueError):
+    """``scripted(replies)`` was given a script it cannot play; raised by ``scripted``."""
+
+
+class ProviderConfigError(ValueError):
+    """A provider factory or request lacks something it needs (model, API key, base URL)."""
+
+
+class ProviderDependencyError(ImportError):
+    """An HTTP provider was used but ``httpx`` is not installed."""

@@ -1,0 +1,172 @@
+"""The provider contract: what the agent sends a model and what it gets back.
+
+Law of this file: one request shape and one response shape for every provider. The agent
+builds an :class:`LLMRequest` from its state, calls ``provider.complete(req)`` (awaiting
+the result when it is awaitable — the scripted provider answers synchronously so that
+the benchmark's hot path never touches an event loop) and reads an :class:`LLMResponse`
+whose ``finish_reason`` is one of four normalised values. Wire formats live in the
+provider modules; nothing here knows about HTTP.
+
+Messages use the agent's history shape::
+
+    {"role": "user" | "assistant" | "tool" | "system", "content": str}
+    # assistant turns that called tools add  "tool_calls": [{"id", "name", "args"}]
+    # tool results add                        "tool_call_id", "tool_name"
+
+Tools are ``{"name", "description", "input_schema"}`` dicts, in registration order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+FinishReason: TypeAlias = Literal["stop", "tool_use", "max_tokens", "content_filter"]
+"""Why the model stopped: normalised across providers (``end_turn`` → ``stop``, ...)."""
+
+FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "tool_use", "max_tokens", "content_filter")
+
+
+@attrs.frozen
+class ToolCall:
+    """One tool call the model asked for.
+
+    ``args_error`` is ``None`` for a well-formed call. When the model sent arguments
+    that are not a JSON object (bad JSON, a list, ...), the provider does not crash:
+    it returns the call with ``args={}`` and ``args_error`` set to a message meant for
+    the model ("arguments are not valid JSON: ..."); the agent should send that message
+    back as the call's tool result instead of running the tool.
+    """
+
+    id: str
+    name: str
+    args: dict[str, Any] = attrs.field(factory=dict)
+    args_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The history shape ``{"id", "name", "args"}`` (plus ``args_error`` when set)."""
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "args": self.args}
+        # Absent means byte-identical: a well-formed call has no args_error key.
+        if self.args_error is not None:
+            out["args_error"] = self.args_error
+        return out
+
+
+@attrs.frozen
+class Usage:
+    """Tokens spent by one call. Adding two ``Usage`` values sums them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@attrs.frozen
+class RetryRecord:
+    """One retry a provider made: which attempt failed, why, and how long it waited.
+
+    ``attempt`` is 1-based (attempt 1 is the first try); ``reason`` is e.g. ``"HTTP 429"``
+    or ``"connection reset"``; ``delay`` is the seconds slept before the next attempt.
+    """
+
+    attempt: int
+    reason: str
+    delay: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form, for the agent to commit into the run's trace."""
+        return {"attempt": self.attempt, "reason": self.reason, "delay": self.delay}
+
+
+@attrs.frozen
+class LLMRequest:
+    """What the agent asks of a model.
+
+    ``system_prompt`` is not among ``messages``. ``tools`` is empty when no tool is
+    offered. ``model`` names the model; an HTTP provider configured with its own model
+    uses that one instead (so only the provider line changes between test and
+    production). ``temperature`` / ``max_tokens`` are sent only when set. A provider
+    may keep the request (the scripted provider records it), so the caller must not
+    mutate the lists after the call.
+    """
+
+    system_prompt: str | None
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+@attrs.frozen
+class LLMResponse:
+    """What a model answered.
+
+    ``content`` is the text (``""`` when the model only called tools); ``tool_calls`` the
+    calls in the model's order; ``usage`` the tokens spent; ``finish_reason`` one of
+    ``stop | tool_use | max_tokens | content_filter``; ``model`` the model the server
+    says answered (``None`` when unknown); ``retries`` the retries the provider made
+    before this answer (empty for the scripted provider and for first-try successes).
+    """
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: FinishReason = attrs.field(
+        default="stop", validator=attrs.validators.in_(FINISH_REASONS)
+    )
+    model: str | None = None
+    retries: tuple[RetryRecord, ...] = ()
+
+
+@attrs.frozen
+class Token:
+    """One streamed piece of the model's text; ``index`` counts from 0 within a call."""
+
+    index: int
+    text: str
+
+
+StreamEvent: TypeAlias = Token | LLMResponse
+"""What ``stream(req)`` yields: :class:`Token` s, then exactly one final :class:`LLMResponse`."""
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A model the agent can call.
+
+    ``complete`` may return the response directly (scripted, mock) or an awaitable
+    (HTTP providers). Callers do::
+
+        result = provider.complete(req)
+        response = await result if inspect.isawaitable(result) else result
+    """
+
+    @property
+    def name(self) -> str:
+        """Short provider name, used in events and error messages."""
+        ...
+
+    def complete(self, req: LLMRequest) -> LLMResponse | Awaitable[LLMResponse]:
+        """Answer ``req`` in one piece."""
+        ...
+
+
+@runtime_checkable
+class StreamingProvider(LLMProvider, Protocol):
+    """A provider that can also stream: ``isinstance(p, StreamingProvider)`` tells.
+
+    ``stream(req)`` is an async iterator of :class:`Token` events followed by exactly
+    one :class:`LLMResponse` assembled from the stream (content, tool calls, usage).
+    Joining the tokens' ``text`` gives the response's ``content``.
+    """
+
+    def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Answer ``req`` token by token, ending with the assembled response."""
+        ...

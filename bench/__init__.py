@@ -1,0 +1,1 @@
+"""Benchmarks: pyfootprint beside LangGraph and footprintjs (see docs/performance.md)."""

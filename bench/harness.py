@@ -1,0 +1,151 @@
+"""Timing harness shared by every Python peer (pyfootprint and LangGraph).
+
+The rules are those of SPEC.md: warm up, then time one full run per sample until there are
+at least ``min_reps`` samples **and** the time budget has passed (capped at ``max_reps``);
+report the median, min and max converted to the workload's unit, one JSON line each.
+
+Three budgets exist:
+
+- the default: 5 warm-ups, >= 15 samples and >= 4 s (``BENCH_BUDGET_S`` overrides the 4 s);
+- ``BENCH_QUICK=1``: a smoke run, 1 warm-up, >= 3 samples and 0.3 s;
+- :meth:`Settings.once`: no warm-up and exactly one sample, for ``main(quick=True)`` in tests.
+
+This module uses only the standard library, so the peers' venv can import it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How long to measure: warm-ups, minimum samples, time budget, sample cap."""
+
+    warmup: int = 5
+    min_reps: int = 15
+    budget_s: float = 4.0
+    max_reps: int = 2000
+    quick: bool = False
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Read ``BENCH_QUICK`` and ``BENCH_BUDGET_S`` from the environment."""
+        quick = os.environ.get("BENCH_QUICK") == "1"
+        budget = float(os.environ.get("BENCH_BUDGET_S", "0.3" if quick else "4"))
+        if quick:
+            return cls(warmup=1, min_reps=3, budget_s=budget, quick=True)
+        return cls(budget_s=budget)
+
+    @classmethod
+    def once(cls) -> Settings:
+        """One sample, no warm-up: proves a workload still runs, measures nothing."""
+        return cls(warmup=0, min_reps=1, budget_s=0.0, max_reps=1, quick=True)
+
+    def bench(
+        self,
+        fn: Callable[[], object],
+        *,
+        warmup: int | None = None,
+        min_reps: int | None = None,
+        after: Callable[[], object] | None = None,
+    ) -> list[float]:
+        """Time ``fn`` repeatedly; ``after`` (untimed) runs after every call. Returns seconds."""
+        n_warm = min(self.warmup, warmup if warmup is not None else self.warmup)
+        floor = min(self.min_reps, min_reps if min_reps is not None else self.min_reps)
+        for _ in range(n_warm):
+            fn()
+            if after is not None:
+                after()
+        samples: list[float] = []
+        t0 = time.perf_counter()
+        while len(samples) < self.max_reps and (
+            len(samples) < floor or time.perf_counter() - t0 < self.budget_s
+        ):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+            if after is not None:
+                after()
+        return samples
+
+    async def abench(self, fn: Callable[[], Awaitable[object]]) -> list[float]:
+        """Time an async callable inside one running event loop. Returns seconds."""
+        for _ in range(self.warmup):
+            await fn()
+        samples: list[float] = []
+        t0 = time.perf_counter()
+        while len(samples) < self.max_reps and (
+            len(samples) < self.min_reps or time.perf_counter() - t0 < self.budget_s
+        ):
+            start = time.perf_counter()
+            await fn()
+            samples.append(time.perf_counter() - start)
+        return samples
+
+
+def record(
+    peer: str,
+    dist: str,
+    workload: str,
+    variant: str,
+    samples: list[float],
+    *,
+    per: int = 1,
+    unit: str = "us/run",
+    **extra: Any,
+) -> Record:
+    """One measurement as a SPEC.md result line: samples in seconds -> µs per unit."""
+    us = [x * 1e6 / per for x in samples]
+    return {
+        "peer": peer,
+        "version": version(dist),
+        "runtime": f"python {platform.python_version()}",
+        "workload": workload,
+        "variant": variant,
+        "unit": unit,
+        "per": per,
+        "n": len(us),
+        "median": statistics.median(us),
+        "min": min(us),
+        "max": max(us),
+        "run_median_ms": statistics.median(samples) * 1e3,
+        **extra,
+    }
+
+
+def emit(rec: Record, out: list[Record] | None = None) -> Record:
+    """Print one JSON line (flushed, so a crash later keeps it) and collect it in ``out``."""
+    print(json.dumps(rec), flush=True)
+    if out is not None:
+        out.append(rec)
+    return rec
+
+
+def note(
+    peer: str, workload: str, variant: str, text: str, out: list[Record] | None = None
+) -> None:
+    """Print a skip note as a JSON line: the row exists in the table but has no number."""
+    emit({"peer": peer, "workload": workload, "variant": variant, "skipped": text}, out)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def rss_bytes() -> int:
+    """Current resident set size of this process."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

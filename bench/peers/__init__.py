@@ -1,0 +1,1 @@
+"""Reference implementations of SPEC.md on the peer engines."""

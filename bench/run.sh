@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# make bench: pyfootprint beside LangGraph (and footprintjs when node is present), in one run.
+#
+# Installs the peers once, outside the project's venv, into bench/.cache/ (git-ignored):
+#   bench/.cache/peers-venv   LangGraph & co., pinned in bench/requirements-peers.txt (PyPI)
+#   bench/.cache/fp           footprintjs@9.24.0 (npm), only when node and npm exist
+# then runs W1..W6 workload by workload, one process at a time, rotating which peer goes first,
+# appends one JSON line per measurement to bench/results/latest.jsonl and writes the tables to
+# bench/results/latest.md (also printed).
+#
+# Environment:
+#   BENCH_QUICK=1      smoke run: 1 warm-up, >= 3 samples, 0.3 s per measurement
+#   BENCH_BUDGET_S=N   time budget per measurement (default 4 s)
+#   BENCH_PASSES=N     run the whole suite N times and pool the passes (default 1)
+#   BENCH_ONLY="W1 W3" run only these workloads
+#   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+CACHE="$ROOT/bench/.cache"
+PF_PY=${PF_PY:-$ROOT/.venv/bin/python}
+PEERS_VENV=${PEERS_VENV:-$CACHE/peers-venv}
+export FP_DIR=${FP_DIR:-$CACHE/fp}
+FP_VERSION=9.24.0
+REQS="$ROOT/bench/requirements-peers.txt"
+OUT="$ROOT/bench/results/latest.jsonl"
+MD="$ROOT/bench/results/latest.md"
+PASSES=${BENCH_PASSES:-1}
+ONLY=${BENCH_ONLY:-W1 W2 W3 W4 W5 W6}
+FAILED=0
+
+say() { echo "bench: $*" >&2; }
+
+setup_langgraph() {
+  local stamp="$PEERS_VENV/.installed"
+  if [[ -f "$stamp" && "$stamp" -nt "$REQS" ]]; then return 0; fi
+  say "installing LangGraph peers into $PEERS_VENV (once)"
+  python3 -m venv "$PEERS_VENV" &&
+    "$PEERS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQS" &&
+    touch "$stamp"
+}
+
+setup_footprintjs() {
+  command -v node >/dev/null || { say "node not found: footprintjs skipped"; return 1; }
+  local pkg="$FP_DIR/node_modules/footprintjs/package.json"
+  if [[ -f "$pkg" ]] && grep -q "\"version\": \"$FP_VERSION\"" "$pkg"; then return 0; fi
+  command -v npm >/dev/null || { say "npm not found: footprintjs skipped"; return 1; }
+  say "installing footprintjs@$FP_VERSION into $FP_DIR (once)"
+  mkdir -p "$FP_DIR" && (
+    cd "$FP_DIR" &&
+      { [[ -f package.json ]] || npm init -y >/dev/null; } &&
+      npm install --silent --no-audit --no-fund "footprintjs@$FP_VERSION" >/dev/null
+  )
+}
+
+HAVE_LG=1
+setup_langgraph || { say "pip install of the LangGraph peers FAILED: LangGraph skipped"; HAVE_LG=0; }
+HAVE_FP=1
+setup_footprintjs || { say "footprintjs unavailable (no node, or npm install failed): skipped"; HAVE_FP=0; }
+
+# One measurement process. A failure is reported as a JSON note, and the run goes on.
+step() {
+  local peer=$1 w=$2
+  shift 2
+  local t0=$SECONDS
+  say "$w $peer: $*"
+  if ! "$@" >>"$OUT"; then
+    FAILED=1
+    say "!! $w $peer FAILED (see the error above)"
+    printf '{"peer": "%s", "workload": "%s", "variant": "(script)", "skipped": "%s"}\n' \
+      "$peer" "$w" "the script failed: $*" >>"$OUT"
+  fi
+  say "$w $peer done in $((SECONDS - t0)) s"
+}
+
+run_peer() {
+  local peer=$1 w=$2 n=${2#W}
+  local mod
+  mod=$(basename "$(ls "$ROOT"/bench/pyfootprint/w"$n"_*.py)" .py)
+  case $peer in
+    pyfootprint) step "$peer" "$w" "$PF_PY" -m "bench.pyfootprint.$mod" ;;
+    langgraph)
+      [[ $HAVE_LG == 1 ]] || return 0
+      if [[ $w == W4 ]]; then  # one process per saver, so peak RSS is per saver
+        for kind in memory sqlite sqlite-sync; do
+          step "$peer" "$w" "$PEERS_VENV/bin/python" -m "bench.peers.langgraph.$mod" "$kind"
+        done
+      else
+        step "$peer" "$w" "$PEERS_VENV/bin/python" -m "bench.peers.langgraph.$mod"
+      fi
+      ;;
+    footprintjs)
+      [[ $HAVE_FP == 1 ]] || return 0
+      step "$peer" "$w" node --expose-gc "$ROOT/bench/peers/footprintjs/$mod.mjs"
+      ;;
+  esac
+}
+
+mkdir -p "$(dirname "$OUT")"
+: >"$OUT"
+PEER_ORDER=(pyfootprint langgraph footprintjs)
+turn=0
+for ((pass = 1; pass <= PASSES; pass++)); do
+  for w in $ONLY; do
+    # Rotate who goes first, so no peer always runs on a machine warmed (or tired) by another.
+    for i in 0 1 2; do
+      run_peer "${PEER_ORDER[$(((turn + i) % 3))]}" "$w"
+    done
+    turn=$((turn + 1))
+  done
+done
+
+{
+  echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Machine: $(nproc) cores, $("$PF_PY" -c 'import platform; print("Python", platform.python_version())')$([[ $HAVE_FP == 1 ]] && echo ", node $(node --version)")."
+  echo "Settings: BENCH_QUICK=${BENCH_QUICK:-0}, BENCH_BUDGET_S=${BENCH_BUDGET_S:-default}, passes=$PASSES."
+  echo
+  "$PF_PY" "$ROOT/bench/report.py" "$OUT"
+} >"$MD"
+cat "$MD"
+say "wrote $OUT and $MD"
+if [[ $FAILED == 1 ]]; then
+  say "some measurements FAILED; their rows are missing (see 'Skipped' above)"
+  exit 1
+fi

@@ -1,0 +1,65 @@
+"""pyfootprint's flowchart engine: charts of stages over a transactional scope.
+
+Every executed stage commits its net change as one entry of the run's commit log, so a
+run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
+"""
+
+from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
+# from flowchart.causal import causal_chain  # TEMP
+from flowchart.chart import FlowChart
+from flowchart.commits import Commit, Op, replay
+from flowchart.context import StageContext
+from flowchart.decide import Decision, Selection, decide, select
+from flowchart.errors import (
+    BuildError,
+    CheckpointError,
+    FlowchartError,
+    ForkError,
+    LoopLimitError,
+    ReadonlyInputError,
+    RunError,
+    RunTimeoutError,
+    ScopeWriteError,
+)
+from flowchart.nodes import Pausable
+from flowchart.pause import Checkpoint
+from flowchart.recorders.narrative import narrative
+from flowchart.redaction import Redaction
+from flowchart.result import RunResult
+from flowchart.scope import Scope
+# from flowchart.trace import Trace  # TEMP
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BranchList",
+    "BuildError",
+    "Checkpoint",
+    "CheckpointError",
+    "Commit",
+    "Decision",
+    "FlowChart",
+    "FlowChartBuilder",
+    "FlowchartError",
+    "ForkError",
+    "LoopLimitError",
+    "Op",
+    "Pausable",
+    "ReadonlyInputError",
+    "Redaction",
+    "RunError",
+    "RunResult",
+    "RunTimeoutError",
+    "Scope",
+    "ScopeWriteError",
+    "Selection",
+    "StageContext",
+    "Trace",
+    "__version__",
+    "causal_chain",
+    "decide",
+    "flow_chart",
+    "narrative",
+    "replay",
+    "select",
+]

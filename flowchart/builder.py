@@ -1,0 +1,406 @@
+"""The fluent builder: ``flow_chart(name, fn, id)...build()`` → an immutable ``FlowChart``.
+
+Laws:
+- Argument order is footprintjs's: ``(name, fn, id)`` for stages, ``(branch_id, name, fn)``
+  for branches; ``description`` is keyword-only everywhere (never silently ignored).
+- Every structural mistake is collected while building and raised by ``build()`` as a
+  ``BuildError`` naming the stage and the fix — so a chart either builds whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import BuildError
+from .nodes import Pausable, StageCallable, StageNode, SubflowMount
+
+if TYPE_CHECKING:
+    from .chart import FlowChart
+
+StageFn = Callable[..., Any]
+_FORBIDDEN_ID_CHARS = ("/", "#")
+
+
+class FlowChartBuilder:
+    """Builds a chart stage by stage. Start with ``flow_chart(...)`` or ``.start(...)``."""
+
+    def __init__(self) -> None:
+        self._root: StageNode | None = None
+        self._cursor: StageNode | None = None
+        self._ids: dict[str, StageNode] = {}
+        self._chain_ids: set[str] = set()
+        self._problems: list[BuildError] = []
+        self._loops: list[tuple[StageNode, str, bool]] = []
+        self._closed_by: str | None = None
+        self._open_list: BranchList | None = None
+
+    # -- bookkeeping ----------------------------------------------------------------------
+    def _problem(self, message: str, stage_id: str | None = None) -> None:
+        self._problems.append(BuildError(message, stage_id=stage_id))
+
+    def _register(self, node: StageNode, *, chain: bool) -> StageNode:
+        stage_id = node.id
+        if not isinstance(stage_id, str) or not stage_id:
+            self._problem(f"stage '{node.name}' needs a non-empty string id, got {stage_id!r}")
+        elif any(ch in stage_id for ch in _FORBIDDEN_ID_CHARS):
+            self._problem(
+                f"stage id '{stage_id}' contains '/' or '#', which runtime stage ids use as separators — "
+                "choose an id without them",
+                stage_id,
+            )
+        if stage_id in self._ids:
+            self._problem(
+                f"duplicate stage id '{stage_id}': every stage, branch and child needs its own id — rename one",
+                stage_id,
+            )
+        else:
+            self._ids[stage_id] = node
+        if chain:
+            self._chain_ids.add(stage_id)
+        return node
+
+    def _append(self, node: StageNode) -> FlowChartBuilder:
+        if self._root is None or self._cursor is None:
+            self._problem(f"cannot add '{node.id}' before the first stage: call flow_chart(name, fn, id) first")
+            return self
+        if self._closed_by is not None:
+            self._problem(
+                f"cannot add '{node.id}' after loop_to('{self._closed_by}'): a loop ends the chain — "
+                "add stages before the loop_to call",
+                node.id,
+            )
+            return self
+        self._register(node, chain=True)
+        self._cursor.next = node
+        self._cursor = node
+        return self
+
+    def _node(self, kind: Any, name: str, fn: StageFn | None, stage_id: str, description: str | None) -> StageNode:
+        node = StageNode(kind, name, stage_id, _description(description, stage_id, self))
+        if fn is not None:
+            try:
+                node.fn = StageCallable.of(fn, base_arity=1, where=f"stage '{stage_id}'")
+            except TypeError as exc:
+                self._problem(str(exc), stage_id)
+        return node
+
+    # -- entry ------------------------------------------------------------------------------
+    def start(
+        self, name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None
+    ) -> FlowChartBuilder:
+        """Set the root stage (a function or a ``Pausable``)."""
+        if self._root is not None:
+            self._problem("root already defined; create a new builder with flow_chart(...)", stage_id)
+            return self
+        node = _pausable_node(self, name, fn, stage_id, description) if isinstance(fn, Pausable) else None
+        if node is None:
+            node = self._node("stage", name, fn if callable(fn) else None, stage_id, description)
+            if not callable(fn):
+                self._problem(f"stage '{stage_id}' has no function — pass a callable or a Pausable", stage_id)
+        self._register(node, chain=True)
+        self._root = self._cursor = node
+        return self
+
+    # -- linear stages ------------------------------------------------------------------------
+    def add_function(self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None) -> FlowChartBuilder:
+        """Append a plain stage ``fn(scope[, ctx])``."""
+        if not callable(fn):
+            self._problem(f"stage '{stage_id}' has no function — provide a fn argument to add_function", stage_id)
+        return self._append(self._node("stage", name, fn if callable(fn) else None, stage_id, description))
+
+    def add_pausable_function(
+        self, name: str, pausable: Pausable, stage_id: str, *, description: str | None = None
+    ) -> FlowChartBuilder:
+        """Append a two-phase stage (``Pausable(execute, resume)``)."""
+        return self._append(_pausable_node(self, name, pausable, stage_id, description))
+
+    def add_decider_function(
+        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None
+    ) -> BranchList:
+        """Append a decider: ``fn`` returns a branch id or a ``decide()`` result."""
+        node = self._node("decider", name, fn, stage_id, description)
+        self._append(node)
+        return BranchList(self, node, "decider")
+
+    def add_selector_function(
+        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, fail_fast: bool = False
+    ) -> BranchList:
+        """Append a selector: ``fn`` returns branch ids (or a ``select()`` result) to run in parallel."""
+        node = self._node("selector", name, fn, stage_id, description)
+        node.fail_fast = fail_fast
+        self._append(node)
+        return BranchList(self, node, "selector")
+
+    def add_list_of_function(
+        self, children: Sequence[tuple[str, str, StageFn]], *, fail_fast: bool = False
+    ) -> FlowChartBuilder:
+        """Fork: run ``(id, name, fn)`` children in parallel after the current stage."""
+        parent = self._cursor
+        if parent is None:
+            self._problem("add_list_of_function needs a stage before it: call flow_chart(name, fn, id) first")
+            return self
+        if not children:
+            self._problem(f"add_list_of_function under '{parent.id}' needs at least one child", parent.id)
+        for entry in children:
+            if not (isinstance(entry, tuple | list) and len(entry) == 3):
+                self._problem(f"fork children under '{parent.id}' must be (id, name, fn) tuples, got {entry!r}", parent.id)
+                continue
+            child_id, child_name, fn = entry
+            node = self._node("stage", child_name, fn if callable(fn) else None, child_id, None)
+            if not callable(fn):
+                self._problem(f"fork child '{child_id}' under '{parent.id}' has no function", child_id)
+            self._register(node, chain=False)
+            parent.children.append(node)
+        parent.fail_fast = parent.fail_fast or fail_fast
+        return self
+
+    # -- subflows -------------------------------------------------------------------------------
+    def add_subflow_chart_next(
+        self,
+        stage_id: str,
+        chart: FlowChart,
+        *,
+        mount_name: str | None = None,
+        input_mapper: Callable[[Any], Any] | None = None,
+        output_mapper: Callable[[Any, Any], Any] | None = None,
+        propagate_break: bool = False,
+        array_merge: Literal["concat", "replace"] = "concat",
+        description: str | None = None,
+    ) -> FlowChartBuilder:
+        """Mount ``chart`` as the next stage; it runs in its own state (see the mappers)."""
+        node = _mount_node(self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description)
+        return self._append(node)
+
+    def add_subflow_chart(
+        self,
+        stage_id: str,
+        chart: FlowChart,
+        *,
+        mount_name: str | None = None,
+        input_mapper: Callable[[Any], Any] | None = None,
+        output_mapper: Callable[[Any, Any], Any] | None = None,
+        propagate_break: bool = False,
+        array_merge: Literal["concat", "replace"] = "concat",
+        description: str | None = None,
+    ) -> FlowChartBuilder:
+        """Mount ``chart`` as a parallel child of the current stage (a fork child)."""
+        parent = self._cursor
+        if parent is None:
+            self._problem("add_subflow_chart needs a stage before it: call flow_chart(name, fn, id) first")
+            return self
+        node = _mount_node(self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description)
+        self._register(node, chain=False)
+        parent.children.append(node)
+        return self
+
+    # -- loops and the end ----------------------------------------------------------------------------
+    def loop_to(self, stage_id: str) -> FlowChartBuilder:
+        """Loop back to an earlier stage of this chart after the current one. Ends the chain."""
+        cursor = self._cursor
+        if cursor is None:
+            self._problem("loop_to needs a stage before it: call flow_chart(name, fn, id) first")
+            return self
+        if self._closed_by is not None:
+            self._problem(f"loop_to already defined at '{cursor.id}' (to '{self._closed_by}'): a chain loops once", cursor.id)
+            return self
+        stub = StageNode("loop", stage_id, stage_id)
+        stub.loop_to = stage_id
+        cursor.next = stub
+        self._loops.append((cursor, stage_id, False))
+        self._closed_by = stage_id
+        return self
+
+    def build(self) -> FlowChart:
+        """Check the whole structure and return the immutable chart (or raise ``BuildError``)."""
+        from .chart import FlowChart
+
+        if self._root is None:
+            raise BuildError("empty builder: start it with flow_chart(name, fn, id) before build()")
+        if self._open_list is not None:
+            self._open_list._validate()
+        for source, target, from_branch in self._loops:
+            node = self._ids.get(target)
+            if node is None:
+                self._problem(
+                    f"loop_to('{target}') from '{source.id}': target not found — pass the id of a stage "
+                    "declared in this chart (not its name)",
+                    source.id,
+                )
+            elif target not in self._chain_ids:
+                where = "a branch" if from_branch else "'" + source.id + "'"
+                self._problem(
+                    f"loop_to('{target}') from {where}: '{target}' is a branch or fork child — a loop must "
+                    "target a stage on the main chain, declared before the decider",
+                    source.id,
+                )
+        if self._problems:
+            raise self._problems[0]
+        return FlowChart(self._root, dict(self._ids))
+
+
+class BranchList:
+    """The branches of a decider or selector; ``end()`` returns to the chart builder."""
+
+    def __init__(self, builder: FlowChartBuilder, node: StageNode, kind: Literal["decider", "selector"]) -> None:
+        self._builder = builder
+        self._node = node
+        self._kind = kind
+        self._validated = False
+        if builder._open_list is not None:
+            builder._open_list._validate()
+        builder._open_list = self
+
+    def _add(self, branch: StageNode, branch_id: str, loop_to: str | None) -> BranchList:
+        node = self._node
+        if branch_id in node.branches:
+            self._builder._problem(f"duplicate {self._kind} branch id '{branch_id}' under '{node.id}'", node.id)
+            return self
+        branch.branch_id = branch_id
+        self._builder._register(branch, chain=False)
+        node.branches[branch_id] = branch
+        if loop_to is not None:
+            if self._kind == "selector":
+                self._builder._problem(
+                    f"selector branch '{branch_id}' under '{node.id}' cannot loop_to: only decider branches loop",
+                    branch_id,
+                )
+            stub = StageNode("loop", loop_to, loop_to)
+            stub.loop_to = loop_to
+            branch.next = stub
+            self._builder._loops.append((branch, loop_to, True))
+        return self
+
+    def add_function_branch(
+        self, branch_id: str, name: str, fn: StageFn, *, description: str | None = None, loop_to: str | None = None
+    ) -> BranchList:
+        """A branch running ``fn``; ``loop_to`` jumps back to an earlier stage after it."""
+        if not callable(fn):
+            self._builder._problem(
+                f"{self._kind} branch '{branch_id}' under '{self._node.id}' has no function — provide a fn "
+                f"argument to add_function_branch('{branch_id}', ...)",
+                branch_id,
+            )
+        branch = self._builder._node("stage", name, fn if callable(fn) else None, branch_id, description)
+        return self._add(branch, branch_id, loop_to)
+
+    def add_pausable_function_branch(
+        self,
+        branch_id: str,
+        name: str,
+        pausable: Pausable,
+        *,
+        description: str | None = None,
+        loop_to: str | None = None,
+    ) -> BranchList:
+        """A two-phase branch (``Pausable(execute, resume)``)."""
+        return self._add(_pausable_node(self._builder, name, pausable, branch_id, description), branch_id, loop_to)
+
+    def add_subflow_chart_branch(
+        self,
+        branch_id: str,
+        chart: FlowChart,
+        *,
+        mount_name: str | None = None,
+        input_mapper: Callable[[Any], Any] | None = None,
+        output_mapper: Callable[[Any, Any], Any] | None = None,
+        propagate_break: bool = False,
+        array_merge: Literal["concat", "replace"] = "concat",
+        description: str | None = None,
+    ) -> BranchList:
+        """A branch that runs a whole subflow chart."""
+        node = _mount_node(
+            self._builder, branch_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+        )
+        return self._add(node, branch_id, None)
+
+    def add_branch_list(self, branches: Iterable[tuple[str, str, StageFn]]) -> BranchList:
+        """Several function branches at once: ``[(branch_id, name, fn), ...]``."""
+        for branch_id, name, fn in branches:
+            self.add_function_branch(branch_id, name, fn)
+        return self
+
+    def set_default(self, branch_id: str) -> BranchList:
+        """The branch taken when the decider returns an id no branch has."""
+        if self._kind == "selector":
+            self._builder._problem(
+                f"set_default('{branch_id}') on selector '{self._node.id}': only deciders have a default", self._node.id
+            )
+        self._node.default_branch = branch_id
+        return self
+
+    def _validate(self) -> None:
+        if self._validated:
+            return
+        self._validated = True
+        node = self._node
+        if not node.branches:
+            self._builder._problem(
+                f"{self._kind} at '{node.id}' requires at least one branch — add one with add_function_branch",
+                node.id,
+            )
+        if node.default_branch is not None and node.default_branch not in node.branches:
+            self._builder._problem(
+                f"set_default('{node.default_branch}') under '{node.id}': no such branch "
+                f"(branches: {', '.join(node.branches) or 'none'})",
+                node.id,
+            )
+        if self._builder._open_list is self:
+            self._builder._open_list = None
+
+    def end(self) -> FlowChartBuilder:
+        """Close the branch list and go on building the chart."""
+        self._validate()
+        return self._builder
+
+
+def _description(description: Any, stage_id: str, builder: FlowChartBuilder) -> str | None:
+    if description is None or isinstance(description, str):
+        return description
+    builder._problem(f"description of '{stage_id}' must be a string, got {type(description).__name__}", stage_id)
+    return None
+
+
+def _pausable_node(
+    builder: FlowChartBuilder, name: str, pausable: Any, stage_id: str, description: str | None
+) -> StageNode:
+    node = StageNode("pausable", name, stage_id, _description(description, stage_id, builder))
+    if not isinstance(pausable, Pausable):
+        builder._problem(f"pausable stage '{stage_id}' needs a Pausable(execute=..., resume=...)", stage_id)
+        return node
+    try:
+        node.execute = StageCallable.of(pausable.execute, base_arity=1, where=f"execute of '{stage_id}'")
+        node.resume = StageCallable.of(pausable.resume, base_arity=2, where=f"resume of '{stage_id}'")
+    except TypeError as exc:
+        builder._problem(str(exc), stage_id)
+    return node
+
+
+def _mount_node(
+    builder: FlowChartBuilder,
+    stage_id: str,
+    chart: Any,
+    mount_name: str | None,
+    input_mapper: Callable[[Any], Any] | None,
+    output_mapper: Callable[[Any, Any], Any] | None,
+    propagate_break: bool,
+    array_merge: str,
+    description: str | None,
+) -> StageNode:
+    from .chart import FlowChart
+
+    node = StageNode("subflow", mount_name or stage_id, stage_id, _description(description, stage_id, builder))
+    if not isinstance(chart, FlowChart):
+        builder._problem(f"subflow '{stage_id}' needs a built FlowChart (call .build() on it), got {type(chart).__name__}", stage_id)
+        return node
+    if array_merge not in ("concat", "replace"):
+        builder._problem(f"array_merge of subflow '{stage_id}' must be 'concat' or 'replace', got {array_merge!r}", stage_id)
+    node.mount = SubflowMount(chart, input_mapper, output_mapper, propagate_break, array_merge)  # type: ignore[arg-type]
+    return node
+
+
+def flow_chart(
+    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None
+) -> FlowChartBuilder:
+    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")``."""
+    return FlowChartBuilder().start(name, fn, stage_id, description=description)

@@ -1,0 +1,249 @@
+"""``FlowChart``: a built chart — its graph, spec, description, fingerprint, and how to run it.
+
+Laws:
+- Immutable once built. ``graph`` is a ``networkx.DiGraph`` (node key = full stage id,
+  subflow stages under ``mount/inner``; edge ``kind`` in ``next | branch | child |
+  subflow | loop``); without its ``loop`` edges it is a DAG.
+- ``spec`` is JSON-safe and flat (one entry per stage, so a 10,000-stage chart needs no
+  recursion); ``fingerprint`` is the SHA-256 of the spec's canonical JSON — the same in
+  every process, different when the structure changes. Functions are not part of it.
+- ``run()`` needs no event loop when no stage is ``async`` (the traversal coroutine is
+  driven directly); otherwise it runs one with ``asyncio.run``. ``arun()`` always awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from .errors import RunError
+from .nodes import StageNode, iter_nodes
+
+if TYPE_CHECKING:
+    from .pause import Checkpoint
+    from .redaction import Redaction
+    from .result import RunResult
+
+
+def drive(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends (a chart with no async stage) without a loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RunError("internal: a chart without async stages suspended; please report this with the chart")
+
+
+def run_coroutine(make: Any, needs_loop: bool) -> Any:
+    """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop."""
+    if not needs_loop:
+        return drive(make(False))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make(True))
+    raise RunError(
+        "chart.run() was called inside a running event loop and this run needs one of its own "
+        "(an async stage or a timeout): use 'await chart.arun(...)' / 'await chart.aresume(...)' instead"
+    )
+
+
+class FlowChart:
+    """A built chart. Make one with ``flow_chart(...)...build()``."""
+
+    def __init__(self, root: StageNode, nodes: dict[str, StageNode]) -> None:
+        self._root = root
+        self._nodes = nodes
+        self._loop_stubs: dict[str, StageNode] = {}
+
+    # -- structure --------------------------------------------------------------------------
+    @property
+    def root(self) -> StageNode:
+        """The first stage."""
+        return self._root
+
+    @property
+    def name(self) -> str:
+        """The root stage's name (the chart's name in descriptions)."""
+        return self._root.name
+
+    def find(self, stage_id: str) -> StageNode:
+        """The node with this (chart-local) id; ``KeyError`` naming it when absent."""
+        try:
+            return self._nodes[stage_id]
+        except KeyError:
+            raise KeyError(f"stage '{stage_id}' is not in chart '{self.name}'") from None
+
+    def loop_stub(self, target: str) -> StageNode:
+        """A loop edge to ``target`` (used when resuming into a loop continuation)."""
+        stub = self._loop_stubs.get(target)
+        if stub is None:
+            self.find(target)
+            stub = StageNode("loop", target, target)
+            stub.loop_to = target
+            self._loop_stubs[target] = stub
+        return stub
+
+    @functools.cached_property
+    def needs_loop(self) -> bool:
+        """True when some stage (here or in a subflow) is async, so runs need an event loop."""
+        for node in iter_nodes(self._root):
+            if node.is_async or (node.mount is not None and node.mount.chart.needs_loop):
+                return True
+        return False
+
+    def stage_ids(self) -> list[str]:
+        """Every stage id of this chart (not of its subflows), in a stable order."""
+        return [n.id for n in iter_nodes(self._root) if n.kind != "loop"]
+
+    @functools.cached_property
+    def spec(self) -> dict[str, Any]:
+        """A JSON-safe, flat description of the structure (no functions)."""
+        stages = []
+        for node in iter_nodes(self._root):
+            if node.kind == "loop":
+                continue
+            entry: dict[str, Any] = {"id": node.id, "name": node.name, "kind": node.kind}
+            if node.description is not None:
+                entry["description"] = node.description
+            if node.next is not None:
+                if node.next.kind == "loop":
+                    entry["loop_to"] = node.next.loop_to
+                else:
+                    entry["next"] = node.next.id
+            if node.branches:
+                entry["branches"] = {bid: b.id for bid, b in node.branches.items()}
+            if node.default_branch is not None:
+                entry["default"] = node.default_branch
+            if node.children:
+                entry["children"] = [c.id for c in node.children]
+            if node.fail_fast:
+                entry["fail_fast"] = True
+            if node.mount is not None:
+                entry["subflow"] = node.mount.chart.spec
+                entry["propagate_break"] = node.mount.propagate_break
+                entry["array_merge"] = node.mount.array_merge
+            stages.append(entry)
+        return {"root": self._root.id, "name": self._root.name, "stages": stages}
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the spec's canonical JSON: stable across processes."""
+        canonical = json.dumps(self.spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The chart as a networkx DiGraph (subflow stages under prefixed ids)."""
+        from .drawing import build_graph
+
+        return build_graph(self)
+
+    @functools.cached_property
+    def description(self) -> str:
+        """``FlowChart: <root>\\nSteps:\\n1. ...`` — the chart in words."""
+        from .drawing import describe
+
+        return describe(self)
+
+    def to_mermaid(self) -> str:
+        """A mermaid ``flowchart TD`` of the chart (branches labelled, loops dotted, subflows boxed)."""
+        from .drawing import mermaid
+
+        return mermaid(self)
+
+    def __repr__(self) -> str:
+        return f"<FlowChart {self.name!r} stages={len(self._nodes)} fingerprint={self.fingerprint[:12]}>"
+
+    # -- running ------------------------------------------------------------------------------------
+    def run(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, Any] | None = None,
+        recorders: Iterable[Any] = (),
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+    ) -> RunResult:
+        """Run the chart to its end or its first pause. See ``arun`` for the arguments."""
+        from .engine.runner import start_run
+
+        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+            return start_run(
+                self, input, env=env, recorders=recorders, max_iterations=max_iterations,
+                timeout=timeout, redaction=redaction, concurrent=concurrent,
+            )  # fmt: skip
+
+        return run_coroutine(make, self.needs_loop or timeout is not None)  # type: ignore[no-any-return]
+
+    async def arun(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, Any] | None = None,
+        recorders: Iterable[Any] = (),
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+    ) -> RunResult:
+        """Run the chart inside the caller's event loop (fork children run concurrently).
+
+        ``input`` is the read-only run input (``ctx.args``); ``env`` an environment that
+        is never recorded; ``recorders`` observers; ``max_iterations`` the per-target loop
+        cap; ``timeout`` seconds for the whole run; ``redaction`` what to hide in recordings.
+        """
+        from .engine.runner import start_run
+
+        return await start_run(
+            self, input, env=env, recorders=recorders, max_iterations=max_iterations,
+            timeout=timeout, redaction=redaction, concurrent=True,
+        )  # fmt: skip
+
+    def resume(
+        self,
+        checkpoint: Checkpoint,
+        input: Any = None,
+        *,
+        env: Mapping[str, Any] | None = None,
+        recorders: Iterable[Any] = (),
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+    ) -> RunResult:
+        """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
+        from .engine.runner import resume_run
+
+        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+            return resume_run(
+                self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
+                timeout=timeout, redaction=redaction, concurrent=concurrent,
+            )  # fmt: skip
+
+        return run_coroutine(make, self.needs_loop or timeout is not None)  # type: ignore[no-any-return]
+
+    async def aresume(
+        self,
+        checkpoint: Checkpoint,
+        input: Any = None,
+        *,
+        env: Mapping[str, Any] | None = None,
+        recorders: Iterable[Any] = (),
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+    ) -> RunResult:
+        """``resume`` inside the caller's event loop."""
+        from .engine.runner import resume_run
+
+        return await resume_run(
+            self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
+            timeout=timeout, redaction=redaction, concurrent=True,
+        )  # fmt: skip

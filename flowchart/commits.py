@@ -1,0 +1,161 @@
+"""The commit log: one ``Commit`` per executed stage, and the fold that replays it.
+
+Laws:
+- A commit holds the stage's NET change as ordered ops: ``set`` (the whole value at a
+  path), ``merge`` (a nested dict patch: dicts merge recursively, anything else
+  replaces) and ``delete`` (the key is removed). Paths are lists of keys from the top of
+  the state (``["runs", "a", "x"]`` for a fork child's write).
+- Folding the log over the initial state reproduces the live state exactly: ``replay``
+  and the engine apply ops through the same ``apply_op``.
+- Committed values are shared, never mutated: ``apply_op`` copies only the containers on
+  the path it changes (copy-on-write), never the whole state.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+Verb = Literal["set", "merge", "delete"]
+
+
+@attrs.frozen(slots=True)
+class Op:
+    """One change: ``verb`` at ``path`` (a tuple of keys); ``value`` is ``None`` for delete."""
+
+    path: tuple[str, ...]
+    verb: Verb
+    value: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form: ``{"path": [...], "verb": ..., "value"?: ...}``."""
+        out: dict[str, Any] = {"path": list(self.path), "verb": self.verb}
+        if self.verb != "delete":
+            out["value"] = copy.deepcopy(self.value)
+        return out
+
+
+@attrs.frozen(slots=True)
+class Commit:
+    """One executed stage's entry in the run's commit log.
+
+    ``trace`` is the ordered list of ops; ``reads`` the state keys the stage read (in
+    first-read order; used by causal backtracking); ``redacted_paths`` the paths whose
+    values were replaced by ``"REDACTED"`` in this entry.
+    """
+
+    idx: int
+    stage: str
+    stage_id: str
+    runtime_stage_id: str
+    trace: tuple[Op, ...] = ()
+    reads: tuple[str, ...] = ()
+    redacted_paths: tuple[str, ...] = ()
+
+    @property
+    def overwrite(self) -> dict[str, Any]:
+        """footprintjs's nested patch of every ``set`` op (later ops win)."""
+        return _nested_patch(op for op in self.trace if op.verb == "set")
+
+    @property
+    def updates(self) -> dict[str, Any]:
+        """footprintjs's nested patch of every ``merge`` op."""
+        return _nested_patch(op for op in self.trace if op.verb == "merge")
+
+    @property
+    def written_keys(self) -> tuple[str, ...]:
+        """Top-level keys this commit changed, in op order, without repeats."""
+        return tuple(dict.fromkeys(op.path[0] for op in self.trace))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form with stable keys (what traces and stores persist)."""
+        return {
+            "idx": self.idx,
+            "stage": self.stage,
+            "stage_id": self.stage_id,
+            "runtime_stage_id": self.runtime_stage_id,
+            "trace": [op.to_dict() for op in self.trace],
+            "reads": list(self.reads),
+            "redacted_paths": list(self.redacted_paths),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Commit:
+        """Inverse of ``to_dict`` (no validation: use the trace/checkpoint converter for that)."""
+        return cls(
+            idx=data["idx"],
+            stage=data["stage"],
+            stage_id=data["stage_id"],
+            runtime_stage_id=data["runtime_stage_id"],
+            trace=tuple(
+                Op(tuple(o["path"]), o["verb"], copy.deepcopy(o.get("value"))) for o in data["trace"]
+            ),
+            reads=tuple(data.get("reads", ())),
+            redacted_paths=tuple(data.get("redacted_paths", ())),
+        )
+
+
+def _nested_patch(ops: Iterable[Op]) -> dict[str, Any]:
+    patch: dict[str, Any] = {}
+    for op in ops:
+        target = patch
+        for key in op.path[:-1]:
+            target = target.setdefault(key, {})
+        target[op.path[-1]] = op.value
+    return patch
+
+
+def merge_value(base: Any, patch: Any) -> Any:
+    """Deep-merge ``patch`` into ``base`` without mutating either (dicts recurse; else replace)."""
+    if not (isinstance(base, dict) and isinstance(patch, dict)):
+        return patch
+    out = dict(base)
+    for key, value in patch.items():
+        out[key] = merge_value(base[key], value) if key in base else value
+    return out
+
+
+def apply_op(state: dict[str, Any], op: Op) -> None:
+    """Apply ``op`` to ``state`` in place, copying only the containers along ``op.path``."""
+    path = op.path
+    if len(path) == 1:
+        key = path[0]
+        if op.verb == "set":
+            state[key] = op.value
+        elif op.verb == "merge":
+            state[key] = merge_value(state.get(key), op.value) if key in state else op.value
+        else:
+            state.pop(key, None)
+        return
+    head = path[0]
+    child = state.get(head)
+    child = dict(child) if isinstance(child, dict) else {}
+    state[head] = child
+    apply_op(child, Op(path[1:], op.verb, op.value))
+
+
+def apply_commit(state: dict[str, Any], commit: Commit) -> None:
+    """Apply every op of ``commit`` to ``state`` in place (copy-on-write along each path)."""
+    for op in commit.trace:
+        apply_op(state, op)
+
+
+def replay(
+    commit_log: Iterable[Commit], upto: int | None = None, initial: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Rebuild the state after commit ``upto`` (inclusive; ``None`` = the whole log).
+
+    ``initial`` is the state the run started from (a subflow's mapped input; ``{}`` for a
+    top-level run). The result is a fresh deep copy the caller may mutate.
+    """
+    log = list(commit_log)
+    if upto is not None and not -1 <= upto < len(log):
+        raise IndexError(f"commit index {upto} is out of range: the log has {len(log)} commits (0..{len(log) - 1})")
+    state: dict[str, Any] = dict(initial or {})
+    end = len(log) if upto is None else upto + 1
+    for commit in log[:end]:
+        apply_commit(state, commit)
+    return copy.deepcopy(state)

@@ -1,0 +1,112 @@
+"""The stage context: the control surface a stage gets as its second argument.
+
+``ctx.args`` (the read-only run input), ``ctx.env``, ``ctx.stop(reason)``,
+``ctx.emit(name, payload)``, ``ctx.run_id``, ``ctx.stage_id``, ``ctx.runtime_stage_id``.
+A ``StageContext`` is only made for stages whose function takes it (inspected at build
+time), so stages that do not ask for it do not pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .values import copy_json
+
+if TYPE_CHECKING:
+    from .engine.traversal import Traverser
+
+
+class ReadonlyArgs(Mapping[str, Any]):
+    """A read-only mapping over the run input; nested dicts are read-only too, lists are tuples."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None) -> None:
+        self._data = {k: freeze(v) for k, v in (data or {}).items()}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError(f"ctx.args is read-only: cannot set '{key}'. Write state through the scope instead")
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"ctx.args is read-only: cannot delete '{key}'")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(f"'{name}' is not in ctx.args") from None
+
+    def __repr__(self) -> str:
+        return f"ReadonlyArgs({self._data!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, mutable deep copy of the input."""
+        return {k: thaw(v) for k, v in self._data.items()}
+
+
+def freeze(value: Any) -> Any:
+    """Read-only form of a JSON-safe value (dict → ReadonlyArgs, list → tuple)."""
+    if isinstance(value, dict):
+        return ReadonlyArgs(value)
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Inverse of ``freeze``: plain dicts and lists."""
+    if isinstance(value, ReadonlyArgs):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+class StageContext:
+    """What a stage may do besides reading and writing state."""
+
+    __slots__ = ("_traverser", "runtime_stage_id", "stage_id", "stage_name")
+
+    def __init__(self, traverser: Traverser, stage_id: str, stage_name: str, runtime_stage_id: str) -> None:
+        self._traverser = traverser
+        self.stage_id = stage_id
+        self.stage_name = stage_name
+        self.runtime_stage_id = runtime_stage_id
+
+    @property
+    def args(self) -> ReadonlyArgs:
+        """The run input (a subflow's: its mapped input), read-only."""
+        return self._traverser.args
+
+    @property
+    def env(self) -> Mapping[str, Any]:
+        """The run environment passed as ``run(env=...)`` (never recorded)."""
+        return self._traverser.run.env
+
+    @property
+    def run_id(self) -> str:
+        """The id of this run (a resumed run gets a new one)."""
+        return self._traverser.run.run_id
+
+    def stop(self, reason: str | None = None) -> None:
+        """End the run after this stage commits (footprintjs ``$break``); the first reason wins."""
+        self._traverser.request_stop(reason)
+
+    def emit(self, name: str, payload: Any = None) -> None:
+        """Send a named event with a JSON-safe payload to the run's emit recorders, in order."""
+        self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
+
+    def __repr__(self) -> str:
+        return f"<StageContext {self.runtime_stage_id}>"

@@ -1,0 +1,153 @@
+"""``decide()`` and ``select()``: rule-based choices that leave evidence behind.
+
+Laws (footprintjs's, in snake_case):
+- ``decide``: rules are tried in order and the FIRST match wins; the evidence lists the
+  rules evaluated up to and including the winner, then the chosen branch and the default.
+- ``select``: EVERY rule is evaluated; each match selects its branch (once, in rule order).
+- A filter rule ``{"key": {"op": threshold}}`` ANDs its conditions; ops are
+  ``eq ne gt gte lt lte in not_in``; an unknown op or a missing key fails the condition;
+  an EMPTY filter never matches (``{}`` is not a catch-all).
+- A function rule ``{"when": callable}`` is called with the scope; the keys it reads are
+  captured as ``inputs``; a rule that raises does not match and records ``match_error``.
+- Values in evidence are summaries; redacted keys show ``"[REDACTED]"``.
+Reads made by rules are ordinary scope reads, so they appear in the narrative and in the
+stage's read set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .recorders.summary import summarize_value
+from .redaction import EVENT_PLACEHOLDER
+from .scope import Scope, ScopeObserver, transaction_of
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "gt": lambda a, b: a > b,
+    "gte": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b,
+    "lte": lambda a, b: a <= b,
+    "in": lambda a, b: a in list(b)[:1000],
+    "not_in": lambda a, b: a not in list(b)[:1000],
+}
+
+
+@attrs.frozen
+class Decision:
+    """What ``decide()`` returns to a decider: the chosen ``branch`` id and its ``evidence``."""
+
+    branch: str
+    evidence: dict[str, Any]
+
+
+@attrs.frozen
+class Selection:
+    """What ``select()`` returns to a selector: the chosen ``branches`` and the ``evidence``."""
+
+    branches: tuple[str, ...]
+    evidence: dict[str, Any]
+
+
+class _InputCapture:
+    """Chains onto the transaction's observer to record what a function rule reads."""
+
+    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool]) -> None:
+        self.inner = inner
+        self.hides = hides
+        self.inputs: dict[str, dict[str, Any]] = {}
+
+    def read(self, key: str, value: Any) -> None:
+        if key not in self.inputs:
+            redacted = self.hides(key)
+            self.inputs[key] = {
+                "key": key,
+                "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
+                "redacted": redacted,
+            }
+        if self.inner is not None:
+            self.inner.read(key, value)
+
+    def write(self, key: str, value: Any, operation: str) -> None:
+        if self.inner is not None:
+            self.inner.write(key, value, operation)
+
+
+def _hides(scope: Scope) -> Callable[[str], bool]:
+    hides = getattr(transaction_of(scope), "hides", None)
+    return hides if callable(hides) else (lambda _key: False)
+
+
+def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, Any]:
+    if "then" not in rule or "when" not in rule:
+        raise ValueError(f"rule {index} needs 'when' and 'then' keys, got {sorted(rule)}")
+    when = rule["when"]
+    entry: dict[str, Any] = {"rule_index": index, "branch": rule["then"]}
+    label = rule.get("label")
+    if callable(when):
+        txn = transaction_of(scope)
+        capture = _InputCapture(txn.observer, _hides(scope))
+        txn.observer = capture
+        try:
+            matched = bool(when(scope))
+            error = None
+        except Exception as exc:  # a rule that raises does not match; the error is evidence
+            matched, error = False, f"{type(exc).__name__}: {exc}"
+        finally:
+            txn.observer = capture.inner
+        entry = {"type": "function", **entry, "matched": matched, "label": label, "inputs": list(capture.inputs.values())}
+        if error is not None:
+            entry["match_error"] = error
+        return entry
+    if not isinstance(when, Mapping):
+        raise TypeError(f"rule {index}: 'when' must be a filter dict or a callable, got {type(when).__name__}")
+    hides = _hides(scope)
+    conditions = []
+    for key, spec in when.items():
+        if not isinstance(spec, Mapping):
+            spec = {"eq": spec}
+        for op, threshold in spec.items():
+            present = key in scope
+            actual = scope[key] if present else None
+            redacted = hides(key)
+            compare = _OPERATORS.get(op)
+            try:
+                result = bool(present and compare is not None and compare(actual, threshold))
+            except TypeError:
+                result = False
+            conditions.append(
+                {
+                    "key": key,
+                    "op": op,
+                    "threshold": threshold,
+                    "actual_summary": EVENT_PLACEHOLDER if redacted else summarize_value(actual),
+                    "result": result,
+                    "redacted": redacted,
+                }
+            )
+    matched = bool(conditions) and all(c["result"] for c in conditions)
+    return {"type": "filter", **entry, "matched": matched, "label": label, "conditions": conditions}
+
+
+def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str) -> Decision:
+    """Pick the first rule that matches; otherwise ``default``. Return it with evidence."""
+    evaluated = []
+    chosen = default
+    for index, rule in enumerate(rules):
+        entry = _evaluate(scope, index, rule)
+        evaluated.append(entry)
+        if entry["matched"]:
+            chosen = entry["branch"]
+            break
+    return Decision(chosen, {"rules": evaluated, "chosen": chosen, "default": default})
+
+
+def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:
+    """Pick every branch whose rule matches (rule order, no repeats). Return them with evidence."""
+    evaluated = [_evaluate(scope, i, rule) for i, rule in enumerate(rules)]
+    selected = tuple(dict.fromkeys(e["branch"] for e in evaluated if e["matched"]))
+    return Selection(selected, {"rules": evaluated, "selected": list(selected)})

@@ -1,0 +1,136 @@
+"""Drawing a chart: the networkx graph, the ``FlowChart: ...`` description, mermaid.
+
+Laws: all three are derived from the same nodes, iteratively (no recursion per stage), and
+are deterministic. In the graph and in mermaid, subflow stages appear under prefixed ids
+(``mount/inner``); loops are ``loop`` edges, so removing them leaves a DAG.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from .nodes import StageNode, iter_nodes
+
+if TYPE_CHECKING:
+    from .chart import FlowChart
+
+
+def _node_attrs(node: StageNode) -> dict[str, object]:
+    fn = node.fn.fn if node.fn is not None else (node.execute.fn if node.execute is not None else None)
+    return {"kind": node.kind, "name": node.name, "description": node.description, "function": fn}
+
+
+def build_graph(chart: FlowChart) -> nx.DiGraph:
+    """Nodes = full stage ids; edges carry ``kind`` (and ``branch`` for branch edges)."""
+    graph = nx.DiGraph()
+    pending: list[tuple[FlowChart, str]] = [(chart, "")]
+    while pending:
+        current, prefix = pending.pop()
+        for node in iter_nodes(current.root):
+            if node.kind == "loop":
+                continue
+            full = prefix + node.id
+            graph.add_node(full, **_node_attrs(node))
+            if node.next is not None:
+                if node.next.kind == "loop":
+                    graph.add_edge(full, prefix + (node.next.loop_to or ""), kind="loop")
+                else:
+                    graph.add_edge(full, prefix + node.next.id, kind="next")
+            for branch_id, branch in node.branches.items():
+                graph.add_edge(full, prefix + branch.id, kind="branch", branch=branch_id)
+            for child in node.children:
+                graph.add_edge(full, prefix + child.id, kind="child")
+            if node.mount is not None:
+                inner_prefix = f"{full}/"
+                graph.add_edge(full, inner_prefix + node.mount.chart.root.id, kind="subflow")
+                pending.append((node.mount.chart, inner_prefix))
+    return graph
+
+
+def _main_chain(chart: FlowChart) -> list[StageNode]:
+    chain = []
+    node: StageNode | None = chart.root
+    while node is not None and node.kind != "loop":
+        chain.append(node)
+        node = node.next
+    return chain
+
+
+def _label(node: StageNode) -> str:
+    return f"{node.name} — {node.description}" if node.description else node.name
+
+
+def _describe_lines(chart: FlowChart, indent: str) -> list[str]:
+    lines: list[str] = []
+    chain = _main_chain(chart)
+    step_of = {node.id: i for i, node in enumerate(chain, start=1)}
+    for number, node in enumerate(chain, start=1):
+        if node.mount is not None:
+            lines.append(f"{indent}{number}. [Sub-Execution: {node.name}] — FlowChart: {node.mount.chart.name}")
+            lines.extend(_describe_lines(node.mount.chart, indent + "   "))
+        elif node.branches:
+            kind = "decides" if node.kind == "decider" else "selects"
+            text = _label(node) if node.description else f"{node.name} — {kind}"
+            lines.append(f"{indent}{number}. {text} (branches: {', '.join(node.branches)})")
+            for branch_id, branch in node.branches.items():
+                loop = f" (loops back to {branch.next.loop_to})" if branch.next is not None and branch.next.kind == "loop" else ""
+                lines.append(f"{indent}   → {branch_id}: {_label(branch)}{loop}")
+        else:
+            lines.append(f"{indent}{number}. {_label(node)}")
+        if node.children:
+            lines.append(f"{indent}   → runs in parallel: {', '.join(c.name for c in node.children)}")
+        if node.next is not None and node.next.kind == "loop":
+            target = node.next.loop_to or ""
+            lines.append(f"{indent}   → loops back to step {step_of.get(target, '?')} ({target})")
+    return lines
+
+
+def describe(chart: FlowChart) -> str:
+    """``FlowChart: <root>\\nSteps:\\n1. ...``."""
+    return "\n".join([f"FlowChart: {chart.name}", "Steps:", *_describe_lines(chart, "")])
+
+
+def _mermaid_id(full_id: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in full_id) or "_"
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;")
+
+
+def mermaid(chart: FlowChart) -> str:
+    """A mermaid ``flowchart TD``: deciders as diamonds, loops dotted, subflows as subgraphs."""
+    lines = ["flowchart TD"]
+    edges: list[str] = []
+
+    def emit(current: FlowChart, prefix: str, indent: str) -> None:
+        for node in iter_nodes(current.root):
+            if node.kind == "loop":
+                continue
+            full = prefix + node.id
+            mid = _mermaid_id(full)
+            name = _mermaid_text(node.name)
+            if node.kind in ("decider", "selector"):
+                lines.append(f'{indent}{mid}{{"{name}"}}')
+            elif node.mount is not None:
+                lines.append(f'{indent}subgraph {mid}["{name}"]')
+                emit(node.mount.chart, full + "/", indent + "  ")
+                lines.append(f"{indent}end")
+            elif node.kind == "pausable":
+                lines.append(f'{indent}{mid}(["{name}"])')
+            else:
+                lines.append(f'{indent}{mid}["{name}"]')
+            if node.next is not None:
+                if node.next.kind == "loop":
+                    edges.append(f"  {mid} -.->|loop| {_mermaid_id(prefix + (node.next.loop_to or ''))}")
+                else:
+                    edges.append(f"  {mid} --> {_mermaid_id(prefix + node.next.id)}")
+            for branch_id, branch in node.branches.items():
+                edges.append(f'  {mid} -->|"{_mermaid_text(branch_id)}"| {_mermaid_id(prefix + branch.id)}')
+            for child in node.children:
+                edges.append(f"  {mid} --> {_mermaid_id(prefix + child.id)}")
+
+    emit(chart, "", "  ")
+    return "\n".join(lines + edges)

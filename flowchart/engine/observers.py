@@ -1,0 +1,69 @@
+"""Recorder dispatch: bind each recorder's hooks once per run, never let one break a run.
+
+Law: a hook a recorder lacks is skipped (looked up on the object, once per run); a hook
+that raises is swallowed and reported to the OTHER recorders' ``on_error`` with channel
+"recorder". With no recorder attached every ``has_*`` flag is False and the engine
+builds no event at all, so observing costs nothing when nobody observes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..events import ALL_HOOKS, ErrorEvent, TraversalContext
+
+Hook = Callable[[Any], Any]
+
+
+class Observers:
+    """The hooks of a run's recorders, bound per hook name."""
+
+    __slots__ = ("_hooks", "any", "has_data")
+
+    def __init__(self, recorders: Iterable[Any] = ()) -> None:
+        self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
+        for recorder in recorders:
+            for name in ALL_HOOKS:
+                hook = getattr(recorder, name, None)
+                if callable(hook):
+                    self._hooks.setdefault(name, []).append((recorder, hook))
+        self.any = bool(self._hooks)
+        self.has_data = any(
+            name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
+        )
+
+    def wants(self, name: str) -> bool:
+        """True when some recorder listens to ``name``."""
+        return name in self._hooks
+
+    def emit(self, name: str, event: Any) -> None:
+        """Deliver ``event`` to every recorder that has hook ``name``, in attach order."""
+        hooks = self._hooks.get(name)
+        if not hooks:
+            return
+        for recorder, hook in hooks:
+            try:
+                hook(event)
+            except Exception as exc:  # a recorder must never break a run
+                self._report(recorder, name, exc, getattr(event, "ctx", None))
+
+    def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
+        others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]
+        if not others or ctx is None:
+            return
+        event = ErrorEvent(
+            ctx=ctx,
+            stage_name=ctx.stage_name,
+            message=f"recorder {type(failed).__name__}.{hook_name} raised {type(exc).__name__}: {exc}",
+            error=exc,
+            channel="recorder",
+        )
+        for hook in others:
+            try:
+                hook(event)
+            except Exception:  # noqa: S110 - an error hook that fails has nobody left to tell
+                pass
+
+
+NO_OBSERVERS = Observers()

@@ -1,0 +1,90 @@
+"""Run-wide bookkeeping shared by the top-level traversal and every subflow traversal.
+
+Law: one execution counter per run, shared with subflows, so every runtime stage id
+``[subflow/]stage_id#N`` is unique across the run — and across a pause, because a
+resumed run continues the counter, the visit counts and the loop counts from the
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..errors import RunTimeoutError
+from ..redaction import NO_REDACTION, Redaction
+from .observers import Observers
+
+
+@attrs.frozen
+class SubflowResult:
+    """What a subflow mount left: its final state, its own commit log and its initial state."""
+
+    mount_id: str
+    runtime_stage_id: str
+    state: dict[str, Any]
+    commit_log: tuple[Any, ...]
+    initial: dict[str, Any]
+    output: Any = None
+
+
+class Run:
+    """The state of one run (or one resume) that every level of the traversal shares."""
+
+    __slots__ = (
+        "concurrent",
+        "counter",
+        "current_stage",
+        "deadline",
+        "env",
+        "loop_counts",
+        "max_iterations",
+        "observers",
+        "redacted_paths",
+        "redaction",
+        "run_id",
+        "subflow_results",
+        "timeout",
+        "visit_counts",
+    )
+
+    def __init__(
+        self,
+        *,
+        observers: Observers,
+        env: Mapping[str, Any] | None = None,
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+        concurrent: bool = False,
+        counter: int = 0,
+        visit_counts: Mapping[str, int] | None = None,
+        loop_counts: Mapping[str, int] | None = None,
+    ) -> None:
+        if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
+            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+        self.run_id = uuid.uuid4().hex
+        self.observers = observers
+        self.env: Mapping[str, Any] = dict(env or {})
+        self.max_iterations = max_iterations
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.redaction = redaction or NO_REDACTION
+        self.concurrent = concurrent
+        self.counter = counter
+        self.visit_counts: dict[str, int] = dict(visit_counts or {})
+        self.loop_counts: dict[str, int] = dict(loop_counts or {})
+        self.subflow_results: dict[str, SubflowResult] = {}
+        self.redacted_paths: dict[str, None] = {}
+        self.current_stage = ""
+
+    def check_deadline(self, stage_id: str) -> None:
+        """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunTimeoutError(
+                f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id
+            )

@@ -1,0 +1,176 @@
+"""Starting and resuming runs: from arguments to a ``RunResult``.
+
+Laws:
+- The run input is validated (a dict of JSON-safe values, or ``None``) before any stage
+  runs; its keys are read-only state names.
+- A run ends in exactly one of: ``on_run_end`` and a result; a pause (no run-end event,
+  a result with ``paused=True`` and a checkpoint); ``on_run_failed`` and the stage's own
+  error re-raised unchanged (a timeout becomes ``RunTimeoutError`` naming the stage).
+- A checkpoint from another chart is refused before anything runs, naming both fingerprints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..context import ReadonlyArgs
+from ..errors import CheckpointError, RunTimeoutError
+from ..events import ROOT_CONTEXT_ID, RunEvent, TraversalContext
+from ..pause import Checkpoint, PauseSignal
+from ..redaction import Redaction
+from ..result import RunResult
+from ..values import NotJsonSafe, copy_json
+from .observers import NO_OBSERVERS, Observers
+from .run import Run
+from .traversal import Traverser
+
+if TYPE_CHECKING:
+    from ..chart import FlowChart
+
+
+def _run_input(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"run input must be a dict (it becomes ctx.args) or None, got {type(value).__name__}")
+    try:
+        return copy_json(dict(value))  # type: ignore[no-any-return]
+    except NotJsonSafe as exc:
+        raise TypeError(f"run input is not JSON-safe: {exc.what} at input{exc.where}") from None
+
+
+def _root_context(run: Run) -> TraversalContext:
+    return TraversalContext(run.run_id, ROOT_CONTEXT_ID, f"{ROOT_CONTEXT_ID}#0", ROOT_CONTEXT_ID)
+
+
+def _make_run(
+    recorders: Iterable[Any],
+    env: Mapping[str, Any] | None,
+    max_iterations: int,
+    timeout: float | None,
+    redaction: Redaction | None,
+    concurrent: bool,
+    checkpoint: Checkpoint | None = None,
+) -> Run:
+    recorders = list(recorders)
+    observers = Observers(recorders) if recorders else NO_OBSERVERS
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if checkpoint is None:
+        return Run(
+            observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
+            redaction=redaction, concurrent=concurrent,
+        )  # fmt: skip
+    return Run(
+        observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
+        redaction=redaction, concurrent=concurrent, counter=checkpoint.execution_count,
+        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts,
+    )  # fmt: skip
+
+
+async def _finish(
+    chart: FlowChart,
+    run: Run,
+    top: Traverser,
+    body: Callable[[], Awaitable[Any]],
+    run_input: dict[str, Any],
+    recorders: list[Any],
+) -> RunResult:
+    observers = run.observers
+    try:
+        if run.timeout is None:
+            output = await body()
+        else:
+            try:
+                async with asyncio.timeout(run.timeout):
+                    output = await body()
+            except TimeoutError as exc:
+                if isinstance(exc, RunTimeoutError):
+                    raise
+                raise RunTimeoutError(
+                    f"Run timed out after {run.timeout} s in stage '{run.current_stage}'", stage_id=run.current_stage
+                ) from None
+    except PauseSignal as signal:
+        checkpoint = Checkpoint.from_signal(
+            signal,
+            state=top.state,
+            run_input=run_input,
+            run_id=run.run_id,
+            execution_count=run.counter,
+            visit_counts=run.visit_counts,
+            loop_counts=run.loop_counts,
+            fingerprint=chart.fingerprint,
+        )
+        return RunResult.of(chart, run, top, signal.pause_data, recorders, run_input, checkpoint)
+    except BaseException as exc:
+        if observers.any:
+            observers.emit("on_run_failed", RunEvent(_root_context(run), None, exc))
+        raise
+    if observers.any:
+        observers.emit("on_run_end", RunEvent(_root_context(run), output))
+    return RunResult.of(chart, run, top, output, recorders, run_input, None)
+
+
+async def start_run(
+    chart: FlowChart,
+    input: Any,
+    *,
+    env: Mapping[str, Any] | None,
+    recorders: Iterable[Any],
+    max_iterations: int,
+    timeout: float | None,
+    redaction: Redaction | None,
+    concurrent: bool,
+) -> RunResult:
+    """Run ``chart`` from its root."""
+    run_input = _run_input(input)
+    recorders = list(recorders)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent)
+    top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
+    if run.observers.any:
+        run.observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
+    return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input, recorders)
+
+
+def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
+    """Refuse a checkpoint that is not one, is from another chart, or names unknown stages."""
+    if not isinstance(checkpoint, Checkpoint):
+        raise CheckpointError(
+            f"resume() needs a Checkpoint (e.g. Checkpoint.from_json(text)), got {type(checkpoint).__name__}"
+        )
+    if checkpoint.chart_fingerprint != chart.fingerprint:
+        raise CheckpointError(
+            f"Checkpoint belongs to another chart: its fingerprint is {checkpoint.chart_fingerprint[:16]}… "
+            f"but this chart's is {chart.fingerprint[:16]}…. Resume it on the chart that paused "
+            "(same stages, same structure)",
+            path="$.chart_fingerprint",
+        )
+    return checkpoint
+
+
+async def resume_run(
+    chart: FlowChart,
+    checkpoint: Checkpoint,
+    input: Any,
+    *,
+    env: Mapping[str, Any] | None,
+    recorders: Iterable[Any],
+    max_iterations: int,
+    timeout: float | None,
+    redaction: Redaction | None,
+    concurrent: bool,
+) -> RunResult:
+    """Resume a paused run of ``chart`` from ``checkpoint`` with ``input``."""
+    checkpoint = check_checkpoint(chart, checkpoint)
+    try:
+        given = copy_json(input)
+    except NotJsonSafe as exc:
+        raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
+    recorders = list(recorders)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint)
+    run_input = copy_json(checkpoint.run_input)
+    top = Traverser(run, chart, copy_json(checkpoint.shared_state), ReadonlyArgs(run_input), readonly=frozenset(run_input))
+    frames = list(checkpoint.frames)
+    return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input, recorders)

@@ -1,0 +1,75 @@
+"""The flowchart exception tree.
+
+    FlowchartError(Exception)            every error this package raises on purpose
+    ├── BuildError(FlowchartError, ValueError)       a chart's structure is wrong (raised by build())
+    ├── RunError(FlowchartError, RuntimeError)       a run cannot go on (unknown branch, loop cap, ...)
+    │   ├── LoopLimitError                           a loop target was visited too often
+    │   ├── RunTimeoutError(RunError, TimeoutError)  run(timeout=...) expired inside a stage
+    │   └── ForkError                                one or more fork children failed
+    ├── ScopeWriteError(FlowchartError, ValueError)  a stage wrote something it may not
+    │   └── ReadonlyInputError                       a stage wrote a run-input key
+    └── CheckpointError(FlowchartError, ValueError)  a checkpoint or trace is malformed or foreign
+
+Each error carries the context it was raised in (stage id, key) as attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FlowchartError(Exception):
+    """Base class for every error raised on purpose by ``flowchart``."""
+
+
+class BuildError(FlowchartError, ValueError):
+    """A chart's structure is wrong; raised by ``build()`` naming the stage and the fix."""
+
+    def __init__(self, message: str, *, stage_id: str | None = None) -> None:
+        super().__init__(message)
+        self.stage_id = stage_id
+
+
+class RunError(FlowchartError, RuntimeError):
+    """A run cannot go on; carries the stage id it was raised at."""
+
+    def __init__(self, message: str, *, stage_id: str | None = None) -> None:
+        super().__init__(message)
+        self.stage_id = stage_id
+
+
+class LoopLimitError(RunError):
+    """A ``loop_to`` target was visited more often than ``max_iterations`` allows."""
+
+
+class RunTimeoutError(RunError, TimeoutError):
+    """``run(timeout=...)`` expired while a stage was running."""
+
+
+class ForkError(RunError):
+    """Children of a fork or selector failed (``fail_fast=False`` collects them all)."""
+
+    def __init__(self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None) -> None:
+        super().__init__(message, stage_id=stage_id)
+        self.errors: dict[str, BaseException] = dict(errors or {})
+
+
+class ScopeWriteError(FlowchartError, ValueError):
+    """A stage wrote a value that may not be stored (not JSON-safe, reserved name, ...)."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class ReadonlyInputError(ScopeWriteError):
+    """A stage tried to write a key that belongs to the read-only run input."""
+
+
+class CheckpointError(FlowchartError, ValueError):
+    """A checkpoint or trace file is malformed, of an unknown version, or from another chart."""
+
+    def __init__(self, message: str, *, path: str | None = None, detail: Any = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.detail = detail

@@ -1,0 +1,145 @@
+"""Stage nodes: the structure the engine walks.
+
+A chart is a set of ``StageNode`` objects linked by ``next``, ``branches`` (decider and
+selector), ``children`` (fork) and ``loop_to`` (a back edge by id). The networkx graph of
+``FlowChart.graph`` is drawn from them; the engine walks these plain objects because a
+dictionary lookup per stage is cheaper than a graph query per stage.
+
+Each callable is inspected ONCE, when the node is made: whether it takes ``ctx`` and
+whether it is a coroutine function. Nothing about a stage is inspected per call.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+if TYPE_CHECKING:
+    from .chart import FlowChart
+
+NodeKind = Literal["stage", "decider", "selector", "subflow", "pausable"]
+
+
+@attrs.frozen(slots=True)
+class StageCallable:
+    """A user function with what the engine needs to call it: arity and async-ness."""
+
+    fn: Callable[..., Any]
+    takes_extra: bool
+    is_async: bool
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any], *, base_arity: int, where: str) -> StageCallable:
+        """Inspect ``fn`` once; ``base_arity`` is 1 for ``fn(scope)``, 2 for ``resume(scope, input)``."""
+        if not callable(fn):
+            raise TypeError(f"{where}: expected a function, got {type(fn).__name__}")
+        takes_extra = _positional_count(fn) > base_arity
+        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+        return cls(fn, takes_extra, is_async)
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    count = 0
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            return 99
+        if param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+@attrs.frozen(slots=True)
+class Pausable:
+    """A two-phase stage: ``execute(scope[, ctx])`` returns pause data (or ``None`` to go on);
+    ``resume(scope, input[, ctx])`` runs when the paused run is resumed. The body of a
+    stage is never run twice: resume runs only the ``resume`` half."""
+
+    execute: Callable[..., Any]
+    resume: Callable[..., Any]
+
+
+@attrs.frozen(slots=True)
+class SubflowMount:
+    """How a subflow is mounted: the inner chart and its mappers."""
+
+    chart: FlowChart
+    input_mapper: Callable[[Any], Any] | None = None
+    output_mapper: Callable[[Any, Any], Any] | None = None
+    propagate_break: bool = False
+    array_merge: Literal["concat", "replace"] = "concat"
+
+
+class StageNode:
+    """One stage of a chart. Mutable while the builder works on it, then left alone."""
+
+    __slots__ = (
+        "branch_id",
+        "branches",
+        "children",
+        "default_branch",
+        "description",
+        "execute",
+        "fail_fast",
+        "fn",
+        "id",
+        "kind",
+        "loop_to",
+        "mount",
+        "name",
+        "next",
+        "resume",
+    )
+
+    def __init__(self, kind: NodeKind, name: str, stage_id: str, description: str | None = None) -> None:
+        self.kind: NodeKind = kind
+        self.name = name
+        self.id = stage_id
+        self.description = description
+        self.fn: StageCallable | None = None
+        self.execute: StageCallable | None = None
+        self.resume: StageCallable | None = None
+        self.mount: SubflowMount | None = None
+        self.next: StageNode | None = None
+        self.loop_to: str | None = None
+        self.branches: dict[str, StageNode] = {}
+        self.default_branch: str | None = None
+        self.children: list[StageNode] = []
+        self.fail_fast = False
+        self.branch_id: str | None = None
+
+    @property
+    def is_async(self) -> bool:
+        """True when any callable of this node is a coroutine function."""
+        return any(c is not None and c.is_async for c in (self.fn, self.execute, self.resume))
+
+    def __repr__(self) -> str:
+        return f"<StageNode {self.kind} {self.id!r} ({self.name})>"
+
+
+def iter_nodes(root: StageNode) -> list[StageNode]:
+    """Every node reachable from ``root`` (not following loop edges), in a stable order."""
+    seen: dict[int, StageNode] = {}
+    stack = [root]
+    order: list[StageNode] = []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen[id(node)] = node
+        order.append(node)
+        followers: list[StageNode] = []
+        followers.extend(node.branches.values())
+        followers.extend(node.children)
+        if node.next is not None:
+            followers.append(node.next)
+        stack.extend(reversed(followers))
+    return order

@@ -1,0 +1,335 @@
+"""The narrative recorder: a run told in footprintjs's plain-English sentences.
+
+The law: for the same run, :func:`narrative` produces the same ``(type, depth, text)``
+entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
+
+* Scope operations (reads, writes, emits) arrive live while a stage runs. They are
+  buffered per ``runtime_stage_id`` and numbered in arrival order (``Step 1`` ...,
+  reads, writes and emits share one count), then flushed as depth-1 entries right
+  after the stage's ``Stage N:`` line — which is written when the stage's linear
+  ``on_stage_executed`` arrives, or its ``on_decision`` for a decider.
+* Selector and subflow-mount stages get no ``Stage N:`` line, and their buffered
+  reads are never printed; neither are those of a stage that raised or paused.
+* ``Stage N`` counts per subflow and restarts when that subflow is entered; the first
+  stage of a flow "began", a linear stage seen again "looped back (pass k)" — k counts
+  earlier visits of that stage id in this recorder, across subflow re-entries.
+* Inside a subflow footprintjs prints stage names prefixed with the subflow's full id
+  (``writer/deep/DeepStart``); names are qualified here from ``ctx.subflow_id``,
+  unless the engine already qualified them.
+
+Sentence wording lives in :mod:`flowchart.recorders.sentences`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from flowchart.events import (
+    BreakEvent,
+    DecisionEvent,
+    EmitEvent,
+    ErrorEvent,
+    ForkEvent,
+    LoopEvent,
+    PauseEvent,
+    ReadEvent,
+    ResumeEvent,
+    SelectedEvent,
+    StageExecutedEvent,
+    SubflowEvent,
+    TraversalContext,
+    WriteEvent,
+)
+from flowchart.recorders import sentences
+from flowchart.recorders.summary import js_object_keys, summarize_value
+
+__all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
+
+#: the stage types whose ``on_stage_executed`` writes a ``Stage N:`` line; a resumed
+#: pausable stage counts as linear, as footprintjs reports it
+_LINE_STAGE_TYPES = frozenset({"linear", "pausable"})
+
+
+@attrs.frozen
+class NarrativeEntry:
+    """One narrative line with where it came from.
+
+    ``type`` is one of ``stage step condition fork selector subflow loop break error
+    pause resume emit``; ``depth`` is 0 for headline entries, 1 for the steps and
+    conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
+    """
+
+    type: str
+    depth: int
+    text: str
+    stage_name: str | None = None
+    stage_id: str | None = None
+    runtime_stage_id: str | None = None
+    subflow_id: str | None = None
+    key: str | None = None
+    step_number: int | None = None
+
+    def as_tuple(self) -> tuple[str, int, str]:
+        """The entry as ``(type, depth, text)``, the shape ``entries()`` returns."""
+        return (self.type, self.depth, self.text)
+
+
+@attrs.define
+class _Op:
+    """A buffered scope operation waiting for its stage's headline."""
+
+    kind: str  # read | write | emit
+    key: str
+    summary: str
+    step: int
+    operation: str = "set"
+
+
+def _qualifier(ctx: TraversalContext) -> str:
+    """The subflow prefix footprintjs puts before stage names (``""`` at top level).
+
+    It is the innermost subflow's full id (``writer/deep``), i.e. ``ctx.subflow_id``.
+    """
+    return ctx.subflow_id or ""
+
+
+def _qualify(name: str, ctx: TraversalContext) -> str:
+    prefix = _qualifier(ctx)
+    if not prefix or name.startswith(prefix + "/"):
+        return name
+    return f"{prefix}/{name}"
+
+
+@attrs.define
+class NarrativeRecorder:
+    """Builds the narrative from recorder events; attach with ``run(recorders=[rec])``.
+
+    Read it back with :meth:`entries` (``(type, depth, text)`` tuples), :meth:`lines`
+    (the text) or :meth:`records` (:class:`NarrativeEntry` with stage ids and keys).
+    """
+
+    include_step_numbers: bool = True
+    include_values: bool = True
+    max_value_length: int = 80
+    format_value: Callable[[Any, int], str] = summarize_value
+    id: str = "narrative"
+    _records: list[NarrativeEntry] = attrs.field(factory=list, init=False, repr=False)
+    _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
+    _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    _started: set[str] = attrs.field(factory=set, init=False, repr=False)
+    _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+
+    # ── reading the narrative ──────────────────────────────────────────────────
+
+    def entries(self) -> list[tuple[str, int, str]]:
+        """All entries in run order as ``(type, depth, text)``."""
+        return [r.as_tuple() for r in self._records]
+
+    def records(self) -> list[NarrativeEntry]:
+        """All entries in run order, with stage ids, subflow id and key."""
+        return list(self._records)
+
+    def lines(self) -> list[str]:
+        """The narrative text, one line per entry."""
+        return [r.text for r in self._records]
+
+    def clear(self) -> None:
+        """Forget everything: entries, buffered operations, counters and visits."""
+        self._records.clear()
+        self._pending.clear()
+        self._stage_counters.clear()
+        self._started.clear()
+        self._visits.clear()
+
+    # ── data channel: buffered until the stage's headline ──────────────────────
+
+    def on_read(self, event: ReadEvent) -> None:
+        """Buffer a read (a read without a key is not narrated)."""
+        if event.key:
+            self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value)
+
+    def on_write(self, event: WriteEvent) -> None:
+        """Buffer a set, update or delete."""
+        self._buffer(event.ctx.runtime_stage_id, "write", event.key, event.value, event.operation)
+
+    def on_emit(self, event: EmitEvent) -> None:
+        """Buffer an emitted event; it takes a step number like reads and writes."""
+        self._buffer(event.ctx.runtime_stage_id, "emit", event.name, event.payload)
+
+    # ── flow channel ───────────────────────────────────────────────────────────
+
+    def on_stage_executed(self, event: StageExecutedEvent) -> None:
+        """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
+        if event.stage_type not in _LINE_STAGE_TYPES:
+            return  # deciders write theirs in on_decision; selector/mount/fork get none
+        ctx = event.ctx
+        visit_key = ctx.stage_id or event.stage_name
+        self._visits[visit_key] = self._visits.get(visit_key, 0) + 1
+        passes = self._visits[visit_key] - 1
+        name = _qualify(event.stage_name, ctx)
+        self._stage_line(ctx, name, event.description, passes)
+
+    def on_decision(self, event: DecisionEvent) -> None:
+        """Write the decider's ``Stage N:`` line, its operations, then ``[Condition]``."""
+        ctx = event.ctx
+        decider = _qualify(event.decider, ctx)
+        self._stage_line(ctx, decider, event.description, 0)
+        text = sentences.decision(
+            _qualify(event.chosen, ctx), event.description, event.rationale, event.evidence
+        )
+        self._push("condition", 1, text, ctx, stage_name=decider)
+
+    def on_fork(self, event: ForkEvent) -> None:
+        """``[Parallel]: Forking into N parallel paths: ...``."""
+        children = [_qualify(c, event.ctx) for c in event.children]
+        self._push("fork", 0, sentences.fork(children), event.ctx)
+
+    def on_selected(self, event: SelectedEvent) -> None:
+        """``[Selected]: k of N paths selected ...`` (with the rules when evidence came)."""
+        selected = [_qualify(s, event.ctx) for s in event.selected]
+        self._push(
+            "selector", 0, sentences.selected(selected, event.total, event.evidence), event.ctx
+        )
+
+    def on_subflow_entry(self, event: SubflowEvent) -> None:
+        """``Entering ...``, one ``Input:`` step per mapped input key; numbering restarts."""
+        self._stage_counters.pop(event.subflow_id, None)
+        self._started.discard(event.subflow_id)
+        ctx = event.ctx
+        self._push(
+            "subflow",
+            0,
+            sentences.subflow_entry(event.name, event.description),
+            ctx,
+            stage_name=event.name,
+        )
+        mapped = event.state if isinstance(event.state, dict) else {}
+        for key in js_object_keys(mapped):
+            value = mapped[key]
+            text = f"Input: {key}"
+            if self.include_values:
+                text += f" = {self.format_value(value, self.max_value_length)}"
+            self._push("step", 1, text, ctx, stage_name=event.name, key=key)
+
+    def on_subflow_exit(self, event: SubflowEvent) -> None:
+        """``Exiting the X subflow.``."""
+        self._push(
+            "subflow", 0, sentences.subflow_exit(event.name), event.ctx, stage_name=event.name
+        )
+
+    def on_loop(self, event: LoopEvent) -> None:
+        """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
+        target = _qualify(event.target, event.ctx)
+        self._push("loop", 0, sentences.loop(target, event.iteration, event.description), event.ctx)
+
+    def on_break(self, event: BreakEvent) -> None:
+        """``Execution stopped at X.``."""
+        name = (
+            event.stage_name
+            if event.propagated_from_subflow
+            else _qualify(event.stage_name, event.ctx)
+        )
+        self._push("break", 0, f"Execution stopped at {name}.", event.ctx, stage_name=name)
+
+    def on_error(self, event: ErrorEvent) -> None:
+        """``[Error]: An error occurred at X: <message>.`` for stage errors only."""
+        if event.channel != "flow":
+            return  # a recorder's failure is not part of the run's story
+        self._pending.pop(event.ctx.runtime_stage_id, None)  # never flushed, as in footprintjs
+        name = _qualify(event.stage_name, event.ctx)
+        self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
+
+    def on_pause(self, event: PauseEvent) -> None:
+        """``Execution paused at X.``; the paused stage's operations are never told."""
+        self._pending.pop(event.ctx.runtime_stage_id, None)
+        name = _qualify(event.stage_name, event.ctx)
+        self._push("pause", 0, f"Execution paused at {name}.", event.ctx, stage_name=name)
+
+    def on_resume(self, event: ResumeEvent) -> None:
+        """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
+        name = _qualify(event.stage_name, event.ctx)
+        suffix = " with input." if event.has_input else "."
+        self._push("resume", 0, f"Execution resumed at {name}{suffix}", event.ctx, stage_name=name)
+
+    # ── helpers ────────────────────────────────────────────────────────────────
+
+    def _buffer(
+        self, runtime_stage_id: str, kind: str, key: str, value: Any, operation: str = "set"
+    ) -> None:
+        # summarised now, not at flush: a value read from the scope may be a live view
+        # that the stage goes on to mutate, and the step must show it as it was read
+        summary = self.format_value(value, self.max_value_length)
+        ops = self._pending.setdefault(runtime_stage_id, [])
+        ops.append(_Op(kind, key, summary, len(ops) + 1, operation))
+
+    def _stage_line(
+        self, ctx: TraversalContext, name: str, description: str | None, passes: int
+    ) -> None:
+        flow_key = ctx.subflow_id or ""
+        number = self._stage_counters.get(flow_key, 0) + 1
+        self._stage_counters[flow_key] = number
+        first = flow_key not in self._started
+        self._started.add(flow_key)
+        text = sentences.stage(number, name, description, first=first, passes=passes)
+        self._push("stage", 0, text, ctx, stage_name=name)
+        self._flush(ctx, name)
+
+    def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
+        for op in self._pending.pop(ctx.runtime_stage_id, []):
+            summary = op.summary
+            if op.kind == "emit":
+                text = f"[emit] {op.key}: {summary}"
+                self._push("emit", 1, text, ctx, stage_name=stage_name, step=op.step)
+                continue
+            prefix = f"Step {op.step}: " if self.include_step_numbers else ""
+            text = prefix + sentences.operation(
+                op.kind, op.operation, op.key, summary, include_values=self.include_values
+            )
+            self._push("step", 1, text, ctx, stage_name=stage_name, key=op.key, step=op.step)
+
+    def _push(
+        self,
+        kind: str,
+        depth: int,
+        text: str,
+        ctx: TraversalContext,
+        *,
+        stage_name: str | None = None,
+        key: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        self._records.append(
+            NarrativeEntry(
+                type=kind,
+                depth=depth,
+                text=text,
+                stage_name=stage_name,
+                stage_id=ctx.stage_id,
+                runtime_stage_id=ctx.runtime_stage_id,
+                subflow_id=ctx.subflow_id,
+                key=key,
+                step_number=step,
+            )
+        )
+
+
+def narrative(
+    include_step_numbers: bool = True,
+    include_values: bool = True,
+    max_value_length: int = 80,
+    format_value: Callable[[Any, int], str] | None = None,
+) -> NarrativeRecorder:
+    """A new :class:`NarrativeRecorder` (footprintjs ``narrative()`` options, snake_case).
+
+    ``format_value(value, max_len)`` replaces :func:`summarize_value` for every value
+    the narrative prints.
+    """
+    return NarrativeRecorder(
+        include_step_numbers=include_step_numbers,
+        include_values=include_values,
+        max_value_length=max_value_length,
+        format_value=format_value or summarize_value,
+    )

@@ -1,0 +1,156 @@
+"""The narrative's sentence templates, one function per kind of entry.
+
+The law: each function returns, character for character, the sentence footprintjs
+9.24.0's narrative writes for the same facts (see ``tests/fixtures/footprintjs``).
+Values arrive already summarised; only rule thresholds are rendered here, as
+JavaScript's ``JSON.stringify`` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flowchart.recorders.summary import js_json
+
+__all__ = [
+    "decision",
+    "error",
+    "fork",
+    "loop",
+    "operation",
+    "selected",
+    "stage",
+    "subflow_entry",
+    "subflow_exit",
+]
+
+_CHECK = "\u2713"
+_CROSS = "\u2717"
+
+
+def stage(number: int, name: str, description: str | None, *, first: bool, passes: int) -> str:
+    """``Stage N: ...`` — the first stage began, a revisited stage looped back, else next."""
+    if first:
+        inner = (
+            f"The process began: {description}."
+            if description
+            else f"The process began with {name}."
+        )
+    elif passes > 0:
+        inner = (
+            f"Looped back: {description} (pass {passes})."
+            if description
+            else f"Looped back to {name} (pass {passes})."
+        )
+    else:
+        inner = f"Next step: {description}." if description else f"Next, it moved on to {name}."
+    return f"Stage {number}: {inner}"
+
+
+def operation(kind: str, op: str, key: str, summary: str, *, include_values: bool = True) -> str:
+    """``Read k = v`` / ``Write k = v`` / ``Update k = v`` / ``Delete k`` (no step prefix)."""
+    if op == "delete" and kind != "read":
+        return f"Delete {key}"
+    if kind == "read":
+        # footprintjs drops "= v" from a read whose summary is empty, not from a write
+        show = include_values and bool(summary)
+        verb = "Read"
+    else:
+        show = include_values
+        verb = "Update" if op == "update" else "Write"
+    return f"{verb} {key} = {summary}" if show else f"{verb} {key}"
+
+
+def _conditions(rule: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{c.get('key')} {c.get('actual_summary')} {c.get('op')} {js_json(c.get('threshold'))} "
+        f"{_CHECK if c.get('result') else _CROSS}"
+        for c in rule.get("conditions") or ()
+    )
+
+
+def _inputs(rule: Mapping[str, Any]) -> str:
+    return ", ".join(f"{i.get('key')}={i.get('value_summary')}" for i in rule.get("inputs") or ())
+
+
+def _label(rule: Mapping[str, Any]) -> str:
+    label = rule.get("label")
+    return f' "{label}"' if label else ""
+
+
+def decision(
+    chosen: str,
+    description: str | None,
+    rationale: str | None,
+    evidence: Mapping[str, Any] | None,
+) -> str:
+    """``[Condition]: ...`` — the matched rule, the default fallback, or the plain choice."""
+    if evidence:
+        rules = evidence.get("rules") or ()
+        matched = next((r for r in rules if r.get("matched")), None)
+        if matched is not None:
+            if matched.get("type") == "filter":
+                body = (
+                    f"It evaluated Rule {matched.get('rule_index')}{_label(matched)}: "
+                    f"{_conditions(matched)}, and chose {chosen}."
+                )
+            else:
+                body = f"It examined{_label(matched)}: {_inputs(matched)}, and chose {chosen}."
+        else:
+            errored = sum(1 for r in rules if "match_error" in r and r["match_error"] is not None)
+            note = f" ({errored} rule{'s' if errored > 1 else ''} threw errors)" if errored else ""
+            default_label = evidence.get("default_label")
+            shown = f' "{default_label}"' if default_label else ""
+            body = f"No rules matched{note}, fell back to default{shown}: {chosen}."
+    elif description and rationale:
+        body = f"It {description}: {rationale}, so it chose {chosen}."
+    elif description:
+        body = f"It {description} and chose {chosen}."
+    elif rationale:
+        body = f"A decision was made: {rationale}, so the path taken was {chosen}."
+    else:
+        body = f"A decision was made, and the path taken was {chosen}."
+    return f"[Condition]: {body}"
+
+
+def fork(children: Sequence[str]) -> str:
+    """``[Parallel]: Forking into N parallel paths: a, b.`` (always "paths")."""
+    return f"[Parallel]: Forking into {len(children)} parallel paths: {', '.join(children)}."
+
+
+def selected(names: Sequence[str], total: int, evidence: Mapping[str, Any] | None) -> str:
+    """``[Selected]: k of N paths selected ...``; with evidence each matched rule is shown."""
+    if evidence:
+        parts = []
+        for rule in evidence.get("rules") or ():
+            if not rule.get("matched"):
+                continue
+            detail = _conditions(rule) if rule.get("type") == "filter" else _inputs(rule)
+            parts.append(f"{rule.get('branch')}{_label(rule)} ({detail})")
+        return f"[Selected]: {len(names)} of {total} paths selected: {'; '.join(parts)}."
+    return f"[Selected]: {len(names)} of {total} paths selected for execution: {', '.join(names)}."
+
+
+def subflow_entry(name: str, description: str | None) -> str:
+    """``Entering the X subflow.`` or ``Entering X: <description>.``."""
+    return f"Entering {name}: {description}." if description else f"Entering the {name} subflow."
+
+
+def subflow_exit(name: str) -> str:
+    """``Exiting the X subflow.``."""
+    return f"Exiting the {name} subflow."
+
+
+def loop(target: str, iteration: int, description: str | None) -> str:
+    """``On pass N through X.`` or ``On pass N: <description> again.``."""
+    return (
+        f"On pass {iteration}: {description} again."
+        if description
+        else f"On pass {iteration} through {target}."
+    )
+
+
+def error(stage_name: str, message: str) -> str:
+    """``[Error]: An error occurred at X: <message>.``."""
+    return f"[Error]: An error occurred at {stage_name}: {message}."

@@ -1,0 +1,93 @@
+"""``RunResult``: what a run (or a resume) returns."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .commits import Commit
+
+if TYPE_CHECKING:
+    from .chart import FlowChart
+    from .engine.run import Run, SubflowResult
+    from .engine.traversal import Traverser
+    from .pause import Checkpoint
+    from .trace import Trace
+
+
+@attrs.define
+class RunResult:
+    """The outcome of ``chart.run`` / ``chart.resume``.
+
+    ``state`` is the final top-level state; ``output`` the last stage's return value (the
+    pause data when paused); ``commit_log`` one ``Commit`` per executed stage;
+    ``checkpoint`` is set when ``paused``; ``subflow_results`` maps each subflow mount id
+    (and mount runtime id) to its own state and commit log; ``initial_state`` is what the
+    log folds from (``{}`` for a fresh run, the checkpoint's state for a resume).
+    """
+
+    state: dict[str, Any]
+    output: Any
+    commit_log: list[Commit]
+    paused: bool
+    checkpoint: Checkpoint | None
+    run_id: str
+    subflow_results: dict[str, SubflowResult]
+    redacted_paths: list[str]
+    initial_state: dict[str, Any]
+    args: dict[str, Any]
+    chart: FlowChart = attrs.field(repr=False)
+    recorders: list[Any] = attrs.field(repr=False, factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        chart: FlowChart,
+        run: Run,
+        top: Traverser,
+        output: Any,
+        recorders: list[Any],
+        run_input: dict[str, Any],
+        checkpoint: Checkpoint | None,
+    ) -> RunResult:
+        """Assemble the result of a finished or paused traversal."""
+        return cls(
+            state=top.state,
+            output=output,
+            commit_log=top.commit_log,
+            paused=checkpoint is not None,
+            checkpoint=checkpoint,
+            run_id=run.run_id,
+            subflow_results=run.subflow_results,
+            redacted_paths=sorted(run.redacted_paths),
+            initial_state=top.initial,
+            args=run_input,
+            chart=chart,
+            recorders=recorders,
+        )
+
+    @property
+    def execution_tree(self) -> list[dict[str, Any]]:
+        """The executed stages in order, each with its subflow's stages nested under it."""
+        tree = []
+        for commit in self.commit_log:
+            entry: dict[str, Any] = {
+                "runtime_stage_id": commit.runtime_stage_id,
+                "stage_id": commit.stage_id,
+                "stage": commit.stage,
+            }
+            sub = self.subflow_results.get(commit.runtime_stage_id)
+            if sub is not None:
+                entry["subflow"] = [
+                    {"runtime_stage_id": c.runtime_stage_id, "stage_id": c.stage_id, "stage": c.stage}
+                    for c in sub.commit_log
+                ]
+            tree.append(entry)
+        return tree
+
+    def trace(self) -> Trace:
+        """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot."""
+        from .trace import Trace
+
+        return Trace.from_result(self)

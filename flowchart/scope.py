@@ -1,0 +1,319 @@
+"""The transactional scope a stage runs over.
+
+Laws:
+- Reads see committed state plus the stage's own writes (read-your-writes).
+- Writes are validated (JSON-safe, not a run-input key) and copied at write time; they
+  stay in the stage's private working set until the stage ends.
+- ``Transaction.commit()`` turns the NET change into ops and applies them to the state:
+  a no-op write or a write-then-revert leaves no op; a dict changed only through
+  nested key assignment commits a ``merge`` of the changed keys; anything else a
+  ``set``; a removed key a ``delete``.
+- Inside a fork or selector child the transaction has a namespace (``("runs", id)``):
+  reads look there first and fall back to the root, writes land there.
+- Nothing here copies the whole state: reading a primitive is a dict lookup, reading a
+  container makes a shallow tracked view, a commit touches only the changed keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from .commits import Op, apply_op
+from .errors import ReadonlyInputError, ScopeWriteError
+from .tracked import Owner, TrackedDict, TrackedList, plain, wrap
+from .values import NotJsonSafe, copy_json
+
+_MISSING: Any = object()
+_DELETED: Any = object()
+
+
+class ScopeObserver(Protocol):
+    """What a transaction tells while a stage runs (the engine's recorder bridge)."""
+
+    def read(self, key: str, value: Any) -> None: ...
+
+    def write(self, key: str, value: Any, operation: str) -> None: ...
+
+
+def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The nested merge patch that turns ``old`` into ``new`` (no key was removed)."""
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        if key in old:
+            before = old[key]
+            if before is value or before == value:
+                continue
+            if type(before) is dict and type(value) is dict:
+                patch[key] = _dict_patch(before, value)
+                continue
+        patch[key] = value
+    return patch
+
+
+class Transaction:
+    """One stage's view of the state: a working set over the committed state."""
+
+    __slots__ = (
+        "_reads",
+        "_touched",
+        "_working",
+        "hides",
+        "namespace",
+        "observer",
+        "readonly",
+        "state",
+    )
+
+    def __init__(
+        self,
+        state: dict[str, Any],
+        *,
+        namespace: tuple[str, ...] = (),
+        readonly: frozenset[str] | Any = frozenset(),
+        observer: ScopeObserver | None = None,
+    ) -> None:
+        self.state = state
+        self.namespace = namespace
+        self.readonly = readonly
+        self.observer = observer
+        #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
+        self.hides: Any = None
+        self._working: dict[str, Any] = {}
+        # key -> True when the key must commit as a set (no merge allowed)
+        self._touched: dict[str, bool] = {}
+        self._reads: dict[str, None] = {}
+
+    # -- committed lookups --------------------------------------------------------------
+    def _namespace_dict(self) -> dict[str, Any] | None:
+        node: Any = self.state
+        for part in self.namespace:
+            if type(node) is not dict or part not in node:
+                return None
+            node = node[part]
+        return node if type(node) is dict else None
+
+    def _committed(self, key: str) -> Any:
+        if self.namespace:
+            space = self._namespace_dict()
+            if space is not None and key in space:
+                return space[key]
+        return self.state.get(key, _MISSING)
+
+    def _own_committed(self, key: str) -> Any:
+        """The committed value at the path this transaction writes to (no root fallback)."""
+        if self.namespace:
+            space = self._namespace_dict()
+            return _MISSING if space is None else space.get(key, _MISSING)
+        return self.state.get(key, _MISSING)
+
+    # -- the stage-facing surface ---------------------------------------------------------
+    def get(self, key: str) -> Any:
+        """Read ``key`` (tracked); ``KeyError`` when it is not in the state."""
+        value = self._working.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._committed(key)
+            if value is _MISSING:
+                raise KeyError(key)
+            kind = type(value)
+            if kind is dict or kind is list:
+                value = wrap(value, Owner(key, self._touch, self._reject))
+                self._working[key] = value
+        elif value is _DELETED:
+            raise KeyError(key)
+        elif type(value) is dict or type(value) is list:
+            value = wrap(value, Owner(key, self._touch, self._reject))
+            self._working[key] = value
+        if key not in self._reads:
+            self._reads[key] = None
+        if self.observer is not None:
+            self.observer.read(key, value)
+        return value
+
+    def has(self, key: str) -> bool:
+        """True when ``key`` holds a value (an untracked existence check)."""
+        value = self._working.get(key, _MISSING)
+        if value is _MISSING:
+            return self._committed(key) is not _MISSING
+        return value is not _DELETED
+
+    def set(self, key: str, value: Any) -> None:
+        """Stage a ``set`` of ``key``: validated and copied now, committed at stage end."""
+        if key in self.readonly:
+            raise ReadonlyInputError(
+                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
+                key=key,
+            )
+        try:
+            copied = copy_json(value)
+        except NotJsonSafe as exc:
+            raise self._not_json_safe(key, exc) from None
+        self._working[key] = copied
+        self._touched[key] = True
+        if self.observer is not None:
+            self.observer.write(key, copied, "set")
+
+    def delete(self, key: str) -> None:
+        """Stage the removal of ``key``; ``KeyError`` when it is not there."""
+        if key in self.readonly:
+            raise ReadonlyInputError(
+                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
+                key=key,
+            )
+        if not self.has(key):
+            raise KeyError(key)
+        self._working[key] = _DELETED
+        self._touched[key] = True
+        if self.observer is not None:
+            self.observer.write(key, None, "delete")
+
+    def keys(self) -> list[str]:
+        """Every key visible to the stage (committed, plus own writes, minus own deletes)."""
+        seen = dict.fromkeys(self.state)
+        if self.namespace:
+            seen.update(dict.fromkeys(self._namespace_dict() or ()))
+        seen.update(dict.fromkeys(self._working))
+        return [k for k in seen if self.has(k)]
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        """The committed-or-staged value WITHOUT tracking or copying: read-only by contract.
+
+        For engine-internal hot paths (the agent's history) that only read. Mutating the
+        returned value corrupts committed state.
+        """
+        value = self._working.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._committed(key)
+        if value is _MISSING or value is _DELETED:
+            return default
+        return value
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Keys read by the stage so far, in first-read order."""
+        return tuple(self._reads)
+
+    # -- tracking callbacks -----------------------------------------------------------------
+    def _touch(self, key: str, set_only: bool) -> None:
+        if key in self.readonly:
+            raise ReadonlyInputError(
+                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
+                key=key,
+            )
+        self._touched[key] = self._touched.get(key, False) or set_only
+        if self.observer is not None:
+            self.observer.write(key, self._working.get(key), "set" if set_only else "update")
+
+    def _reject(self, exc: NotJsonSafe) -> None:
+        raise self._not_json_safe("?", exc)
+
+    @staticmethod
+    def _not_json_safe(key: str, exc: NotJsonSafe) -> ScopeWriteError:
+        return ScopeWriteError(
+            f"Cannot write '{key}': {exc.what}{' at ' + key + exc.where if exc.where else ''}. "
+            "State values must be JSON-safe (dict with str keys, list, str, int, float, bool, None).",
+            key=key,
+        )
+
+    # -- commit -----------------------------------------------------------------------------
+    def commit(self) -> list[Op]:
+        """Apply the net change to the state and return it as ops (empty when nothing changed)."""
+        ops: list[Op] = []
+        if not self._touched:
+            return ops
+        prefix = self.namespace
+        for key, set_only in self._touched.items():
+            new = self._working[key]
+            old = self._own_committed(key)
+            path = (*prefix, key)
+            if new is _DELETED:
+                if old is not _MISSING:
+                    ops.append(Op(path, "delete"))
+                continue
+            new = plain(new)
+            if old is not _MISSING and (old is new or old == new):
+                continue
+            if not set_only and type(old) is dict and type(new) is dict:
+                ops.append(Op(path, "merge", _dict_patch(old, new)))
+            else:
+                ops.append(Op(path, "set", new))
+        state = self.state
+        for op in ops:
+            apply_op(state, op)
+        self._touched = {}
+        self._working = {}
+        return ops
+
+
+class Scope:
+    """A pure namespace over the run state: ``scope.count``, ``scope["odd-key"]``, ``"k" in scope``.
+
+    Missing keys raise ``AttributeError`` / ``KeyError`` (so ``getattr(scope, "k", 0)``
+    works). Dicts and lists read from it are tracked views: mutating them is a write.
+    """
+
+    __slots__ = ("_fc_txn",)
+
+    def __init__(self, txn: Transaction) -> None:
+        object.__setattr__(self, "_fc_txn", txn)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._fc_txn.get(name)
+        except KeyError:
+            raise AttributeError(
+                f"'{name}' is not in the state (use getattr(scope, '{name}', default) for optional keys)"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._fc_txn.set(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            self._fc_txn.delete(name)
+        except KeyError:
+            raise AttributeError(f"cannot delete '{name}': it is not in the state") from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._fc_txn.get(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._fc_txn.set(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._fc_txn.delete(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._fc_txn.has(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fc_txn.keys())
+
+    def __dir__(self) -> list[str]:
+        return self._fc_txn.keys()
+
+    def __repr__(self) -> str:
+        return f"<Scope keys={self._fc_txn.keys()!r}>"
+
+
+def transaction_of(scope: Scope) -> Transaction:
+    """The transaction behind a scope (for library code such as ``decide`` and the agent)."""
+    return object.__getattribute__(scope, "_fc_txn")  # type: ignore[no-any-return]
+
+
+def raw_read(scope: Scope, key: str, default: Any = None) -> Any:
+    """Read ``key`` without tracking or copying; the value is shared and must not be mutated."""
+    return transaction_of(scope).raw(key, default)
+
+
+__all__ = [
+    "Scope",
+    "ScopeObserver",
+    "TrackedDict",
+    "TrackedList",
+    "Transaction",
+    "raw_read",
+    "transaction_of",
+]

@@ -1,0 +1,70 @@
+"""JSON-safe values: the only things a run may store.
+
+Law: every value that enters committed state is JSON-safe (dict with str keys, list,
+str, int, float, bool, None) and is a private copy: ``copy_json`` validates and copies
+in ONE pass, so a write costs in proportion to the value written and nothing else.
+Tuples are accepted on the way in and stored as lists (JSON has no tuple).
+
+Committed values are never mutated in place afterwards (the scope's tracked views copy
+on write), which is what lets a commit share them instead of cloning the state.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+_PRIMITIVES = (str, int, bool, type(None))
+
+
+class NotJsonSafe(ValueError):
+    """A value cannot be stored; ``where`` is the path inside it (``[2].role``)."""
+
+    def __init__(self, what: str, where: str) -> None:
+        super().__init__(f"{what} at {where or 'the top level'}")
+        self.what = what
+        self.where = where
+
+
+def _describe(value: Any) -> str:
+    kind = type(value)
+    if callable(value):
+        return f"a function ({getattr(value, '__qualname__', kind.__name__)})"
+    return f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else f"a {kind.__name__}"
+
+
+def copy_json(value: Any, where: str = "") -> Any:
+    """Return a deep, plain copy of ``value``; raise ``NotJsonSafe`` naming the bad spot.
+
+    Subclasses of dict and list (the scope's tracked views) come out as plain dict/list.
+    """
+    kind = type(value)
+    if kind in _PRIMITIVES:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise NotJsonSafe(f"a non-finite float ({value})", where)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in dict.items(value):
+            if type(k) is not str:
+                raise NotJsonSafe(f"a non-string dict key {k!r}", where)
+            out[k] = copy_json(v, f"{where}.{k}")
+        return out
+    if isinstance(value, list | tuple):
+        return [copy_json(v, f"{where}[{i}]") for i, v in enumerate(list.__iter__(value) if isinstance(value, list) else value)]
+    if isinstance(value, bool | int | str):  # subclasses such as IntEnum / StrEnum
+        return value
+    if isinstance(value, float):
+        return copy_json(float(value), where)
+    raise NotJsonSafe(f"{_describe(value)} is not JSON-safe", where)
+
+
+def is_json_safe(value: Any) -> bool:
+    """True when ``copy_json`` would accept ``value``."""
+    try:
+        copy_json(value)
+    except NotJsonSafe:
+        return False
+    return True

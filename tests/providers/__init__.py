@@ -1,0 +1,1 @@
+"""Tests for agent.providers: the contract, the scripted providers and the HTTP providers."""

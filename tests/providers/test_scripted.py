@@ -1,0 +1,214 @@
+"""The scripted and mock providers: replies in order, requests recorded, exhaustion, usage."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from agent.providers import (
+    LLMRequest,
+    LLMResponse,
+    ScriptError,
+    ScriptExhaustedError,
+    Token,
+    ToolCall,
+    Usage,
+    mock,
+    scripted,
+)
+
+
+def request(text: str = "hi", system: str | None = "sys", model: str = "mock") -> LLMRequest:
+    return LLMRequest(
+        system_prompt=system, messages=[{"role": "user", "content": text}], tools=[], model=model
+    )
+
+
+def test_string_reply_is_the_model_text() -> None:
+    """A string reply becomes the response content with finish_reason stop and no calls."""
+    response = scripted(["Paris is sunny."]).complete(request())
+    assert response == LLMResponse(
+        content="Paris is sunny.",
+        tool_calls=(),
+        usage=Usage(input_tokens=1, output_tokens=3),
+        finish_reason="stop",
+        model="mock",
+    )
+
+
+def test_dict_reply_with_tool_calls_is_tool_use() -> None:
+    """A dict reply's tool calls become ToolCall values and finish_reason is tool_use."""
+    provider = scripted(
+        [
+            {
+                "content": "",
+                "tool_calls": [{"id": "c1", "name": "weather", "args": {"city": "Paris"}}],
+            }
+        ]
+    )
+    response = provider.complete(request())
+    assert response.tool_calls == (ToolCall(id="c1", name="weather", args={"city": "Paris"}),)
+    assert response.finish_reason == "tool_use"
+    assert response.content == ""
+
+
+def test_dict_reply_keys_are_optional() -> None:
+    """``{}`` is an empty answer; a call without args gets ``{}``."""
+    provider = scripted([{}, {"tool_calls": [{"id": "c1", "name": "now"}]}])
+    assert provider.complete(request()).content == ""
+    assert provider.complete(request()).tool_calls == (ToolCall("c1", "now", {}),)
+
+
+def test_replies_play_in_order_and_requests_are_recorded() -> None:
+    """Request n gets reply n; ``requests`` holds every request received, in order."""
+    provider = scripted(["one", "two"])
+    first, second = request("a"), request("b")
+    assert provider.complete(first).content == "one"
+    assert provider.complete(second).content == "two"
+    assert provider.requests == [first, second]
+
+
+def test_complete_answers_synchronously() -> None:
+    """complete() returns the response itself, not an awaitable (the benchmark's hot path)."""
+    result = scripted(["x"]).complete(request())
+    assert not inspect.isawaitable(result)
+    assert isinstance(result, LLMResponse)
+
+
+def test_exhaustion_says_how_many_were_scripted_and_which_request() -> None:
+    """Running out raises, naming the number of replies and the 1-based request number."""
+    provider = scripted(["one", "two"])
+    provider.complete(request())
+    provider.complete(request())
+    with pytest.raises(
+        ScriptExhaustedError,
+        match=r"^scripted provider exhausted: 2 replies were scripted but request #3 asked "
+        r"for another; add a reply to the script$",
+    ):
+        provider.complete(request())
+    assert len(provider.requests) == 3  # the request that found the script empty is recorded
+
+
+def test_exhaustion_with_one_reply_is_singular() -> None:
+    """The exhaustion message reads naturally for a one-reply script."""
+    provider = scripted(["only"])
+    provider.complete(request())
+    with pytest.raises(ScriptExhaustedError, match=r"1 reply was scripted but request #2"):
+        provider.complete(request())
+
+
+def test_empty_script_fails_on_first_request() -> None:
+    """An empty script is allowed; its first request is #1 and raises."""
+    with pytest.raises(ScriptExhaustedError, match=r"0 replies were scripted but request #1"):
+        scripted([]).complete(request())
+
+
+def test_usage_is_characters_over_four_rounded_down() -> None:
+    """input = (system + message contents) // 4, output = content // 4; None content counts 0."""
+    req = LLMRequest(
+        system_prompt="abcdefg",  # 7
+        messages=[
+            {"role": "user", "content": "abc"},  # 3
+            {"role": "assistant", "content": None, "tool_calls": []},  # 0
+            {"role": "tool", "content": "12345", "tool_call_id": "c", "tool_name": "t"},  # 5
+        ],
+        tools=[],
+        model="m",
+    )
+    assert scripted(["hello"]).complete(req).usage == Usage(input_tokens=3, output_tokens=1)
+
+
+def test_usage_without_system_prompt() -> None:
+    """A missing system prompt counts as zero characters."""
+    assert scripted(["x"]).complete(request("12345678", system=None)).usage == Usage(2, 0)
+
+
+def test_llm_response_reply_is_played_verbatim() -> None:
+    """An LLMResponse in the script keeps its own usage, finish reason and model."""
+    canned = LLMResponse(content="cut", usage=Usage(0, 0), finish_reason="max_tokens")
+    assert scripted([canned]).complete(request()) is canned
+
+
+def test_script_is_copied_at_build_time() -> None:
+    """Editing the caller's script after scripted() does not change what is played."""
+    args = {"city": "Paris"}
+    provider = scripted([{"tool_calls": [{"id": "c1", "name": "w", "args": args}]}])
+    args["city"] = "Rome"
+    assert provider.complete(request()).tool_calls[0].args == {"city": "Paris"}
+
+
+@pytest.mark.parametrize(
+    ("replies", "message"),
+    [
+        ("hello", r"^scripted\(\) takes a list of replies, got str; wrap a single reply in a list"),
+        ([42], r"^scripted: reply #1 must be a string, a dict \{'content', 'tool_calls'\} or an "),
+        (
+            ["ok", {"toolCalls": []}],
+            r"^scripted: reply #2 has unknown key 'toolCalls'; allowed keys: 'content', "
+            r"'tool_calls'$",
+        ),
+        ([{"content": 3}], r"^scripted: reply #1 'content' must be a string, got int$"),
+        ([{"tool_calls": "c1"}], r"^scripted: reply #1 'tool_calls' must be a list, got str$"),
+        (
+            [{"tool_calls": [{"name": "w", "args": {}}]}],
+            r"^scripted: reply #1 tool_calls\[0\] needs 'id': a non-empty string, got None$",
+        ),
+        (
+            [{"tool_calls": [{"id": "c1", "name": "w", "args": "city=Paris"}]}],
+            r"^scripted: reply #1 tool_calls\[0\] 'args' must be a dict, got str$",
+        ),
+        (
+            [{"tool_calls": [{"id": "c1", "name": "w", "arguments": {}}]}],
+            r"^scripted: reply #1 tool_calls\[0\] has unknown key 'arguments'",
+        ),
+        (
+            [{"tool_calls": [{"id": "c1", "name": "a"}, {"id": "c1", "name": "b"}]}],
+            r"^scripted: reply #1 repeats tool call id 'c1'; ids must be unique$",
+        ),
+    ],
+)
+def test_bad_scripts_are_refused_up_front(replies: object, message: str) -> None:
+    """A malformed script raises ScriptError at build time, naming the reply (1-based)."""
+    with pytest.raises(ScriptError, match=message):
+        scripted(replies)  # type: ignore[arg-type]
+
+
+def test_mock_always_answers_the_same() -> None:
+    """mock(reply) answers every request with the same text and never runs out."""
+    provider = mock(reply="pong")
+    answers = [provider.complete(request(str(i))).content for i in range(5)]
+    assert answers == ["pong"] * 5
+    assert len(provider.requests) == 5
+    assert provider.name == "mock"
+
+
+def test_mock_defaults_to_text() -> None:
+    """mock() with no argument answers "text"."""
+    assert mock().complete(request()).content == "text"
+
+
+def test_mock_refuses_a_non_string_reply() -> None:
+    """mock(reply=...) takes text only."""
+    with pytest.raises(ScriptError, match=r"^mock\(reply=\.\.\.\) must be a string, got dict$"):
+        mock(reply={"content": "x"})  # type: ignore[arg-type]
+
+
+async def test_stream_yields_words_then_the_response() -> None:
+    """stream() yields whitespace-preserving word tokens, then the same response complete gives."""
+    events = [e async for e in scripted(["Paris is  sunny.\n"]).stream(request())]
+    assert events[:-1] == [Token(0, "Paris "), Token(1, "is  "), Token(2, "sunny.\n")]
+    final = events[-1]
+    assert isinstance(final, LLMResponse)
+    assert final.content == "Paris is  sunny.\n"
+
+
+def test_providers_are_deterministic() -> None:
+    """Two providers built from the same script answer identical requests identically."""
+    script: list[str | dict[str, Any]] = [
+        "a",
+        {"tool_calls": [{"id": "c", "name": "t", "args": {"k": [1]}}]},
+    ]
+    one, two = scripted(script), scripted(script)
+    assert [one.complete(request()) for _ in script] == [two.complete(request()) for _ in script]
