@@ -5,7 +5,7 @@ run can be replayed, narrated, backtracked and snapshot-tested. See docs/concept
 """
 
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
-# from flowchart.causal import causal_chain  # TEMP
+from flowchart.causal import causal_chain
 from flowchart.chart import FlowChart
 from flowchart.commits import Commit, Op, replay
 from flowchart.context import StageContext
@@ -27,7 +27,7 @@ from flowchart.recorders.narrative import narrative
 from flowchart.redaction import Redaction
 from flowchart.result import RunResult
 from flowchart.scope import Scope
-# from flowchart.trace import Trace  # TEMP
+from flowchart.trace import Trace
 
 __version__ = "0.1.0"
 

@@ -202,7 +202,11 @@ class FlowChartBuilder:
             self._problem("loop_to needs a stage before it: call flow_chart(name, fn, id) first")
             return self
         if self._closed_by is not None:
-            self._problem(f"loop_to already defined at '{cursor.id}' (to '{self._closed_by}'): a chain loops once", cursor.id)
+            self._problem(
+                f"loop_to already defined at '{cursor.id}' (to '{self._closed_by}'): a chain loops once — "
+                "remove the second loop_to",
+                cursor.id,
+            )
             return self
         stub = StageNode("loop", stage_id, stage_id)
         stub.loop_to = stage_id
@@ -219,6 +223,14 @@ class FlowChartBuilder:
             raise BuildError("empty builder: start it with flow_chart(name, fn, id) before build()")
         if self._open_list is not None:
             self._open_list._validate()
+        for node in self._ids.values():
+            if node.children and node.kind in ("decider", "selector"):
+                self._problem(
+                    f"{node.kind} '{node.id}' also has parallel children "
+                    f"({', '.join(c.id for c in node.children)}): a {node.kind} runs only its branches — "
+                    "add a stage after it (add_function) and fork from that stage",
+                    node.id,
+                )
         for source, target, from_branch in self._loops:
             node = self._ids.get(target)
             if node is None:
@@ -254,7 +266,10 @@ class BranchList:
     def _add(self, branch: StageNode, branch_id: str, loop_to: str | None) -> BranchList:
         node = self._node
         if branch_id in node.branches:
-            self._builder._problem(f"duplicate {self._kind} branch id '{branch_id}' under '{node.id}'", node.id)
+            self._builder._problem(
+                f"duplicate {self._kind} branch id '{branch_id}' under '{node.id}' — give each branch its own id",
+                node.id,
+            )
             return self
         branch.branch_id = branch_id
         self._builder._register(branch, chain=False)

@@ -23,7 +23,7 @@ class ReadonlyArgs(Mapping[str, Any]):
     __slots__ = ("_data",)
 
     def __init__(self, data: Mapping[str, Any] | None) -> None:
-        self._data = {k: freeze(v) for k, v in (data or {}).items()}
+        object.__setattr__(self, "_data", {k: freeze(v) for k, v in (data or {}).items()})
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
@@ -40,6 +40,12 @@ class ReadonlyArgs(Mapping[str, Any]):
     def __delitem__(self, key: str) -> None:
         raise TypeError(f"ctx.args is read-only: cannot delete '{key}'")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError(f"ctx.args is read-only: cannot set '{name}'. Write state through the scope instead")
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError(f"ctx.args is read-only: cannot delete '{name}'")
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
@@ -50,6 +56,9 @@ class ReadonlyArgs(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"ReadonlyArgs({self._data!r})"
+
+    def __reduce__(self) -> Any:
+        return (ReadonlyArgs, (self.to_dict(),))
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, mutable deep copy of the input."""

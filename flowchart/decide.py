@@ -133,8 +133,16 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
     return {"type": "filter", **entry, "matched": matched, "label": label, "conditions": conditions}
 
 
-def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str) -> Decision:
-    """Pick the first rule that matches; otherwise ``default``. Return it with evidence."""
+def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapping[str, Any]) -> Decision:
+    """Pick the first rule that matches; otherwise ``default``. Return it with evidence.
+
+    ``default`` is a branch id, or ``{"branch": id, "label": text}`` to say why the
+    fallback is taken (recorded as ``default_label``).
+    """
+    default_label = None
+    if isinstance(default, Mapping):
+        default_label = default.get("label")
+        default = default["branch"]
     evaluated = []
     chosen = default
     for index, rule in enumerate(rules):
@@ -143,7 +151,10 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str) -> De
         if entry["matched"]:
             chosen = entry["branch"]
             break
-    return Decision(chosen, {"rules": evaluated, "chosen": chosen, "default": default})
+    evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
+    if default_label is not None:
+        evidence["default_label"] = default_label
+    return Decision(chosen, evidence)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:

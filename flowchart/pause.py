@@ -90,6 +90,25 @@ class ResumeFrame:
         return chart.find(local)  # type: ignore[no-any-return]
 
 
+@attrs.frozen
+class PauseAgain:
+    """Returned by a ``resume`` half to pause again at the same stage with ``data``.
+
+    An extension over footprintjs (whose resume cannot pause): the agent uses it when a
+    later call of the same tool batch needs a person too. The next resume runs the
+    ``resume`` half again; ``execute`` still never runs twice.
+    """
+
+    data: Any
+
+
+def pause_again(data: Any) -> PauseAgain:
+    """``return pause_again(data)`` from a ``resume`` half to pause once more at the same stage."""
+    if data is None:
+        raise ValueError("pause_again(data): data must not be None (None means 'go on')")
+    return PauseAgain(data)
+
+
 class PauseSignal(BaseException):
     """Unwinds a paused run. Not an ``Exception``: user code must not swallow it."""
 

@@ -36,8 +36,12 @@ class ScopeObserver(Protocol):
     def write(self, key: str, value: Any, operation: str) -> None: ...
 
 
-def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The nested merge patch that turns ``old`` into ``new`` (no key was removed)."""
+def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | None:
+    """The nested merge patch that turns ``old`` into ``new`` (no top-level key was removed).
+
+    ``None`` when a nested dict lost a key (``user["prefs"] = {"a": 1}`` over
+    ``{"a": 1, "b": 2}``): a merge cannot remove keys, so the change must commit as a set.
+    """
     patch: dict[str, Any] = {}
     for key, value in new.items():
         if key in old:
@@ -45,7 +49,12 @@ def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             if before is value or before == value:
                 continue
             if type(before) is dict and type(value) is dict:
-                patch[key] = _dict_patch(before, value)
+                if not before.keys() <= value.keys():
+                    return None
+                sub = _dict_patch(before, value)
+                if sub is None:
+                    return None
+                patch[key] = sub
                 continue
         patch[key] = value
     return patch
@@ -188,6 +197,21 @@ class Transaction:
             return default
         return value
 
+    def peek(self, key: str, default: Any = None) -> Any:
+        """A tracked read (recorded, observed) that returns the value WITHOUT a view or copy.
+
+        For library hot paths that only read (the agent's history). The value is shared
+        with committed state: mutating it corrupts the run's record.
+        """
+        value = self.raw(key, _MISSING)
+        if value is _MISSING:
+            return default
+        if key not in self._reads:
+            self._reads[key] = None
+        if self.observer is not None:
+            self.observer.read(key, value)
+        return value
+
     @property
     def reads(self) -> tuple[str, ...]:
         """Keys read by the stage so far, in first-read order."""
@@ -204,8 +228,8 @@ class Transaction:
         if self.observer is not None:
             self.observer.write(key, self._working.get(key), "set" if set_only else "update")
 
-    def _reject(self, exc: NotJsonSafe) -> None:
-        raise self._not_json_safe("?", exc)
+    def _reject(self, key: str, exc: NotJsonSafe) -> None:
+        raise self._not_json_safe(key, exc)
 
     @staticmethod
     def _not_json_safe(key: str, exc: NotJsonSafe) -> ScopeWriteError:
@@ -233,8 +257,9 @@ class Transaction:
             new = plain(new)
             if old is not _MISSING and (old is new or old == new):
                 continue
-            if not set_only and type(old) is dict and type(new) is dict:
-                ops.append(Op(path, "merge", _dict_patch(old, new)))
+            patch = _dict_patch(old, new) if not set_only and type(old) is dict and type(new) is dict else None
+            if patch is not None:
+                ops.append(Op(path, "merge", patch))
             else:
                 ops.append(Op(path, "set", new))
         state = self.state
@@ -308,12 +333,18 @@ def raw_read(scope: Scope, key: str, default: Any = None) -> Any:
     return transaction_of(scope).raw(key, default)
 
 
+def peek(scope: Scope, key: str, default: Any = None) -> Any:
+    """A recorded read of ``key`` that returns the shared committed value: never mutate it."""
+    return transaction_of(scope).peek(key, default)
+
+
 __all__ = [
     "Scope",
     "ScopeObserver",
     "TrackedDict",
     "TrackedList",
     "Transaction",
+    "peek",
     "raw_read",
     "transaction_of",
 ]

@@ -1,29 +1,64 @@
 """The one owned cattrs converter for checkpoints (and, through it, trace files).
 
-Laws: fail closed. Unknown keys, missing keys, wrong types (an int is not a str, a bool
-is not an int), non-JSON values and unknown versions are refused with a
-``CheckpointError`` whose message carries the field path (``$.subflow_states.sf``) and
-what was expected. Loading never executes code: JSON in, plain values and this
-package's own attrs classes out — no pickle, no eval, no import by name.
+Laws: fail closed. Unknown keys, missing keys (every key of a checkpoint and of each of
+its frames is required, also those with a default in Python), wrong types (an int is
+not a str, a bool is not an int, an object is not a list), non-JSON values and unknown
+versions are refused with a ``CheckpointError`` whose message carries the field path
+(``$.subflow_states.sf.history``, ``$.frames[0].kind``) and what was expected. Loading
+never executes code: JSON in, plain values and this package's own attrs classes out —
+no pickle, no eval, no import by name.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Literal, get_args, get_origin
 
+import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.cols import list_structure_factory, mapping_structure_factory
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+)
+from cattrs.gen import make_dict_structure_fn
 
 from .errors import CheckpointError
 from .pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
 from .values import NotJsonSafe, copy_json
 
+_JSON_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+    list: "a list",
+    dict: "an object",
+}
+
+
+class Expected(TypeError):
+    """A value of the wrong shape; the message says what was expected, ``where`` where inside it."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+def json_type(value: Any) -> str:
+    """How ``value`` reads in JSON terms (``a string``, ``an object``, ``a Python set``)."""
+    name = _JSON_NAMES.get(type(value))
+    return name if name is not None else f"a Python {type(value).__qualname__}"
+
 
 def _strict(kind: type) -> Any:
     def hook(value: Any, _type: Any) -> Any:
         if type(value) is not kind and not (kind is float and type(value) is int):
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+            raise Expected(f"expected {_JSON_NAMES[kind]}, got {json_type(value)}")
         return value
 
     return hook
@@ -33,7 +68,58 @@ def _json_value(value: Any, _type: Any) -> Any:
     try:
         return copy_json(value)
     except NotJsonSafe as exc:
-        raise TypeError(f"expected a JSON value, got {exc}") from None
+        raise Expected(f"expected a JSON value, got {exc.what}", exc.where) from None
+
+
+def _strict_list(tp: Any, converter: cattrs.Converter) -> Any:
+    inner = list_structure_factory(tp, converter)
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is not list:
+            raise Expected(f"expected a list, got {json_type(value)}")
+        return inner(value, _type)
+
+    return hook
+
+
+def _strict_dict(tp: Any, converter: cattrs.Converter) -> Any:
+    inner = mapping_structure_factory(tp, converter)
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is not dict:
+            raise Expected(f"expected an object, got {json_type(value)}")
+        return inner(value, _type)
+
+    return hook
+
+
+def _literal(value: Any, tp: Any) -> Any:
+    choices = get_args(tp)
+    if not any(type(value) is type(c) and value == c for c in choices):
+        raise Expected(f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def _every_key(cl: type, converter: cattrs.Converter) -> Any:
+    """Structure ``cl`` from an object that must carry every field (defaults do not excuse)."""
+    inner = make_dict_structure_fn(cl, converter)
+    fields = [f for f in attrs.fields(cl) if f.init]
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is not dict:
+            raise Expected(f"expected an object, got {json_type(value)}")
+        errors = []
+        for field in fields:
+            if field.name not in value:
+                error = KeyError(field.name)
+                note = AttributeValidationNote(f"Structuring {cl.__name__} @ {field.name}", field.name, field.type)
+                error.__notes__ = [note]
+                errors.append(error)
+        if errors:
+            raise ClassValidationError(f"While structuring {cl.__name__}", errors, cl)
+        return inner(value, _type)
+
+    return hook
 
 
 def make_converter() -> cattrs.Converter:
@@ -42,28 +128,63 @@ def make_converter() -> cattrs.Converter:
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
     converter.register_structure_hook(Any, _json_value)  # type: ignore[arg-type]
+    converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
+    converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
+    converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
+    for cl in (Checkpoint, ResumeFrame):
+        converter.register_structure_hook(cl, _every_key(cl, converter))
     return converter
 
 
 CONVERTER = make_converter()
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
-def _messages(exc: BaseException, root: str = "$") -> list[str]:
-    try:
-        return list(cattrs.transform_error(exc, path=root))  # type: ignore[arg-type]
-    except Exception:  # pragma: no cover - transform_error handles every cattrs error
-        return [f"{exc} @ {root}"]
+
+def _step(index: Any) -> str:
+    if type(index) is int:
+        return f"[{index}]"
+    if isinstance(index, str) and _PLAIN_KEY.match(index):
+        return f".{index}"
+    return f"[{json.dumps(index, ensure_ascii=False)}]"
+
+
+def _describe(exc: BaseException, tp: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "required key missing"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
+    message = str(exc)
+    if isinstance(exc, TypeError | ValueError) and message.startswith("expected "):
+        return message
+    if isinstance(exc, AttributeError) and message.endswith("has no attribute 'items'"):
+        return "expected an object"
+    return cattrs.v.format_exception(exc, tp)
+
+
+def messages(exc: BaseException, path: str = "$", tp: Any = None) -> list[tuple[str, str]]:
+    """Every leaf failure of a cattrs error as ``(what was wrong, JSON path)``, in field order."""
+    if isinstance(exc, IterableValidationError):
+        indexed, other = exc.group_exceptions()
+        steps = [(sub, path + _step(note.index), note.type) for sub, note in indexed]
+    elif isinstance(exc, ClassValidationError):
+        named, other = exc.group_exceptions()
+        steps = [(sub, f"{path}.{note.name}", note.type) for sub, note in named]
+    else:
+        return [(_describe(exc, tp), path + getattr(exc, "where", ""))]
+    out: list[tuple[str, str]] = []
+    for sub, sub_path, sub_type in steps:
+        out.extend(messages(sub, sub_path, sub_type))
+    for sub in other:
+        out.extend(messages(sub, path))
+    return out
 
 
 def load_error(exc: BaseException, what: str) -> CheckpointError:
     """Turn a cattrs failure into one ``CheckpointError`` that names every bad path."""
-    if isinstance(exc, ForbiddenExtraKeysError):
-        keys = ", ".join(sorted(exc.extra_fields))
-        return CheckpointError(f"Invalid {what}: unknown key(s) {keys} @ $", path="$")
-    messages = _messages(exc)
-    first = messages[0] if messages else str(exc)
-    path = first.rsplit(" @ ", 1)[-1] if " @ " in first else "$"
-    return CheckpointError(f"Invalid {what}: {'; '.join(messages)}", path=path, detail=messages)
+    found = messages(exc) or [(str(exc), "$")]
+    lines = [f"{text} @ {path}" for text, path in found]
+    return CheckpointError(f"Invalid {what}: {'; '.join(lines)}", path=found[0][1], detail=lines)
 
 
 def dumps(data: Any) -> str:
@@ -88,7 +209,7 @@ def unstructure_checkpoint(checkpoint: Checkpoint) -> dict[str, Any]:
 def structure_checkpoint(data: Any) -> Checkpoint:
     """JSON-safe dict → Checkpoint, validated field by field."""
     if not isinstance(data, dict):
-        raise CheckpointError(f"Invalid checkpoint: expected an object, got {type(data).__name__} @ $", path="$")
+        raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
     version = data.get("version")
     if type(version) is int and version != CHECKPOINT_VERSION:
         raise CheckpointError(
@@ -100,34 +221,61 @@ def structure_checkpoint(data: Any) -> Checkpoint:
         checkpoint = CONVERTER.structure(data, Checkpoint)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "checkpoint") from None
-    _check_consistency(checkpoint)
+    check_consistency(checkpoint)
     return checkpoint
 
 
-def _check_consistency(cp: Checkpoint) -> None:
+def _refuse(message: str, path: str) -> CheckpointError:
+    return CheckpointError(f"Invalid checkpoint: {message} @ {path}", path=path)
+
+
+def check_consistency(cp: Checkpoint) -> None:
+    """The fields that repeat what ``frames`` says must agree with it; counts are not negative."""
     if not cp.frames:
-        raise CheckpointError("Invalid checkpoint: frames must not be empty @ $.frames", path="$.frames")
-    if cp.frames[-1].stage_id != cp.paused_stage_id:
-        raise CheckpointError(
-            f"Invalid checkpoint: the last frame is '{cp.frames[-1].stage_id}' but paused_stage_id is "
-            f"'{cp.paused_stage_id}' @ $.paused_stage_id",
-            path="$.paused_stage_id",
-        )
+        raise _refuse("frames must not be empty (the last frame is the paused stage)", "$.frames")
+    last = len(cp.frames) - 1
     for index, frame in enumerate(cp.frames):
-        if frame.kind == "mount" and frame.stage_id not in cp.subflow_states:
-            raise CheckpointError(
-                f"Invalid checkpoint: no subflow state for mount '{frame.stage_id}' @ $.subflow_states",
-                path="$.subflow_states",
-            )
-        if frame.kind not in ("stage", "mount", "fork"):
-            raise CheckpointError(
-                f"Invalid checkpoint: unknown frame kind {frame.kind!r} @ $.frames[{index}].kind",
-                path=f"$.frames[{index}].kind",
-            )
-    if cp.execution_count < 0:
-        raise CheckpointError(
-            "Invalid checkpoint: execution_count must be >= 0 @ $.execution_count", path="$.execution_count"
+        if index == last and frame.kind != "stage":
+            raise _refuse(f"the last frame must be of kind 'stage', got {frame.kind!r}", f"$.frames[{index}].kind")
+        if index < last and frame.kind == "stage":
+            raise _refuse("only the last frame may be of kind 'stage'", f"$.frames[{index}].kind")
+    leaf = cp.frames[-1]
+    if leaf.stage_id != cp.paused_stage_id:
+        raise _refuse(
+            f"the last frame is '{leaf.stage_id}' but paused_stage_id is '{cp.paused_stage_id}'", "$.paused_stage_id"
         )
+    mounts = [f.stage_id for f in cp.frames if f.kind == "mount"]
+    if cp.subflow_path != mounts:
+        raise _refuse(f"subflow_path must list the mount frames {mounts}, got {cp.subflow_path}", "$.subflow_path")
+    for name in ("invoker_stage_id", "continuation_stage_id"):
+        if getattr(cp, name) != getattr(leaf, name):
+            raise _refuse(f"{name} must equal the last frame's ({getattr(leaf, name)!r})", f"$.{name}")
+    for name in ("subflow_states", "subflow_args"):
+        keys = getattr(cp, name)
+        missing = [m for m in mounts if m not in keys]
+        if missing:
+            raise _refuse(f"no {name[:-1]} for mount '{missing[0]}'", f"$.{name}")
+        extra = [k for k in keys if k not in mounts]
+        if extra:
+            raise _refuse(f"'{extra[0]}' is not a subflow the pause is inside ({mounts})", f"$.{name}{_step(extra[0])}")
+    if cp.execution_count < 0:
+        raise _refuse("execution_count must be >= 0", "$.execution_count")
+    for name in ("visit_counts", "loop_counts"):
+        for key, count in getattr(cp, name).items():
+            if count < 0:
+                raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
 
 
-__all__ = ["CONVERTER", "ResumeFrame", "dumps", "load_error", "loads", "make_converter"]
+__all__ = [
+    "CONVERTER",
+    "Expected",
+    "ResumeFrame",
+    "dumps",
+    "json_type",
+    "load_error",
+    "loads",
+    "make_converter",
+    "messages",
+    "structure_checkpoint",
+    "unstructure_checkpoint",
+]

@@ -36,12 +36,16 @@ def _checked(owner: Owner, value: Any) -> Any:
 class Owner:
     """Links every view under one top-level key back to the transaction that owns it."""
 
-    __slots__ = ("key", "reject", "touch")
+    __slots__ = ("_reject", "key", "touch")
 
-    def __init__(self, key: str, touch: Touch, reject: Callable[[NotJsonSafe], None]) -> None:
+    def __init__(self, key: str, touch: Touch, reject: Callable[[str, NotJsonSafe], None]) -> None:
         self.key = key
         self.touch = touch
-        self.reject = reject
+        self._reject = reject
+
+    def reject(self, exc: NotJsonSafe) -> None:
+        """Refuse a non-JSON-safe value put into a view under this key (raises, naming the key)."""
+        self._reject(self.key, exc)
 
     def changed(self, set_only: bool) -> None:
         """Record that a view under this key changed (``set_only`` forbids a merge commit)."""

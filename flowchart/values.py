@@ -30,7 +30,8 @@ def _describe(value: Any) -> str:
     kind = type(value)
     if callable(value):
         return f"a function ({getattr(value, '__qualname__', kind.__name__)})"
-    return f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else f"a {kind.__name__}"
+    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def copy_json(value: Any, where: str = "") -> Any:

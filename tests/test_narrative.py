@@ -399,3 +399,15 @@ def test_records_carry_ids_and_clear_resets() -> None:
     assert rec.entries() == []
     stage(rec, "seed", "Seed")
     assert rec.lines() == ["Stage 1: The process began with Seed."]
+
+
+def test_values_are_summarised_as_they_were_when_read() -> None:
+    """A live value mutated after the read still shows as it was at the read."""
+    rec = narrative()
+    c = ctx("w", 0, "W")
+    live = {"a": 1}
+    rec.on_read(ev.ReadEvent(c, "o", live))
+    live["b"] = 2
+    rec.on_write(ev.WriteEvent(c, "o", live, "update"))
+    rec.on_stage_executed(ev.StageExecutedEvent(c, "W", None, "linear"))
+    assert rec.lines()[1:] == ["Step 1: Read o = {a}", "Step 2: Update o = {a, b}"]

@@ -194,7 +194,21 @@ DECIDE_CASES: dict[str, tuple[list[dict[str, Any]], Any]] = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(DECIDE_CASES))
+ENGINE_GAPS = {
+    "decide_default_label": "engine: decide() has no 9.24 object default "
+    '{"branch", "label"}, so evidence lacks "default_label"',
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=ENGINE_GAPS[c], strict=True))
+        if c in ENGINE_GAPS
+        else c
+        for c in sorted(DECIDE_CASES)
+    ],
+)
 def test_decide(case: str) -> None:
     """decide() filter and function rules, defaults and errors, worded as footprintjs."""
     rules, default = DECIDE_CASES[case]

@@ -40,7 +40,20 @@ def test_stop() -> None:
     assert run(chart).entries() == reference("break_stop")
 
 
-@pytest.mark.parametrize("propagate", [True, False])
+@pytest.mark.parametrize(
+    "propagate",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                reason="engine: footprintjs fires the mount's propagated on_break BEFORE "
+                "on_subflow_exit; ours fires it after",
+                strict=True,
+            ),
+        ),
+        False,
+    ],
+)
 def test_stop_inside_a_subflow(propagate: bool) -> None:
     """A stop in a subflow is told at the inner stage, and at the mount when propagated."""
 
@@ -84,6 +97,11 @@ def test_error() -> None:
     assert run(chart).entries() == reference("error")
 
 
+@pytest.mark.xfail(
+    reason="engine: footprintjs fires on_error once (the inner stage) then "
+    "on_subflow_exit; ours fires on_error for the stage AND the mount, and no exit",
+    strict=True,
+)
 def test_error_inside_a_subflow() -> None:
     """An error in a subflow names the prefixed stage, then the subflow is exited."""
 

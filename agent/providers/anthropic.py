@@ -43,6 +43,7 @@ from agent.providers.types import (
     FinishReason,
     LLMRequest,
     LLMResponse,
+    RetryRecord,
     StreamEvent,
     Token,
     ToolCall,
@@ -200,7 +201,7 @@ class AnthropicProvider(HTTPProvider):
         """Send ``req`` with ``stream: true``; yield tokens, then the assembled response."""
         model = self._model_for(req)
         body = encode_request(req, model, self.max_tokens, stream=True)
-        retries: list[Any] = []
+        retries: list[RetryRecord] = []
         text: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}  # tool_use blocks by content index
         tokens_in = tokens_out = 0

@@ -36,6 +36,7 @@ from agent.providers.types import (
     FinishReason,
     LLMRequest,
     LLMResponse,
+    RetryRecord,
     StreamEvent,
     Token,
     ToolCall,
@@ -175,7 +176,7 @@ class OllamaProvider(HTTPProvider):
     async def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:
         """Send ``req`` with ``stream: true``; yield tokens, then the assembled response."""
         model = self._model_for(req)
-        retries: list[Any] = []
+        retries: list[RetryRecord] = []
         text: list[str] = []
         raw_calls: list[Any] = []
         final: dict[str, Any] = {}

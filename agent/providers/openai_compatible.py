@@ -41,6 +41,7 @@ from agent.providers.types import (
     FinishReason,
     LLMRequest,
     LLMResponse,
+    RetryRecord,
     StreamEvent,
     Token,
     ToolCall,
@@ -200,7 +201,7 @@ class OpenAICompatibleProvider(HTTPProvider):
         """Send ``req`` with ``stream: true``; yield tokens, then the assembled response."""
         model = self._model_for(req)
         body = encode_request(req, model, stream=True)
-        retries: list[Any] = []
+        retries: list[RetryRecord] = []
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}  # by the stream's tool-call index
         usage, reason, answered_by, done = Usage(), None, None, False

@@ -46,6 +46,7 @@ class Run:
         "observers",
         "redacted_paths",
         "redaction",
+        "reported_errors",
         "run_id",
         "subflow_results",
         "timeout",
@@ -81,6 +82,8 @@ class Run:
         self.subflow_results: dict[str, SubflowResult] = {}
         self.redacted_paths: dict[str, None] = {}
         self.current_stage = ""
+        #: ids of errors already reported to recorders (an error is reported once, where it arose)
+        self.reported_errors: set[int] = set()
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

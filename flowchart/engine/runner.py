@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from ..context import ReadonlyArgs
 from ..errors import CheckpointError, RunTimeoutError
 from ..events import ROOT_CONTEXT_ID, RunEvent, TraversalContext
+from ..nodes import StageNode
 from ..pause import Checkpoint, PauseSignal
 from ..redaction import Redaction
 from ..result import RunResult
+from ..serde import check_consistency
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
 from .run import Run
@@ -147,7 +149,59 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
             "(same stages, same structure)",
             path="$.chart_fingerprint",
         )
+    check_consistency(checkpoint)  # a hand-built or edited Checkpoint gets the from_dict checks
+    _check_frames(chart, checkpoint)
     return checkpoint
+
+
+def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
+    """Every frame must name a stage of the right kind on its level, before anything runs."""
+    level, prefix = chart, ""
+    previous: StageNode | None = None
+    for index, frame in enumerate(checkpoint.frames):
+        where = f"$.frames[{index}]"
+        what = "paused stage" if frame.kind == "stage" else "stage"
+        node = _local(chart, level, prefix, frame.stage_id, f"{where}.stage_id", what)
+        expected = {"stage": "a pausable stage", "mount": "a subflow mount", "fork": "a fork or selector"}
+        fits = {
+            "stage": node.kind == "pausable",
+            "mount": node.kind == "subflow",
+            "fork": bool(node.children) or node.kind == "selector",
+        }[frame.kind]
+        if not fits:
+            raise CheckpointError(
+                f"Cannot resume: stage '{frame.stage_id}' is a {node.kind}, but the checkpoint has it as "
+                f"{expected[frame.kind]} @ {where}.kind",
+                path=f"{where}.kind",
+            )
+        if previous is not None and node not in (*previous.children, *previous.branches.values()):
+            raise CheckpointError(
+                f"Cannot resume: stage '{frame.stage_id}' is not a child of '{prefix}{previous.id}' "
+                f"@ {where}.stage_id",
+                path=f"{where}.stage_id",
+            )
+        for name in ("continuation_stage_id", "invoker_stage_id"):
+            other = getattr(frame, name)
+            if other is not None:
+                _local(chart, level, prefix, other, f"{where}.{name}", "stage")
+        previous = node if frame.kind == "fork" else None
+        if frame.kind == "mount":
+            assert node.mount is not None
+            level, prefix = node.mount.chart, frame.stage_id + "/"
+
+
+def _local(chart: FlowChart, level: FlowChart, prefix: str, stage_id: str, path: str, what: str) -> StageNode:
+    """The node ``stage_id`` (a full id) names on ``level``, or a ``CheckpointError`` naming it."""
+    if stage_id.startswith(prefix):
+        try:
+            return level.find(stage_id[len(prefix) :])
+        except KeyError:
+            pass
+    inside = f" (inside subflow '{prefix[:-1]}')" if prefix else ""
+    raise CheckpointError(
+        f"Cannot resume: {what} '{stage_id}' is not in chart '{chart.name}'{inside} @ {path}",
+        path=path,
+    )
 
 
 async def resume_run(

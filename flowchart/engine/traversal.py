@@ -46,7 +46,7 @@ from ..events import (
     WriteEvent,
 )
 from ..nodes import StageCallable, StageNode
-from ..pause import PauseSignal, ResumeFrame, pause_data_copy
+from ..pause import PauseAgain, PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
 from ..values import NotJsonSafe, copy_json
@@ -225,7 +225,11 @@ class Traverser:
         return out, tuple(paths)
 
     def fail(self, node: StageNode, rid: str, error: BaseException) -> None:
-        """Tell the recorders that ``node`` raised ``error``."""
+        """Tell the recorders that ``node`` raised ``error`` (once per error, at the innermost stage)."""
+        reported = self.run.reported_errors
+        if id(error) in reported:
+            return
+        reported.add(id(error))
         self.flow(
             "on_error",
             node,
@@ -319,7 +323,9 @@ class Traverser:
             if error is not None:
                 self.fail(node, rid, error)
                 raise error
-            return output, self.after_stop_or(node, rid, cont)
+            if self.stopped:  # a break propagated out of the subflow (its event is already out)
+                return output, (None, None, None)
+            return output, self.follow(node, rid, cont)
 
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
@@ -504,20 +510,21 @@ class Traverser:
         assert mount is not None
         full = self.prefix + node.id
         run = self.run
+        txn = Transaction(self.state, namespace=namespace)
         if resume is None:
-            mapped = self._map_input(node, namespace)
+            try:
+                mapped = self._map_input(node, namespace)
+            except Exception as exc:
+                return None, txn, exc
             inner_args = mapped
         else:
             checkpoint = resume[3]
             mapped = copy_json(checkpoint.subflow_states[full])
             inner_args = copy_json(checkpoint.subflow_args.get(full, {}))
+        entry_state = mapped if resume is None else {}
+        description = mount.chart.root.description or node.description
+        self.flow("on_subflow_entry", node, rid, lambda c: SubflowEvent(c, node.name, full, description, entry_state))
         if resume is None:
-            self.flow(
-                "on_subflow_entry",
-                node,
-                rid,
-                lambda c: SubflowEvent(c, node.name, full, node.description, mapped),
-            )
             self.executed(node, rid, "subflow-mount")
         inner = Traverser(
             run,
@@ -527,8 +534,6 @@ class Traverser:
             prefix=full + "/",
             subflow_path=(*self.subflow_path, full),
         )
-        if resume is not None:
-            inner.initial = copy_json(mapped)
         error: Exception | None = None
         output = None
         try:
@@ -546,11 +551,7 @@ class Traverser:
         run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
             full, rid, inner.state, tuple(inner.commit_log), inner.initial, output
         )
-        txn = Transaction(self.state, namespace=namespace)
-        if error is not None:
-            return None, txn, error
-        self.flow("on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, inner.state))
-        if inner.stopped and mount.propagate_break:
+        if inner.stopped and mount.propagate_break and error is None:
             self.request_stop(inner.stop_reason)
             self.flow(
                 "on_break",
@@ -558,6 +559,9 @@ class Traverser:
                 rid,
                 lambda c: BreakEvent(c, node.name, inner.stop_reason, propagated_from_subflow=full),
             )
+        self.flow("on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, inner.state))
+        if error is not None:
+            return None, txn, error
         if mount.output_mapper is not None:
             try:
                 self._merge_output(node, txn, inner.state)
@@ -614,6 +618,8 @@ class Traverser:
         node = self.chart.find(frame.stage_id[len(self.prefix) :])
         cont = frame.continuation_node(self.chart, self.prefix)
         namespace = tuple(frame.namespace)
+        repause: PauseSignal | None = None
+        hop: Hop = (None, None, None)
         try:
             if frame.kind == "stage":
                 rid = self.stamp(node, visit=False)
@@ -629,8 +635,11 @@ class Traverser:
                 if error is not None:
                     self.fail(node, rid, error)
                     raise error
-                self.executed(node, rid, "linear")
-                hop = self.after_stop_or(node, rid, cont)
+                if isinstance(output, PauseAgain):
+                    repause = self.pause(node, rid, output.data, frame)
+                else:
+                    self.executed(node, rid, "linear")
+                    hop = self.after_stop_or(node, rid, cont)
             elif frame.kind == "mount":
                 rid = self.stamp(node, visit=False)
                 output, mount_txn, error = await self.run_mount(node, rid, namespace, (frames, index + 1, given, checkpoint))
@@ -645,6 +654,8 @@ class Traverser:
         except PauseSignal as signal:
             signal.push(frame)
             raise
+        if repause is not None:
+            raise repause
         nxt, nxt_cont, invoker = hop
         if nxt is None or self.stopped:
             return output

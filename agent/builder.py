@@ -1,0 +1,288 @@
+"""``Agent.create(...)...build()`` and the built ``Agent``: run, resume, snapshot, events.
+
+The agent IS a flowchart::
+
+    seed ──► call-llm ──► route ─┬─ 'tool-calls' ──► tool-calls (pausable) ──loop──► call-llm
+                                 ├─ 'wrap-up'    ──► wrap-up ──loop──► call-llm
+                                 └─ 'final' (default) ──► final (prepare-final ► break-final)
+
+so every model call, routing decision and tool result is a commit in the run's log, and
+the whole flowchart toolkit (narrative, replay, causal chains, traces) works on it.
+
+Laws: builder refusals name the problem (duplicate tool, bad ``max_iterations``, no
+provider, a middleware without a name or hook); ``run`` refuses a blank message before
+any provider call; a consent pause (check-in or middleware ask) is answered only with a
+decision for THAT request, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from flowchart import Checkpoint, FlowChart, Pausable, RunResult, flow_chart, narrative
+from flowchart.chart import drive, run_coroutine
+from governance import (
+    MessageDeniedError,
+    resolve_check_in_config,
+    validate_chain,
+)
+from governance.permissions import validate_permission_checker
+
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, AgentConfig
+from .dispatch import make_tool_calls
+from .events import EventBus, Listener
+from .paused import Paused, check_answer, paused_from
+from .stages import (
+    break_final,
+    final_input,
+    final_output,
+    make_call_llm,
+    make_route,
+    make_seed,
+    make_wrap_up,
+    prepare_final,
+)
+from .tools import Tool
+
+
+class AgentBuildError(ValueError):
+    """The agent builder was given something it cannot build."""
+
+
+def _sync(stage: Any) -> Any:
+    """Wrap an ``async def`` stage for a run that needs no event loop (nothing it awaits suspends)."""
+
+    def run_now(*args: Any) -> Any:
+        return drive(stage(*args))
+
+    run_now.__name__ = getattr(stage, "__name__", "stage")
+    return run_now
+
+
+def build_agent_chart(cfg: AgentConfig) -> FlowChart:
+    """The agent chart for ``cfg`` (stage ids: seed, call-llm, route, tool-calls, wrap-up, final)."""
+    asynchronous = cfg.needs_event_loop
+
+    def fit(stage: Any) -> Any:
+        return stage if asynchronous else _sync(stage)
+
+    tool_calls = make_tool_calls(cfg)
+    if not asynchronous:
+        tool_calls = Pausable(execute=_sync(tool_calls.execute), resume=_sync(tool_calls.resume))
+    final = (
+        flow_chart("PrepareFinal", prepare_final, "prepare-final")
+        .add_function("BreakFinal", break_final, "break-final")
+        .build()
+    )
+    branches = (
+        flow_chart("Seed", fit(make_seed(cfg)), "seed")
+        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm")
+        .add_decider_function("Route", fit(make_route(cfg)), "route")
+        .add_pausable_function_branch("tool-calls", "ToolCalls", tool_calls, loop_to="call-llm")
+    )
+    if cfg.wrap_up and cfg.tools:
+        branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
+    return (
+        branches.add_subflow_chart_branch(
+            "final",
+            final,
+            mount_name="Final",
+            input_mapper=final_input,
+            output_mapper=final_output,
+            propagate_break=True,
+        )
+        .set_default("final")
+        .end()
+        .build()
+    )
+
+
+@attrs.frozen
+class AgentSnapshot:
+    """The last run of an agent: its ``shared_state``, ``commit_log`` and ``narrative`` lines."""
+
+    shared_state: dict[str, Any]
+    commit_log: list[Any]
+    narrative: list[str]
+    result: RunResult = attrs.field(repr=False)
+
+
+class Agent:
+    """A built agent. Make one with ``Agent.create(provider=..., model=...)...build()``."""
+
+    def __init__(self, cfg: AgentConfig, store: Any = None) -> None:
+        self.config = cfg
+        self.chart = build_agent_chart(cfg)
+        self.store = store
+        self._events = EventBus()
+        self._answered: set[str] = set()
+        self._last: AgentSnapshot | None = None
+
+    @staticmethod
+    def create(
+        *,
+        provider: Any,
+        model: str = "default",
+        wrap_up_at_max_iterations: bool = True,
+        permission_checker: Any = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        store: Any = None,
+    ) -> AgentBuilder:
+        """Start building an agent on ``provider`` (see ``agent.providers``)."""
+        return AgentBuilder(
+            provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
+            temperature=temperature, max_tokens=max_tokens, stream=stream, store=store,
+        )  # fmt: skip
+
+    # -- events -------------------------------------------------------------------------
+    def on(self, name: str, listener: Listener) -> Agent:
+        """Call ``listener(name, payload)`` for agent event ``name`` (``"*"`` for every event)."""
+        self._events.on(name, listener)
+        return self
+
+    def _recorders(self) -> list[Any]:
+        recorders: list[Any] = [narrative()]
+        if self._events.active:
+            recorders.append(self._events)
+        return recorders
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, message: str, identity: Any = None) -> str | Paused:
+        """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
+        return run_coroutine(lambda _c: self.arun(message, identity), True) if self.config.needs_event_loop else drive(
+            self.arun(message, identity)
+        )  # type: ignore[no-any-return]
+
+    async def arun(self, message: str, identity: Any = None) -> str | Paused:
+        """``run`` inside the caller's event loop."""
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("agent.run(message): the message must be a non-empty string")
+        run_input = {STATE_INPUT_MESSAGE: message}
+        if identity is not None:
+            run_input[STATE_INPUT_IDENTITY] = identity
+        recorders = self._recorders()
+        result = await self.chart.arun(run_input, recorders=recorders, max_iterations=self.config.max_iterations + 2)
+        return self._finish(result, recorders)
+
+    def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
+        """Answer the pause ``checkpoint`` was taken at and run on."""
+        if self.config.needs_event_loop:
+            return run_coroutine(lambda _c: self.aresume(checkpoint, answer), True)  # type: ignore[no-any-return]
+        return drive(self.aresume(checkpoint, answer))  # type: ignore[no-any-return]
+
+    async def aresume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
+        """``resume`` inside the caller's event loop."""
+        resume_input, request_id = check_answer(checkpoint, answer, self._answered)
+        recorders = self._recorders()
+        result = await self.chart.aresume(
+            checkpoint, resume_input, recorders=recorders, max_iterations=self.config.max_iterations + 2
+        )
+        if request_id is not None:
+            self._answered.add(request_id)
+        return self._finish(result, recorders)
+
+    def _finish(self, result: RunResult, recorders: list[Any]) -> str | Paused:
+        self._last = AgentSnapshot(result.state, result.commit_log, recorders[0].lines(), result)
+        state = result.state
+        if "message_denied_phase" in state:
+            raise MessageDeniedError(
+                state["message_denied_reason"], state["message_denied_phase"], state["message_denied_by"]
+            )
+        if result.paused:
+            assert result.checkpoint is not None
+            return paused_from(result.checkpoint)
+        return str(state.get("final_content", ""))
+
+    def last_snapshot(self) -> AgentSnapshot:
+        """The last run's state, commit log and narrative (raises before the first run)."""
+        if self._last is None:
+            raise RuntimeError("last_snapshot(): the agent has not run yet")
+        return self._last
+
+
+class AgentBuilder:
+    """Collects an agent's settings; ``build()`` checks them and makes the ``Agent``."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._system: str | None = None
+        self._tools: dict[str, Tool] = {}
+        self._tool_middleware: list[Any] = []
+        self._message_middleware: list[Any] = []
+        self._check_in: tuple[Any, Any] = ("standard", None)
+        self._max_iterations = 10
+
+    def system(self, prompt: str) -> AgentBuilder:
+        """The system prompt (sent to the model on every call, never stored in ``history``)."""
+        if not isinstance(prompt, str):
+            raise AgentBuildError(f"system(prompt): expected a string, got {type(prompt).__name__}")
+        self._system = prompt
+        return self
+
+    def tool(self, tool: Tool) -> AgentBuilder:
+        """Offer ``tool`` (from ``define_tool``) to the model; names must be unique."""
+        if not isinstance(tool, Tool):
+            raise AgentBuildError(f"tool(...): expected a Tool from define_tool(...), got {type(tool).__name__}")
+        if tool.name in self._tools:
+            raise AgentBuildError(f"duplicate tool name '{tool.name}': each tool needs its own name")
+        self._tools[tool.name] = tool
+        return self
+
+    def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
+        """Offer several tools, in order."""
+        for tool in tools:
+            self.tool(tool)
+        return self
+
+    def tool_middleware(self, *links: Any) -> AgentBuilder:
+        """Add tool middleware links (declaration order = chain order); repeatable."""
+        self._tool_middleware.extend(links)
+        return self
+
+    def message_middleware(self, *links: Any) -> AgentBuilder:
+        """Add message middleware links (input at seed, output at route); repeatable."""
+        self._message_middleware.extend(links)
+        return self
+
+    def check_in(self, evidence: Any = "standard", scorer: Any = None) -> AgentBuilder:
+        """How check-in evidence is assembled: "standard", "minimal" or an assembler; a custom scorer."""
+        self._check_in = (evidence, scorer)
+        return self
+
+    def max_iterations(self, count: int) -> AgentBuilder:
+        """The tool-round budget of one turn (a positive integer; default 10)."""
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise AgentBuildError(f"max_iterations must be a positive integer, got {count!r}")
+        self._max_iterations = count
+        return self
+
+    def build(self) -> Agent:
+        """Check everything and build the agent."""
+        settings = dict(self._settings)
+        provider = settings.pop("provider")
+        if provider is None or not callable(getattr(provider, "complete", None)):
+            raise AgentBuildError("Agent.create(provider=...): a provider with a complete(request) method is required")
+        if not isinstance(settings["model"], str) or not settings["model"]:
+            raise AgentBuildError("Agent.create(model=...): model must be a non-empty string")
+        try:
+            tool_links = validate_chain(self._tool_middleware, "tool")
+            message_links = validate_chain(self._message_middleware, "message")
+            evidence, scorer = self._check_in
+            resolve_check_in_config(evidence, scorer)
+            if settings["permission_checker"] is not None:
+                validate_permission_checker(settings["permission_checker"])
+        except (TypeError, ValueError) as exc:
+            raise AgentBuildError(str(exc)) from None
+        cfg = AgentConfig(
+            provider=provider, model=settings["model"], system_prompt=self._system, tools=dict(self._tools),
+            tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
+            check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
+            temperature=settings["temperature"], max_tokens=settings["max_tokens"],
+            permission_checker=settings["permission_checker"], stream=settings["stream"],
+        )  # fmt: skip
+        return Agent(cfg, settings["store"])

@@ -1,0 +1,75 @@
+"""``AgentConfig``: everything the agent's stages close over, fixed at ``build()``.
+
+The config holds functions and objects (provider, tools, middleware), so it lives in the
+agent object — never in state or in a checkpoint. A checkpoint holds only data, which
+is why a checkpoint from one agent resumes on a freshly built identical agent.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import attrs
+
+from .tools import Tool
+
+STATE_INPUT_MESSAGE = "input_message"
+STATE_INPUT_IDENTITY = "input_identity"
+WRAP_UP_INSTRUCTION = (
+    "Your action budget for this turn is exhausted. Do not request tools. Give your best final "
+    "answer from what you have: what you completed, what remains undone, and anything the person "
+    "should know."
+)
+
+
+@attrs.frozen
+class AgentConfig:
+    """The built agent's settings (see ``Agent.create`` and the builder methods)."""
+
+    provider: Any
+    model: str
+    system_prompt: str | None
+    tools: dict[str, Tool]
+    tool_middleware: tuple[Any, ...]
+    message_middleware: tuple[Any, ...]
+    check_in_evidence: Any
+    check_in_scorer: Any
+    max_iterations: int
+    wrap_up: bool
+    temperature: float | None
+    max_tokens: int | None
+    permission_checker: Any
+    stream: bool
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The tools offered to the model, in registration order."""
+        return [tool.schema() for tool in self.tools.values()]
+
+    @property
+    def governed(self) -> bool:
+        """True when any middleware or a permission checker is configured."""
+        return bool(self.tool_middleware or self.message_middleware or self.permission_checker is not None)
+
+    @property
+    def has_after_tool(self) -> bool:
+        """True when some tool middleware has an ``on_tool_result`` hook."""
+        return any(callable(getattr(link, "on_tool_result", None)) for link in self.tool_middleware)
+
+    @property
+    def provider_is_async(self) -> bool:
+        """True when the provider's ``complete`` (or ``stream``, when streaming) must be awaited."""
+        if self.stream and callable(getattr(self.provider, "stream", None)):
+            return True
+        return inspect.iscoroutinefunction(getattr(self.provider, "complete", None))
+
+    @property
+    def needs_event_loop(self) -> bool:
+        """True when some stage may await: async provider, async tool, or any governance."""
+        return (
+            self.provider_is_async
+            or any(tool.is_async for tool in self.tools.values())
+            or self.governed
+            or any(tool.check_in is not None for tool in self.tools.values())
+        )

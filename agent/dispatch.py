@@ -1,0 +1,271 @@
+"""The ``tool-calls`` stage: dispatch a batch of tool calls through the gates.
+
+Gate order for each call, in the model's order:
+    permission → before-tool middleware → argument validation (on the transformed args)
+    → check-in → execute → after-tool middleware (reverse order)
+Laws:
+- Transformed args are what everything downstream sees; the assistant turn in
+  ``history`` keeps the model's original args.
+- A middleware ``ask``, a tripped check-in or ``ask_human`` pauses the run HERE, before
+  the tool runs (ask, check-in) or inside it (ask_human); what happened so far in the
+  batch is committed and the paused call is recorded under ``paused_tool_call``.
+- On resume the paused call is answered, then the calls AFTER it in the same batch are
+  dispatched in order — none dropped, none run twice. If one of them needs a person too,
+  the stage pauses again (``pause_again``) without re-running anything.
+- The model reads one ``tool`` message per call: the result (strings as-is, else JSON),
+  the error message of a tool that raised, ``Unknown tool: <name>``, the argument
+  problems, a denial's reason, or ``declined by human[: <note>]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import attrs
+
+from flowchart import Pausable, StageContext
+from flowchart.pause import pause_again
+from flowchart.scope import Scope, peek
+from governance import (
+    CheckInPredicateContext,
+    PermissionRequest,
+    ToolCallInfo,
+    ask_answer_row,
+    ask_resumed_second_ask_reason,
+    build_check_in_request,
+    build_middleware_ask,
+    declined_result,
+    history_for_check_in,
+    run_after_tool_chain,
+    run_tool_chain,
+    should_check_in,
+)
+from governance.permissions import evaluate_permission
+
+from . import events
+from .config import AgentConfig
+from .stages import record_rows
+from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
+
+PAUSED_KEY = "paused_tool_call"
+
+TWO_GATES = (
+    "tool '{tool}' was not executed and cannot be retried this turn: it declares its own check_in "
+    "consent gate, that gate trips for these arguments, and a resumed dispatch has no second checkpoint "
+    "to ask on. Answer without it, or finish. (To the agent's author: the middleware '{middleware}' and "
+    "the tool's check_in ask different questions — keep one of them for this tool.)"
+)
+
+
+@attrs.frozen
+class CallOutcome:
+    """What dispatching one call produced: the model-visible ``text``, or a pause."""
+
+    text: str | None = None
+    pause: dict[str, Any] | None = None
+    paused: dict[str, Any] | None = None
+
+
+def _identity(scope: Scope) -> Any:
+    return peek(scope, "identity")
+
+
+def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
+    run_id = ctx.env.get("agent_run_id") or ctx.run_id
+    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_id, identity=identity)
+
+
+async def _execute(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], args: dict[str, Any], iteration: int
+) -> tuple[Any, bool]:
+    """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
+    identity = _identity(scope)
+    error = False
+    try:
+        result = tool.execute(args, _tool_context(ctx, call, iteration, identity))
+        if inspect.isawaitable(result):
+            result = await result
+    except AskHumanSignal:
+        raise
+    except Exception as exc:
+        result, error = str(exc) or type(exc).__name__, True
+    ctx.emit(events.TOOL_END, {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error})
+    if not cfg.has_after_tool:
+        return result, error
+    verdict = await run_after_tool_chain(
+        cfg.tool_middleware,
+        ToolCallInfo(
+            tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
+            history=tuple(peek(scope, "history")), identity=identity, result=result, error=error,
+        ),
+    )  # fmt: skip
+    record_rows(scope, ctx, verdict.rows)
+    if verdict.verdict != "allow":
+        return verdict.reason or "denied", error
+    return verdict.value, error
+
+
+async def dispatch_call(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
+) -> CallOutcome:
+    """Take one call through every gate (see the module docstring)."""
+    name, call_id = call["name"], call["id"]
+    args = call.get("args") or {}
+    ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
+    if call.get("args_error"):
+        return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
+    tool = cfg.tools.get(name)
+    if tool is None:
+        return CallOutcome(text=f"Unknown tool: {name}")
+    identity = _identity(scope)
+    history = tuple(peek(scope, "history"))
+    if cfg.permission_checker is not None:
+        verdict = await evaluate_permission(
+            cfg.permission_checker,
+            PermissionRequest(tool_name=name, args=args, tool_call_id=call_id, iteration=iteration, history=history, identity=identity),
+        )
+        if verdict.result != "allow":
+            if verdict.result == "halt":
+                scope.policy_halt = {"tool_name": name, "tool_call_id": call_id, "reason": verdict.model_text}
+                ctx.stop(f"policy-halt: {verdict.model_text}")
+            return CallOutcome(text=verdict.model_text)
+    if cfg.tool_middleware:
+        info = ToolCallInfo(tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity)
+        chain = await run_tool_chain(cfg.tool_middleware, info)
+        record_rows(scope, ctx, chain.rows)
+        if chain.verdict == "deny":
+            return CallOutcome(text=chain.reason)
+        if chain.verdict == "ask":
+            ask = build_middleware_ask(chain, info)
+            paused = {"kind": "ask", "tool_call_id": call_id, "tool_name": name, "args": ask.args,
+                      "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id}  # fmt: skip
+            return CallOutcome(pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused)
+        args = chain.value
+    issues = validate_args(args, tool.input_schema)
+    if issues:
+        return CallOutcome(text=format_arg_issues(name, issues))
+    if tool.check_in is not None:
+        trips = await should_check_in(
+            tool.check_in, args, CheckInPredicateContext(iteration, call_id, history_for_check_in(cfg.system_prompt, history))
+        )
+        if trips:
+            request = await build_check_in_request(
+                tool_name=name, tool_description=tool.description, args=args, tool_call_id=call_id,
+                iteration=iteration, identity=identity, intent=peek(scope, "llm_latest_content") or None,
+                system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
+                scorer=cfg.check_in_scorer,
+            )  # fmt: skip
+            ctx.emit(events.CHECKIN_REQUEST, {"tool_name": name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()})
+            paused = {"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "args": request.args, "request_id": request.id}
+            return CallOutcome(pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()}, paused=paused)
+    try:
+        result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
+    except AskHumanSignal as signal:
+        paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args}
+        return CallOutcome(pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused)
+    return CallOutcome(text=result_text(result))
+
+
+async def answer_paused(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, paused: dict[str, Any], call: dict[str, Any], answer: Any, iteration: int
+) -> str:
+    """What the model reads for the call the run paused on, given the person's answer."""
+    tool = cfg.tools[paused["tool_name"]]
+    args = paused["args"]
+    kind = paused["kind"]
+    if kind == "ask_human":
+        if not cfg.has_after_tool:
+            return result_text(answer)
+        verdict = await run_after_tool_chain(
+            cfg.tool_middleware,
+            ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
+                         history=tuple(peek(scope, "history")), identity=_identity(scope), result=answer),
+        )  # fmt: skip
+        record_rows(scope, ctx, verdict.rows)
+        return result_text(verdict.value if verdict.verdict == "allow" else verdict.reason)
+    approved, by, note = bool(answer["approved"]), str(answer["by"]), answer.get("note")
+    if kind == "check_in":
+        ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
+                                           "approved": approved, "by": by, "note": note})  # fmt: skip
+        if not approved:
+            return declined_result(note)
+        return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
+    # a middleware ask: the person's answer is filed under the asker
+    row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
+                         tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
+    record_rows(scope, ctx, [row])
+    if not approved:
+        return declined_result(note)
+    info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
+                        history=tuple(peek(scope, "history")), identity=_identity(scope))  # fmt: skip
+    rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
+    record_rows(scope, ctx, rest.rows)
+    if rest.verdict != "allow":
+        return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", "")
+    args = rest.value
+    if tool.check_in is not None:
+        history = tuple(peek(scope, "history"))
+        if await should_check_in(tool.check_in, args, CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history))):
+            return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"])
+    return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
+
+
+async def _run_after_consent(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], args: dict[str, Any], iteration: int
+) -> str:
+    try:
+        result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
+    except AskHumanSignal:
+        return f"tool '{tool.name}' requested a pause while resuming an approved check-in, which is not supported"
+    return result_text(result)
+
+
+def _append_result(scope: Scope, call: dict[str, Any], text: str) -> None:
+    scope.history.append({"role": "tool", "content": text, "tool_call_id": call["id"], "tool_name": call["name"]})
+
+
+async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, start: int) -> Any:
+    calls = peek(scope, "llm_latest_tool_calls")
+    iteration = scope.iteration
+    for index in range(start, len(calls)):
+        call = calls[index]
+        outcome = await dispatch_call(cfg, scope, ctx, call, iteration)
+        if outcome.pause is not None:
+            scope[PAUSED_KEY] = {**(outcome.paused or {}), "index": index}
+            ctx.emit(events.PAUSE_REQUEST, outcome.pause)
+            return outcome.pause
+        _append_result(scope, call, outcome.text or "")
+        if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
+            return None
+    ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
+    scope.iteration = iteration + 1
+    return None
+
+
+def make_tool_calls(cfg: AgentConfig) -> Pausable:
+    """The pausable ``tool-calls`` stage."""
+
+    async def execute(scope: Scope, ctx: StageContext) -> Any:
+        calls = peek(scope, "llm_latest_tool_calls")
+        scope.history.append(
+            {
+                "role": "assistant",
+                "content": scope.llm_latest_content,
+                "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
+            }
+        )
+        return await _run_batch(cfg, scope, ctx, 0)
+
+    async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
+        paused = dict(scope[PAUSED_KEY])
+        del scope[PAUSED_KEY]
+        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "kind": paused["kind"]})
+        calls = peek(scope, "llm_latest_tool_calls")
+        index = paused["index"]
+        text = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)
+        _append_result(scope, calls[index], text)
+        data = await _run_batch(cfg, scope, ctx, index + 1)
+        return pause_again(data) if data is not None else None
+
+    return Pausable(execute=execute, resume=resume)

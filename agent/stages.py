@@ -1,0 +1,260 @@
+"""The agent's stages (all but tool-calls): seed, call-llm, route, wrap-up, final.
+
+Laws:
+- ``seed`` runs the INPUT message chain before anything is written: the model, the
+  history and every later commit see the transformed text; a deny records why and stops
+  the run before any provider call.
+- ``call-llm`` sends exactly what ``history`` holds (plus the system prompt and the tool
+  schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
+  ``history`` (``tool-calls`` does).
+- ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
+  budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
+  enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
+  rows and transformed answer commit in the main state (the decider commits first).
+- Optional features write nothing when not configured ("absent means byte-identical").
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from flowchart import StageContext, decide
+from flowchart.decide import Decision
+from flowchart.scope import Scope, peek
+from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
+
+from . import events
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+
+_AGENT_STATE_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("llm_latest_content", ""),
+    ("llm_latest_tool_calls", []),
+    ("final_content", ""),
+    ("total_input_tokens", 0),
+    ("total_output_tokens", 0),
+)
+
+
+def record_rows(scope: Scope, ctx: StageContext, rows: list[dict[str, Any]]) -> None:
+    """Append ledger rows to ``middleware_decisions`` and emit one event per row."""
+    if not rows:
+        return
+    if LEDGER_KEY in scope:
+        scope[LEDGER_KEY].extend(rows)
+    else:
+        scope[LEDGER_KEY] = rows
+    for row in rows:
+        ctx.emit(events.MIDDLEWARE_DECISION, event_payload(row))
+
+
+def deny_message(scope: Scope, ctx: StageContext, phase: str, reason: str, middleware: str | None) -> None:
+    """Record a message denial and stop the run (nothing after this stage runs)."""
+    scope.message_denied_reason = reason
+    scope.message_denied_phase = phase
+    scope.message_denied_by = middleware or ""
+    ctx.stop(f"message denied at {phase}: {reason}")
+
+
+def make_seed(cfg: AgentConfig) -> Any:
+    """The ``seed`` stage: input chain, then the initial agent state."""
+
+    async def seed(scope: Scope, ctx: StageContext) -> None:
+        message: str = ctx.args[STATE_INPUT_MESSAGE]
+        identity = ctx.args.get(STATE_INPUT_IDENTITY)
+        content = message
+        denied = None
+        if cfg.message_middleware:
+            verdict = await run_message_chain(
+                cfg.message_middleware, MessageInfo(phase="input", content=message, history=(), identity=identity)
+            )
+            record_rows(scope, ctx, verdict.rows)
+            if isinstance(verdict.value, str):
+                content = verdict.value
+            if verdict.verdict != "allow":
+                denied = verdict
+        scope.user_message = content
+        scope.history = [{"role": "user", "content": content}]
+        scope.iteration = 1
+        scope.max_iterations = cfg.max_iterations
+        for key, value in _AGENT_STATE_DEFAULTS:
+            scope[key] = value
+        if identity is not None:
+            scope.identity = identity
+        ctx.emit(events.TURN_START, {"user_message": content})
+        if denied is not None:
+            deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
+
+    return seed
+
+
+def _tool_call_dict(call: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call.id, "name": call.name, "args": call.args}
+    if getattr(call, "args_error", None):
+        out["args_error"] = call.args_error
+    return out
+
+
+def make_call_llm(cfg: AgentConfig) -> Any:
+    """The ``call-llm`` stage: one provider call, usage added to the totals."""
+    from agent.providers.types import LLMRequest
+
+    async def call_llm(scope: Scope, ctx: StageContext) -> None:
+        iteration = scope.iteration
+        wrapped_up = "wrap_up_asked" in scope
+        request = LLMRequest(
+            system_prompt=cfg.system_prompt,
+            messages=list(peek(scope, "history")),
+            tools=[] if wrapped_up else cfg.tool_schemas,
+            model=cfg.model,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+        )
+        ctx.emit(events.ITERATION_START, {"iteration": iteration})
+        ctx.emit(
+            events.LLM_START,
+            {"iteration": iteration, "model": cfg.model, "messages": len(request.messages), "tools": len(request.tools)},
+        )
+        response = await _complete(cfg, request, ctx, iteration)
+        usage = response.usage
+        scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
+        scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
+        scope.llm_latest_content = response.content
+        scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
+        ctx.emit(
+            events.LLM_END,
+            {
+                "iteration": iteration,
+                "content": response.content,
+                "tool_calls": len(response.tool_calls),
+                "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+                "finish_reason": response.finish_reason,
+            },
+        )
+
+    return call_llm
+
+
+async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int) -> Any:
+    provider = cfg.provider
+    stream = getattr(provider, "stream", None)
+    if cfg.stream and callable(stream):
+        from agent.providers.types import LLMResponse
+
+        final = None
+        index = 0
+        async for item in stream(request):
+            if isinstance(item, LLMResponse):
+                final = item
+            elif getattr(item, "text", ""):
+                ctx.emit(events.LLM_TOKEN, {"iteration": iteration, "index": index, "text": item.text})
+                index += 1
+        if final is None:
+            raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
+        return final
+    result = provider.complete(request)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def make_route(cfg: AgentConfig) -> Any:
+    """The ``route`` decider (see the module laws)."""
+
+    async def route(scope: Scope, ctx: StageContext) -> Decision:
+        calls = peek(scope, "llm_latest_tool_calls")
+        iteration = scope.iteration
+        budget = scope.max_iterations
+        pending = len(calls)
+        rules: list[dict[str, Any]] = [
+            {
+                "when": lambda s: pending > 0 and s.iteration < s.max_iterations,
+                "then": "tool-calls",
+                "label": f"LLM requested {pending} tool call(s)",
+            }
+        ]
+        if cfg.wrap_up and cfg.tools:
+            rules.append(
+                {
+                    "when": lambda s: pending > 0 and "wrap_up_asked" not in s,
+                    "then": "wrap-up",
+                    "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
+                }
+            )
+        fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
+        decision = decide(scope, rules, {"branch": "final", "label": fallback})
+        matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
+        rationale = matched[0] if matched else fallback
+        ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
+        if decision.branch == "final" and cfg.message_middleware:
+            await _output_chain(cfg, scope, ctx, iteration, budget)
+        return decision
+
+    return route
+
+
+async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext, iteration: int, budget: int) -> None:
+    verdict = await run_message_chain(
+        cfg.message_middleware,
+        MessageInfo(
+            phase="output",
+            content=scope.llm_latest_content,
+            history=tuple(peek(scope, "history")),
+            identity=peek(scope, "identity"),
+            iteration=iteration,
+        ),
+    )
+    record_rows(scope, ctx, verdict.rows)
+    if verdict.verdict == "allow":
+        if isinstance(verdict.value, str):
+            scope.llm_latest_content = verdict.value
+        return
+    deny_message(scope, ctx, "output", verdict.reason or "denied", verdict.middleware)
+
+
+def make_wrap_up() -> Any:
+    """The ``wrap-up`` branch: ask once for a final answer from what is known."""
+
+    def wrap_up(scope: Scope, ctx: StageContext) -> None:
+        scope.history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
+        scope.wrap_up_asked = True
+        iteration = scope.iteration
+        ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
+        scope.iteration = iteration + 1
+
+    return wrap_up
+
+
+def prepare_final(scope: Scope, ctx: StageContext) -> None:
+    """``final/prepare-final``: the answer is the latest model content."""
+    scope.final_content = scope.llm_latest_content
+    ctx.emit(
+        events.TURN_END,
+        {
+            "final_content": scope.final_content,
+            "iterations": scope.iteration,
+            "total_input_tokens": scope.total_input_tokens,
+            "total_output_tokens": scope.total_output_tokens,
+        },
+    )
+
+
+def break_final(scope: Scope, ctx: StageContext) -> str:
+    """``final/break-final``: end the run with the answer as its output."""
+    ctx.stop()
+    return str(scope.final_content)
+
+
+def final_input(parent: Any) -> dict[str, Any]:
+    """What the final subflow starts from: the answer and the totals."""
+    return {
+        "llm_latest_content": parent["llm_latest_content"],
+        "iteration": parent["iteration"],
+        "total_input_tokens": parent["total_input_tokens"],
+        "total_output_tokens": parent["total_output_tokens"],
+    }
+
+
+def final_output(sub_state: Any, _parent: Any) -> dict[str, Any]:
+    """What the final subflow gives back: only ``final_content``."""
+    return {"final_content": sub_state["final_content"]}

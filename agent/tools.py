@@ -1,0 +1,183 @@
+"""Tools: what an agent can call, how their arguments are checked, and ``ask_human``.
+
+Laws:
+- ``define_tool`` validates its own definition up front (name pattern, object schema,
+  callable ``execute``, check-in demand) with an error that names the problem.
+- Arguments the model sends are checked against ``input_schema`` BEFORE the tool runs
+  (required keys, JSON types, enums, nested objects and arrays); a failure goes back to
+  the model as the tool's result, naming each problem, and the tool does not run.
+- ``ask_human(data)`` inside a tool pauses the run at ``tool-calls``; the answer given
+  to ``agent.resume`` becomes that call's result. The tool is not run again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from flowchart.values import NotJsonSafe, copy_json
+from governance import validate_check_in_demand
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NO_VALUE_RESULT = "(this tool returned no value)"
+
+
+class ToolDefinitionError(ValueError):
+    """``define_tool`` was given something it cannot turn into a tool."""
+
+
+@attrs.frozen
+class ToolContext:
+    """What a tool's ``execute(args, ctx)`` is told about the call it serves.
+
+    ``idempotency_key`` (``run_id:tool_call_id``) stays the same if a worker dies and the
+    call is dispatched again, so a tool with side effects can deduplicate.
+    """
+
+    tool_call_id: str
+    iteration: int
+    run_id: str
+    identity: Any = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """``<run_id>:<tool_call_id>``."""
+        return f"{self.run_id}:{self.tool_call_id}"
+
+
+@attrs.frozen
+class Tool:
+    """A tool the model may call. Make one with ``define_tool``."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    execute: Callable[..., Any]
+    check_in: Any = None
+    is_async: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        """What the model is offered: ``{"name", "description", "input_schema"}``."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any],
+    execute: Callable[..., Any],
+    check_in: Any = None,
+) -> Tool:
+    """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ToolDefinitionError(
+            f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise ToolDefinitionError(f"define_tool('{name}'): description must be a non-empty string")
+    if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
+        raise ToolDefinitionError(
+            f"define_tool('{name}'): input_schema must be a JSON Schema object "
+            '({"type": "object", "properties": {...}})'
+        )
+    try:
+        schema = copy_json(dict(input_schema))
+    except NotJsonSafe as exc:
+        raise ToolDefinitionError(f"define_tool('{name}'): input_schema is not JSON: {exc}") from None
+    if not callable(execute):
+        raise ToolDefinitionError(f"define_tool('{name}'): execute must be callable as execute(args, ctx)")
+    try:
+        validate_check_in_demand(check_in)
+    except ValueError as exc:
+        raise ToolDefinitionError(f"define_tool('{name}'): {exc}") from None
+    return Tool(name, description, schema, execute, check_in, inspect.iscoroutinefunction(execute))
+
+
+class AskHumanSignal(BaseException):
+    """Raised by ``ask_human`` inside a tool; the agent turns it into a pause."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__("ask_human")
+        self.data = data
+
+
+def ask_human(data: Any = None) -> Any:
+    """Pause the run inside a tool and ask a person; the answer becomes the call's result.
+
+    ``data`` (JSON-safe) is handed to whoever answers, as ``Paused.pause_data["data"]``.
+    This function never returns: the tool is not run again after the resume.
+    """
+    try:
+        payload = copy_json(data)
+    except NotJsonSafe as exc:
+        raise TypeError(f"ask_human(data): data must be JSON-safe ({exc})") from None
+    raise AskHumanSignal(payload)
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+}
+
+
+def _type_name(value: Any) -> str:
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _JSON_TYPES[name](value):
+            return name
+    return type(value).__name__
+
+
+def validate_args(args: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
+    """Problems with ``args`` against ``schema`` (a practical JSON Schema subset), in order."""
+    issues: list[str] = []
+    expected = schema.get("type")
+    if expected is not None:
+        kinds = expected if isinstance(expected, list) else [expected]
+        if not any(_JSON_TYPES.get(k, lambda _v: True)(args) for k in kinds):
+            where = f"'{path}'" if path else "the arguments"
+            return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
+    if "enum" in schema and args not in schema["enum"]:
+        issues.append(f"'{path}': expected one of {json.dumps(schema['enum'])}, got {json.dumps(args)}")
+    if isinstance(args, dict):
+        for key in schema.get("required", ()):
+            if key not in args:
+                issues.append(f"'{path + '.' if path else ''}{key}' is required but missing")
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in args and isinstance(sub, Mapping):
+                issues.extend(validate_args(args[key], sub, f"{path + '.' if path else ''}{key}"))
+    if isinstance(args, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(args):
+            issues.extend(validate_args(item, schema["items"], f"{path}[{index}]"))
+    return issues
+
+
+def format_arg_issues(tool_name: str, issues: list[str]) -> str:
+    """What the model reads when its arguments were refused (the tool did not run)."""
+    lines = "\n".join(f"- {issue}" for issue in issues)
+    return (
+        f"Invalid arguments for tool '{tool_name}' — the call was not executed.\n{lines}\n"
+        "Fix the arguments to match the tool's input schema and call it again."
+    )
+
+
+def result_text(value: Any) -> str:
+    """What the model reads for a tool's return value: strings as they are, else JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return NO_VALUE_RESULT
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return str(value)

@@ -1,0 +1,207 @@
+"""The ``flowchart`` command: replay, narrate, explain and diff trace files; draw charts.
+
+    flowchart replay TRACE [--at N]        the state after commit N, as JSON
+    flowchart narrate TRACE                the run's narrative, one line each
+    flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
+    flowchart diff TRACE A B               what changed between commits A and B
+    flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
+
+Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
+an index out of range, a bad MODULE:ATTR) prints ONE line ``flowchart: error: ...`` on
+stderr and exits with status 2 — never a traceback. Success exits 0. Commit indexes
+are the log's (``-1`` is the initial state). ``show`` imports the module the user names
+(their own code, from the current directory too); nothing else is ever imported or run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .chart import FlowChart
+from .errors import FlowchartError
+from .trace import Trace
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one ``flowchart: error: ...`` line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors become one-line ``CliError``s."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+def _load(path: str) -> Trace:
+    try:
+        return Trace.load(path)
+    except FileNotFoundError:
+        raise CliError(f"no such trace file: {path}") from None
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except FlowchartError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
+def _index(trace: Trace, at: int | None) -> int | None:
+    if at is not None and not -1 <= at < len(trace.commit_log):
+        last = len(trace.commit_log) - 1
+        raise CliError(f"commit index {at} is out of range: the trace has commits -1..{last}")
+    return at
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def cmd_replay(args: argparse.Namespace) -> str:
+    """``replay``: the state after commit ``--at`` (the final state by default) as JSON."""
+    trace = _load(args.trace)
+    return json.dumps(trace.state_at(_index(trace, args.at)), ensure_ascii=False, indent=2)
+
+
+def cmd_narrate(args: argparse.Namespace) -> str:
+    """``narrate``: the narrative lines recorded with the run."""
+    trace = _load(args.trace)
+    if trace.narrative is None:
+        raise CliError(f"{args.trace} has no narrative: run the chart with recorders=[narrative()]")
+    return "\n".join(trace.narrative)
+
+
+def cmd_why(args: argparse.Namespace) -> str:
+    """``why``: the causal chain of ``KEY`` as of commit ``--at``."""
+    trace = _load(args.trace)
+    chain = trace.why(args.key, _index(trace, args.at))
+    if chain.root is None:
+        where = "" if args.at is None else f" at or before commit {args.at}"
+        origin = " (it is in the initial state)" if args.key in trace.initial_state else ""
+        raise CliError(f"key '{args.key}' was never written{where}{origin}")
+    return chain.format()
+
+
+def cmd_diff(args: argparse.Namespace) -> str:
+    """``diff``: top-level keys added, removed and changed between commits ``A`` and ``B``."""
+    trace = _load(args.trace)
+    a, b = _index(trace, args.a), _index(trace, args.b)
+    assert a is not None and b is not None
+    lines = [f"state after commit {a} → state after commit {b}:"]
+    for change in trace.diff(a, b):
+        if change.change == "added":
+            lines.append(f"+ {change.key} = {_show(change.after)}")
+        elif change.change == "removed":
+            lines.append(f"- {change.key} = {_show(change.before)}")
+        else:
+            lines.append(f"~ {change.key}: {_show(change.before)} → {_show(change.after)}")
+    if len(lines) == 1:
+        lines.append("(no changes)")
+    return "\n".join(lines)
+
+
+def load_chart(target: str) -> FlowChart:
+    """Import ``MODULE:ATTR`` (ATTR may be dotted) and return the chart it names.
+
+    ATTR is a ``FlowChart`` or a callable taking no arguments that returns one. The
+    current directory is importable, as with ``python -m``. Raises ``CliError``.
+    """
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"expected MODULE:ATTR (e.g. examples.loan:chart), got '{target}'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(f"cannot import '{module_name}': no module named '{exc.name}'") from None
+    except Exception as exc:
+        raise CliError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"'{module_name}' has no attribute '{attr}'") from None
+    if not isinstance(obj, FlowChart) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, FlowChart):
+        raise CliError(
+            f"'{target}' is a {type(obj).__name__}, not a FlowChart (or a function returning one)"
+        )
+    return obj
+
+
+def cmd_show(args: argparse.Namespace) -> str:
+    """``show``: the chart's description, or its mermaid drawing with ``--mermaid``."""
+    chart = load_chart(args.target)
+    return chart.to_mermaid() if args.mermaid else chart.description
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (every command has ``--help``)."""
+    parser = _Parser(prog="flowchart", description="Replay, narrate and explain flowchart runs.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Any, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("replay", cmd_replay, "Print the state after a commit, as JSON.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file (result.trace().save(path))")
+    sub.add_argument(
+        "--at", type=int, metavar="N", help="commit index (default: the last; -1: initial)"
+    )
+
+    sub = command("narrate", cmd_narrate, "Print the run's narrative.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file")
+
+    sub = command("why", cmd_why, "Explain a key's value: the commits and reads that produced it.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file")
+    sub.add_argument("key", metavar="KEY", help="a top-level state key")
+    sub.add_argument("--at", type=int, metavar="N", help="explain the value as of commit N")
+
+    sub = command("diff", cmd_diff, "Show what changed between two commits.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file")
+    sub.add_argument(
+        "a", metavar="A", type=int, help="the earlier commit index (-1: initial state)"
+    )
+    sub.add_argument("b", metavar="B", type=int, help="the later commit index")
+
+    sub = command("show", cmd_show, "Describe a chart defined in your code.")
+    sub.add_argument(
+        "target", metavar="MODULE:ATTR", help="a FlowChart, or a function returning one"
+    )
+    sub.add_argument("--mermaid", action="store_true", help="print a mermaid flowchart instead")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print("flowchart: error: " + " ".join(message.split()), file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 error)."""
+    try:
+        args = build_parser().parse_args(argv)
+        output = args.handler(args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except CliError as exc:
+        return _fail(str(exc))
+    except Exception as exc:  # the law: never a traceback
+        return _fail(f"{type(exc).__name__}: {exc}")
+    print(output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

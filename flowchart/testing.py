@@ -1,0 +1,116 @@
+"""Snapshot testing for runs: ``assert result == trace_snapshot``.
+
+Law: a run's snapshot is a stable, readable text rendering of its TRACE — chart name
+and fingerprint, status (finished, or paused with the pause data), run input, initial
+state, narrative, every commit with its reads and ops, each subflow's log, and the final
+state — with nothing that changes from run to run: no run ids, no ``paused_at``, no
+library version. JSON values are rendered with sorted keys, so the text depends only on
+what the run did. Snapshots are stored one file per test under the TOP-LEVEL
+``snapshots/<test module>/`` folder of the project (pytest's rootdir), not next to the
+test.
+
+Use it with the fixture (import it in your ``conftest.py``)::
+
+    from flowchart.testing import trace_snapshot  # noqa: F401
+
+    def test_loan(trace_snapshot):
+        assert chart.run(recorders=[narrative()]) == trace_snapshot
+
+or directly: ``assert result == snapshot.use_extension(TraceSnapshotExtension)``.
+Create or refresh the files with ``pytest --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+
+from .commits import Commit
+from .result import RunResult
+from .trace import Trace
+
+SNAPSHOT_DIR = "snapshots"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _commit_lines(log: list[Commit], indent: str) -> list[str]:
+    lines = []
+    for commit in log:
+        reads = ", ".join(commit.reads) or "-"
+        lines.append(
+            f"{indent}#{commit.idx} {commit.stage} ({commit.runtime_stage_id}) reads: {reads}"
+        )
+        for op in commit.trace:
+            path = "/".join(op.path)
+            shown = "" if op.verb == "delete" else f" = {_json(op.value)}"
+            lines.append(f"{indent}    {op.verb} {path}{shown}")
+    return lines
+
+
+def render_trace(trace: Trace) -> str:
+    """The stable text form of ``trace`` that snapshots store (see the module law)."""
+    spec_name = trace.chart_spec.get("name", "?")
+    lines = [f"chart: {spec_name} (fingerprint {trace.chart_fingerprint[:16]})"]
+    checkpoint = trace.checkpoint
+    if checkpoint is None:
+        lines.append("status: finished")
+    else:
+        lines.append(f"status: paused at {checkpoint.paused_stage_id}")
+        lines.append(f"pause data: {_json(checkpoint.pause_data)}")
+    lines.append(f"input: {_json(trace.run_input)}")
+    lines.append(f"initial state: {_json(trace.initial_state)}")
+    if trace.redacted_paths:
+        lines.append(f"redacted: {', '.join(trace.redacted_paths)}")
+    if trace.narrative is not None:
+        lines += ["", "narrative:", *(f"  {line}" for line in trace.narrative)]
+    lines += ["", "commits:", *_commit_lines(trace.commit_log, "  ")]
+    for rid, sub in trace.subflows.items():
+        lines += ["", f"subflow {sub.mount_id} ({rid}) initial state: {_json(sub.initial_state)}"]
+        lines += _commit_lines(sub.commit_log, "  ")
+    lines += ["", f"final state: {_json(trace.final_state)}"]
+    return "\n".join(lines) + "\n"
+
+
+class TraceSnapshotExtension(SingleFileSnapshotExtension):
+    """A syrupy extension: one ``.trace.txt`` file per snapshot in ``<rootdir>/snapshots/``.
+
+    Serialises a ``RunResult`` (through ``result.trace()``) or a ``Trace`` with
+    ``render_trace``; anything else is refused with a ``TypeError``.
+    """
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "trace.txt"
+
+    def serialize(self, data: Any, **_options: Any) -> str:
+        """Render a run result or trace as stable text."""
+        if isinstance(data, RunResult):
+            data = data.trace()
+        if not isinstance(data, Trace):
+            raise TypeError(
+                f"trace_snapshot compares a RunResult or a Trace, got {type(data).__name__}"
+            )
+        return render_trace(data)
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        """``<rootdir>/snapshots/<test module>``: the project's top-level snapshot folder."""
+        root = Path(test_location.item.config.rootpath)
+        return str(root / SNAPSHOT_DIR / test_location.basename)
+
+
+@pytest.fixture
+def trace_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    """syrupy's ``snapshot`` with ``TraceSnapshotExtension``: ``assert result == trace_snapshot``."""
+    return snapshot.use_extension(TraceSnapshotExtension)
+
+
+__all__ = ["SNAPSHOT_DIR", "TraceSnapshotExtension", "render_trace", "trace_snapshot"]

@@ -1,0 +1,380 @@
+"""``Trace``: one run as a file — chart spec, commit log, narrative, checkpoint — and back.
+
+Laws:
+- A trace is a RECORD, not a resume token. It holds what the run recorded: the commit
+  log exactly as the engine wrote it (already redacted), the initial state, the run
+  input and the checkpoint with every value the run's redaction hides replaced by
+  ``"REDACTED"`` (top-level keys and keys under ``runs/<child>``). The final state is
+  NOT stored: ``trace.final_state`` replays the recorded log, so it can never show
+  more than the log does. Without redaction the checkpoint is byte-identical to the
+  run's and can still resume.
+- Two runs of the same chart on the same input give byte-identical trace files except
+  for ``run_id`` and the checkpoint's ``run_id`` / ``paused_at``.
+- Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
+  only, unknown or missing keys, wrong types and an unknown ``version`` are refused
+  with a ``CheckpointError`` naming the field path (``$.commit_log[2].trace[0].verb``);
+  the spec must match ``chart_fingerprint``, commit ``idx`` must equal its position,
+  and the checkpoint is validated as a checkpoint. Nothing is ever executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from .causal import CausalChain, causal_chain
+from .commits import Commit, Op, Verb, replay
+from .errors import CheckpointError
+from .pause import Checkpoint
+from .redaction import LOG_PLACEHOLDER
+from .serde import dumps, load_error, loads, make_converter, structure_checkpoint
+from .values import copy_json
+
+if TYPE_CHECKING:
+    from .result import RunResult
+
+TRACE_VERSION = 1
+Hides = Callable[[str], bool]
+
+
+@attrs.define
+class SubflowTrace:
+    """One subflow execution: its mount, the state it started from and its own log."""
+
+    mount_id: str
+    runtime_stage_id: str
+    initial_state: dict[str, Any]
+    commit_log: list[Commit]
+
+
+@attrs.frozen
+class KeyChange:
+    """One top-level key that differs between two states (``Trace.diff``)."""
+
+    key: str
+    change: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+
+@attrs.define
+class Trace:
+    """A saved run. Make one with ``result.trace()`` / ``Trace.from_result(result)``.
+
+    Fields (stable JSON keys, in this order): ``version``, ``library_version``,
+    ``run_id``, ``chart_fingerprint``, ``chart_spec`` (``chart.spec``), ``run_input``,
+    ``initial_state``, ``commit_log``, ``subflows`` (per mount runtime id, e.g.
+    ``"sf#1"``), ``redacted_paths``, ``narrative`` (lines, or ``None`` when the run had
+    no narrative recorder) and ``checkpoint`` (``None`` unless the run paused).
+    """
+
+    library_version: str
+    run_id: str
+    chart_fingerprint: str
+    chart_spec: dict[str, Any]
+    run_input: dict[str, Any]
+    initial_state: dict[str, Any]
+    commit_log: list[Commit]
+    subflows: dict[str, SubflowTrace] = attrs.Factory(dict)
+    redacted_paths: list[str] = attrs.Factory(list)
+    narrative: list[str] | None = None
+    checkpoint: Checkpoint | None = None
+    version: int = TRACE_VERSION
+
+    # -- building -------------------------------------------------------------------------
+    @classmethod
+    def from_result(cls, result: RunResult) -> Trace:
+        """The trace of a finished or paused run (see the module law for what is kept)."""
+        from . import __version__
+
+        hides = _hides_of(result)
+        subflows = {
+            rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides), list(sub.commit_log))
+            for rid, sub in sorted(
+                result.subflow_results.items(), key=lambda item: _rid_order(item[0])
+            )
+            if rid == sub.runtime_stage_id
+        }
+        checkpoint = result.checkpoint
+        if checkpoint is not None:
+            checkpoint = Checkpoint.from_dict(checkpoint.to_dict())
+            checkpoint.shared_state = _redact(checkpoint.shared_state, hides)
+            checkpoint.run_input = _redact(checkpoint.run_input, hides)
+            checkpoint.subflow_states = {
+                k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()
+            }
+            checkpoint.subflow_args = {
+                k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()
+            }
+        narrative = next(
+            (list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None
+        )
+        return cls(
+            library_version=__version__,
+            run_id=result.run_id,
+            chart_fingerprint=result.chart.fingerprint,
+            chart_spec=copy_json(result.chart.spec),
+            run_input=_redact(result.args, hides),
+            initial_state=_redact(result.initial_state, hides),
+            commit_log=list(result.commit_log),
+            subflows=subflows,
+            redacted_paths=list(result.redacted_paths),
+            narrative=narrative,
+            checkpoint=checkpoint,
+        )
+
+    # -- reading --------------------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        """True when the run paused (the trace carries its checkpoint)."""
+        return self.checkpoint is not None
+
+    @property
+    def final_state(self) -> dict[str, Any]:
+        """The state at the end of the recorded log (redacted values stay redacted)."""
+        return replay(self.commit_log, None, self.initial_state)
+
+    def state_at(self, at: int | None = None) -> dict[str, Any]:
+        """The state after commit ``at`` (``-1``: the initial state); ``IndexError`` if no such."""
+        return replay(self.commit_log, at, self.initial_state)
+
+    def why(self, key: str, at: int | None = None, **limits: int) -> CausalChain:
+        """``causal_chain`` over this trace's log (``max_depth`` / ``max_nodes`` pass through)."""
+        return causal_chain(self.commit_log, key, at, **limits)
+
+    def diff(self, a: int, b: int) -> list[KeyChange]:
+        """Top-level keys that differ between the states after commits ``a`` and ``b``.
+
+        Keys come in the order of state ``b`` (then the removed ones in the order of
+        state ``a``). ``IndexError`` when either index is out of range.
+        """
+        before, after = self.state_at(a), self.state_at(b)
+        changes = []
+        for key, value in after.items():
+            if key not in before:
+                changes.append(KeyChange(key, "added", None, value))
+            elif _canonical(before[key]) != _canonical(value):
+                changes.append(KeyChange(key, "changed", before[key], value))
+        changes.extend(
+            KeyChange(k, "removed", v, None) for k, v in before.items() if k not in after
+        )
+        return changes
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict with stable keys (through the owned converter)."""
+        data: dict[str, Any] = CONVERTER.unstructure(self)
+        data = {key: data[key] for key in _FIELD_ORDER}
+        return copy_json(data)
+
+    def to_json(self) -> str:
+        """Compact, deterministic JSON text."""
+        return dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Trace:
+        """Load and validate; raises ``CheckpointError`` naming the bad field path."""
+        return structure_trace(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Trace:
+        """Parse JSON text and load it like ``from_dict`` (never executes anything)."""
+        return structure_trace(loads(text, what="trace"))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the trace as JSON (UTF-8, one trailing newline); return the path."""
+        target = Path(path)
+        target.write_text(self.to_json() + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        """Read a trace file: ``OSError`` if unreadable, ``CheckpointError`` if invalid."""
+        return cls.from_json(Path(path).read_bytes())
+
+
+_FIELD_ORDER = (
+    "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
+    "initial_state", "commit_log", "subflows", "redacted_paths", "narrative", "checkpoint",
+)  # fmt: skip
+
+
+# -- redaction ----------------------------------------------------------------------------------
+def _hides_of(result: RunResult) -> Hides:
+    """The run's redaction rule; without one on the result, the keys it reported hiding."""
+    redaction = getattr(result, "redaction", None)
+    if redaction is not None:
+        return redaction.hides
+    keys = {path.rsplit("/", 1)[-1] for path in result.redacted_paths}
+    return keys.__contains__
+
+
+def _redact(state: Mapping[str, Any], hides: Hides) -> dict[str, Any]:
+    """A JSON copy of ``state`` with hidden top-level (and ``runs/<child>/``) values replaced."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if hides(key):
+            out[key] = LOG_PLACEHOLDER
+        elif key == "runs" and isinstance(value, dict):
+            out[key] = {
+                c: _redact(v, hides) if isinstance(v, dict) else copy_json(v)
+                for c, v in value.items()
+            }
+        else:
+            out[key] = copy_json(value)
+    return out
+
+
+def _rid_order(rid: str) -> tuple[int, str]:
+    head, _, count = rid.rpartition("#")
+    return (int(count) if count.isdigit() else -1, head)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def spec_fingerprint(spec: Any) -> str:
+    """SHA-256 of a spec's canonical JSON — ``FlowChart.fingerprint``'s rule, for loaded specs."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# -- the converter --------------------------------------------------------------------------------
+def _strict_list(tp: Any, converter: cattrs.Converter) -> Any:
+    inner = list_structure_factory(tp, converter)
+    container = tuple if get_origin(tp) is tuple else list
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is not list:
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        return container(inner(value, _type))
+
+    return hook
+
+
+def _strict_mapping(tp: Any, converter: cattrs.Converter) -> Any:
+    inner = mapping_structure_factory(tp, converter)
+
+    def hook(value: Any, _type: Any) -> Any:
+        if type(value) is not dict:
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        return inner(value, _type)
+
+    return hook
+
+
+def _verb(value: Any, _type: Any) -> Verb:
+    if value not in get_args(Verb) or type(value) is not str:
+        raise TypeError(f"expected one of {', '.join(get_args(Verb))}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def make_trace_converter() -> cattrs.Converter:
+    """The checkpoint converter, stricter about containers, plus commit and op hooks."""
+    converter = make_converter()
+    converter.register_structure_hook_factory(
+        lambda t: (
+            is_sequence(t) and not (get_origin(t) is tuple and get_args(t)[-1:] != (Ellipsis,))
+        ),
+        _strict_list,
+    )
+    converter.register_structure_hook_factory(is_mapping, _strict_mapping)
+    converter.register_structure_hook_func(lambda t: t == Verb, _verb)
+    converter.register_unstructure_hook(Commit, Commit.to_dict)
+    converter.register_unstructure_hook(Op, Op.to_dict)
+    converter.register_unstructure_hook(Checkpoint, Checkpoint.to_dict)
+    return converter
+
+
+CONVERTER = make_trace_converter()
+
+
+def structure_trace(data: Any) -> Trace:
+    """JSON-safe dict → Trace, validated field by field (fail closed)."""
+    if not isinstance(data, dict):
+        raise CheckpointError(
+            f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$"
+        )
+    version = data.get("version")
+    if type(version) is int and version != TRACE_VERSION:
+        raise CheckpointError(
+            f"Invalid trace: unsupported version {version} @ $.version "
+            f"(this library reads version {TRACE_VERSION})",
+            path="$.version",
+        )
+    missing = [key for key in _FIELD_ORDER if key not in data]
+    if missing:
+        raise CheckpointError(f"Invalid trace: missing key(s) {', '.join(missing)} @ $", path="$")
+    body = dict(data)
+    raw_checkpoint = body.get("checkpoint")
+    if "checkpoint" in body:
+        body["checkpoint"] = None
+    try:
+        trace = CONVERTER.structure(body, Trace)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, "trace") from None
+    if raw_checkpoint is not None:
+        trace.checkpoint = _nested_checkpoint(raw_checkpoint)
+    _check_consistency(trace)
+    return trace
+
+
+def _nested_checkpoint(raw: Any) -> Checkpoint:
+    try:
+        return structure_checkpoint(raw)
+    except CheckpointError as exc:
+        path = "$.checkpoint" + (exc.path or "$")[1:]
+        message = str(exc).replace("Invalid checkpoint: ", "Invalid trace: checkpoint: ", 1)
+        raise CheckpointError(
+            message.replace(" @ $", " @ $.checkpoint"), path=path, detail=exc.detail
+        ) from None
+
+
+def _refuse(message: str, path: str) -> CheckpointError:
+    return CheckpointError(f"Invalid trace: {message} @ {path}", path=path)
+
+
+def _check_log(log: list[Commit], where: str) -> None:
+    for position, commit in enumerate(log):
+        if commit.idx != position:
+            raise _refuse(
+                f"commit idx {commit.idx} is not its position {position}",
+                f"{where}[{position}].idx",
+            )
+        for n, op in enumerate(commit.trace):
+            if not op.path:
+                raise _refuse(
+                    "an op path must not be empty", f"{where}[{position}].trace[{n}].path"
+                )
+            if op.verb == "delete" and op.value is not None:
+                raise _refuse(
+                    "a delete op carries no value", f"{where}[{position}].trace[{n}].value"
+                )
+
+
+def _check_consistency(trace: Trace) -> None:
+    if spec_fingerprint(trace.chart_spec) != trace.chart_fingerprint:
+        raise _refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
+    _check_log(trace.commit_log, "$.commit_log")
+    for rid, sub in trace.subflows.items():
+        if sub.runtime_stage_id != rid:
+            raise _refuse(
+                f"subflow '{rid}' says it is '{sub.runtime_stage_id}'",
+                f"$.subflows[{rid!r}].runtime_stage_id",
+            )
+        _check_log(sub.commit_log, f"$.subflows[{rid!r}].commit_log")
+    cp = trace.checkpoint
+    if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
+        raise _refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
+
+
+__all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]
