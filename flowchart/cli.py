@@ -199,7 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc))
     except Exception as exc:  # the law: never a traceback
         return _fail(f"{type(exc).__name__}: {exc}")
-    print(output)
+    try:
+        print(output)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

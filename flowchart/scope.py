@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from .commits import Op, apply_op
@@ -211,6 +211,11 @@ class Transaction:
         if self.observer is not None:
             self.observer.read(key, value)
         return value
+
+    def note_reads(self, keys: Iterable[str]) -> None:
+        """Record reads made outside the scope (a subflow's input mapper)."""
+        for key in keys:
+            self._reads.setdefault(key, None)
 
     @property
     def reads(self) -> tuple[str, ...]:

@@ -269,6 +269,7 @@ def check_consistency(cp: Checkpoint) -> None:
 __all__ = [
     "CONVERTER",
     "Expected",
+    "check_consistency",
     "ResumeFrame",
     "dumps",
     "json_type",

@@ -109,7 +109,7 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
 
 @pytest.fixture
 def trace_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    """syrupy's ``snapshot`` with ``TraceSnapshotExtension``: ``assert result == trace_snapshot``."""
+    """syrupy's ``snapshot`` with the trace extension: ``assert result == trace_snapshot``."""
     return snapshot.use_extension(TraceSnapshotExtension)
 
 

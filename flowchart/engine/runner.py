@@ -151,7 +151,18 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
         )
     check_consistency(checkpoint)  # a hand-built or edited Checkpoint gets the from_dict checks
     _check_frames(chart, checkpoint)
+    for name in ("subflow_states", "subflow_args"):
+        _copy_field(checkpoint, name)
     return checkpoint
+
+
+def _copy_field(checkpoint: Checkpoint, name: str) -> Any:
+    """A private copy of a checkpoint field; a non-JSON value (an edited checkpoint) is refused."""
+    try:
+        return copy_json(getattr(checkpoint, name))
+    except NotJsonSafe as exc:
+        path = f"$.{name}{exc.where}"
+        raise CheckpointError(f"Invalid checkpoint: expected a JSON value, got {exc.what} @ {path}", path=path) from None
 
 
 def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
@@ -224,7 +235,8 @@ async def resume_run(
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
     recorders = list(recorders)
     run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint)
-    run_input = copy_json(checkpoint.run_input)
-    top = Traverser(run, chart, copy_json(checkpoint.shared_state), ReadonlyArgs(run_input), readonly=frozenset(run_input))
+    run_input = _copy_field(checkpoint, "run_input")
+    state = _copy_field(checkpoint, "shared_state")
+    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     frames = list(checkpoint.frames)
     return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input, recorders)

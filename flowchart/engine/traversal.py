@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from types import MappingProxyType
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..commits import Commit, Op
@@ -74,6 +75,30 @@ class _StageRecorder:
         hidden = self.hides(key)
         shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
         self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
+
+
+class _ReadTracking(Mapping[str, Any]):
+    """A read-only view of a state dict that remembers which keys were read."""
+
+    __slots__ = ("_data", "keys_read")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self.keys_read: dict[str, None] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        self.keys_read[key] = None
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 class Traverser:
@@ -472,10 +497,14 @@ class Traverser:
 
         bundle: dict[str, Any] = {}
         pause: PauseSignal | None = None
+        also_paused: list[str] = []  # a run pauses at one stage: a second pause is refused below
         first_error: Exception | None = None
         for child, rid, (output, txn, error) in zip(children, rids, results, strict=True):
             if isinstance(error, PauseSignal):
-                pause = pause or error
+                if pause is None:
+                    pause = error
+                else:
+                    also_paused.append(self.prefix + child.id)
                 continue
             self.commit(child, rid, txn)
             if error is not None:
@@ -485,16 +514,26 @@ class Traverser:
                 bundle[child.id] = {"id": child.id, "result": f"{type(error).__name__}: {error}", "is_error": True}
                 continue
             if child.kind == "pausable" and output is not None:
+                if pause is not None:
+                    also_paused.append(self.prefix + child.id)
+                    continue
                 ns = (*namespace, "runs", child.id)
                 frame = ResumeFrame.at(self.prefix + child.id, "stage", None, self.prefix + parent.id, ns, self.prefix)
-                pause = pause or self.pause(child, rid, output, frame)
+                pause = self.pause(child, rid, output, frame)
                 continue
             self.executed(child, rid, "subflow-mount" if child.kind == "subflow" else "linear")
             bundle[child.id] = {"id": child.id, "result": output, "is_error": False}
-        if pause is not None:
-            raise pause
         if first_error is not None and parent.fail_fast:
-            raise first_error
+            raise first_error  # a failed fail-fast fork fails the run, even if a child paused
+        if pause is not None:
+            if also_paused:
+                raise RunError(
+                    f"Children {', '.join(repr(c) for c in [pause.frames[0].stage_id, *also_paused])} of "
+                    f"'{self.prefix + parent.id}' all paused, but a run pauses at one stage at a time: let at "
+                    "most one child of a fork or selector pause (the others' execute returns None)",
+                    stage_id=self.prefix + parent.id,
+                )
+            raise pause
         return bundle
 
     # -- subflows ------------------------------------------------------------------------------------
@@ -513,7 +552,7 @@ class Traverser:
         txn = Transaction(self.state, namespace=namespace)
         if resume is None:
             try:
-                mapped = self._map_input(node, namespace)
+                mapped = self._map_input(node, txn)
             except Exception as exc:
                 return None, txn, exc
             inner_args = mapped
@@ -569,12 +608,16 @@ class Traverser:
                 return output, txn, exc
         return output, txn, None
 
-    def _map_input(self, node: StageNode, namespace: tuple[str, ...]) -> dict[str, Any]:
+    def _map_input(self, node: StageNode, txn: Transaction) -> dict[str, Any]:
         mount = node.mount
         assert mount is not None
         if mount.input_mapper is None:
             return {}
-        mapped = mount.input_mapper(MappingProxyType(self.state))
+        # the keys the mapper reads are the mount's reads: they link the subflow's result
+        # back to the parent stages that wrote them (causal backtracking)
+        view = _ReadTracking(self.state)
+        mapped = mount.input_mapper(view)
+        txn.note_reads(view.keys_read)
         if mapped is None:
             return {}
         if not isinstance(mapped, dict):

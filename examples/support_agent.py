@@ -1,0 +1,185 @@
+"""The main demo: a governed support agent, run offline on the scripted provider.
+
+A customer asks for a refund. The agent looks the order up, then asks to refund it; the
+refund tool declares a check-in (amounts over 100 need a person), so the run PAUSES with
+an evidence pack. Alice approves; the run resumes from the JSON checkpoint on a freshly
+built agent (as another process would), the refund runs, and the agent answers.
+
+Along the way an input middleware masks card numbers before the model or the history
+sees them — and files a ledger row saying so (the row keeps the text it changed, as
+evidence: hide it from recordings with a redaction rule when that matters). At the end the demo prints the
+narrative, the tool calls, the ledger, saves a trace under ``runs/`` and asks the trace
+*why* the final answer is what it is.
+
+Run it with ``make demo`` (or ``python examples/support_agent.py``). Set ``PROVIDER=openai``
+(with OPENAI_API_KEY / OPENAI_BASE_URL), ``PROVIDER=anthropic`` (ANTHROPIC_API_KEY) or
+``PROVIDER=ollama`` (OLLAMA_HOST, MODEL) to run the same agent on a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from agent import Agent, Paused, define_tool
+from agent.providers import scripted
+from flowchart import Checkpoint, causal_chain
+from governance import allow, check_in_approved
+
+ORDERS = {"A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}}
+CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")
+QUESTION = "Hi, I was charged twice for order A-1001 (card 4111 1111 1111 1111). Please refund the extra charge."
+RUNS = Path(os.environ.get("RUNS_DIR", "runs"))
+
+
+def lookup_order(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Look an order up by id."""
+    order = ORDERS.get(args["order_id"])
+    if order is None:
+        raise LookupError(f"no order {args['order_id']}")
+    return order
+
+
+def issue_refund(args: dict[str, Any], ctx: Any) -> str:
+    """Refund an amount on an order (idempotent per call: see ctx.idempotency_key)."""
+    return f"refunded {args['amount']:.2f} on {args['order_id']}"
+
+
+TOOLS = [
+    define_tool(
+        name="lookup_order",
+        description="Look up an order by its id.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+        execute=lookup_order,
+    ),
+    define_tool(
+        name="issue_refund",
+        description="Refund an amount on an order.",
+        input_schema={
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["order_id", "amount"],
+        },
+        execute=issue_refund,
+        check_in=lambda args, ctx: args["amount"] > 100,
+    ),
+]
+
+
+def mask_cards(message: Any) -> Any:
+    """Input/output middleware: card numbers never reach the model or the history."""
+    masked = CARD.sub("[card]", message.content)
+    return allow(masked, why="masked a card number") if masked != message.content else allow()
+
+
+CARD_MASK = SimpleNamespace(name="mask-cards", on_message=mask_cards)
+
+SCRIPT: list[Any] = [
+    {"content": "Let me look up that order.", "tool_calls": [{"id": "call-1", "name": "lookup_order", "args": {"order_id": "A-1001"}}]},
+    {"content": "The order was charged twice; refunding the extra charge.", "tool_calls": [{"id": "call-2", "name": "issue_refund", "args": {"order_id": "A-1001", "amount": 129.0}}]},
+    "I've refunded the duplicate charge of 129.00 on order A-1001. You'll see it on your card in 3-5 days.",
+]
+
+
+def make_provider(turn: int) -> Any:
+    """The scripted provider (offline, deterministic) or a real one chosen by PROVIDER."""
+    kind = os.environ.get("PROVIDER", "scripted")
+    if kind == "scripted":
+        return scripted(SCRIPT[turn:])
+    from agent.providers import anthropic, ollama, openai_compatible
+
+    model = os.environ.get("MODEL")
+    if kind == "openai":
+        return openai_compatible(base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), model=model or "gpt-4o-mini")
+    if kind == "anthropic":
+        return anthropic(model=model or "claude-3-5-haiku-latest")
+    if kind == "ollama":
+        return ollama(model or "llama3.1")
+    raise SystemExit(f"PROVIDER must be scripted, openai, anthropic or ollama, got {kind!r}")
+
+
+def build_agent(turn: int = 0) -> Agent:
+    """The support agent (``turn`` skips the script replies already used before a pause)."""
+    return (
+        Agent.create(provider=make_provider(turn), model=os.environ.get("MODEL", "scripted"))
+        .system("You are a support agent for an electronics shop. Look orders up before acting. Be brief.")
+        .tools(TOOLS)
+        .message_middleware(CARD_MASK)
+        .check_in(evidence="standard")
+        .max_iterations(5)
+        .build()
+    )
+
+
+def heading(text: str) -> None:
+    """Print a section heading."""
+    print(f"\n== {text} ==")
+
+
+def show_pause(paused: Paused) -> None:
+    """Print what a person is asked to decide, with the evidence."""
+    request = paused.check_in
+    assert request is not None
+    heading(f"PAUSED: {request.tool} needs a person ({paused.kind})")
+    print(f"request id : {request.id}")
+    print(f"will do    : {request.evidence.will_do}")
+    if request.intent:
+        print(f"intent     : {request.intent}")
+    evidence = request.to_dict()["evidence"]
+    for driver in evidence.get("drivers", [])[:3]:
+        print(f"driver     : {driver['score']:.3f}  {driver['text']}")
+    trail = evidence.get("trail")
+    if trail:
+        print(f"trail      : {trail['summary']}")
+
+
+def main() -> int:
+    """Run the conversation, the pause, the approval and the explanation."""
+    RUNS.mkdir(parents=True, exist_ok=True)
+    heading("CUSTOMER")
+    print(QUESTION)
+    first = build_agent().run(QUESTION)
+    if not isinstance(first, Paused):
+        print(first)
+        return 0
+    show_pause(first)
+    checkpoint_file = RUNS / "support.checkpoint.json"
+    checkpoint_file.write_text(first.checkpoint.to_json(), encoding="utf-8")
+    print(f"checkpoint : {checkpoint_file} ({checkpoint_file.stat().st_size} bytes)")
+
+    heading("APPROVED by alice — resuming from the JSON checkpoint on a fresh agent")
+    resumed_agent = build_agent(turn=2)
+    restored = Checkpoint.from_json(checkpoint_file.read_text(encoding="utf-8"))
+    decision = check_in_approved(request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z")
+    answer = resumed_agent.resume(restored, decision)
+    snapshot = resumed_agent.last_snapshot()
+
+    heading("NARRATIVE (resumed run)")
+    for line in snapshot.narrative:
+        if not line.startswith("Step"):
+            print(line)
+    heading("TOOL CALLS")
+    for message in snapshot.shared_state["history"]:
+        for call in message.get("tool_calls", []):
+            print(f"-> {call['name']}({json.dumps(call['args'])})")
+        if message["role"] == "tool":
+            print(f"<- {message['tool_name']}: {message['content']}")
+    heading("LEDGER (middleware_decisions)")
+    for row in snapshot.shared_state.get("middleware_decisions", []):
+        print(json.dumps(row, ensure_ascii=False))
+    heading("ANSWER")
+    print(answer)
+
+    trace_file = snapshot.result.trace().save(RUNS / "support.trace.json")
+    heading(f"WHY final_content? (flowchart why {trace_file} final_content)")
+    print(causal_chain(snapshot.commit_log, "final_content").format())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
