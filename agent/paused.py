@@ -9,7 +9,7 @@ for another request, for a call that changed since the ask, or one already used 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -79,7 +79,7 @@ def check_answer(checkpoint: Checkpoint, answer: Any, answered: set[str]) -> tup
     kind = data.get("kind")
     if kind not in ("check_in", "ask"):
         return answer, None
-    gate = "check_in" if kind == "check_in" else "ask"
+    gate: Literal["check_in", "ask"] = "check_in" if kind == "check_in" else "ask"
     middleware = data.get("ask", {}).get("middleware") if kind == "ask" else None
     decision = require_decision(answer, gate=gate, tool_name=data.get("tool_name"), middleware=middleware)
     pending = (data.get("check_in") or data.get("ask") or {}).get("id", "")

@@ -20,6 +20,7 @@ import inspect
 from typing import Any
 
 from flowchart import StageContext, decide
+from flowchart.context import thaw
 from flowchart.decide import Decision
 from flowchart.scope import Scope, peek
 from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
@@ -61,7 +62,7 @@ def make_seed(cfg: AgentConfig) -> Any:
 
     async def seed(scope: Scope, ctx: StageContext) -> None:
         message: str = ctx.args[STATE_INPUT_MESSAGE]
-        identity = ctx.args.get(STATE_INPUT_IDENTITY)
+        identity = thaw(ctx.args.get(STATE_INPUT_IDENTITY))  # ctx.args is frozen; state needs plain JSON
         content = message
         denied = None
         if cfg.message_middleware:
@@ -104,7 +105,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         wrapped_up = "wrap_up_asked" in scope
         request = LLMRequest(
             system_prompt=cfg.system_prompt,
-            messages=list(peek(scope, "history")),
+            # committed values are never mutated in place, so the request can share the list
+            messages=peek(scope, "history"),
             tools=[] if wrapped_up else cfg.tool_schemas,
             model=cfg.model,
             temperature=cfg.temperature,

@@ -70,9 +70,7 @@ class Settings:
                 after()
         samples: list[float] = []
         t0 = time.perf_counter()
-        while len(samples) < self.max_reps and (
-            len(samples) < floor or time.perf_counter() - t0 < self.budget_s
-        ):
+        while len(samples) < self.max_reps and (len(samples) < floor or time.perf_counter() - t0 < self.budget_s):
             start = time.perf_counter()
             fn()
             samples.append(time.perf_counter() - start)
@@ -133,9 +131,7 @@ def emit(rec: Record, out: list[Record] | None = None) -> Record:
     return rec
 
 
-def note(
-    peer: str, workload: str, variant: str, text: str, out: list[Record] | None = None
-) -> None:
+def note(peer: str, workload: str, variant: str, text: str, out: list[Record] | None = None) -> None:
     """Print a skip note as a JSON line: the row exists in the table but has no number."""
     emit({"peer": peer, "workload": workload, "variant": variant, "skipped": text}, out)
 

@@ -43,12 +43,8 @@ COMPARE: tuple[Compare, ...] = (
         "µs/stage",
         {"pyfootprint": "run + narrative recorder", "footprintjs": "run + narrative recorder"},
     ),
-    Compare(
-        "W1", "untouched 100-item list in state", "µs/stage", {p: UNTOUCHED for p in PEERS}, "≤ 15"
-    ),
-    Compare(
-        "W1", "build chart (200 stages)", "µs/build", {p: "build chart (200 stages)" for p in PEERS}
-    ),
+    Compare("W1", "untouched 100-item list in state", "µs/stage", {p: UNTOUCHED for p in PEERS}, "≤ 15"),
+    Compare("W1", "build chart (200 stages)", "µs/build", {p: "build chart (200 stages)" for p in PEERS}),
     *(
         Compare(
             "W1",
@@ -230,10 +226,7 @@ def side_by_side(rows: dict[tuple[str, str, str], Row], peers: list[str]) -> lis
             continue
         values = [num(r["median"]) if (r := cells.get(p)) else "—" for p in peers]
         rs = [ratio(cells.get("pyfootprint"), cells.get(p)) for p in peers if p != "pyfootprint"]
-        out.append(
-            f"| {c.workload} | {c.label} | {c.unit} | {' | '.join(values)} | "
-            f"{' | '.join(rs)} | {c.target} |"
-        )
+        out.append(f"| {c.workload} | {c.label} | {c.unit} | {' | '.join(values)} | {' | '.join(rs)} | {c.target} |")
     return out
 
 
@@ -256,8 +249,7 @@ def all_rows(rows: dict[tuple[str, str, str], Row]) -> list[str]:
 def memory(rows: dict[tuple[str, str, str], Row]) -> list[str]:
     """W4 persisted size, entries, heap and RSS; W5 checkpoint bytes."""
     out = [
-        "| workload | peer | variant | persisted size | entries | heap held | RSS before"
-        " | peak RSS |",
+        "| workload | peer | variant | persisted size | entries | heap held | RSS before | peak RSS |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for (w, p, v), r in sorted(rows.items()):

@@ -232,8 +232,8 @@ class FlowChartBuilder:
                     node.id,
                 )
         for source, target, from_branch in self._loops:
-            node = self._ids.get(target)
-            if node is None:
+            target_node = self._ids.get(target)
+            if target_node is None:
                 self._problem(
                     f"loop_to('{target}') from '{source.id}': target not found — pass the id of a stage "
                     "declared in this chart (not its name)",

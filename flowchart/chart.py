@@ -182,7 +182,7 @@ class FlowChart:
                 timeout=timeout, redaction=redaction, concurrent=concurrent,
             )  # fmt: skip
 
-        return run_coroutine(make, self.needs_loop or timeout is not None)  # type: ignore[no-any-return]
+        return run_coroutine(make, self.needs_loop or timeout is not None)
 
     async def arun(
         self,
@@ -227,7 +227,7 @@ class FlowChart:
                 timeout=timeout, redaction=redaction, concurrent=concurrent,
             )  # fmt: skip
 
-        return run_coroutine(make, self.needs_loop or timeout is not None)  # type: ignore[no-any-return]
+        return run_coroutine(make, self.needs_loop or timeout is not None)
 
     async def aresume(
         self,

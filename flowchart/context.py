@@ -113,9 +113,18 @@ class StageContext:
         """End the run after this stage commits (footprintjs ``$break``); the first reason wins."""
         self._traverser.request_stop(reason)
 
+    @property
+    def observed(self) -> bool:
+        """True when some recorder listens to emits (so building a payload is worth it)."""
+        return self._traverser.run.observers.wants("on_emit")
+
     def emit(self, name: str, payload: Any = None) -> None:
-        """Send a named event with a JSON-safe payload to the run's emit recorders, in order."""
-        self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
+        """Send a named event with a JSON-safe payload to the run's emit recorders, in order.
+
+        The payload is copied (and checked) only when somebody listens.
+        """
+        if self._traverser.run.observers.wants("on_emit"):
+            self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
 
     def __repr__(self) -> str:
         return f"<StageContext {self.runtime_stage_id}>"

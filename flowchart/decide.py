@@ -142,9 +142,9 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     default_label = None
     if isinstance(default, Mapping):
         default_label = default.get("label")
-        default = default["branch"]
+        default = str(default["branch"])
     evaluated = []
-    chosen = default
+    chosen: str = default
     for index, rule in enumerate(rules):
         entry = _evaluate(scope, index, rule)
         evaluated.append(entry)

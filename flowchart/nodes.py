@@ -20,7 +20,7 @@ import attrs
 if TYPE_CHECKING:
     from .chart import FlowChart
 
-NodeKind = Literal["stage", "decider", "selector", "subflow", "pausable"]
+NodeKind = Literal["stage", "decider", "selector", "subflow", "pausable", "loop"]
 
 
 @attrs.frozen(slots=True)

@@ -330,7 +330,7 @@ class Scope:
 
 def transaction_of(scope: Scope) -> Transaction:
     """The transaction behind a scope (for library code such as ``decide`` and the agent)."""
-    return object.__getattribute__(scope, "_fc_txn")  # type: ignore[no-any-return]
+    return object.__getattribute__(scope, "_fc_txn")
 
 
 def raw_read(scope: Scope, key: str, default: Any = None) -> Any:

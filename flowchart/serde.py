@@ -68,7 +68,7 @@ def _json_value(value: Any, _type: Any) -> Any:
     try:
         return copy_json(value)
     except NotJsonSafe as exc:
-        raise Expected(f"expected a JSON value, got {exc.what}", exc.where) from None
+        raise Expected(f"expected a JSON value: {exc.what}", exc.where) from None
 
 
 def _strict_list(tp: Any, converter: cattrs.Converter) -> Any:
@@ -102,8 +102,8 @@ def _literal(value: Any, tp: Any) -> Any:
 
 def _every_key(cl: type, converter: cattrs.Converter) -> Any:
     """Structure ``cl`` from an object that must carry every field (defaults do not excuse)."""
-    inner = make_dict_structure_fn(cl, converter)
     fields = [f for f in attrs.fields(cl) if f.init]
+    inner: list[Any] = []  # built on first use, once every hook it relies on is registered
 
     def hook(value: Any, _type: Any) -> Any:
         if type(value) is not dict:
@@ -117,7 +117,9 @@ def _every_key(cl: type, converter: cattrs.Converter) -> Any:
                 errors.append(error)
         if errors:
             raise ClassValidationError(f"While structuring {cl.__name__}", errors, cl)
-        return inner(value, _type)
+        if not inner:
+            inner.append(make_dict_structure_fn(cl, converter))
+        return inner[0](value, _type)
 
     return hook
 

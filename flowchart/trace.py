@@ -27,15 +27,24 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
+from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from .causal import CausalChain, causal_chain
-from .commits import Commit, Op, Verb, replay
+from .commits import Commit, Op, replay
 from .errors import CheckpointError
 from .pause import Checkpoint
 from .redaction import LOG_PLACEHOLDER
-from .serde import dumps, load_error, loads, make_converter, structure_checkpoint
+from .serde import (
+    Expected,
+    dumps,
+    json_type,
+    load_error,
+    loads,
+    make_converter,
+    structure_checkpoint,
+)
+from .serde import _every_key as every_key
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -249,46 +258,26 @@ def spec_fingerprint(spec: Any) -> str:
 
 
 # -- the converter --------------------------------------------------------------------------------
-def _strict_list(tp: Any, converter: cattrs.Converter) -> Any:
+def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
+    """``tuple[X, ...]`` from a JSON list only (a string is not a tuple of characters)."""
     inner = list_structure_factory(tp, converter)
-    container = tuple if get_origin(tp) is tuple else list
 
     def hook(value: Any, _type: Any) -> Any:
         if type(value) is not list:
-            raise TypeError(f"expected a list, got {type(value).__name__}")
-        return container(inner(value, _type))
+            raise Expected(f"expected a list, got {json_type(value)}")
+        return tuple(inner(value, _type))
 
     return hook
-
-
-def _strict_mapping(tp: Any, converter: cattrs.Converter) -> Any:
-    inner = mapping_structure_factory(tp, converter)
-
-    def hook(value: Any, _type: Any) -> Any:
-        if type(value) is not dict:
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        return inner(value, _type)
-
-    return hook
-
-
-def _verb(value: Any, _type: Any) -> Verb:
-    if value not in get_args(Verb) or type(value) is not str:
-        raise TypeError(f"expected one of {', '.join(get_args(Verb))}, got {value!r}")
-    return value  # type: ignore[return-value]
 
 
 def make_trace_converter() -> cattrs.Converter:
-    """The checkpoint converter, stricter about containers, plus commit and op hooks."""
+    """The checkpoint converter plus commits, ops and traces (every key required but ``value``)."""
     converter = make_converter()
     converter.register_structure_hook_factory(
-        lambda t: (
-            is_sequence(t) and not (get_origin(t) is tuple and get_args(t)[-1:] != (Ellipsis,))
-        ),
-        _strict_list,
+        lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )
-    converter.register_structure_hook_factory(is_mapping, _strict_mapping)
-    converter.register_structure_hook_func(lambda t: t == Verb, _verb)
+    for cl in (Commit, SubflowTrace, Trace):  # innermost first: a hook captures its fields' hooks
+        converter.register_structure_hook(cl, every_key(cl, converter))
     converter.register_unstructure_hook(Commit, Commit.to_dict)
     converter.register_unstructure_hook(Op, Op.to_dict)
     converter.register_unstructure_hook(Checkpoint, Checkpoint.to_dict)
@@ -311,9 +300,6 @@ def structure_trace(data: Any) -> Trace:
             f"(this library reads version {TRACE_VERSION})",
             path="$.version",
         )
-    missing = [key for key in _FIELD_ORDER if key not in data]
-    if missing:
-        raise CheckpointError(f"Invalid trace: missing key(s) {', '.join(missing)} @ $", path="$")
     body = dict(data)
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
@@ -369,9 +355,9 @@ def _check_consistency(trace: Trace) -> None:
         if sub.runtime_stage_id != rid:
             raise _refuse(
                 f"subflow '{rid}' says it is '{sub.runtime_stage_id}'",
-                f"$.subflows[{rid!r}].runtime_stage_id",
+                f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
-        _check_log(sub.commit_log, f"$.subflows[{rid!r}].commit_log")
+        _check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
     cp = trace.checkpoint
     if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
         raise _refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")

@@ -76,7 +76,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-class TrackedDict(dict):  # type: ignore[type-arg]
+class TrackedDict(dict):
     """A dict read from the scope: reads wrap children lazily, writes are tracked."""
 
     __slots__ = ("_fc_owner", "_fc_wrapped")
@@ -107,11 +107,11 @@ class TrackedDict(dict):  # type: ignore[type-arg]
         for key, value in list(dict.items(self)):
             self._child(key, value)
 
-    def values(self):  # type: ignore[override]
+    def values(self):
         self._wrap_all()
         return dict.values(self)
 
-    def items(self):  # type: ignore[override]
+    def items(self):
         self._wrap_all()
         return dict.items(self)
 
@@ -131,11 +131,11 @@ class TrackedDict(dict):  # type: ignore[type-arg]
             self[key] = default
         return self[key]
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
-    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[override,misc]
+    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[misc]
         self.update(other)
         return self
 
@@ -158,9 +158,9 @@ class TrackedDict(dict):  # type: ignore[type-arg]
             dict.clear(self)
             self._fc_owner.changed(True)
 
-    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+    def copy(self) -> dict[str, Any]:
         """A plain deep copy (changes to it are not tracked)."""
-        return copy_json(self)  # type: ignore[no-any-return]
+        return copy_json(self)
 
     def __copy__(self) -> dict[str, Any]:
         return self.copy()
@@ -172,7 +172,7 @@ class TrackedDict(dict):  # type: ignore[type-arg]
         return (dict, (plain(self),))
 
 
-class TrackedList(list):  # type: ignore[type-arg]
+class TrackedList(list):
     """A list read from the scope: reads wrap items lazily; every change is a ``set``."""
 
     __slots__ = ("_fc_owner", "_fc_wrapped")
@@ -222,11 +222,11 @@ class TrackedList(list):  # type: ignore[type-arg]
         list.extend(self, [_checked(self._fc_owner, v) for v in values])
         self._changed()
 
-    def __iadd__(self, values: Iterable[Any]) -> TrackedList:  # type: ignore[override,misc]
+    def __iadd__(self, values: Iterable[Any]) -> TrackedList:  # type: ignore[misc]
         self.extend(values)
         return self
 
-    def __imul__(self, times: SupportsIndex) -> TrackedList:  # type: ignore[misc]
+    def __imul__(self, times: SupportsIndex) -> TrackedList:
         items = plain(self)
         list.clear(self)
         list.extend(self, copy_json(items * times))
@@ -272,7 +272,7 @@ class TrackedList(list):  # type: ignore[type-arg]
 
     def copy(self) -> list[Any]:
         """A plain deep copy (changes to it are not tracked)."""
-        return copy_json(self)  # type: ignore[no-any-return]
+        return copy_json(self)
 
     def __copy__(self) -> list[Any]:
         return self.copy()

@@ -42,7 +42,10 @@ def _reject(scope: Any) -> None:
 
 
 def build_loan_chart() -> FlowChart:
-    """application (input ``{"applicant": {income, debt, credit_score}}``) → dti → risk tier → decide (approve | reject)."""
+    """application → dti → risk tier → decide (approve | reject).
+
+    The run input is ``{"applicant": {"income": ..., "debt": ..., "credit_score": ...}}``.
+    """
     return (
         flow_chart("Application", _application, "application")
         .add_function("Dti", _dti, "dti")

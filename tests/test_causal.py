@@ -68,7 +68,8 @@ def test_a_key_never_written_comes_back_empty_and_says_so() -> None:
     chain = causal_chain([commit(0, "a")], "b")
     assert (chain.nodes, chain.missing, chain.root) == ((), "never-written", None)
     assert chain.format() == (
-        "b: never written (no commit up to #0 wrote it; it is absent or comes from the initial state)"
+        "b: never written (no commit up to #0 wrote it; "
+        "it is absent or comes from the initial state)"
     )
 
 
@@ -110,7 +111,9 @@ def test_a_stage_reading_its_own_key_links_to_the_previous_writer() -> None:
     chain = causal_chain(log, "count")
     assert [n.runtime_stage_id for n in chain.nodes] == ["s2#2", "s1#1", "s0#0"]
     assert chain.format() == (
-        "count ← s2 (s2#2) [wrote: count]\n  count ← s1 (s1#1) [wrote: count]\n    count ← s0 (s0#0) [wrote: count]"
+        "count ← s2 (s2#2) [wrote: count]\n"
+        "  count ← s1 (s1#1) [wrote: count]\n"
+        "    count ← s0 (s0#0) [wrote: count]"
     )
 
 

@@ -140,11 +140,6 @@ def test_nested_subflows() -> None:
     assert run(chart).entries() == reference("subflow")
 
 
-@pytest.mark.xfail(
-    reason="engine: SubflowEvent.description should be the subflow chart's root "
-    "description (else the mount's), as footprintjs; ours is the mount's only",
-    strict=True,
-)
 def test_described_subflow() -> None:
     """A subflow whose root has a description: "Entering X: desc." and "began: desc."."""
     inner = flow_chart("Step one", setter(k=1), "one", description="does the inner work").build()
@@ -226,11 +221,6 @@ def test_fork_and_selector_inside_a_subflow() -> None:
     assert run(chart).entries() == reference("subflow_parallel")
 
 
-@pytest.mark.xfail(
-    reason="engine: resuming into a subflow should fire on_subflow_entry (empty "
-    "mapped input) before the resumed stage, as footprintjs; ours fires none",
-    strict=True,
-)
 def test_pause_inside_a_subflow() -> None:
     """Pause at a subflow stage; resume re-enters the subflow (no Input lines)."""
 

@@ -43,14 +43,7 @@ def test_stop() -> None:
 @pytest.mark.parametrize(
     "propagate",
     [
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                reason="engine: footprintjs fires the mount's propagated on_break BEFORE "
-                "on_subflow_exit; ours fires it after",
-                strict=True,
-            ),
-        ),
+        True,
         False,
     ],
 )
@@ -97,11 +90,6 @@ def test_error() -> None:
     assert run(chart).entries() == reference("error")
 
 
-@pytest.mark.xfail(
-    reason="engine: footprintjs fires on_error once (the inner stage) then "
-    "on_subflow_exit; ours fires on_error for the stage AND the mount, and no exit",
-    strict=True,
-)
 def test_error_inside_a_subflow() -> None:
     """An error in a subflow names the prefixed stage, then the subflow is exited."""
 

@@ -58,12 +58,7 @@ def build() -> Any:
 
 def build_stop_loop() -> Any:
     """One stage looping onto itself until ``ctx.stop()``."""
-    return (
-        flow_chart("Seed", seed, "seed")
-        .add_function("Work", work_until, "work")
-        .loop_to("work")
-        .build()
-    )
+    return flow_chart("Seed", seed, "seed").add_function("Work", work_until, "work").loop_to("work").build()
 
 
 def run_loop(chart: Any, **run_kw: Any) -> Any:

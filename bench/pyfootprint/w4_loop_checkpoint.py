@@ -92,9 +92,7 @@ def sqlite_store(cfg: Settings, out: list[Record]) -> None:
         "commit_log_bytes": log_bytes(first),
         "commit_entries": len(stored.commit_log) if stored is not None else 0,
         "sqlite_file_bytes": sum(
-            os.path.getsize(SQLITE_PATH + s)
-            for s in ("", "-wal")
-            if os.path.exists(SQLITE_PATH + s)
+            os.path.getsize(SQLITE_PATH + s) for s in ("", "-wal") if os.path.exists(SQLITE_PATH + s)
         ),
         "rss_before_run_bytes": rss0,
         "peak_rss_bytes": peak_rss_bytes(),

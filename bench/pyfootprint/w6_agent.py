@@ -88,11 +88,7 @@ def run_chart(chart: Any, with_narrative: bool = False) -> None:
     """One run, checked: 11 LLM calls, 22 messages, an answer."""
     recorders = [narrative()] if with_narrative else []
     state = chart.run(recorders=recorders).state
-    if (
-        state["llm_calls"] != TOOL_TURNS + 1
-        or len(state["messages"]) != 2 + 2 * TOOL_TURNS
-        or not state.get("answer")
-    ):
+    if state["llm_calls"] != TOOL_TURNS + 1 or len(state["messages"]) != 2 + 2 * TOOL_TURNS or not state.get("answer"):
         raise RuntimeError("W6 wrong result")
 
 
@@ -111,17 +107,11 @@ def build_agent() -> Any:
         execute=lambda args, ctx: args["a"] + args["b"],
     )
     replies: list[Any] = [
-        {"content": m["content"], "tool_calls": m["tool_calls"]}
-        for m in map(mock_llm, range(TOOL_TURNS))
+        {"content": m["content"], "tool_calls": m["tool_calls"]} for m in map(mock_llm, range(TOOL_TURNS))
     ]
     replies.append(ANSWER)
     provider = scripted(replies)
-    agent = (
-        Agent.create(provider=provider, model="mock")
-        .tool(add)
-        .max_iterations(2 * TOOL_TURNS)
-        .build()
-    )
+    agent = Agent.create(provider=provider, model="mock").tool(add).max_iterations(2 * TOOL_TURNS).build()
     return agent, provider
 
 

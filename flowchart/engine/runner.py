@@ -162,7 +162,7 @@ def _copy_field(checkpoint: Checkpoint, name: str) -> Any:
         return copy_json(getattr(checkpoint, name))
     except NotJsonSafe as exc:
         path = f"$.{name}{exc.where}"
-        raise CheckpointError(f"Invalid checkpoint: expected a JSON value, got {exc.what} @ {path}", path=path) from None
+        raise CheckpointError(f"Invalid checkpoint: expected a JSON value: {exc.what} @ {path}", path=path) from None
 
 
 def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:

@@ -584,6 +584,10 @@ class Traverser:
         except PauseSignal as signal:
             signal.subflow_states[full] = inner.state
             signal.subflow_args[full] = inner.args.to_dict()
+            # the paused run's record keeps what the subflow did before the pause
+            run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
+                full, rid, inner.state, tuple(inner.commit_log), inner.initial, None
+            )
             raise
         except Exception as exc:
             error = exc
@@ -655,8 +659,30 @@ class Traverser:
                 txn.set(key, value)
 
     # -- resume ------------------------------------------------------------------------------------------
+    def _announce_resume(self, frames: list[ResumeFrame], given: Any) -> None:
+        """Fire ``on_resume`` for the paused stage before anything runs (footprintjs order)."""
+        chart, prefix, path = self.chart, self.prefix, list(self.subflow_path)
+        for frame in frames[:-1]:
+            if frame.kind == "mount":
+                mount = chart.find(frame.stage_id[len(prefix) :]).mount
+                chart, prefix = mount.chart, frame.stage_id + "/"
+                path.append(frame.stage_id)
+        leaf = chart.find(frames[-1].stage_id[len(prefix) :])
+        full = prefix + leaf.id
+        ctx = TraversalContext(
+            run_id=self.run.run_id,
+            stage_id=full,
+            runtime_stage_id=f"{full}#{self.run.counter}",
+            stage_name=leaf.name,
+            subflow_path=tuple(path),
+            depth=len(path),
+        )
+        self.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None))
+
     async def resume(self, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
         """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
+        if index == 0 and self.run.observers.wants("on_resume"):
+            self._announce_resume(frames, given)
         frame = frames[index]
         node = self.chart.find(frame.stage_id[len(self.prefix) :])
         cont = frame.continuation_node(self.chart, self.prefix)
@@ -666,12 +692,6 @@ class Traverser:
         try:
             if frame.kind == "stage":
                 rid = self.stamp(node, visit=False)
-                self.flow(
-                    "on_resume",
-                    node,
-                    rid,
-                    lambda c: ResumeEvent(c, node.name, self.prefix + node.id, given is not None),
-                )
                 assert node.resume is not None
                 output, txn, error = await self.call_stage(node, node.resume, rid, namespace, given)
                 self.commit(node, rid, txn)

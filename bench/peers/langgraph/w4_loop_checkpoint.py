@@ -91,9 +91,7 @@ def measure(kind: str, settings: Settings, out: list[Record]) -> None:
     }
     if kind.startswith("sqlite"):
         mem["sqlite_file_bytes"] = sum(
-            os.path.getsize(SQLITE_PATH + s)
-            for s in ("", "-wal")
-            if os.path.exists(SQLITE_PATH + s)
+            os.path.getsize(SQLITE_PATH + s) for s in ("", "-wal") if os.path.exists(SQLITE_PATH + s)
         )
     saver.delete_thread("mem-1")
     gc.collect()
@@ -111,12 +109,8 @@ def measure(kind: str, settings: Settings, out: list[Record]) -> None:
         thread["id"] = uuid.uuid4().hex
         run_loop(app, cfg(thread["id"]), **kw)
 
-    samples = settings.bench(
-        run_once, warmup=2, min_reps=8, after=lambda: saver.delete_thread(thread["id"])
-    )
-    rec = record(
-        "langgraph", "langgraph", "W4", LABEL[kind], samples, per=ITERS, unit="us/iter", **mem
-    )
+    samples = settings.bench(run_once, warmup=2, min_reps=8, after=lambda: saver.delete_thread(thread["id"]))
+    rec = record("langgraph", "langgraph", "W4", LABEL[kind], samples, per=ITERS, unit="us/iter", **mem)
     emit(rec, out)
     if kind.startswith("sqlite"):
         saver.conn.close()

@@ -91,8 +91,7 @@ def build_messages() -> Any:
         calls = s["messages"][-1].tool_calls  # type: ignore[attr-defined]
         return {
             "messages": [
-                ToolMessage(content=str(TOOLS[tc["name"]](**tc["args"])), tool_call_id=tc["id"])
-                for tc in calls
+                ToolMessage(content=str(TOOLS[tc["name"]](**tc["args"])), tool_call_id=tc["id"]) for tc in calls
             ]
         }
 
@@ -100,9 +99,7 @@ def build_messages() -> Any:
         return "tools" if s["messages"][-1].tool_calls else "final"  # type: ignore[attr-defined]
 
     g = StateGraph(MState)
-    g.add_node(
-        "seed", lambda s: {"messages": [HumanMessage("add numbers ten times")], "llm_calls": 0}
-    )
+    g.add_node("seed", lambda s: {"messages": [HumanMessage("add numbers ten times")], "llm_calls": 0})
     g.add_node("call_llm", call_llm)
     g.add_node("tools", tools)
     g.add_node("final", lambda s: {"answer": s["messages"][-1].content})
@@ -116,11 +113,7 @@ def build_messages() -> Any:
 
 def check(out: Any) -> None:
     """``llm_calls == 11``, 22 messages, a non-empty answer."""
-    if (
-        out["llm_calls"] != TOOL_TURNS + 1
-        or len(out["messages"]) != 2 + 2 * TOOL_TURNS
-        or not out.get("answer")
-    ):
+    if out["llm_calls"] != TOOL_TURNS + 1 or len(out["messages"]) != 2 + 2 * TOOL_TURNS or not out.get("answer"):
         raise RuntimeError("W6 wrong result")
 
 
@@ -134,9 +127,7 @@ def main(quick: bool = False) -> list[Record]:
     ):
         samples = cfg.bench(lambda app=app: check(app.invoke({})))
         emit(
-            record(
-                "langgraph", "langgraph", "W6", variant, samples, per=TOOL_TURNS, unit="us/iter"
-            ),
+            record("langgraph", "langgraph", "W6", variant, samples, per=TOOL_TURNS, unit="us/iter"),
             out,
         )
     return out

@@ -1,0 +1,178 @@
+"""The run-store contract: ``RunRecord`` (one durable run) and the ``RunStore`` protocol.
+
+Laws:
+- The store is the truth about a run. A run advances in SEGMENTS — from its start or
+  an answered pause to its next pause or end — and a segment lands with ONE atomic
+  ``commit``: its commits appended at ``start_seq, start_seq+1, …`` (rows keyed
+  ``UNIQUE(run_id, seq)``), the run's new status, checkpoint, question, output or error.
+  A second writer of the same segment (a redelivered task, a racing process) finds
+  ``next_seq`` moved on and gets ``CommitConflictError``; nothing of its write lands.
+- The commit log is append-only and stores each commit's diff (``Commit.to_dict``), so
+  storage grows with what a stage wrote, never with the whole state per step.
+- A pause is answered once: ``answer`` inserts ``(run_id, request_id)`` under a UNIQUE
+  constraint, so a second answer from any process raises ``AlreadyAnsweredError``.
+- Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
+  ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
+  the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from ..commits import Commit
+from ..pause import Checkpoint
+
+Status = Literal["running", "paused", "done", "failed"]
+STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
+NextStep = Literal["start", "resume", "wait", "finished"]
+
+
+class StoreError(Exception):
+    """A run store refused an operation (the message says which run and why)."""
+
+
+class RunNotFoundError(StoreError, KeyError):
+    """No run with this id is stored."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "run not found"
+
+
+class RunExistsError(StoreError):
+    """``create`` was given a run id that is already stored."""
+
+
+class CommitConflictError(StoreError):
+    """Another writer committed this run's segment first; this write was discarded whole."""
+
+
+class AlreadyAnsweredError(StoreError):
+    """This pause (request id) of this run was answered before, by some process."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer pyfootprint; this version refuses to touch it."""
+
+
+@attrs.frozen
+class Segment:
+    """What one advance of a run writes, atomically, through ``RunStore.commit``.
+
+    ``start_seq`` must equal the run's ``next_seq`` when the write lands; ``commits``
+    are appended from there (their ``idx`` renumbered to their ``seq``). ``status`` is
+    the run's new status; ``checkpoint`` and ``question`` are set when it paused;
+    ``output`` when done; ``error`` when failed; ``narrative`` the segment's lines.
+    """
+
+    start_seq: int
+    status: Status
+    commits: tuple[Commit, ...] = ()
+    checkpoint: Checkpoint | None = None
+    question: Any = None
+    output: Any = None
+    error: str | None = None
+    narrative: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class RunRecord:
+    """One stored run, as read back from a store (a snapshot; re-``get`` for news).
+
+    ``commit_log`` is the whole log across segments (``idx`` == position, folding from
+    ``{}``); ``checkpoint`` is set while paused and while an answer waits to be applied;
+    ``question`` is the pending pause data (for an agent: ``kind`` and the
+    ``check_in`` request with its evidence, or the middleware ``ask``) while paused;
+    ``answer`` is the recorded answer not yet applied (``has_answer``); ``answered`` the
+    request ids answered so far; ``narrative`` the lines of every segment so far.
+    """
+
+    run_id: str
+    status: Status
+    kind: str
+    chart_fingerprint: str
+    input: dict[str, Any]
+    commit_log: tuple[Commit, ...]
+    checkpoint: Checkpoint | None
+    question: Any
+    output: Any
+    error: str | None
+    answered: frozenset[str]
+    narrative: tuple[str, ...]
+    created_at: float
+    updated_at: float
+    has_answer: bool = False
+    answer: Any = None
+    chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next commit of this run takes (the log's length)."""
+        return len(self.commit_log)
+
+    @property
+    def next_step(self) -> NextStep:
+        """What advancing this run means now: ``start`` it, ``resume`` it with the
+        recorded answer, ``wait`` for a person, or nothing (``finished``)."""
+        if self.status in ("done", "failed"):
+            return "finished"
+        if self.status == "paused":
+            return "wait"
+        return "start" if self.checkpoint is None else "resume"
+
+    def pause_answer_id(self, request_id: str | None = None) -> str:
+        """The id under which this pause's answer is recorded: the request id of a
+        consent pause, else ``pause@<next_seq>`` (each pause of a run has its own)."""
+        return request_id if request_id else f"pause@{self.next_seq}"
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where durable runs live. ``SqliteStore``, ``PostgresStore`` and ``MemoryStore``
+    behave the same (one shared test suite)."""
+
+    def create(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        chart_fingerprint: str,
+        input: dict[str, Any],
+        chart_spec: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken."""
+        ...
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run, or ``RunNotFoundError``."""
+        ...
+
+    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first."""
+        ...
+
+    def commit(self, run_id: str, segment: Segment) -> RunRecord:
+        """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        ...
+
+    def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
+        """Record the answer to the paused run's pending pause (once) and mark it running."""
+        ...
+
+    def close(self) -> None:
+        """Release connections (the store is unusable afterwards)."""
+        ...
+
+
+def check_status(status: str | None) -> None:
+    """Refuse an unknown status filter, naming the allowed ones."""
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"unknown run status {status!r}: expected one of {', '.join(STATUSES)}")
+
+
+def renumber(commits: Sequence[Commit], start_seq: int) -> tuple[Commit, ...]:
+    """``commits`` with ``idx`` set to their position in the whole run's log."""
+    return tuple(attrs.evolve(c, idx=start_seq + i) for i, c in enumerate(commits))

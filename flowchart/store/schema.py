@@ -1,0 +1,80 @@
+"""The run-store schema and its migrations, shared by SQLite and PostgreSQL.
+
+Laws:
+- The library creates and migrates the schema itself; ``schema_version`` lists every
+  migration applied. Migrations only ever add (a version's statements never change
+  once released); each runs in one transaction with its version row.
+- A database whose newest version is above ``SCHEMA_VERSION`` was written by a newer
+  pyfootprint and is refused with ``SchemaVersionError`` before anything is read.
+- Uniqueness is the database's job: ``commits`` is keyed ``(run_id, seq)`` and
+  ``answers`` ``(run_id, request_id)``, so double commits and double answers fail in
+  the database, whichever process tries them.
+- The SQL is portable between SQLite and PostgreSQL (``?`` placeholders are rewritten
+  for psycopg); JSON lives in TEXT columns.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE charts (
+            fingerprint TEXT PRIMARY KEY,
+            spec TEXT NOT NULL
+        )""",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            chart_fingerprint TEXT NOT NULL,
+            status TEXT NOT NULL,
+            input TEXT NOT NULL,
+            next_seq INTEGER NOT NULL DEFAULT 0,
+            checkpoint TEXT,
+            question TEXT,
+            has_answer INTEGER NOT NULL DEFAULT 0,
+            answer TEXT,
+            output TEXT,
+            error TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX runs_by_status ON runs (status, updated_at)",
+        """CREATE TABLE commits (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            seq INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            UNIQUE (run_id, seq)
+        )""",
+        """CREATE TABLE segments (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            start_seq INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            narrative TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (run_id, start_seq)
+        )""",
+        """CREATE TABLE answers (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            request_id TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            answered_by TEXT,
+            answered_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (run_id, request_id)
+        )""",
+    ),
+}
+
+VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_at DOUBLE PRECISION NOT NULL
+)"""
+
+
+def newer_message(where: str, found: int) -> str:
+    """The refusal for a database from a newer library version."""
+    return (
+        f"run store {where} has schema version {found}, but this pyfootprint knows versions up to "
+        f"{SCHEMA_VERSION}: it was written by a newer pyfootprint. Upgrade pyfootprint to use it "
+        "(it is never downgraded or modified by an older version)"
+    )

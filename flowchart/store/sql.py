@@ -1,0 +1,260 @@
+"""``SqlStore``: the run-store behaviour on any SQL database (SQLite and PostgreSQL).
+
+Laws:
+- Every write is ONE transaction that first locks the run's row (``BEGIN IMMEDIATE``
+  on SQLite, ``SELECT … FOR UPDATE`` on PostgreSQL), checks the row, then writes. A
+  segment commit lands only when the run is ``running`` with ``next_seq ==
+  start_seq``; commit rows are also ``UNIQUE(run_id, seq)``, so even a writer that
+  skipped the check could not duplicate a step.
+- A connection belongs to one process: after a fork (Celery prefork workers) the store
+  opens a fresh one on first use and never touches the parent's.
+- A backend supplies only the connection, the transaction and how it spells a unique
+  violation; the SQL and the checks live here, so both behave identically.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from . import codec
+from .protocol import (
+    AlreadyAnsweredError,
+    CommitConflictError,
+    RunExistsError,
+    RunNotFoundError,
+    RunRecord,
+    Segment,
+    SchemaVersionError,
+    StoreError,
+    check_status,
+    renumber,
+)
+from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
+
+_RUN_COLUMNS = (
+    "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
+    "output, error, created_at, updated_at"
+)
+
+
+class SqlStore:
+    """The shared implementation; use ``SqliteStore`` or ``PostgresStore``."""
+
+    placeholder = "?"
+    for_update = ""
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._lock = threading.RLock()
+        self._db: Any = None
+        self._pid = -1
+        self._specs: dict[str, dict[str, Any] | None] = {}
+        self._migrate()
+
+    # -- backend hooks ------------------------------------------------------------------------
+    def _open(self) -> Any:
+        raise NotImplementedError
+
+    @contextmanager
+    def _begin(self, db: Any, write: bool) -> Iterator[Any]:
+        raise NotImplementedError
+        yield
+
+    def _is_unique_violation(self, exc: BaseException) -> bool:
+        raise NotImplementedError
+
+    def _lock_schema(self, cur: Any) -> None:
+        """Serialise concurrent migrations (SQLite's write transaction already does)."""
+
+    def _close(self, db: Any) -> None:
+        db.close()
+
+    # -- plumbing -----------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[Any]:
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                self._db, self._pid = self._open(), os.getpid()
+            with self._begin(self._db, write) as cur:
+                yield cur
+
+    def _run(self, cur: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if self.placeholder != "?":
+            sql = sql.replace("?", self.placeholder)
+        cur.execute(sql, params)
+        return cur
+
+    def _migrate(self) -> None:
+        with self._tx() as cur:
+            self._lock_schema(cur)
+            self._run(cur, VERSION_TABLE)
+            found = self._run(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+            if found > SCHEMA_VERSION:
+                raise SchemaVersionError(newer_message(self._where, found))
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    self._run(cur, statement)
+                self._run(cur, "INSERT INTO schema_version VALUES (?, ?)", (version, time.time()))
+
+    def schema_version(self) -> int:
+        """The newest schema version applied to this database."""
+        with self._tx(write=False) as cur:
+            return int(self._run(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this process's connection (a later call reopens one)."""
+        with self._lock:
+            if self._db is not None and self._pid == os.getpid():
+                self._close(self._db)
+            self._db = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._where}>"
+
+    # -- reading ------------------------------------------------------------------------------
+    def get(self, run_id: str) -> RunRecord:
+        """The run, or ``RunNotFoundError``."""
+        with self._tx(write=False) as cur:
+            row = self._run(cur, f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
+            return self._record(cur, row)
+
+    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first."""
+        check_status(status)
+        where, params = ("WHERE status = ?", (status,)) if status else ("", ())
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        with self._tx(write=False) as cur:
+            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY updated_at DESC, run_id{tail}"
+            rows = self._run(cur, sql, params).fetchall()
+            return [self._record(cur, row) for row in rows]
+
+    def _record(self, cur: Any, row: Any) -> RunRecord:
+        run_id, fingerprint = row[0], row[2]
+        commits = self._run(cur, "SELECT body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
+        log = tuple(codec.decode_commit(body) for (body,) in commits.fetchall())
+        answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
+        ids = frozenset(rid for (rid,) in answered.fetchall())
+        notes = self._run(cur, "SELECT narrative FROM segments WHERE run_id = ? ORDER BY start_seq", (run_id,))
+        narrative = tuple(line for (text,) in notes.fetchall() for line in codec.decode(text))
+        if fingerprint not in self._specs:
+            spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
+            self._specs[fingerprint] = None if spec is None else codec.decode(spec[0])
+        return RunRecord(
+            run_id=run_id, status=row[3], kind=row[1], chart_fingerprint=fingerprint,
+            input=codec.decode(row[4]), commit_log=log, checkpoint=codec.decode_checkpoint(row[5]),
+            question=codec.decode(row[6]), output=codec.decode(row[9]), error=row[10], answered=ids,
+            narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
+            answer=codec.decode(row[8]), chart_spec=self._specs[fingerprint],
+        )  # fmt: skip
+
+    def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
+        row = self._run(cur, f"SELECT status, next_seq FROM runs WHERE run_id = ?{self.for_update}", (run_id,))
+        found = row.fetchone()
+        if found is None:
+            raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
+        return str(found[0]), int(found[1])
+
+    # -- writing ------------------------------------------------------------------------------
+    def create(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        chart_fingerprint: str,
+        input: dict[str, Any],
+        chart_spec: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Record a new ``running`` run; ``RunExistsError`` if the id is taken."""
+        now = time.time()
+        try:
+            with self._tx() as cur:
+                if chart_spec is not None:
+                    self._run(
+                        cur, "INSERT INTO charts VALUES (?, ?) ON CONFLICT (fingerprint) DO NOTHING",
+                        (chart_fingerprint, codec.encode(chart_spec)),
+                    )  # fmt: skip
+                self._run(
+                    cur,
+                    "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                    (run_id, kind, chart_fingerprint, codec.encode(input), now, now),
+                )
+        except Exception as exc:
+            if self._is_unique_violation(exc):
+                raise RunExistsError(f"run '{run_id}' already exists in run store {self._where}") from None
+            raise
+        return self.get(run_id)
+
+    def commit(self, run_id: str, segment: Segment) -> RunRecord:
+        """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        try:
+            with self._tx() as cur:
+                status, next_seq = self._locked_row(cur, run_id)
+                if status != "running" or next_seq != segment.start_seq:
+                    raise CommitConflictError(
+                        f"run '{run_id}' moved on (status {status}, next seq {next_seq}) before this "
+                        f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
+                    )
+                self._write_segment(cur, run_id, segment)
+        except Exception as exc:
+            if self._is_unique_violation(exc):
+                raise CommitConflictError(
+                    f"run '{run_id}': seq {segment.start_seq}… was already committed by another writer"
+                ) from None
+            raise
+        return self.get(run_id)
+
+    def _write_segment(self, cur: Any, run_id: str, segment: Segment) -> None:
+        now = time.time()
+        commits = renumber(segment.commits, segment.start_seq)
+        for commit in commits:
+            self._run(
+                cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)",
+                (run_id, commit.idx, codec.encode_commit(commit)),
+            )  # fmt: skip
+        self._run(
+            cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?)",
+            (run_id, segment.start_seq, segment.status, codec.encode(list(segment.narrative)), now),
+        )  # fmt: skip
+        output = None if segment.status != "done" else codec.encode(segment.output)
+        self._run(
+            cur,
+            "UPDATE runs SET status = ?, next_seq = ?, checkpoint = ?, question = ?, has_answer = 0, "
+            "answer = NULL, output = ?, error = ?, updated_at = ? WHERE run_id = ?",
+            (
+                segment.status, segment.start_seq + len(commits), codec.encode_checkpoint(segment.checkpoint),
+                None if segment.status != "paused" else codec.encode(segment.question), output,
+                segment.error, now, run_id,
+            ),
+        )  # fmt: skip
+
+    def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
+        """Record the answer to the run's pending pause (once) and mark it ``running``."""
+        try:
+            with self._tx() as cur:
+                status, _ = self._locked_row(cur, run_id)
+                self._run(
+                    cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
+                    (run_id, request_id, codec.encode(answer), by, time.time()),
+                )  # fmt: skip
+                if status != "paused":
+                    raise StoreError(f"run '{run_id}' is {status}, not paused: there is no pause to answer")
+                self._run(
+                    cur, "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
+                    "updated_at = ? WHERE run_id = ?",
+                    (codec.encode(answer), time.time(), run_id),
+                )  # fmt: skip
+        except Exception as exc:
+            if self._is_unique_violation(exc):
+                raise AlreadyAnsweredError(
+                    f"run '{run_id}': request '{request_id}' has already been answered (a pause is answered once)"
+                ) from None
+            raise
+        return self.get(run_id)

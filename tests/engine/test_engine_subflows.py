@@ -1,0 +1,183 @@
+"""Subflows: isolated state and log, input/output mappers, list merge, propagate_break."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from engine_charts import exact, noop
+
+from flowchart import RunError, flow_chart, replay
+
+
+def test_subflow_without_mappers_is_isolated_both_ways():
+    """Without mappers the subflow starts empty, sees no parent key and leaks nothing back."""
+    seen: list[Any] = []
+
+    def inner_stage(scope, ctx):
+        seen.append((sorted(scope), dict(ctx.args)))
+        scope.secret = "inner only"
+
+    inner = flow_chart("In", inner_stage, "inner").build()
+
+    def seed(scope):
+        scope.parent = 1
+
+    chart = flow_chart("Seed", seed, "seed").add_subflow_chart_next("sf", inner).build()
+    result = chart.run({"arg": 1})
+    assert seen == [([], {})]
+    assert result.state == {"parent": 1}
+    assert result.subflow_results["sf"].state == {"secret": "inner only"}
+    assert [c.to_dict()["trace"] for c in result.commit_log] == [
+        [{"path": ["parent"], "verb": "set", "value": 1}],
+        [],
+    ]
+
+
+def test_input_mapper_seeds_the_subflow_state_and_its_args():
+    """``input_mapper(parent_state)`` is the subflow's initial state and its ``ctx.args``."""
+    seen: list[Any] = []
+
+    def inner_stage(scope, ctx):
+        seen.append((scope.amount, ctx.args["amount"]))
+        scope.amount = scope.amount * 2
+
+    inner = flow_chart("In", inner_stage, "inner").build()
+
+    def seed(scope):
+        scope.total = 21
+
+    chart = flow_chart("Seed", seed, "seed").add_subflow_chart_next(
+        "sf", inner, input_mapper=lambda parent: {"amount": parent["total"]}
+    )
+    result = chart.build().run()
+    assert seen == [(21, 21)]
+    sub = result.subflow_results["sf"]
+    assert sub.initial == {"amount": 21}
+    assert sub.state == {"amount": 42}
+    assert replay(sub.commit_log, initial=sub.initial) == sub.state
+    assert result.state == {"total": 21}
+
+
+def test_output_mapper_gets_the_final_subflow_state_and_concatenates_lists():
+    """``output_mapper(sub_state, parent_state)`` is merged as the mount's one commit; lists concat."""
+    calls: list[Any] = []
+
+    def inner_stage(scope):
+        scope.items = ["c"]
+        scope.note = "from inner"
+
+    def out(sub, parent):
+        calls.append((dict(sub), dict(parent)))
+        return {"items": sub["items"], "note": sub["note"]}
+
+    def seed(scope):
+        scope.items = ["a", "b"]
+
+    inner = flow_chart("In", inner_stage, "inner").build()
+    chart = flow_chart("Seed", seed, "seed").add_subflow_chart_next("sf", inner, output_mapper=out).build()
+    result = chart.run()
+    assert calls == [({"items": ["c"], "note": "from inner"}, {"items": ["a", "b"]})]
+    assert result.state == {"items": ["a", "b", "c"], "note": "from inner"}
+    mount_commit = result.commit_log[1]
+    assert (mount_commit.stage_id, mount_commit.runtime_stage_id) == ("sf", "sf#1")
+    assert [op.to_dict() for op in mount_commit.trace] == [
+        {"path": ["items"], "verb": "set", "value": ["a", "b", "c"]},
+        {"path": ["note"], "verb": "set", "value": "from inner"},
+    ]
+
+
+def test_array_merge_replace_replaces_lists():
+    """``array_merge="replace"`` writes the mapper's list as is."""
+
+    def seed(scope):
+        scope.items = ["a"]
+
+    inner = flow_chart("In", lambda s: setattr(s, "items", ["z"]), "inner").build()
+    chart = flow_chart("Seed", seed, "seed").add_subflow_chart_next(
+        "sf", inner, output_mapper=lambda sub, parent: {"items": sub["items"]}, array_merge="replace"
+    )
+    assert chart.build().run().state == {"items": ["z"]}
+
+
+def test_output_mapper_error_is_raised_not_swallowed():
+    """A failing output mapper fails the run with its own error, after the mount commits."""
+
+    def out(sub, parent):
+        raise KeyError("missing in sub")
+
+    chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
+        "sf", flow_chart("In", noop, "inner").build(), output_mapper=out
+    )
+    with pytest.raises(KeyError, match=r"^'missing in sub'$"):
+        chart.build().run()
+
+
+def test_input_mapper_must_return_a_dict():
+    """An input mapper that returns something else fails naming the subflow."""
+    chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
+        "sf", flow_chart("In", noop, "inner").build(), input_mapper=lambda parent: ["x"]
+    )
+    with pytest.raises(RunError, match=exact(
+        "input_mapper of subflow 'sf' returned list; it must return a dict (the subflow's initial state)"
+    )):  # fmt: skip
+        chart.build().run()
+
+
+def inner_stopper():
+    def stop(scope, ctx):
+        scope.stopped_inside = True
+        ctx.stop("inner says stop")
+
+    return flow_chart("Stop", stop, "stop").add_function("Skipped", noop, "skipped").build()
+
+
+def test_inner_stop_ends_only_the_subflow_without_propagate_break():
+    """Without ``propagate_break`` an inner stop ends the subflow; the parent goes on."""
+    order: list[str] = []
+    chart = (
+        flow_chart("Seed", noop, "seed")
+        .add_subflow_chart_next("sf", inner_stopper())
+        .add_function("After", lambda s: order.append("after"), "after")
+        .build()
+    )
+    result = chart.run()
+    assert order == ["after"]
+    assert [c.stage_id for c in result.subflow_results["sf"].commit_log] == ["sf/stop"]
+
+
+def test_propagate_break_lets_an_inner_stop_end_the_parent():
+    """With ``propagate_break=True`` nothing after the mount runs."""
+    order: list[str] = []
+    chart = (
+        flow_chart("Seed", noop, "seed")
+        .add_subflow_chart_next("sf", inner_stopper(), propagate_break=True)
+        .add_function("After", lambda s: order.append("after"), "after")
+        .build()
+    )
+    result = chart.run()
+    assert order == []
+    assert [c.stage_id for c in result.commit_log] == ["seed", "sf"]
+
+
+def test_branch_subflow_is_stamped_with_the_mount_id_and_keeps_its_result():
+    """A decider branch that is a subflow commits under its own id; ``subflow_results`` holds its run."""
+    inner = flow_chart("In", lambda s: setattr(s, "x", 1), "inner").build()
+    chart = (
+        flow_chart("Seed", noop, "seed")
+        .add_decider_function("Check", lambda s: "sub", "check")
+        .add_subflow_chart_branch(
+            "sub", inner, mount_name="Sub", output_mapper=lambda sub, parent: {"from_sub": sub["x"]}
+        )
+        .end()
+        .build()
+    )
+    result = chart.run()
+    assert [(c.stage, c.runtime_stage_id) for c in result.commit_log] == [
+        ("Seed", "seed#0"),
+        ("Check", "check#1"),
+        ("Sub", "sub#2"),
+    ]
+    assert result.state == {"from_sub": 1}
+    assert result.subflow_results["sub"].state == {"x": 1}
+    assert [c.runtime_stage_id for c in result.subflow_results["sub"].commit_log] == ["sub/inner#3"]
