@@ -49,13 +49,11 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _begin(self, db: Any, write: bool) -> Iterator[Any]:
-        if db.closed or db.broken:
-            raise self._psycopg.OperationalError("connection lost")
         with db.transaction(), db.cursor() as cur:
             yield cur
 
-    def _tx_retrying(self) -> None:  # pragma: no cover - documented seam
-        """Reconnects happen on the next call after a failure (``_begin`` refuses a dead link)."""
+    def _alive(self, db: Any) -> bool:
+        return not (db.closed or db.broken)
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, self._psycopg.errors.UniqueViolation)

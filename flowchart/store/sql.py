@@ -28,8 +28,8 @@ from .protocol import (
     RunExistsError,
     RunNotFoundError,
     RunRecord,
-    Segment,
     SchemaVersionError,
+    Segment,
     StoreError,
     check_status,
     renumber,
@@ -71,6 +71,10 @@ class SqlStore:
     def _lock_schema(self, cur: Any) -> None:
         """Serialise concurrent migrations (SQLite's write transaction already does)."""
 
+    def _alive(self, db: Any) -> bool:
+        """False when the connection is known dead (the next call opens a new one)."""
+        return True
+
     def _close(self, db: Any) -> None:
         db.close()
 
@@ -78,7 +82,7 @@ class SqlStore:
     @contextmanager
     def _tx(self, write: bool = True) -> Iterator[Any]:
         with self._lock:
-            if self._db is None or self._pid != os.getpid():
+            if self._db is None or self._pid != os.getpid() or not self._alive(self._db):
                 self._db, self._pid = self._open(), os.getpid()
             with self._begin(self._db, write) as cur:
                 yield cur

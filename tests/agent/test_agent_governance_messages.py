@@ -40,7 +40,7 @@ def test_input_transform_is_what_the_model_history_and_commits_see() -> None:
     assert state["history"] == [{"role": "user", "content": masked}]
     log = [c.to_dict() for c in agent.last_snapshot().commit_log]
     raw_in = [op["path"][0] for c in log for op in c["trace"] if CARD in json.dumps(op["value"])]
-    assert raw_in == ["middleware_decisions"]
+    assert set(raw_in) == {"middleware_decisions"}
 
 
 def test_input_transform_row() -> None:

@@ -1,0 +1,44 @@
+"""Durable runs: a run store keeps each run's commit log, pause and outcome.
+
+``SqliteStore(path)`` is the embedded default, ``PostgresStore(dsn)`` the store for
+many processes on many machines (extra ``[postgres]``), ``MemoryStore()`` one for
+tests. They share the ``RunStore`` contract (see ``protocol`` for the laws) and one
+behavioural test suite. Charts record into a store with ``chart.run(..., store=...)``,
+agents with ``Agent.create(..., store=...)``.
+"""
+
+from .memory import MemoryStore
+from .postgres import PostgresStore
+from .protocol import (
+    STATUSES,
+    AlreadyAnsweredError,
+    CommitConflictError,
+    RunExistsError,
+    RunNotFoundError,
+    RunRecord,
+    RunStore,
+    SchemaVersionError,
+    Segment,
+    Status,
+    StoreError,
+)
+from .schema import SCHEMA_VERSION
+from .sqlite import SqliteStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "AlreadyAnsweredError",
+    "CommitConflictError",
+    "MemoryStore",
+    "PostgresStore",
+    "RunExistsError",
+    "RunNotFoundError",
+    "RunRecord",
+    "RunStore",
+    "SchemaVersionError",
+    "Segment",
+    "SqliteStore",
+    "Status",
+    "StoreError",
+]

@@ -1,0 +1,148 @@
+"""``MemoryStore``: the run store in a dict, for tests and one-process programs.
+
+Law: it behaves exactly like ``SqliteStore`` (the shared suite in ``tests/store`` runs
+on both) — same checks, same errors, same order of checks — except that nothing
+survives the process. Records are stored encoded (JSON text, as a database would), so
+a caller can never reach in and mutate a stored run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import attrs
+
+from . import codec
+from .protocol import (
+    AlreadyAnsweredError,
+    CommitConflictError,
+    RunExistsError,
+    RunNotFoundError,
+    RunRecord,
+    Segment,
+    StoreError,
+    check_status,
+    renumber,
+)
+
+
+@attrs.define
+class _Row:
+    kind: str
+    fingerprint: str
+    input: str
+    created_at: float
+    updated_at: float
+    status: str = "running"
+    commits: list[str] = attrs.Factory(list)
+    checkpoint: str | None = None
+    question: str | None = None
+    has_answer: bool = False
+    answer: str | None = None
+    output: str | None = None
+    error: str | None = None
+    answered: dict[str, str] = attrs.Factory(dict)
+    narrative: list[str] = attrs.Factory(list)
+
+
+class MemoryStore:
+    """A run store that lives in this process only."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Row] = {}
+        self._specs: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<MemoryStore runs={len(self._runs)}>"
+
+    def _row(self, run_id: str) -> _Row:
+        row = self._runs.get(run_id)
+        if row is None:
+            raise RunNotFoundError(f"no run '{run_id}' in run store memory")
+        return row
+
+    def _record(self, run_id: str, row: _Row) -> RunRecord:
+        spec = self._specs.get(row.fingerprint)
+        return RunRecord(
+            run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
+            input=codec.decode(row.input), commit_log=tuple(codec.decode_commit(c) for c in row.commits),
+            checkpoint=codec.decode_checkpoint(row.checkpoint), question=codec.decode(row.question),
+            output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
+            narrative=tuple(row.narrative), created_at=row.created_at, updated_at=row.updated_at,
+            has_answer=row.has_answer, answer=codec.decode(row.answer),
+            chart_spec=None if spec is None else codec.decode(spec),
+        )  # fmt: skip
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run, or ``RunNotFoundError``."""
+        with self._lock:
+            return self._record(run_id, self._row(run_id))
+
+    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first."""
+        check_status(status)
+        with self._lock:
+            rows = [(rid, row) for rid, row in self._runs.items() if status is None or row.status == status]
+            rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
+            return [self._record(rid, row) for rid, row in rows[:limit]]
+
+    def create(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        chart_fingerprint: str,
+        input: dict[str, Any],
+        chart_spec: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Record a new ``running`` run; ``RunExistsError`` if the id is taken."""
+        with self._lock:
+            if run_id in self._runs:
+                raise RunExistsError(f"run '{run_id}' already exists in run store memory")
+            if chart_spec is not None:
+                self._specs.setdefault(chart_fingerprint, codec.encode(chart_spec))
+            now = time.time()
+            self._runs[run_id] = _Row(kind, chart_fingerprint, codec.encode(input), now, now)
+        return self.get(run_id)
+
+    def commit(self, run_id: str, segment: Segment) -> RunRecord:
+        """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        with self._lock:
+            row = self._row(run_id)
+            if row.status != "running" or len(row.commits) != segment.start_seq:
+                raise CommitConflictError(
+                    f"run '{run_id}' moved on (status {row.status}, next seq {len(row.commits)}) before this "
+                    f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
+                )
+            row.commits.extend(codec.encode_commit(c) for c in renumber(segment.commits, segment.start_seq))
+            row.narrative.extend(segment.narrative)
+            row.status = segment.status
+            row.checkpoint = codec.encode_checkpoint(segment.checkpoint)
+            row.question = codec.encode(segment.question) if segment.status == "paused" else None
+            row.has_answer, row.answer = False, None
+            row.output = codec.encode(segment.output) if segment.status == "done" else None
+            row.error = segment.error
+            row.updated_at = time.time()
+        return self.get(run_id)
+
+    def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
+        """Record the answer to the run's pending pause (once) and mark it ``running``."""
+        with self._lock:
+            row = self._row(run_id)
+            if request_id in row.answered:
+                raise AlreadyAnsweredError(
+                    f"run '{run_id}': request '{request_id}' has already been answered (a pause is answered once)"
+                )
+            if row.status != "paused":
+                raise StoreError(f"run '{run_id}' is {row.status}, not paused: there is no pause to answer")
+            row.answered[request_id] = by or ""
+            row.status, row.question = "running", None
+            row.has_answer, row.answer = True, codec.encode(answer)
+            row.updated_at = time.time()
+        return self.get(run_id)
+
+    def close(self) -> None:
+        """Nothing to release."""
