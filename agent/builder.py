@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from flowchart import Checkpoint, FlowChart, Pausable, RunResult, flow_chart, narrative
+from flowchart import Checkpoint, FlowChart, Pausable, Redaction, RunResult, flow_chart, narrative
 from flowchart.chart import drive, run_coroutine
 from governance import (
     MessageDeniedError,
@@ -113,9 +113,12 @@ class AgentSnapshot:
 class Agent:
     """A built agent. Make one with ``Agent.create(provider=..., model=...)...build()``."""
 
-    def __init__(self, cfg: AgentConfig, store: Any = None, *, narrative: bool = True) -> None:
+    def __init__(
+        self, cfg: AgentConfig, store: Any = None, *, narrative: bool = True, redaction: Redaction | None = None
+    ) -> None:
         self.config = cfg
         self.narrative = narrative
+        self.redaction = redaction
         self.chart = build_agent_chart(cfg)
         self.store = store
         self._events = EventBus()
@@ -134,15 +137,19 @@ class Agent:
         stream: bool = False,
         store: Any = None,
         narrative: bool = True,
+        redaction: Redaction | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
         ``narrative=False`` skips the narrative recorder (``last_snapshot().narrative`` is
         then empty): the commit log is still complete, and runs are about 2x cheaper.
+        ``redaction`` hides values in every recording of the agent's runs (commit log,
+        traces, narrative), e.g. ``Redaction(fields={"middleware_decisions": ["before"]})``.
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
+            redaction=redaction,
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -172,7 +179,9 @@ class Agent:
         if identity is not None:
             run_input[STATE_INPUT_IDENTITY] = identity
         recorders = self._recorders()
-        result = await self.chart.arun(run_input, recorders=recorders, max_iterations=self.config.max_iterations + 2)
+        result = await self.chart.arun(
+            run_input, recorders=recorders, max_iterations=self.config.max_iterations + 2, redaction=self.redaction
+        )
         return self._finish(result, recorders)
 
     def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
@@ -186,7 +195,11 @@ class Agent:
         resume_input, request_id = check_answer(checkpoint, answer, self._answered)
         recorders = self._recorders()
         result = await self.chart.aresume(
-            checkpoint, resume_input, recorders=recorders, max_iterations=self.config.max_iterations + 2
+            checkpoint,
+            resume_input,
+            recorders=recorders,
+            max_iterations=self.config.max_iterations + 2,
+            redaction=self.redaction,
         )
         if request_id is not None:
             self._answered.add(request_id)
@@ -292,4 +305,4 @@ class AgentBuilder:
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
-        return Agent(cfg, settings["store"], narrative=settings["narrative"])
+        return Agent(cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"])

@@ -6,8 +6,9 @@ an evidence pack. Alice approves; the run resumes from the JSON checkpoint on a 
 built agent (as another process would), the refund runs, and the agent answers.
 
 Along the way an input middleware masks card numbers before the model or the history
-sees them — and files a ledger row saying so (the row keeps the text it changed, as
-evidence: hide it from recordings with a redaction rule when that matters). At the end the demo prints the
+sees them — and files a ledger row saying so. The row keeps the text it changed as
+evidence in the live state; a redaction rule hides it in every recording (commit log,
+trace). At the end the demo prints the
 narrative, the tool calls, the ledger, saves a trace under ``runs/`` and asks the trace
 *why* the final answer is what it is.
 
@@ -28,7 +29,7 @@ from typing import Any
 
 from agent import Agent, Paused, define_tool
 from agent.providers import scripted
-from flowchart import Checkpoint, causal_chain
+from flowchart import Checkpoint, Redaction, causal_chain
 from governance import allow, check_in_approved
 
 ORDERS = {"A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}}
@@ -106,7 +107,12 @@ def make_provider(turn: int) -> Any:
 def build_agent(turn: int = 0) -> Agent:
     """The support agent (``turn`` skips the script replies already used before a pause)."""
     return (
-        Agent.create(provider=make_provider(turn), model=os.environ.get("MODEL", "scripted"))
+        Agent.create(
+            provider=make_provider(turn),
+            model=os.environ.get("MODEL", "scripted"),
+            # the ledger keeps what a middleware rewrote; recordings (log, trace) hide it
+            redaction=Redaction(fields={"middleware_decisions": ["before"]}),
+        )
         .system("You are a support agent for an electronics shop. Look orders up before acting. Be brief.")
         .tools(TOOLS)
         .message_middleware(CARD_MASK)
@@ -169,8 +175,11 @@ def main() -> int:
             print(f"-> {call['name']}({json.dumps(call['args'])})")
         if message["role"] == "tool":
             print(f"<- {message['tool_name']}: {message['content']}")
-    heading("LEDGER (middleware_decisions)")
-    for row in snapshot.shared_state.get("middleware_decisions", []):
+    heading("LEDGER (middleware_decisions, as recorded: the rewritten text is redacted)")
+    rows = snapshot.shared_state.get("middleware_decisions", [])
+    if resumed_agent.redaction is not None:
+        rows, _hidden = resumed_agent.redaction.scrub_fields("middleware_decisions", rows)
+    for row in rows:
         print(json.dumps(row, ensure_ascii=False))
     heading("ANSWER")
     print(answer)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .pause import Checkpoint
     from .redaction import Redaction
     from .result import RunResult
+    from .store.protocol import RunStore
 
 
 def drive(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -172,9 +173,23 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        store: RunStore | None = None,
+        run_id: str | None = None,
     ) -> RunResult:
-        """Run the chart to its end or its first pause. See ``arun`` for the arguments."""
+        """Run the chart to its end or its first pause. See ``arun`` for the arguments.
+
+        With ``store`` the run is recorded there (id ``run_id``, else a fresh one, and
+        ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
+        """
         from .engine.runner import start_run
+
+        if store is not None:
+            from .store.runs import run_chart
+
+            return run_chart(
+                self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
+                timeout=timeout, redaction=redaction,
+            )  # fmt: skip
 
         def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
             return start_run(
@@ -228,6 +243,27 @@ class FlowChart:
             )  # fmt: skip
 
         return run_coroutine(make, self.needs_loop or timeout is not None)
+
+    def resume_run(
+        self,
+        run_id: str,
+        input: Any = None,
+        *,
+        store: RunStore,
+        env: Mapping[str, Any] | None = None,
+        recorders: Iterable[Any] = (),
+        max_iterations: int = 1000,
+        timeout: float | None = None,
+        redaction: Redaction | None = None,
+    ) -> RunResult:
+        """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
+        answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded."""
+        from .store.runs import resume_chart
+
+        return resume_chart(
+            self, store, run_id, input, env=env, recorders=recorders, max_iterations=max_iterations,
+            timeout=timeout, redaction=redaction,
+        )  # fmt: skip
 
     async def aresume(
         self,

@@ -5,14 +5,15 @@ characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the c
 and traces, and as ``"[REDACTED]"`` in the narrative, decision evidence and recorder
 events — the two placeholders footprintjs uses. The live state and checkpoints keep the
 real values (a checkpoint must be able to resume). Redaction applies to top-level state
-keys (inside a fork child: the key under ``runs/<child>``) and does not follow copies:
+keys (and, with ``fields``, to paths inside their values) (inside a fork child: the key under ``runs/<child>``) and does not follow copies:
 ``copy = ssn`` stores the value under ``copy`` unredacted, as in footprintjs.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -25,12 +26,28 @@ def _compile(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str]
     return tuple(p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns)
 
 
+def _fields(fields: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
+    return {key: tuple(paths) for key, paths in (fields or {}).items()}
+
+
 @attrs.frozen
 class Redaction:
-    """Which state keys to hide in recordings: exact ``keys`` and regex ``patterns``."""
+    """Which state keys to hide in recordings: exact ``keys``, regex ``patterns``, and
+    ``fields`` — per key, dot paths inside its value (applied to every item of a list),
+    e.g. ``fields={"middleware_decisions": ["before", "after"]}`` hides the texts a
+    middleware rewrote while keeping the rest of each ledger row."""
 
     keys: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
+    fields: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_fields)
+
+    def scrub_fields(self, key: str, value: Any) -> tuple[Any, list[str]]:
+        """``value`` with ``fields[key]`` replaced by ``"REDACTED"`` (a copy), and the paths hidden."""
+        hidden: list[str] = []
+        result = value
+        for path in self.fields.get(key, ()):
+            result = _scrub(result, path.split("."), path, hidden)
+        return result, sorted(set(hidden))
 
     def hides(self, key: str) -> bool:
         """True when ``key``'s value must not appear in a recording."""
@@ -43,7 +60,21 @@ class Redaction:
     @property
     def active(self) -> bool:
         """True when anything is hidden at all."""
-        return bool(self.keys or self.patterns)
+        return bool(self.keys or self.patterns or self.fields)
+
+
+def _scrub(value: Any, parts: list[str], path: str, hidden: list[str]) -> Any:
+    if isinstance(value, list):
+        return [_scrub(item, parts, path, hidden) for item in value]
+    if not isinstance(value, dict) or parts[0] not in value:
+        return value
+    out = dict(value)
+    if len(parts) == 1:
+        out[parts[0]] = LOG_PLACEHOLDER
+        hidden.append(path)
+    else:
+        out[parts[0]] = _scrub(value[parts[0]], parts[1:], path, hidden)
+    return out
 
 
 NO_REDACTION = Redaction()

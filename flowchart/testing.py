@@ -46,9 +46,7 @@ def _commit_lines(log: list[Commit], indent: str) -> list[str]:
     lines = []
     for commit in log:
         reads = ", ".join(commit.reads) or "-"
-        lines.append(
-            f"{indent}#{commit.idx} {commit.stage} ({commit.runtime_stage_id}) reads: {reads}"
-        )
+        lines.append(f"{indent}#{commit.idx} {commit.stage} ({commit.runtime_stage_id}) reads: {reads}")
         for op in commit.trace:
             path = "/".join(op.path)
             shown = "" if op.verb == "delete" else f" = {_json(op.value)}"
@@ -95,9 +93,7 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         if isinstance(data, RunResult):
             data = data.trace()
         if not isinstance(data, Trace):
-            raise TypeError(
-                f"trace_snapshot compares a RunResult or a Trace, got {type(data).__name__}"
-            )
+            raise TypeError(f"trace_snapshot compares a RunResult or a Trace, got {type(data).__name__}")
         return render_trace(data)
 
     @classmethod

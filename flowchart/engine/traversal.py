@@ -236,17 +236,22 @@ class Traverser:
         return commit
 
     def _redact(self, ops: list[Op], depth: int) -> tuple[list[Op], tuple[str, ...]]:
-        hides = self.run.redaction.hides
+        redaction = self.run.redaction
         out: list[Op] = []
         paths: list[str] = []
         for op in ops:
-            if op.verb != "delete" and hides(op.path[depth]):
+            key = op.path[depth]
+            if op.verb != "delete" and redaction.hides(key):
                 out.append(Op(op.path, op.verb, LOG_PLACEHOLDER))
-                path = "/".join(op.path)
-                paths.append(path)
-                self.run.redacted_paths[path] = None
+                paths.append("/".join(op.path))
+            elif op.verb != "delete" and key in redaction.fields:
+                value, hidden = redaction.scrub_fields(key, op.value)
+                out.append(Op(op.path, op.verb, value) if hidden else op)
+                paths.extend("/".join((*op.path, field)) for field in hidden)
             else:
                 out.append(op)
+        for path in paths:
+            self.run.redacted_paths[path] = None
         return out, tuple(paths)
 
     def fail(self, node: StageNode, rid: str, error: BaseException) -> None:

@@ -1,0 +1,107 @@
+"""Real servers for the store tests and benchmarks: PostgreSQL (and Redis) in a temp dir.
+
+``postgres_server()`` runs ``initdb`` into a temporary folder and ``pg_ctl`` on a free
+loopback port (as the ``postgres`` user when we are root, since initdb refuses root),
+yields a DSN and removes everything afterwards. ``redis_server()`` does the same for
+``redis-server``. Each raises ``ServerUnavailable`` with the reason when it cannot start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class ServerUnavailable(RuntimeError):
+    """The server cannot be started here (the message says why)."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def pg_bin() -> Path | None:
+    """The newest Debian PostgreSQL bin directory, or the one ``pg_ctl`` is in on PATH."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name))
+    if found:
+        return Path(found[-1])
+    pg_ctl = shutil.which("pg_ctl")
+    return Path(pg_ctl).parent if pg_ctl else None
+
+
+def _as_service_user(argv: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return argv
+    if shutil.which("runuser") is None:
+        raise ServerUnavailable("running as root without 'runuser': cannot start PostgreSQL as another user")
+    return ["runuser", "-u", "postgres", "--", *argv]
+
+
+@contextlib.contextmanager
+def postgres_server(max_connections: int = 200) -> Iterator[str]:
+    """Start a throwaway PostgreSQL; yield its DSN (user ``postgres``, database ``postgres``)."""
+    bindir = pg_bin()
+    if bindir is None:
+        raise ServerUnavailable("PostgreSQL is not installed (apt-get install postgresql)")
+    tmp = Path(tempfile.mkdtemp(prefix="pyfp-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres")
+    data, port = tmp / "data", free_port()
+    run = lambda *argv: subprocess.run(_as_service_user([*argv]), capture_output=True, text=True, timeout=120)  # noqa: E731
+    try:
+        done = run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        if done.returncode != 0:
+            raise ServerUnavailable(f"initdb failed: {done.stderr.strip()[-400:]}")
+        options = (
+            f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+            f"-c full_page_writes=off -c max_connections={max_connections}"
+        )
+        start = run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(tmp / "log"), "-w", "-t", "60", "start")
+        if start.returncode != 0:
+            log = (tmp / "log").read_text() if (tmp / "log").exists() else ""
+            raise ServerUnavailable(f"pg_ctl start failed: {start.stderr.strip()} {log[-400:]}")
+        try:
+            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        finally:
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """Start a throwaway ``redis-server`` (no persistence); yield its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise ServerUnavailable("redis-server is not installed (apt-get install redis-server)")
+    tmp = Path(tempfile.mkdtemp(prefix="pyfp-redis-"))
+    port = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise ServerUnavailable(f"redis-server did not start on port {port}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
