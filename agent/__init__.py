@@ -4,7 +4,14 @@ Seed → CallLLM → Route → ToolCalls (loop) | WrapUp (loop) | Final. Every m
 routing decision, tool result and governance decision is a commit in the run's log.
 """
 
-from agent.builder import Agent, AgentBuilder, AgentBuildError, AgentSnapshot, build_agent_chart
+from agent.builder import (
+    Agent,
+    AgentBuilder,
+    AgentBuildError,
+    AgentSnapshot,
+    PolicyHaltError,
+    build_agent_chart,
+)
 from agent.paused import Paused
 from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
 
@@ -14,6 +21,7 @@ __all__ = [
     "AgentBuilder",
     "AgentSnapshot",
     "Paused",
+    "PolicyHaltError",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",

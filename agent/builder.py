@@ -31,6 +31,7 @@ from governance import (
 )
 from governance.permissions import validate_permission_checker
 
+from . import durable
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
@@ -50,6 +51,25 @@ from .tools import Tool
 
 class AgentBuildError(ValueError):
     """The agent builder was given something it cannot build."""
+
+
+class PolicyHaltError(RuntimeError):
+    """The permission checker halted the run (``PermissionDecision.halt``): no final answer.
+
+    Message: ``Policy halt at tool '<tool_name>' (call <tool_call_id>): <reason>``. The model's
+    tool result and the halt (``policy_halt``) are in the commit log; ``last_snapshot()`` has them.
+    """
+
+    code = "ERR_POLICY_HALT"
+
+    def __init__(self, reason: str, tool_name: str, tool_call_id: str) -> None:
+        super().__init__(f"Policy halt at tool '{tool_name}' (call {tool_call_id}): {reason}")
+        self.reason = reason
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.tool_name, self.tool_call_id))
 
 
 def _sync(stage: Any) -> Any:
@@ -122,7 +142,9 @@ class Agent:
         self.chart = build_agent_chart(cfg)
         self.store = store
         self._events = EventBus()
-        self._answered: set[str] = set()
+        # (run id of the paused checkpoint, request id): request ids are fingerprints of the call,
+        # so an identical call in ANOTHER run (deterministic call ids) is a new request to answer.
+        self._answered: set[tuple[str, str]] = set()
         self._last: AgentSnapshot | None = None
 
     @staticmethod
@@ -178,6 +200,8 @@ class Agent:
         run_input = {STATE_INPUT_MESSAGE: message}
         if identity is not None:
             run_input[STATE_INPUT_IDENTITY] = identity
+        if self.store is not None:
+            return await durable.start(self, run_input)
         recorders = self._recorders()
         result = await self.chart.arun(
             run_input, recorders=recorders, max_iterations=self.config.max_iterations + 2, redaction=self.redaction
@@ -192,7 +216,9 @@ class Agent:
 
     async def aresume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
         """``resume`` inside the caller's event loop."""
-        resume_input, request_id = check_answer(checkpoint, answer, self._answered)
+        paused_run = str(getattr(checkpoint, "run_id", ""))
+        answered = {rid for run, rid in self._answered if run == paused_run}
+        resume_input, request_id = check_answer(checkpoint, answer, answered)
         recorders = self._recorders()
         result = await self.chart.aresume(
             checkpoint,
@@ -202,8 +228,22 @@ class Agent:
             redaction=self.redaction,
         )
         if request_id is not None:
-            self._answered.add(request_id)
+            self._answered.add((paused_run, request_id))
         return self._finish(result, recorders)
+
+    def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:
+        """Answer the pause of the stored run ``run_id`` (in any process) and run on.
+
+        The decision is checked against the store's record and accepted ONCE: a second
+        answer to the same request, from any process, raises ``ResumeDecisionError``.
+        """
+        if self.config.needs_event_loop:
+            return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
+        return drive(self.aresume_run(run_id, decision))
+
+    async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
+        """``resume_run`` inside the caller's event loop."""
+        return await durable.resume(self, run_id, decision)
 
     def _finish(self, result: RunResult, recorders: list[Any]) -> str | Paused:
         lines = recorders[0].lines() if self.narrative else []
@@ -213,6 +253,9 @@ class Agent:
             raise MessageDeniedError(
                 state["message_denied_reason"], state["message_denied_phase"], state["message_denied_by"]
             )
+        if "policy_halt" in state:
+            halt = state["policy_halt"]
+            raise PolicyHaltError(halt["reason"], halt["tool_name"], halt["tool_call_id"])
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)

@@ -60,11 +60,15 @@ TWO_GATES = (
 
 @attrs.frozen
 class CallOutcome:
-    """What dispatching one call produced: the model-visible ``text``, or a pause."""
+    """What dispatching one call produced: the model-visible ``text``, or a pause.
+
+    ``executed`` is True when the tool ran (its ``tool.end`` event was already emitted).
+    """
 
     text: str | None = None
     pause: dict[str, Any] | None = None
     paused: dict[str, Any] | None = None
+    executed: bool = False
 
 
 def _identity(scope: Scope) -> Any:
@@ -77,7 +81,13 @@ def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, ident
 
 
 async def _execute(
-    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], args: dict[str, Any], iteration: int
+    cfg: AgentConfig,
+    scope: Scope,
+    ctx: StageContext,
+    tool: Tool,
+    call: dict[str, Any],
+    args: dict[str, Any],
+    iteration: int,
 ) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
     identity = _identity(scope)
@@ -90,7 +100,10 @@ async def _execute(
         raise
     except Exception as exc:
         result, error = str(exc) or type(exc).__name__, True
-    ctx.emit(events.TOOL_END, {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error})
+    ctx.emit(
+        events.TOOL_END,
+        {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
+    )
     if not cfg.has_after_tool:
         return result, error
     verdict = await run_after_tool_chain(
@@ -123,15 +136,25 @@ async def dispatch_call(
     if cfg.permission_checker is not None:
         verdict = await evaluate_permission(
             cfg.permission_checker,
-            PermissionRequest(tool_name=name, args=args, tool_call_id=call_id, iteration=iteration, history=history, identity=identity),
+            PermissionRequest(
+                tool_name=name, args=args, tool_call_id=call_id, iteration=iteration, history=history, identity=identity
+            ),
         )
         if verdict.result != "allow":
             if verdict.result == "halt":
-                scope.policy_halt = {"tool_name": name, "tool_call_id": call_id, "reason": verdict.model_text}
-                ctx.stop(f"policy-halt: {verdict.model_text}")
+                reason = verdict.rationale or "policy"
+                scope.policy_halt = {
+                    "tool_name": name,
+                    "tool_call_id": call_id,
+                    "reason": reason,
+                    "tell_llm": verdict.model_text,
+                }
+                ctx.stop(f"policy-halt: {reason}")
             return CallOutcome(text=verdict.model_text)
     if cfg.tool_middleware:
-        info = ToolCallInfo(tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity)
+        info = ToolCallInfo(
+            tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity
+        )
         chain = await run_tool_chain(cfg.tool_middleware, info)
         record_rows(scope, ctx, chain.rows)
         if chain.verdict == "deny":
@@ -140,14 +163,18 @@ async def dispatch_call(
             ask = build_middleware_ask(chain, info)
             paused = {"kind": "ask", "tool_call_id": call_id, "tool_name": name, "args": ask.args,
                       "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id}  # fmt: skip
-            return CallOutcome(pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused)
+            return CallOutcome(
+                pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused
+            )
         args = chain.value
     issues = validate_args(args, tool.input_schema)
     if issues:
         return CallOutcome(text=format_arg_issues(name, issues))
     if tool.check_in is not None:
         trips = await should_check_in(
-            tool.check_in, args, CheckInPredicateContext(iteration, call_id, history_for_check_in(cfg.system_prompt, history))
+            tool.check_in,
+            args,
+            CheckInPredicateContext(iteration, call_id, history_for_check_in(cfg.system_prompt, history)),
         )
         if trips:
             request = await build_check_in_request(
@@ -156,69 +183,116 @@ async def dispatch_call(
                 system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
                 scorer=cfg.check_in_scorer,
             )  # fmt: skip
-            ctx.emit(events.CHECKIN_REQUEST, {"tool_name": name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()})
-            paused = {"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "args": request.args, "request_id": request.id}
-            return CallOutcome(pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()}, paused=paused)
+            ctx.emit(
+                events.CHECKIN_REQUEST,
+                {"tool_name": name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()},
+            )
+            paused = {
+                "kind": "check_in",
+                "tool_call_id": call_id,
+                "tool_name": name,
+                "args": request.args,
+                "request_id": request.id,
+            }
+            return CallOutcome(
+                pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()},
+                paused=paused,
+            )
     try:
         result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
     except AskHumanSignal as signal:
         paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args}
-        return CallOutcome(pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused)
-    return CallOutcome(text=result_text(result))
+        return CallOutcome(
+            pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused
+        )
+    return CallOutcome(text=result_text(result), executed=True)
 
 
 async def answer_paused(
-    cfg: AgentConfig, scope: Scope, ctx: StageContext, paused: dict[str, Any], call: dict[str, Any], answer: Any, iteration: int
-) -> str:
-    """What the model reads for the call the run paused on, given the person's answer."""
+    cfg: AgentConfig,
+    scope: Scope,
+    ctx: StageContext,
+    paused: dict[str, Any],
+    call: dict[str, Any],
+    answer: Any,
+    iteration: int,
+) -> tuple[str, bool]:
+    """What the model reads for the call the run paused on, given the person's answer,
+    and whether the tool ran (then its ``tool.end`` event was emitted)."""
     tool = cfg.tools[paused["tool_name"]]
     args = paused["args"]
     kind = paused["kind"]
     if kind == "ask_human":
+        # the tool ran up to ask_human: the answer is its result (the event reports it raw)
+        ctx.emit(
+            events.TOOL_END,
+            {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(answer), "error": False},
+        )
         if not cfg.has_after_tool:
-            return result_text(answer)
+            return result_text(answer), True
         verdict = await run_after_tool_chain(
             cfg.tool_middleware,
             ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
                          history=tuple(peek(scope, "history")), identity=_identity(scope), result=answer),
         )  # fmt: skip
         record_rows(scope, ctx, verdict.rows)
-        return result_text(verdict.value if verdict.verdict == "allow" else verdict.reason)
+        return result_text(verdict.value if verdict.verdict == "allow" else verdict.reason), True
     approved, by, note = bool(answer["approved"]), str(answer["by"]), answer.get("note")
     if kind == "check_in":
         ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
                                            "approved": approved, "by": by, "note": note})  # fmt: skip
         if not approved:
-            return declined_result(note)
+            return declined_result(note), False
         return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
     # a middleware ask: the person's answer is filed under the asker
     row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
                          tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
     record_rows(scope, ctx, [row])
     if not approved:
-        return declined_result(note)
+        return declined_result(note), False
     info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
                         history=tuple(peek(scope, "history")), identity=_identity(scope))  # fmt: skip
     rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
     record_rows(scope, ctx, rest.rows)
     if rest.verdict != "allow":
-        return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", "")
+        return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", ""), False
     args = rest.value
+    issues = validate_args(args, tool.input_schema)  # the ask paused before validation: it runs now
+    if issues:
+        return format_arg_issues(tool.name, issues), False
     if tool.check_in is not None:
         history = tuple(peek(scope, "history"))
-        if await should_check_in(tool.check_in, args, CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history))):
-            return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"])
+        if await should_check_in(
+            tool.check_in,
+            args,
+            CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history)),
+        ):
+            return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"]), False
     return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
 
 
 async def _run_after_consent(
-    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], args: dict[str, Any], iteration: int
-) -> str:
+    cfg: AgentConfig,
+    scope: Scope,
+    ctx: StageContext,
+    tool: Tool,
+    call: dict[str, Any],
+    args: dict[str, Any],
+    iteration: int,
+) -> tuple[str, bool]:
     try:
         result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
     except AskHumanSignal:
-        return f"tool '{tool.name}' requested a pause while resuming an approved check-in, which is not supported"
-    return result_text(result)
+        return (
+            f"tool '{tool.name}' requested a pause while resuming an approved check-in, which is not supported",
+            False,
+        )
+    return result_text(result), True
+
+
+def _not_run(ctx: StageContext, call: dict[str, Any], text: str) -> None:
+    """Close the ``tool.start`` of a call whose tool did not run: ``tool.end`` with what the model reads."""
+    ctx.emit(events.TOOL_END, {"tool_call_id": call["id"], "tool_name": call["name"], "result": text, "error": True})
 
 
 def _append_result(scope: Scope, call: dict[str, Any], text: str) -> None:
@@ -235,6 +309,8 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, start: i
             scope[PAUSED_KEY] = {**(outcome.paused or {}), "index": index}
             ctx.emit(events.PAUSE_REQUEST, outcome.pause)
             return outcome.pause
+        if not outcome.executed:
+            _not_run(ctx, call, outcome.text or "")
         _append_result(scope, call, outcome.text or "")
         if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
@@ -263,7 +339,9 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
         ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "kind": paused["kind"]})
         calls = peek(scope, "llm_latest_tool_calls")
         index = paused["index"]
-        text = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)
+        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)
+        if not executed:
+            _not_run(ctx, calls[index], text)
         _append_result(scope, calls[index], text)
         data = await _run_batch(cfg, scope, ctx, index + 1)
         return pause_again(data) if data is not None else None

@@ -82,5 +82,5 @@ class EventBus:
         for listener in (*self._listeners.get(name, ()), *self._listeners.get("*", ())):
             try:
                 listener(name, payload)
-            except Exception:  # noqa: S112 - a listener must never break a run
+            except Exception:
                 continue

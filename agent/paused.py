@@ -62,7 +62,9 @@ def current_request_id(checkpoint: Checkpoint) -> str | None:
     paused = state.get(PAUSED_KEY) or {}
     identity = state.get("identity")
     if paused.get("kind") == "check_in":
-        return check_in_request_id(tool=paused["tool_name"], args=paused["args"], tool_call_id=paused["tool_call_id"], identity=identity)
+        return check_in_request_id(
+            tool=paused["tool_name"], args=paused["args"], tool_call_id=paused["tool_call_id"], identity=identity
+        )
     if paused.get("kind") == "ask":
         return ask_request_id(
             middleware=paused["middleware"], tool=paused["tool_name"], args=paused["args"],

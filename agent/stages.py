@@ -115,7 +115,12 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         ctx.emit(events.ITERATION_START, {"iteration": iteration})
         ctx.emit(
             events.LLM_START,
-            {"iteration": iteration, "model": cfg.model, "messages": len(request.messages), "tools": len(request.tools)},
+            {
+                "iteration": iteration,
+                "model": cfg.model,
+                "messages": len(request.messages),
+                "tools": len(request.tools),
+            },
         )
         response = await _complete(cfg, request, ctx, iteration)
         usage = response.usage

@@ -110,7 +110,7 @@ COMPARE: tuple[Compare, ...] = (
         "W4",
         "loop + SQLite store",
         "µs/iter",
-        {"pyfootprint": "SQLite run store (file)", "langgraph": "SqliteSaver (file)"},
+        {"pyfootprint": "SQLite run store (file), one write per run segment", "langgraph": "SqliteSaver (file)"},
         "≤ 100",
     ),
     Compare(

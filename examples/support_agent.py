@@ -32,7 +32,9 @@ from agent.providers import scripted
 from flowchart import Checkpoint, Redaction, causal_chain
 from governance import allow, check_in_approved
 
-ORDERS = {"A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}}
+ORDERS = {
+    "A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}
+}
 CARD = re.compile(r"\b(?:\d[ -]?){13,16}\b")
 QUESTION = "Hi, I was charged twice for order A-1001 (card 4111 1111 1111 1111). Please refund the extra charge."
 RUNS = Path(os.environ.get("RUNS_DIR", "runs"))
@@ -81,8 +83,14 @@ def mask_cards(message: Any) -> Any:
 CARD_MASK = SimpleNamespace(name="mask-cards", on_message=mask_cards)
 
 SCRIPT: list[Any] = [
-    {"content": "Let me look up that order.", "tool_calls": [{"id": "call-1", "name": "lookup_order", "args": {"order_id": "A-1001"}}]},
-    {"content": "The order was charged twice; refunding the extra charge.", "tool_calls": [{"id": "call-2", "name": "issue_refund", "args": {"order_id": "A-1001", "amount": 129.0}}]},
+    {
+        "content": "Let me look up that order.",
+        "tool_calls": [{"id": "call-1", "name": "lookup_order", "args": {"order_id": "A-1001"}}],
+    },
+    {
+        "content": "The order was charged twice; refunding the extra charge.",
+        "tool_calls": [{"id": "call-2", "name": "issue_refund", "args": {"order_id": "A-1001", "amount": 129.0}}],
+    },
     "I've refunded the duplicate charge of 129.00 on order A-1001. You'll see it on your card in 3-5 days.",
 ]
 
@@ -96,7 +104,9 @@ def make_provider(turn: int) -> Any:
 
     model = os.environ.get("MODEL")
     if kind == "openai":
-        return openai_compatible(base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), model=model or "gpt-4o-mini")
+        return openai_compatible(
+            base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), model=model or "gpt-4o-mini"
+        )
     if kind == "anthropic":
         return anthropic(model=model or "claude-3-5-haiku-latest")
     if kind == "ollama":
@@ -110,8 +120,8 @@ def build_agent(turn: int = 0) -> Agent:
         Agent.create(
             provider=make_provider(turn),
             model=os.environ.get("MODEL", "scripted"),
-            # the ledger keeps what a middleware rewrote; recordings (log, trace) hide it
-            redaction=Redaction(fields={"middleware_decisions": ["before"]}),
+            # the raw input and the text a middleware rewrote stay out of every recording
+            redaction=Redaction(keys={"input_message"}, fields={"middleware_decisions": ["before"]}),
         )
         .system("You are a support agent for an electronics shop. Look orders up before acting. Be brief.")
         .tools(TOOLS)
@@ -161,7 +171,9 @@ def main() -> int:
     heading("APPROVED by alice — resuming from the JSON checkpoint on a fresh agent")
     resumed_agent = build_agent(turn=2)
     restored = Checkpoint.from_json(checkpoint_file.read_text(encoding="utf-8"))
-    decision = check_in_approved(request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z")
+    decision = check_in_approved(
+        request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
+    )
     answer = resumed_agent.resume(restored, decision)
     snapshot = resumed_agent.last_snapshot()
 

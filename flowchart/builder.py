@@ -103,7 +103,9 @@ class FlowChartBuilder:
         return self
 
     # -- linear stages ------------------------------------------------------------------------
-    def add_function(self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None) -> FlowChartBuilder:
+    def add_function(
+        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None
+    ) -> FlowChartBuilder:
         """Append a plain stage ``fn(scope[, ctx])``."""
         if not callable(fn):
             self._problem(f"stage '{stage_id}' has no function — provide a fn argument to add_function", stage_id)
@@ -144,7 +146,9 @@ class FlowChartBuilder:
             self._problem(f"add_list_of_function under '{parent.id}' needs at least one child", parent.id)
         for entry in children:
             if not (isinstance(entry, tuple | list) and len(entry) == 3):
-                self._problem(f"fork children under '{parent.id}' must be (id, name, fn) tuples, got {entry!r}", parent.id)
+                self._problem(
+                    f"fork children under '{parent.id}' must be (id, name, fn) tuples, got {entry!r}", parent.id
+                )
                 continue
             child_id, child_name, fn = entry
             node = self._node("stage", child_name, fn if callable(fn) else None, child_id, None)
@@ -169,7 +173,9 @@ class FlowChartBuilder:
         description: str | None = None,
     ) -> FlowChartBuilder:
         """Mount ``chart`` as the next stage; it runs in its own state (see the mappers)."""
-        node = _mount_node(self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description)
+        node = _mount_node(
+            self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+        )
         return self._append(node)
 
     def add_subflow_chart(
@@ -189,7 +195,9 @@ class FlowChartBuilder:
         if parent is None:
             self._problem("add_subflow_chart needs a stage before it: call flow_chart(name, fn, id) first")
             return self
-        node = _mount_node(self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description)
+        node = _mount_node(
+            self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+        )
         self._register(node, chain=False)
         parent.children.append(node)
         return self
@@ -325,7 +333,15 @@ class BranchList:
     ) -> BranchList:
         """A branch that runs a whole subflow chart."""
         node = _mount_node(
-            self._builder, branch_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+            self._builder,
+            branch_id,
+            chart,
+            mount_name,
+            input_mapper,
+            output_mapper,
+            propagate_break,
+            array_merge,
+            description,
         )
         return self._add(node, branch_id, None)
 
@@ -406,16 +422,18 @@ def _mount_node(
 
     node = StageNode("subflow", mount_name or stage_id, stage_id, _description(description, stage_id, builder))
     if not isinstance(chart, FlowChart):
-        builder._problem(f"subflow '{stage_id}' needs a built FlowChart (call .build() on it), got {type(chart).__name__}", stage_id)
+        builder._problem(
+            f"subflow '{stage_id}' needs a built FlowChart (call .build() on it), got {type(chart).__name__}", stage_id
+        )
         return node
     if array_merge not in ("concat", "replace"):
-        builder._problem(f"array_merge of subflow '{stage_id}' must be 'concat' or 'replace', got {array_merge!r}", stage_id)
+        builder._problem(
+            f"array_merge of subflow '{stage_id}' must be 'concat' or 'replace', got {array_merge!r}", stage_id
+        )
     node.mount = SubflowMount(chart, input_mapper, output_mapper, propagate_break, array_merge)  # type: ignore[arg-type]
     return node
 
 
-def flow_chart(
-    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None
-) -> FlowChartBuilder:
+def flow_chart(name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None) -> FlowChartBuilder:
     """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")``."""
     return FlowChartBuilder().start(name, fn, stage_id, description=description)

@@ -81,9 +81,7 @@ class CausalNode:
             "linked_by": self.linked_by,
             "wrote": list(self.wrote),
             "reads": list(self.reads),
-            "parents": [
-                {"key": e.key, "runtime_stage_id": e.runtime_stage_id} for e in self.parents
-            ],
+            "parents": [{"key": e.key, "runtime_stage_id": e.runtime_stage_id} for e in self.parents],
             "from_initial": list(self.from_initial),
         }
 
@@ -124,14 +122,8 @@ class CausalChain:
         ``↳ rid (see above)``; a read key nothing wrote as ``key ← initial state``.
         """
         if self.root is None:
-            where = (
-                "the log is empty"
-                if self.missing == "empty-log"
-                else f"no commit up to #{self.at} wrote it"
-            )
-            return (
-                f"{self.key}: never written ({where}; it is absent or comes from the initial state)"
-            )
+            where = "the log is empty" if self.missing == "empty-log" else f"no commit up to #{self.at} wrote it"
+            return f"{self.key}: never written ({where}; it is absent or comes from the initial state)"
         by_id = {n.runtime_stage_id: n for n in self.nodes}
         lines: list[str] = []
         printed: set[str] = set()
@@ -149,14 +141,8 @@ class CausalChain:
                 node = by_id[rid]
                 wrote = ", ".join(node.wrote) or "nothing"
                 lines.append(f"{pad}{key} ← {node.label} [wrote: {wrote}]")
-                writers = {
-                    e.key: e.runtime_stage_id for e in node.parents if e.runtime_stage_id in by_id
-                }
-                below = [
-                    (k, writers.get(k), indent + 1)
-                    for k in node.reads
-                    if k in writers or k in node.from_initial
-                ]
+                writers = {e.key: e.runtime_stage_id for e in node.parents if e.runtime_stage_id in by_id}
+                below = [(k, writers.get(k), indent + 1) for k in node.reads if k in writers or k in node.from_initial]
                 stack.extend(reversed(below))
         if self.truncated:
             why = [
@@ -234,9 +220,7 @@ def causal_chain(
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise ValueError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")
     if at is not None and not -1 <= at < len(log):
-        raise IndexError(
-            f"commit index {at} is out of range: the log has {len(log)} commits (0..{len(log) - 1})"
-        )
+        raise IndexError(f"commit index {at} is out of range: the log has {len(log)} commits (0..{len(log) - 1})")
     end = len(log) - 1 if at is None else at
     if not log:
         return CausalChain(key, end, (), missing="empty-log")

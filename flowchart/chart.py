@@ -20,16 +20,22 @@ import json
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from .errors import RunError
 from .nodes import StageNode, iter_nodes
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .pause import Checkpoint
     from .redaction import Redaction
     from .result import RunResult
     from .store.protocol import RunStore
+
+
+def spec_fingerprint(spec: Any) -> str:
+    """SHA-256 of a chart spec's canonical JSON (sorted keys, no spaces): the chart's identity."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def drive(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -137,8 +143,7 @@ class FlowChart:
     @functools.cached_property
     def fingerprint(self) -> str:
         """SHA-256 of the spec's canonical JSON: stable across processes."""
-        canonical = json.dumps(self.spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return spec_fingerprint(self.spec)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:

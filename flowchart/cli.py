@@ -5,6 +5,7 @@
     flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
     flowchart diff TRACE A B               what changed between commits A and B
     flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
+    flowchart view TRACE [-o PAGE] [--open] one self-contained HTML page of the run
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
 an index out of range, a bad MODULE:ATTR) prints ONE line ``flowchart: error: ...`` on
@@ -104,6 +105,23 @@ def cmd_diff(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def cmd_view(args: argparse.Namespace) -> str:
+    """``view``: write the trace as one self-contained HTML page (``flowchart.viewer``)."""
+    from .viewer import write_page
+
+    trace = _load(args.trace)
+    out = args.output or os.path.splitext(args.trace)[0] + ".html"
+    try:
+        page = write_page(trace, out)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(page.resolve().as_uri())
+    return str(page)
+
+
 def load_chart(target: str) -> FlowChart:
     """Import ``MODULE:ATTR`` (ATTR may be dotted) and return the chart it names.
 
@@ -132,9 +150,7 @@ def load_chart(target: str) -> FlowChart:
         except Exception as exc:
             raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(obj, FlowChart):
-        raise CliError(
-            f"'{target}' is a {type(obj).__name__}, not a FlowChart (or a function returning one)"
-        )
+        raise CliError(f"'{target}' is a {type(obj).__name__}, not a FlowChart (or a function returning one)")
     return obj
 
 
@@ -156,9 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("replay", cmd_replay, "Print the state after a commit, as JSON.")
     sub.add_argument("trace", metavar="TRACE", help="a trace file (result.trace().save(path))")
-    sub.add_argument(
-        "--at", type=int, metavar="N", help="commit index (default: the last; -1: initial)"
-    )
+    sub.add_argument("--at", type=int, metavar="N", help="commit index (default: the last; -1: initial)")
 
     sub = command("narrate", cmd_narrate, "Print the run's narrative.")
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
@@ -170,16 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("diff", cmd_diff, "Show what changed between two commits.")
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
-    sub.add_argument(
-        "a", metavar="A", type=int, help="the earlier commit index (-1: initial state)"
-    )
+    sub.add_argument("a", metavar="A", type=int, help="the earlier commit index (-1: initial state)")
     sub.add_argument("b", metavar="B", type=int, help="the later commit index")
 
     sub = command("show", cmd_show, "Describe a chart defined in your code.")
-    sub.add_argument(
-        "target", metavar="MODULE:ATTR", help="a FlowChart, or a function returning one"
-    )
+    sub.add_argument("target", metavar="MODULE:ATTR", help="a FlowChart, or a function returning one")
     sub.add_argument("--mermaid", action="store_true", help="print a mermaid flowchart instead")
+
+    sub = command("view", cmd_view, "Write the run as one self-contained HTML page.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file")
+    sub.add_argument("-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html)")
+    sub.add_argument("--open", action="store_true", help="open the page in a web browser")
     return parser
 
 

@@ -90,9 +90,7 @@ class Commit:
             stage=data["stage"],
             stage_id=data["stage_id"],
             runtime_stage_id=data["runtime_stage_id"],
-            trace=tuple(
-                Op(tuple(o["path"]), o["verb"], copy.deepcopy(o.get("value"))) for o in data["trace"]
-            ),
+            trace=tuple(Op(tuple(o["path"]), o["verb"], copy.deepcopy(o.get("value"))) for o in data["trace"]),
             reads=tuple(data.get("reads", ())),
             redacted_paths=tuple(data.get("redacted_paths", ())),
         )

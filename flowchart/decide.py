@@ -32,8 +32,9 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "gte": lambda a, b: a >= b,
     "lt": lambda a, b: a < b,
     "lte": lambda a, b: a <= b,
-    "in": lambda a, b: a in list(b)[:1000],
-    "not_in": lambda a, b: a not in list(b)[:1000],
+    # membership needs a list threshold: a string threshold is not a set of characters
+    "in": lambda a, b: isinstance(b, list | tuple) and a in b[:1000],
+    "not_in": lambda a, b: isinstance(b, list | tuple) and a not in b[:1000],
 }
 
 
@@ -99,7 +100,13 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
             matched, error = False, f"{type(exc).__name__}: {exc}"
         finally:
             txn.observer = capture.inner
-        entry = {"type": "function", **entry, "matched": matched, "label": label, "inputs": list(capture.inputs.values())}
+        entry = {
+            "type": "function",
+            **entry,
+            "matched": matched,
+            "label": label,
+            "inputs": list(capture.inputs.values()),
+        }
         if error is not None:
             entry["match_error"] = error
         return entry

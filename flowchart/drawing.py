@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import networkx as nx
 
 from .nodes import StageNode, iter_nodes
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .chart import FlowChart
 
 
@@ -24,6 +25,8 @@ def _node_attrs(node: StageNode) -> dict[str, object]:
 
 def build_graph(chart: FlowChart) -> nx.DiGraph:
     """Nodes = full stage ids; edges carry ``kind`` (and ``branch`` for branch edges)."""
+    import networkx as nx  # imported on first use: it is most of the command line's start-up time
+
     graph = nx.DiGraph()
     pending: list[tuple[FlowChart, str]] = [(chart, "")]
     while pending:
@@ -75,7 +78,11 @@ def _describe_lines(chart: FlowChart, indent: str) -> list[str]:
             text = _label(node) if node.description else f"{node.name} — {kind}"
             lines.append(f"{indent}{number}. {text} (branches: {', '.join(node.branches)})")
             for branch_id, branch in node.branches.items():
-                loop = f" (loops back to {branch.next.loop_to})" if branch.next is not None and branch.next.kind == "loop" else ""
+                loop = (
+                    f" (loops back to {branch.next.loop_to})"
+                    if branch.next is not None and branch.next.kind == "loop"
+                    else ""
+                )
                 lines.append(f"{indent}   → {branch_id}: {_label(branch)}{loop}")
         else:
             lines.append(f"{indent}{number}. {_label(node)}")

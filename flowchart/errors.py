@@ -49,7 +49,9 @@ class RunTimeoutError(RunError, TimeoutError):
 class ForkError(RunError):
     """Children of a fork or selector failed (``fail_fast=False`` collects them all)."""
 
-    def __init__(self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None) -> None:
+    def __init__(
+        self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None
+    ) -> None:
         super().__init__(message, stage_id=stage_id)
         self.errors: dict[str, BaseException] = dict(errors or {})
 

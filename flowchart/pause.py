@@ -86,8 +86,8 @@ class ResumeFrame:
             return None
         local = self.continuation_stage_id[len(prefix) :]
         if self.continuation_is_loop:
-            return chart.loop_stub(local)  # type: ignore[no-any-return]
-        return chart.find(local)  # type: ignore[no-any-return]
+            return chart.loop_stub(local)
+        return chart.find(local)
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .engine.run import Run, SubflowResult
     from .engine.traversal import Traverser
     from .pause import Checkpoint
+    from .redaction import Redaction
     from .trace import Trace
 
 
@@ -39,6 +40,7 @@ class RunResult:
     args: dict[str, Any]
     chart: FlowChart = attrs.field(repr=False)
     recorders: list[Any] = attrs.field(repr=False, factory=list)
+    redaction: Redaction | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def of(
@@ -65,6 +67,7 @@ class RunResult:
             args=run_input,
             chart=chart,
             recorders=recorders,
+            redaction=run.redaction if run.redaction.active else None,
         )
 
     @property

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from .commits import Op, apply_op
 from .errors import ReadonlyInputError, ScopeWriteError
 from .tracked import Owner, TrackedDict, TrackedList, plain, wrap
-from .values import NotJsonSafe, copy_json
+from .values import NotJsonSafe, copy_json, same_json
 
 _MISSING: Any = object()
 _DELETED: Any = object()
@@ -46,7 +46,7 @@ def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | No
     for key, value in new.items():
         if key in old:
             before = old[key]
-            if before is value or before == value:
+            if same_json(before, value):
                 continue
             if type(before) is dict and type(value) is dict:
                 if not before.keys() <= value.keys():
@@ -260,7 +260,7 @@ class Transaction:
                     ops.append(Op(path, "delete"))
                 continue
             new = plain(new)
-            if old is not _MISSING and (old is new or old == new):
+            if old is not _MISSING and same_json(old, new):
                 continue
             patch = _dict_patch(old, new) if not set_only and type(old) is dict and type(new) is dict else None
             if patch is not None:

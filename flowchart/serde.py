@@ -100,7 +100,7 @@ def _literal(value: Any, tp: Any) -> Any:
     return value
 
 
-def _every_key(cl: type, converter: cattrs.Converter) -> Any:
+def every_key(cl: type, converter: cattrs.Converter) -> Any:
     """Structure ``cl`` from an object that must carry every field (defaults do not excuse)."""
     fields = [f for f in attrs.fields(cl) if f.init]
     inner: list[Any] = []  # built on first use, once every hook it relies on is registered
@@ -129,12 +129,12 @@ def make_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
-    converter.register_structure_hook(Any, _json_value)  # type: ignore[arg-type]
+    converter.register_structure_hook(Any, _json_value)
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
     converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
     for cl in (Checkpoint, ResumeFrame):
-        converter.register_structure_hook(cl, _every_key(cl, converter))
+        converter.register_structure_hook(cl, every_key(cl, converter))
     return converter
 
 
@@ -205,7 +205,7 @@ def loads(text: str | bytes, *, what: str) -> Any:
 def unstructure_checkpoint(checkpoint: Checkpoint) -> dict[str, Any]:
     """Checkpoint → JSON-safe dict (state values are deep-copied)."""
     data: dict[str, Any] = CONVERTER.unstructure(checkpoint)
-    return copy_json(data)  # type: ignore[no-any-return]
+    return copy_json(data)
 
 
 def structure_checkpoint(data: Any) -> Checkpoint:
@@ -271,8 +271,8 @@ def check_consistency(cp: Checkpoint) -> None:
 __all__ = [
     "CONVERTER",
     "Expected",
-    "check_consistency",
     "ResumeFrame",
+    "check_consistency",
     "dumps",
     "json_type",
     "load_error",

@@ -19,9 +19,8 @@ Laws:
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -31,27 +30,27 @@ from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from .causal import CausalChain, causal_chain
+from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
 from .errors import CheckpointError
 from .pause import Checkpoint
-from .redaction import LOG_PLACEHOLDER
+from .redaction import LOG_PLACEHOLDER, Redaction
 from .serde import (
     Expected,
     dumps,
+    every_key,
     json_type,
     load_error,
     loads,
     make_converter,
     structure_checkpoint,
 )
-from .serde import _every_key as every_key
 from .values import copy_json
 
 if TYPE_CHECKING:
     from .result import RunResult
 
 TRACE_VERSION = 1
-Hides = Callable[[str], bool]
 
 
 @attrs.define
@@ -107,9 +106,7 @@ class Trace:
         hides = _hides_of(result)
         subflows = {
             rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides), list(sub.commit_log))
-            for rid, sub in sorted(
-                result.subflow_results.items(), key=lambda item: _rid_order(item[0])
-            )
+            for rid, sub in sorted(result.subflow_results.items(), key=lambda item: _rid_order(item[0]))
             if rid == sub.runtime_stage_id
         }
         checkpoint = result.checkpoint
@@ -117,15 +114,9 @@ class Trace:
             checkpoint = Checkpoint.from_dict(checkpoint.to_dict())
             checkpoint.shared_state = _redact(checkpoint.shared_state, hides)
             checkpoint.run_input = _redact(checkpoint.run_input, hides)
-            checkpoint.subflow_states = {
-                k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()
-            }
-            checkpoint.subflow_args = {
-                k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()
-            }
-        narrative = next(
-            (list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None
-        )
+            checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
+            checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
+        narrative = next((list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None)
         return cls(
             library_version=__version__,
             run_id=result.run_id,
@@ -172,9 +163,7 @@ class Trace:
                 changes.append(KeyChange(key, "added", None, value))
             elif _canonical(before[key]) != _canonical(value):
                 changes.append(KeyChange(key, "changed", before[key], value))
-        changes.extend(
-            KeyChange(k, "removed", v, None) for k, v in before.items() if k not in after
-        )
+        changes.extend(KeyChange(k, "removed", v, None) for k, v in before.items() if k not in after)
         return changes
 
     # -- persistence ----------------------------------------------------------------------
@@ -217,26 +206,24 @@ _FIELD_ORDER = (
 
 
 # -- redaction ----------------------------------------------------------------------------------
-def _hides_of(result: RunResult) -> Hides:
+def _hides_of(result: RunResult) -> Redaction:
     """The run's redaction rule; without one on the result, the keys it reported hiding."""
     redaction = getattr(result, "redaction", None)
     if redaction is not None:
-        return redaction.hides
-    keys = {path.rsplit("/", 1)[-1] for path in result.redacted_paths}
-    return keys.__contains__
+        return redaction  # type: ignore[no-any-return]
+    return Redaction(keys={path.split("/", 1)[0] for path in result.redacted_paths})
 
 
-def _redact(state: Mapping[str, Any], hides: Hides) -> dict[str, Any]:
+def _redact(state: Mapping[str, Any], hides: Redaction) -> dict[str, Any]:
     """A JSON copy of ``state`` with hidden top-level (and ``runs/<child>/``) values replaced."""
     out: dict[str, Any] = {}
     for key, value in state.items():
-        if hides(key):
+        if hides.hides(key):
             out[key] = LOG_PLACEHOLDER
+        elif key in hides.fields:
+            out[key] = copy_json(hides.scrub_fields(key, value)[0])
         elif key == "runs" and isinstance(value, dict):
-            out[key] = {
-                c: _redact(v, hides) if isinstance(v, dict) else copy_json(v)
-                for c, v in value.items()
-            }
+            out[key] = {c: _redact(v, hides) if isinstance(v, dict) else copy_json(v) for c, v in value.items()}
         else:
             out[key] = copy_json(value)
     return out
@@ -249,12 +236,6 @@ def _rid_order(rid: str) -> tuple[int, str]:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-def spec_fingerprint(spec: Any) -> str:
-    """SHA-256 of a spec's canonical JSON — ``FlowChart.fingerprint``'s rule, for loaded specs."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 # -- the converter --------------------------------------------------------------------------------
@@ -290,14 +271,11 @@ CONVERTER = make_trace_converter()
 def structure_trace(data: Any) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed)."""
     if not isinstance(data, dict):
-        raise CheckpointError(
-            f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$"
-        )
+        raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     version = data.get("version")
     if type(version) is int and version != TRACE_VERSION:
         raise CheckpointError(
-            f"Invalid trace: unsupported version {version} @ $.version "
-            f"(this library reads version {TRACE_VERSION})",
+            f"Invalid trace: unsupported version {version} @ $.version (this library reads version {TRACE_VERSION})",
             path="$.version",
         )
     body = dict(data)
@@ -320,9 +298,7 @@ def _nested_checkpoint(raw: Any) -> Checkpoint:
     except CheckpointError as exc:
         path = "$.checkpoint" + (exc.path or "$")[1:]
         message = str(exc).replace("Invalid checkpoint: ", "Invalid trace: checkpoint: ", 1)
-        raise CheckpointError(
-            message.replace(" @ $", " @ $.checkpoint"), path=path, detail=exc.detail
-        ) from None
+        raise CheckpointError(message.replace(" @ $", " @ $.checkpoint"), path=path, detail=exc.detail) from None
 
 
 def _refuse(message: str, path: str) -> CheckpointError:
@@ -338,13 +314,9 @@ def _check_log(log: list[Commit], where: str) -> None:
             )
         for n, op in enumerate(commit.trace):
             if not op.path:
-                raise _refuse(
-                    "an op path must not be empty", f"{where}[{position}].trace[{n}].path"
-                )
+                raise _refuse("an op path must not be empty", f"{where}[{position}].trace[{n}].path")
             if op.verb == "delete" and op.value is not None:
-                raise _refuse(
-                    "a delete op carries no value", f"{where}[{position}].trace[{n}].value"
-                )
+                raise _refuse("a delete op carries no value", f"{where}[{position}].trace[{n}].value")
 
 
 def _check_consistency(trace: Trace) -> None:

@@ -54,7 +54,10 @@ def copy_json(value: Any, where: str = "") -> Any:
             out[k] = copy_json(v, f"{where}.{k}")
         return out
     if isinstance(value, list | tuple):
-        return [copy_json(v, f"{where}[{i}]") for i, v in enumerate(list.__iter__(value) if isinstance(value, list) else value)]
+        return [
+            copy_json(v, f"{where}[{i}]")
+            for i, v in enumerate(list.__iter__(value) if isinstance(value, list) else value)
+        ]
     if isinstance(value, bool | int | str):  # subclasses such as IntEnum / StrEnum
         return value
     if isinstance(value, float):
@@ -69,3 +72,39 @@ def is_json_safe(value: Any) -> bool:
     except NotJsonSafe:
         return False
     return True
+
+
+def _kind(value: Any) -> type:
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, int):
+        return int
+    if isinstance(value, float):
+        return float
+    if isinstance(value, str):
+        return str
+    if isinstance(value, dict):
+        return dict
+    if isinstance(value, list):
+        return list
+    return type(value)
+
+
+def _same_kinds(a: Any, b: Any) -> bool:
+    kind = _kind(a)
+    if kind is not _kind(b):
+        return False
+    if kind is dict:
+        return all(_same_kinds(v, dict.__getitem__(b, k)) for k, v in dict.items(a))
+    if kind is list:
+        return all(_same_kinds(x, y) for x, y in zip(list.__iter__(a), list.__iter__(b), strict=True))
+    return True
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """``a == b`` as JSON sees it: ``1``, ``1.0`` and ``True`` are three different values.
+
+    Python's ``==`` says ``1 == 1.0 == True``; a commit that trusted it would drop the
+    write of ``True`` over ``1``. The type walk only runs when ``==`` already holds.
+    """
+    return a is b or (a == b and _same_kinds(a, b))

@@ -1,4 +1,8 @@
-"""Project-wide fixtures: the trace snapshot fixture and a small loan-approval chart."""
+"""Project-wide fixtures: the trace snapshot fixture and a small loan-approval chart.
+
+Being the top-level conftest, this file also puts ``tests/`` on ``sys.path`` (pytest's
+rootdir-relative import), which ``from strategies import ...`` relies on.
+"""
 
 from __future__ import annotations
 

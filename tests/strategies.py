@@ -44,7 +44,9 @@ def frame_paths(draw: st.DrawFn) -> list[ResumeFrame]:
     for level in range(depth + 1):
         optional_id = st.none() | stage_ids.map(lambda s, p=prefix: p + s)
         if draw(st.booleans()):
-            frames.append(ResumeFrame(prefix + draw(stage_ids), "fork", draw(optional_id), draw(st.booleans()), draw(optional_id)))
+            frames.append(
+                ResumeFrame(prefix + draw(stage_ids), "fork", draw(optional_id), draw(st.booleans()), draw(optional_id))
+            )
         stage_id = prefix + draw(stage_ids)
         kind = "stage" if level == depth else "mount"
         namespace = draw(st.lists(st.text(max_size=6), max_size=3))

@@ -68,8 +68,7 @@ def test_a_key_never_written_comes_back_empty_and_says_so() -> None:
     chain = causal_chain([commit(0, "a")], "b")
     assert (chain.nodes, chain.missing, chain.root) == ((), "never-written", None)
     assert chain.format() == (
-        "b: never written (no commit up to #0 wrote it; "
-        "it is absent or comes from the initial state)"
+        "b: never written (no commit up to #0 wrote it; it is absent or comes from the initial state)"
     )
 
 
@@ -77,17 +76,12 @@ def test_an_empty_log_is_reported_as_such() -> None:
     """An empty log gives ``missing="empty-log"``."""
     chain = causal_chain([], "a")
     assert chain.missing == "empty-log"
-    assert (
-        chain.format()
-        == "a: never written (the log is empty; it is absent or comes from the initial state)"
-    )
+    assert chain.format() == "a: never written (the log is empty; it is absent or comes from the initial state)"
 
 
 def test_at_out_of_range_raises_like_replay() -> None:
     """``at`` beyond the log raises ``IndexError`` with ``replay``'s message."""
-    with pytest.raises(
-        IndexError, match=r"^commit index 3 is out of range: the log has 1 commits \(0\.\.0\)$"
-    ):
+    with pytest.raises(IndexError, match=r"^commit index 3 is out of range: the log has 1 commits \(0\.\.0\)$"):
         causal_chain([commit(0, "a")], "a", at=3)
 
 
@@ -111,9 +105,7 @@ def test_a_stage_reading_its_own_key_links_to_the_previous_writer() -> None:
     chain = causal_chain(log, "count")
     assert [n.runtime_stage_id for n in chain.nodes] == ["s2#2", "s1#1", "s0#0"]
     assert chain.format() == (
-        "count ← s2 (s2#2) [wrote: count]\n"
-        "  count ← s1 (s1#1) [wrote: count]\n"
-        "    count ← s0 (s0#0) [wrote: count]"
+        "count ← s2 (s2#2) [wrote: count]\n  count ← s1 (s1#1) [wrote: count]\n    count ← s0 (s0#0) [wrote: count]"
     )
 
 
@@ -239,9 +231,7 @@ def logs(draw: st.DrawFn) -> list[Commit]:
 
 @settings(max_examples=150)
 @given(log=logs(), key=KEYS, data=st.data())
-def test_every_edge_points_to_the_last_earlier_writer(
-    log: list[Commit], key: str, data: Any
-) -> None:
+def test_every_edge_points_to_the_last_earlier_writer(log: list[Commit], key: str, data: Any) -> None:
     """Law: each edge's parent wrote the key, is earlier, and nobody wrote it in between."""
     at = data.draw(st.integers(-1, len(log) - 1))
     chain = causal_chain(log, key, at, max_depth=50, max_nodes=500)

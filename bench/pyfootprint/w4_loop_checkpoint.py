@@ -8,8 +8,10 @@ Rows:
   run holds (tracemalloc delta on a second run, result still referenced);
 - *commit log + JSON dump*: the same, with the log serialized inside the timed region;
 - *SQLite run store*: ``chart.run(store=SqliteStore(path))``, only when
-  ``flowchart.store.SqliteStore`` exists (a skip note otherwise). The run's rows are deleted
-  after each sample when the store offers a ``delete``.
+  ``flowchart.store.SqliteStore`` exists (a skip note otherwise). The store lands a run
+  segment (its whole commit log) in one atomic write at the segment's end, not one write
+  per step as LangGraph's savers do: the row says so. The run's rows are deleted after each
+  sample when the store offers a ``delete``; otherwise the file grows across samples.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from bench.pyfootprint.common import row, settings, skip
 from bench.pyfootprint.w2_loop import ITERS, build, run_loop
 
 SQLITE_PATH = os.environ.get("W4_SQLITE", os.path.join(tempfile.gettempdir(), "bench-pf-w4.db"))
-STORE_ROW = "SQLite run store (file)"
+STORE_ROW = "SQLite run store (file), one write per run segment"
 
 
 def log_bytes(result: Any) -> int:

@@ -38,7 +38,7 @@ def _run_input(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"run input must be a dict (it becomes ctx.args) or None, got {type(value).__name__}")
     try:
-        return copy_json(dict(value))  # type: ignore[no-any-return]
+        return copy_json(dict(value))
     except NotJsonSafe as exc:
         raise TypeError(f"run input is not JSON-safe: {exc.what} at input{exc.where}") from None
 

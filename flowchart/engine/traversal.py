@@ -18,8 +18,8 @@ Laws:
 from __future__ import annotations
 
 import asyncio
-from types import MappingProxyType
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ..commits import Commit, Op
@@ -492,7 +492,10 @@ class Traverser:
                 assert call is not None
                 return await self.call_stage(child, call, rid, (*namespace, "runs", child.id))
             except PauseSignal as signal:  # a subflow child paused inside
-                signal.push(ResumeFrame.at(self.prefix + child.id, "mount", None, self.prefix + parent.id, namespace, self.prefix))
+                frame = ResumeFrame.at(
+                    self.prefix + child.id, "mount", None, self.prefix + parent.id, namespace, self.prefix
+                )
+                signal.push(frame)
                 return None, None, signal
 
         if self.run.concurrent and len(children) > 1:
@@ -554,7 +557,7 @@ class Traverser:
         assert mount is not None
         full = self.prefix + node.id
         run = self.run
-        txn = Transaction(self.state, namespace=namespace)
+        txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
         if resume is None:
             try:
                 mapped = self._map_input(node, txn)
@@ -636,7 +639,7 @@ class Traverser:
                 stage_id=self.prefix + node.id,
             )
         try:
-            return copy_json(mapped)  # type: ignore[no-any-return]
+            return copy_json(mapped)
         except NotJsonSafe as exc:
             raise RunError(
                 f"input_mapper of subflow '{node.id}' returned {exc.what} at {exc.where}; the subflow's "
@@ -710,7 +713,8 @@ class Traverser:
                     hop = self.after_stop_or(node, rid, cont)
             elif frame.kind == "mount":
                 rid = self.stamp(node, visit=False)
-                output, mount_txn, error = await self.run_mount(node, rid, namespace, (frames, index + 1, given, checkpoint))
+                inside = (frames, index + 1, given, checkpoint)
+                output, mount_txn, error = await self.run_mount(node, rid, namespace, inside)
                 self.commit(node, rid, mount_txn)
                 if error is not None:
                     self.fail(node, rid, error)

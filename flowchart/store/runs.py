@@ -15,7 +15,7 @@ Laws:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointError
@@ -68,19 +68,69 @@ def check_chart(record: RunRecord, fingerprint: str) -> None:
         )
 
 
-def advance(store: RunStore, run_id: str, fingerprint: str, step: Callable[[RunRecord], RunResult]) -> RunResult:
-    """Run the next segment of ``run_id`` with ``step(record)`` and commit it."""
+class RefusedOutcome(Exception):
+    """Raised by a step whose chart ran but whose caller refuses the outcome (an agent's
+    ``MessageDeniedError``): the run's commits are recorded, the run is ``failed`` with
+    ``error``, and ``error`` itself is what the caller sees."""
+
+    def __init__(self, error: Exception, result: RunResult) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.result = result
+
+
+def begin(store: RunStore, run_id: str, fingerprint: str) -> RunRecord:
+    """The run to advance; refused when it is another chart's, waiting, or finished."""
     record = store.get(run_id)
     check_chart(record, fingerprint)
     if record.next_step in ("wait", "finished"):
         raise StoreError(f"run '{run_id}' is {record.status}: there is nothing to advance")
+    return record
+
+
+def land(
+    store: RunStore, record: RunRecord, result: RunResult, output: Callable[[RunResult], Any] | None = None
+) -> RunResult:
+    """Commit the segment ``result`` ran (``output(result)`` is stored when it finished)."""
+    value = None if output is None or result.paused else output(result)
+    lines = narrative_lines(result.recorders)
+    store.commit(record.run_id, segment_of(result, record.next_seq, output=value, narrative=lines))
+    return result
+
+
+def fail(store: RunStore, record: RunRecord, exc: Exception) -> BaseException:
+    """Record the run failed with ``exc`` (a ``RefusedOutcome`` keeps its commits); return what to raise."""
+    if isinstance(exc, RefusedOutcome):
+        store.commit(record.run_id, failure_of(exc.error, record.next_seq, exc.result))
+        return exc.error
+    store.commit(record.run_id, failure_of(exc, record.next_seq))
+    return exc
+
+
+def advance(store: RunStore, run_id: str, fingerprint: str, step: Callable[[RunRecord], RunResult]) -> RunResult:
+    """Run the next segment of ``run_id`` with ``step(record)`` and commit it."""
+    record = begin(store, run_id, fingerprint)
     try:
         result = step(record)
     except Exception as exc:
-        store.commit(run_id, failure_of(exc, record.next_seq))
-        raise
-    store.commit(run_id, segment_of(result, record.next_seq, narrative=narrative_lines(result.recorders)))
-    return result
+        raise fail(store, record, exc) from None
+    return land(store, record, result)
+
+
+async def aadvance(
+    store: RunStore,
+    run_id: str,
+    fingerprint: str,
+    step: Callable[[RunRecord], Awaitable[RunResult]],
+    output: Callable[[RunResult], Any] | None = None,
+) -> RunResult:
+    """``advance`` for an async ``step``."""
+    record = begin(store, run_id, fingerprint)
+    try:
+        result = await step(record)
+    except Exception as exc:
+        raise fail(store, record, exc) from None
+    return land(store, record, result, output)
 
 
 def run_chart(chart: FlowChart, store: RunStore, input: Any, run_id: str | None, **options: Any) -> RunResult:

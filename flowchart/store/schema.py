@@ -48,11 +48,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         """CREATE TABLE segments (
             run_id TEXT NOT NULL REFERENCES runs (run_id),
+            n INTEGER NOT NULL,
             start_seq INTEGER NOT NULL,
             status TEXT NOT NULL,
             narrative TEXT NOT NULL,
             created_at DOUBLE PRECISION NOT NULL,
-            UNIQUE (run_id, start_seq)
+            UNIQUE (run_id, n)
         )""",
         """CREATE TABLE answers (
             run_id TEXT NOT NULL REFERENCES runs (run_id),

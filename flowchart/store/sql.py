@@ -145,7 +145,7 @@ class SqlStore:
         log = tuple(codec.decode_commit(body) for (body,) in commits.fetchall())
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())
-        notes = self._run(cur, "SELECT narrative FROM segments WHERE run_id = ? ORDER BY start_seq", (run_id,))
+        notes = self._run(cur, "SELECT narrative FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
         narrative = tuple(line for (text,) in notes.fetchall() for line in codec.decode(text))
         if fingerprint not in self._specs:
             spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
@@ -223,9 +223,10 @@ class SqlStore:
                 cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)",
                 (run_id, commit.idx, codec.encode_commit(commit)),
             )  # fmt: skip
+        n = self._run(cur, "SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,)).fetchone()[0]
         self._run(
-            cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?)",
-            (run_id, segment.start_seq, segment.status, codec.encode(list(segment.narrative)), now),
+            cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, n, segment.start_seq, segment.status, codec.encode(list(segment.narrative)), now),
         )  # fmt: skip
         output = None if segment.status != "done" else codec.encode(segment.output)
         self._run(

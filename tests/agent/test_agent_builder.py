@@ -54,7 +54,9 @@ def test_model_must_be_a_non_empty_string() -> None:
 
 def test_a_non_tool_is_refused() -> None:
     """.tool() takes only a Tool from define_tool."""
-    with pytest.raises(AgentBuildError, match=r"^tool\(\.\.\.\): expected a Tool from define_tool\(\.\.\.\), got dict$"):
+    with pytest.raises(
+        AgentBuildError, match=r"^tool\(\.\.\.\): expected a Tool from define_tool\(\.\.\.\), got dict$"
+    ):
         Agent.create(provider=scripted([]), model="m").tool({"name": "x"})  # type: ignore[arg-type]
 
 
@@ -94,7 +96,9 @@ def test_message_middleware_without_a_hook() -> None:
 def test_minimal_evidence_with_a_scorer_is_refused() -> None:
     """check_in(evidence="minimal", scorer=...) is refused at build."""
     builder = Agent.create(provider=scripted([]), model="m").check_in(evidence="minimal", scorer=lambda s: [])
-    with pytest.raises(AgentBuildError, match=r'^check_in\(evidence="minimal", scorer=\.\.\.\): a scorer has no effect'):
+    with pytest.raises(
+        AgentBuildError, match=r'^check_in\(evidence="minimal", scorer=\.\.\.\): a scorer has no effect'
+    ):
         builder.build()
 
 

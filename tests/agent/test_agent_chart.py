@@ -277,7 +277,12 @@ def test_event_payloads() -> None:
     usages: list[dict[str, int]] = []
     agent.on("llm.end", lambda _n, p: usages.append(p["usage"]))
     agent.run("Weather in Paris?")
-    assert got["tool.start"] == {"tool_name": "weather", "tool_call_id": "c1", "args": {"city": "Paris"}, "iteration": 1}
+    assert got["tool.start"] == {
+        "tool_name": "weather",
+        "tool_call_id": "c1",
+        "args": {"city": "Paris"},
+        "iteration": 1,
+    }
     assert got["tool.end"] == {"tool_call_id": "c1", "tool_name": "weather", "result": "Paris: sunny", "error": False}
     assert got["turn.end"]["final_content"] == "It is sunny in Paris."
     assert usages == [{"input_tokens": 6, "output_tokens": 0}, {"input_tokens": 9, "output_tokens": 5}]

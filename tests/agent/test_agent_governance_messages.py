@@ -182,7 +182,11 @@ def test_input_links_run_in_order_and_the_first_deny_wins() -> None:
         seen.append(("later", msg.content))
         return allow()
 
-    links = (NS(name="shout", on_message=shout), NS(name="refuse", on_message=refuse), NS(name="later", on_message=later))
+    links = (
+        NS(name="shout", on_message=shout),
+        NS(name="refuse", on_message=refuse),
+        NS(name="later", on_message=later),
+    )
     agent, _ = build(["never"], configure=with_messages(*links))
     with pytest.raises(MessageDeniedError, match=r"^Message denied at 'input' by 'refuse': too loud$"):
         agent.run("hi")
@@ -237,7 +241,9 @@ def test_output_chain_sees_the_history() -> None:
         return allow()
 
     agent, _ = build(
-        [calls(call("c1", "weather", city="P")), "ok"], weather_tool(), configure=with_messages(NS(name="look", on_message=look))
+        [calls(call("c1", "weather", city="P")), "ok"],
+        weather_tool(),
+        configure=with_messages(NS(name="look", on_message=look)),
     )
     agent.run("hi")
     assert seen == [("input", 0, 0), ("output", 3, 2)]

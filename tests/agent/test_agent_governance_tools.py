@@ -6,8 +6,10 @@ import json
 from types import SimpleNamespace as NS
 from typing import Any
 
+import pytest
 from agent_helpers import Counter, build, call, calls, refund_tool, tool_messages, weather_tool
 
+from agent import PolicyHaltError
 from governance import allow, deny
 from governance.permissions import PermissionDecision
 
@@ -125,7 +127,9 @@ def test_transformed_args_reach_execute_but_history_keeps_the_original() -> None
     agent.run("refund")
     assert seen == [{"order_id": "A1", "amount": 100}]
     state = agent.last_snapshot().shared_state
-    assert state["history"][1]["tool_calls"] == [{"id": "c1", "name": "refund", "args": {"order_id": "A1", "amount": 250}}]
+    assert state["history"][1]["tool_calls"] == [
+        {"id": "c1", "name": "refund", "args": {"order_id": "A1", "amount": 250}}
+    ]
     llm_write = agent.last_snapshot().commit_log[1].to_dict()["trace"]
     assert [op["value"] for op in llm_write if op["path"] == ["llm_latest_tool_calls"]] == [
         [{"id": "c1", "name": "refund", "args": {"order_id": "A1", "amount": 250}}]
@@ -152,7 +156,9 @@ def test_a_throwing_tool_link_is_a_denial() -> None:
         raise ValueError("lookup failed")
 
     body = Counter()
-    agent, _ = build([REFUND_CALL, "done"], refund_tool(body), configure=with_tools(NS(name="risk", on_tool_call=broken)))
+    agent, _ = build(
+        [REFUND_CALL, "done"], refund_tool(body), configure=with_tools(NS(name="risk", on_tool_call=broken))
+    )
     agent.run("refund")
     assert tool_messages(agent.last_snapshot().shared_state["history"]) == ["middleware 'risk' threw: lookup failed"]
     assert body.runs == []
@@ -160,7 +166,9 @@ def test_a_throwing_tool_link_is_a_denial() -> None:
 
 def redact(call_info: Any) -> Any:
     """Redact the card in a refund result."""
-    return allow(call_info.result.replace("4111", "****"), "redacted the card") if "4111" in call_info.result else allow()
+    return (
+        allow(call_info.result.replace("4111", "****"), "redacted the card") if "4111" in call_info.result else allow()
+    )
 
 
 def test_after_tool_transform_and_deny() -> None:
@@ -194,7 +202,9 @@ def test_ledger_of_two_tool_links_and_one_message_link() -> None:
     agent, _ = build(
         [REFUND_CALL, "Refunded 100."],
         refund_tool(lambda a, c: "refunded to card 4111"),
-        configure=with_tools(CAP, NS(name="redact", on_tool_result=redact), messages=(NS(name="note", on_message=lambda m: allow()),)),
+        configure=with_tools(
+            CAP, NS(name="redact", on_tool_result=redact), messages=(NS(name="note", on_message=lambda m: allow()),)
+        ),
     )
     assert agent.run("refund A1") == "Refunded 100."
     tool_head = {"at": "tool", "tool_name": "refund", "tool_call_id": "c1", "iteration": 1}
@@ -225,7 +235,9 @@ def test_row_keys_are_in_contract_order() -> None:
 def test_a_link_without_a_hook_for_the_moment_files_no_row() -> None:
     """A link with only on_tool_result files no before-tool row; every hook call files one."""
     agent, _ = build(
-        [REFUND_CALL, "ok"], refund_tool(), configure=with_tools(NS(name="after-only", on_tool_result=lambda c: allow()))
+        [REFUND_CALL, "ok"],
+        refund_tool(),
+        configure=with_tools(NS(name="after-only", on_tool_result=lambda c: allow())),
     )
     agent.run("refund")
     rows = agent.last_snapshot().shared_state["middleware_decisions"]
@@ -330,8 +342,8 @@ def test_permission_request_carries_the_call() -> None:
     )
 
 
-def test_permission_halt_stops_the_run_after_recording_the_result() -> None:
-    """A halt records what the model reads and stops the run; later calls are not dispatched."""
+def test_permission_halt_stops_the_run_and_raises() -> None:
+    """A halt records what the model reads, stops the run (later calls not dispatched) and raises."""
     body = Counter()
     batch = calls(call("c1", "refund", order_id="A", amount=1), call("c2", "refund", order_id="B", amount=2))
     agent, provider = build(
@@ -339,13 +351,21 @@ def test_permission_halt_stops_the_run_after_recording_the_result() -> None:
         refund_tool(body),
         permission_checker=Checker(lambda r: PermissionDecision.halt("fraud suspected")),
     )
-    agent.run("refund")
+    with pytest.raises(PolicyHaltError, match=r"^Policy halt at tool 'refund' \(call c1\): fraud suspected$") as caught:
+        agent.run("refund")
+    assert (caught.value.reason, caught.value.tool_name, caught.value.tool_call_id) == (
+        "fraud suspected",
+        "refund",
+        "c1",
+    )
     state = agent.last_snapshot().shared_state
     assert tool_messages(state["history"]) == ["Tool 'refund' is not available in this context."]
     assert state["policy_halt"] == {
         "tool_name": "refund",
         "tool_call_id": "c1",
-        "reason": "Tool 'refund' is not available in this context.",
+        "reason": "fraud suspected",
+        "tell_llm": "Tool 'refund' is not available in this context.",
     }
     assert body.runs == []
     assert len(provider.requests) == 1
+    assert agent.last_snapshot().commit_log[-1].runtime_stage_id == "tool-calls#3"

@@ -186,7 +186,7 @@ def test_a_second_consent_pause_in_the_batch_pauses_again() -> None:
 
 
 def test_pause_events() -> None:
-    """pause.request at the pause, pause.resume then tool results on resume."""
+    """pause.request at the pause; on resume pause.resume, the paused call's tool.end, iteration.end."""
     names: list[str] = []
     agent, _ = build([calls(call("c1", "confirm", question="?")), "ok"], confirm_tool(Confirm()))
     agent.on("*", lambda n, _p: names.append(n))
@@ -195,7 +195,7 @@ def test_pause_events() -> None:
     assert names[-2:] == ["tool.start", "pause.request"]
     names.clear()
     agent.resume(out.checkpoint, "yes")
-    assert names[:2] == ["pause.resume", "iteration.end"]
+    assert names[:3] == ["pause.resume", "tool.end", "iteration.end"]
 
 
 def test_resume_refuses_a_non_checkpoint() -> None:

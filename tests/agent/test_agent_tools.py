@@ -134,7 +134,7 @@ def test_nested_and_enum_validation() -> None:
     texts = run_one_call(tool, call("c1", "forecast", unit="k", where={}, days=[1, "2"]))
     assert texts == [
         "Invalid arguments for tool 'forecast' — the call was not executed.\n"
-        "- 'unit': expected one of [\"c\", \"f\"], got \"k\"\n"
+        '- \'unit\': expected one of ["c", "f"], got "k"\n'
         "- 'where.lat' is required but missing\n"
         "- 'days[1]': expected integer, got string\n"
         "Fix the arguments to match the tool's input schema and call it again."
@@ -202,7 +202,9 @@ def test_define_tool_refuses_a_non_object_schema() -> None:
 
 def test_define_tool_refuses_a_non_callable_execute() -> None:
     """execute must be callable."""
-    with pytest.raises(ToolDefinitionError, match=r"^define_tool\('w'\): execute must be callable as execute\(args, ctx\)$"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"^define_tool\('w'\): execute must be callable as execute\(args, ctx\)$"
+    ):
         define_tool(name="w", description="d", input_schema=CITY_SCHEMA, execute="nope")  # type: ignore[arg-type]
 
 
@@ -220,3 +222,16 @@ def test_define_tool_refuses_a_bad_check_in() -> None:
         r"got 'sometimes'$",
     ):
         define_tool(name="w", description="d", input_schema=CITY_SCHEMA, execute=print, check_in="sometimes")
+
+
+def test_every_tool_start_has_a_tool_end() -> None:
+    """Calls that do not run (unknown tool, bad args) still close with tool.end, error True."""
+    ends: list[tuple[str, bool]] = []
+    batch = calls(call("c1", "teleport"), call("c2", "weather"), call("c3", "weather", city="P"))
+    agent, _ = build([batch, "done"], weather_tool())
+    agent.on("tool.end", lambda _n, p: ends.append((p["tool_call_id"], p["error"])))
+    starts: list[str] = []
+    agent.on("tool.start", lambda _n, p: starts.append(p["tool_call_id"]))
+    agent.run("go")
+    assert starts == ["c1", "c2", "c3"]
+    assert ends == [("c1", True), ("c2", True), ("c3", False)]

@@ -83,7 +83,7 @@ def apply_actions(scope: Any, todo: list[tuple[str, str, str, Any]]) -> None:
 def build_random_chart(plan: list[Any], root: Any, stage: Any) -> FlowChart:
     """Turn a plan (from ``segments``) into a chart.
 
-    ``root(scope)`` runs first; ``stage(todo, in_fork)`` makes a stage function from actions.
+    ``root(scope)`` runs first; ``stage(todo, in_fork)`` makes a ``fn(scope, ctx)`` from actions.
     """
     builder = flow_chart("Root", root, "root")
     for i, segment in enumerate(plan):
@@ -93,12 +93,15 @@ def build_random_chart(plan: list[Any], root: Any, stage: Any) -> FlowChart:
         elif kind == "decider":
             _, own, left, right = segment
 
-            def choose(scope: Any, own: Any = own, body: Any = stage(own, False)) -> str:
-                body(scope)
-                return "left" if isinstance(scope["a"] if "a" in scope else None, int) else "right"
+            own_body = stage(own, False)
+
+            def choose(scope: Any, ctx: Any, body: Any = own_body, i: int = i) -> str:
+                body(scope, ctx)
+                a = scope["a"] if "a" in scope else None
+                return f"left{i}" if type(a) is int else f"right{i}"
 
             builder = (
-                builder.add_decider_function(f"D{i}", _one_arg(choose), f"d{i}")
+                builder.add_decider_function(f"D{i}", _two_args(choose), f"d{i}")
                 .add_function_branch(f"left{i}", "Left", stage(left, False))
                 .add_function_branch(f"right{i}", "Right", stage(right, False))
                 .set_default(f"right{i}")
@@ -107,17 +110,13 @@ def build_random_chart(plan: list[Any], root: Any, stage: Any) -> FlowChart:
         elif kind == "loop":
             _, body_actions, passes = segment
             counter = f"n{i}"
-            body = stage(body_actions, False)
-
-            def looped(scope: Any, body: Any = body, counter: str = counter) -> None:
-                body(scope)
-                scope[counter] = (scope[counter] if counter in scope else 0) + 1
 
             def again(scope: Any, counter: str = counter, passes: int = passes, i: int = i) -> str:
+                scope[counter] = (scope[counter] if counter in scope else 0) + 1
                 return f"again{i}" if scope[counter] < passes else f"exit{i}"
 
             builder = (
-                builder.add_function(f"L{i}", _one_arg(looped), f"loop{i}")
+                builder.add_function(f"L{i}", stage(body_actions, False), f"loop{i}")
                 .add_decider_function(f"LD{i}", _one_arg(again), f"ld{i}")
                 .add_function_branch(f"again{i}", "Again", lambda s: None, loop_to=f"loop{i}")
                 .add_function_branch(f"exit{i}", "Exit", lambda s: None)
@@ -132,3 +131,8 @@ def build_random_chart(plan: list[Any], root: Any, stage: Any) -> FlowChart:
 def _one_arg(fn: Any) -> Any:
     """Hide defaulted parameters so the engine sees ``fn(scope)``."""
     return lambda scope: fn(scope)
+
+
+def _two_args(fn: Any) -> Any:
+    """Hide defaulted parameters so the engine sees ``fn(scope, ctx)``."""
+    return lambda scope, ctx: fn(scope, ctx)

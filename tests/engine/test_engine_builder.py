@@ -24,9 +24,7 @@ def test_duplicate_stage_id_is_refused_naming_the_id():
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "seed")
     with pytest.raises(
         BuildError,
-        match=exact(
-            "duplicate stage id 'seed': every stage, branch and child needs its own id — rename one"
-        ),
+        match=exact("duplicate stage id 'seed': every stage, branch and child needs its own id — rename one"),
     ) as info:
         builder.build()
     assert info.value.stage_id == "seed"
@@ -122,9 +120,7 @@ def test_unknown_loop_target_is_refused():
 
 def test_second_loop_to_is_refused():
     """A chain loops once: a second ``loop_to`` is a mistake."""
-    builder = (
-        flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("seed").loop_to("work")
-    )
+    builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("seed").loop_to("work")
     with pytest.raises(BuildError, match=exact(
         "loop_to already defined at 'work' (to 'seed'): a chain loops once — remove the second loop_to"
     )):  # fmt: skip
@@ -344,8 +340,7 @@ def test_description_of_a_linear_loop_and_a_subflow_step():
 
 
 SUBPROCESS_FINGERPRINT = (
-    "import sys; sys.path.insert(0, {dir!r}); from engine_charts import sample_chart; "
-    "print(sample_chart().fingerprint)"
+    "import sys; sys.path.insert(0, {dir!r}); from engine_charts import sample_chart; print(sample_chart().fingerprint)"
 )
 
 

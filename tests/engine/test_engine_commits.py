@@ -46,9 +46,7 @@ def test_a_raising_stage_commits_its_partial_writes_then_the_error_propagates_un
     with pytest.raises(Boom, match=exact("bad thing")):
         chart.run(recorders=[tape])
     assert tape.ids == ["seed#0", "explode#1"]
-    assert [op.to_dict() for op in tape.commits[1].trace] == [
-        {"path": ["partial"], "verb": "set", "value": "kept"}
-    ]
+    assert [op.to_dict() for op in tape.commits[1].trace] == [{"path": ["partial"], "verb": "set", "value": "kept"}]
 
 
 def test_only_the_net_change_is_committed():
@@ -68,9 +66,7 @@ def test_only_the_net_change_is_committed():
         del scope.tmp  # never existed before
 
     result = flow_chart("Seed", seed, "seed").add_function("Churn", churn, "churn").build().run()
-    assert [op.to_dict() for op in result.commit_log[1].trace] == [
-        {"path": ["b"], "verb": "set", "value": 6}
-    ]
+    assert [op.to_dict() for op in result.commit_log[1].trace] == [{"path": ["b"], "verb": "set", "value": 6}]
 
 
 def test_delete_removes_the_key():

@@ -224,7 +224,9 @@ async def test_run_inside_an_event_loop_with_async_stages_says_use_arun():
         pass
 
     chart = flow_chart("Fetch", fetch, "fetch").build()
-    with pytest.raises(RunError, match=r"^chart\.run\(\) was called inside a running event loop .* use 'await chart\.arun"):
+    with pytest.raises(
+        RunError, match=r"^chart\.run\(\) was called inside a running event loop .* use 'await chart\.arun"
+    ):
         chart.run()
 
 

@@ -143,6 +143,8 @@ def test_branch_continues_at_the_decider_next_stage():
         ("in", ["x", "y"], "z", False),
         ("not_in", ["x", "y"], "z", True),
         ("not_in", ["x", "y"], "x", False),
+        ("in", "abc", "a", False),  # membership needs a list: a string is not a set of characters
+        ("not_in", "abc", "z", False),
         ("gt", 1, "text", False),  # a comparison that cannot be made fails, it does not raise
     ],
 )

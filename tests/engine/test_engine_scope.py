@@ -100,9 +100,7 @@ def test_nested_dict_key_assignment_commits_a_merge_of_the_changed_keys():
         scope.user["prefs"]["dark"] = True
 
     result = run_stages(seed, rename)
-    assert ops(result, 1) == [
-        {"path": ["user"], "verb": "merge", "value": {"name": "x", "prefs": {"dark": True}}}
-    ]
+    assert ops(result, 1) == [{"path": ["user"], "verb": "merge", "value": {"name": "x", "prefs": {"dark": True}}}]
     assert result.state["user"] == {"name": "x", "age": 3, "prefs": {"dark": True, "lang": "en"}}
 
 
@@ -310,3 +308,29 @@ def test_stage_functions_may_take_scope_only_or_scope_and_ctx():
 
     run_stages(one, two)
     assert seen == ["one", ("s1", "s1#1", 32)]
+
+
+def test_equal_but_differently_typed_values_are_changes():
+    """``True`` over ``1`` and ``1.0`` over ``1`` are writes (JSON tells them apart), not no-ops."""
+
+    def seed(scope):
+        scope.flag = 1
+        scope.user = {"ratio": 1}
+        scope.items = [0]
+
+    def retype(scope):
+        scope.flag = True
+        scope.user["ratio"] = 1.0
+        scope.items[0] = False
+
+    result = run_stages(seed, retype)
+    assert ops(result, 1) == [
+        {"path": ["flag"], "verb": "set", "value": True},
+        {"path": ["user"], "verb": "merge", "value": {"ratio": 1.0}},
+        {"path": ["items"], "verb": "set", "value": [False]},
+    ]
+    assert [type(v) for v in (result.state["flag"], result.state["user"]["ratio"], result.state["items"][0])] == [
+        bool,
+        float,
+        bool,
+    ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_charts import exact, noop
+from engine_charts import CommitTape, exact, noop
 
-from flowchart import RunError, flow_chart, replay
+from flowchart import ReadonlyInputError, RunError, flow_chart, replay
 
 
 def test_subflow_without_mappers_is_isolated_both_ways():
@@ -181,3 +181,29 @@ def test_branch_subflow_is_stamped_with_the_mount_id_and_keeps_its_result():
     assert result.state == {"from_sub": 1}
     assert result.subflow_results["sub"].state == {"x": 1}
     assert [c.runtime_stage_id for c in result.subflow_results["sub"].commit_log] == ["sub/inner#3"]
+
+
+def test_output_mapper_cannot_write_a_run_input_key():
+    """The mount's merge-back is a write like any other: run-input keys stay read-only."""
+    chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
+        "sf", flow_chart("In", noop, "inner").build(), output_mapper=lambda sub, parent: {"k": 2}
+    )
+    with pytest.raises(ReadonlyInputError, match=exact(
+        'Cannot write to readonly input key "k" — use ctx.args to read input values'
+    )):  # fmt: skip
+        chart.build().run({"k": 1})
+
+
+def test_input_mapper_error_commits_the_mount_then_raises():
+    """A failing input mapper still leaves the mount's one commit, then its error propagates."""
+    tape = CommitTape()
+
+    def mapper(parent):
+        raise ZeroDivisionError("no input")
+
+    chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
+        "sf", flow_chart("In", noop, "inner").build(), input_mapper=mapper
+    )
+    with pytest.raises(ZeroDivisionError, match=exact("no input")):
+        chart.build().run(recorders=[tape])
+    assert tape.ids == ["seed#0", "sf#1"]

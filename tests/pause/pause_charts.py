@@ -66,11 +66,7 @@ def linear(calls: Calls) -> FlowChart:
 
 def root(calls: Calls) -> FlowChart:
     """ask (the root stage is pausable) → done."""
-    return (
-        flow_chart("Ask", asking(calls, "ask"), "ask")
-        .add_function("Done", plain(calls, "done"), "done")
-        .build()
-    )
+    return flow_chart("Ask", asking(calls, "ask"), "ask").add_function("Done", plain(calls, "done"), "done").build()
 
 
 def decider_next(calls: Calls) -> FlowChart:

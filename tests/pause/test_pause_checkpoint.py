@@ -264,7 +264,12 @@ def mutate(data: dict[str, Any], change: Any) -> dict[str, Any]:
 
 
 CONSISTENCY = [
-    ("frames empty", lambda d: d.update(frames=[]), "$.frames", "frames must not be empty (the last frame is the paused stage)"),
+    (
+        "frames empty",
+        lambda d: d.update(frames=[]),
+        "$.frames",
+        "frames must not be empty (the last frame is the paused stage)",
+    ),
     (
         "leaf not a stage",
         lambda d: d["frames"][-1].update(kind="mount"),

@@ -10,6 +10,7 @@ on a freshly built identical one.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -154,7 +155,7 @@ def test_runtime_ids_never_repeat_across_pauses(case: Case) -> None:
     results, _ = drive(case.chart, fresh=True)
     ids = [rid for r in results for rid in all_runtime_ids(r)]
     assert len(ids) == len(set(ids))
-    for before, after in zip(results, results[1:], strict=False):
+    for before, after in itertools.pairwise(results):
         assert before.checkpoint is not None
         resumed = [int(rid.rsplit("#", 1)[1]) for rid in all_runtime_ids(after)]
         assert min(resumed) == before.checkpoint.execution_count
@@ -166,9 +167,7 @@ def test_same_chart_and_fresh_chart_resume_alike(case: Case) -> None:
     same, _ = drive(case.chart, fresh=False)
     fresh, _ = drive(case.chart, fresh=True)
     assert [r.state for r in same] == [r.state for r in fresh]
-    assert [[c.to_dict() for c in r.commit_log] for r in same] == [
-        [c.to_dict() for c in r.commit_log] for r in fresh
-    ]
+    assert [[c.to_dict() for c in r.commit_log] for r in same] == [[c.to_dict() for c in r.commit_log] for r in fresh]
 
 
 def test_linear_pause_state_and_checkpoint() -> None:
@@ -319,3 +318,81 @@ def test_run_input_is_ctx_args_again_after_resume() -> None:
     assert seen == [{"user": {"name": "ada"}}, {"user": {"name": "ada"}}]
     assert done.state == {"who": "ada"}
     assert done.args == {"user": {"name": "ada"}}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.chart for c in CASES])
+def test_a_resume_log_folds_from_the_state_at_the_pause(case: Case) -> None:
+    """``replay(resume.commit_log, initial=resume.initial_state)`` is the resumed final state."""
+    from flowchart import replay
+
+    results, _ = drive(case.chart, fresh=True)
+    for before, after in itertools.pairwise(results):
+        assert after.initial_state == before.state
+        assert replay(after.commit_log, initial=after.initial_state) == after.state
+
+
+def test_a_pausable_followed_by_loop_to_loops_after_resume() -> None:
+    """A main-chain pausable whose edge is a ``loop_to`` takes that loop after resuming."""
+    from flowchart import Pausable, flow_chart
+
+    calls: list[str] = []
+
+    def ask(scope: Any) -> Any:
+        calls.append("ask:execute")
+        scope.n = getattr(scope, "n", 0) + 1
+        return None if scope.n > 2 else {"n": scope.n}
+
+    def check(scope: Any) -> str:
+        calls.append("check")
+        return "go" if getattr(scope, "n", 0) < 2 else "end"
+
+    chart = (
+        flow_chart("Seed", pause_charts.plain(calls, "seed"), "seed")
+        .add_decider_function("Check", check, "check")
+        .add_function_branch("go", "Go", pause_charts.plain(calls, "go"))
+        .add_function_branch("end", "End", lambda s, ctx: ctx.stop("done"))
+        .end()
+        .add_pausable_function("Ask", Pausable(ask, lambda s, i: calls.append("ask:resume")), "ask")
+        .loop_to("check")
+        .build()
+    )
+    result = chart.run()
+    while result.paused:
+        result = chart.resume(Checkpoint.from_json(result.checkpoint.to_json()), None)  # type: ignore[union-attr]
+    assert calls == [
+        "seed", "check", "go", "ask:execute", "ask:resume",
+        "check", "go", "ask:execute", "ask:resume",
+        "check",
+    ]  # fmt: skip
+    assert result.state["n"] == 2
+
+
+@pytest.mark.parametrize("name", ["selector", "fork", "nested"])
+async def test_arun_and_aresume_record_what_run_and_resume_do(name: str) -> None:
+    """In an event loop (children run concurrently) the pause and resume record the same."""
+    sync, _ = drive(name, fresh=True)
+    chart = pause_charts.CHARTS[name]([])
+    paused = await chart.arun()
+    assert paused.checkpoint is not None
+    done = await pause_charts.CHARTS[name]([]).aresume(Checkpoint.from_json(paused.checkpoint.to_json()), answer(1))
+    assert paused.state == sync[0].state
+    assert done.state == sync[-1].state
+    assert [c.to_dict() for c in done.commit_log] == [c.to_dict() for c in sync[-1].commit_log]
+
+
+async def test_async_halves_pause_and_resume() -> None:
+    """``execute`` and ``resume`` may be coroutine functions."""
+    from flowchart import Pausable, flow_chart
+
+    async def execute(scope: Any) -> Any:
+        scope.asked = True
+        return "wait"
+
+    async def resume(scope: Any, given: Any) -> None:
+        scope.got = given
+
+    chart = flow_chart("Ask", Pausable(execute, resume), "ask").build()
+    paused = chart.run()
+    assert paused.paused and paused.output == "wait"
+    done = await chart.aresume(Checkpoint.from_json(paused.checkpoint.to_json()), 42)  # type: ignore[union-attr]
+    assert done.state == {"asked": True, "got": 42}

@@ -284,7 +284,7 @@ def test_a_failed_fail_fast_selector_fails_even_when_a_sibling_paused() -> None:
         .end()
         .build()
     )
-    with pytest.raises(ValueError, match="^boom$"):
+    with pytest.raises(ValueError, match=r"^boom$"):
         chart.run()
 
 

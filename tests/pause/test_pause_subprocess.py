@@ -65,9 +65,7 @@ def record(result: RunResult, calls: list[str]) -> dict[str, Any]:
         "calls": list(calls),
         "log": [c.to_dict() for c in result.commit_log],
         "subflows": {
-            k: [c.to_dict() for c in v.commit_log]
-            for k, v in result.subflow_results.items()
-            if k == v.runtime_stage_id
+            k: [c.to_dict() for c in v.commit_log] for k, v in result.subflow_results.items() if k == v.runtime_stage_id
         },
         "checkpoint": result.checkpoint.to_dict() if result.checkpoint else None,
     }

@@ -1,0 +1,302 @@
+"""The ``agent`` command: operate durable agent runs kept in a run store.
+
+    agent runs list [--status paused] [--limit N]     runs, newest first
+    agent runs show RUN [--json]                      the question, evidence, narrative so far
+    agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
+    agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
+    agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
+
+Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
+``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
+the run, so they need the agent's definition: ``--agent MODULE:ATTR`` names a built
+``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``); with
+``--queue MODULE:ATTR`` (a Celery app from ``agent.celery.make_app``) the answer is
+recorded and the run is handed to the workers instead.
+
+Laws: ``--by`` is recorded exactly as given — this command does not authenticate
+anyone; whoever can run it with access to the store can answer runs, so authenticate
+and authorise callers before them. A mistake prints ONE line ``agent: error: ...`` on
+stderr and exits 2 — never a traceback. A decision is accepted once, across processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
+
+_STATUSES = ("running", "paused", "done", "failed")
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one ``agent: error: ...`` line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# -- loading ------------------------------------------------------------------------------------
+def load_object(target: str, what: str) -> Any:
+    """Import ``MODULE:ATTR`` (the current directory is importable); call it when it is a factory."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support), got '{target}'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(f"cannot import '{module_name}': no module named '{exc.name}'") from None
+    except Exception as exc:
+        raise CliError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"'{module_name}' has no attribute '{attr}'") from None
+    return obj
+
+
+def load_agent(target: str) -> Any:
+    """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory)."""
+    from agent import Agent
+
+    obj = load_object(target, "--agent")
+    if not isinstance(obj, Agent) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, Agent):
+        raise CliError(f"'{target}' is a {type(obj).__name__}, not an Agent (or a function returning one)")
+    return obj
+
+
+def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
+    """The store named by ``--dsn``/``--db`` (or their environment defaults, or the agent's)."""
+    dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
+    db = args.db or os.environ.get("AGENT_RUNS_DB")
+    if dsn:
+        return PostgresStore(dsn)
+    if db is None and agent is not None and agent.store is not None:
+        return agent.store
+    path = db or "runs.db"
+    if not os.path.exists(path):
+        raise CliError(f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL)")
+    return SqliteStore(path)
+
+
+# -- showing ------------------------------------------------------------------------------------
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def question_line(record: RunRecord) -> str:
+    """One line saying what the run waits for ('' when it waits for nothing)."""
+    question = record.question
+    if record.status != "paused" or not isinstance(question, dict):
+        return ""
+    if "check_in" in question:
+        request = question["check_in"]
+        return f"check-in: {request['tool']} {_compact(request['args'])}"
+    if "ask" in question:
+        ask = question["ask"]
+        return f"ask ({ask['middleware']}): {ask['question']}"
+    return f"ask_human: {_compact(question.get('data', question))}"
+
+
+def cmd_list(args: argparse.Namespace) -> str:
+    """``runs list``: one line per run, newest first."""
+    records = open_store(args).list(status=args.status, limit=args.limit)
+    if args.json:
+        return json.dumps([summary(r) for r in records], ensure_ascii=False, indent=2)
+    if not records:
+        return "no runs" + (f" with status {args.status}" if args.status else "")
+    lines = [f"{'RUN':32}  {'STATUS':7}  {'KIND':5}  {'UPDATED':20}  {'COMMITS':>7}  QUESTION"]
+    for r in records:
+        lines.append(
+            f"{r.run_id:32}  {r.status:7}  {r.kind:5}  {_when(r.updated_at):20}  {r.next_seq:>7}  {question_line(r)}"
+        )
+    return "\n".join(lines)
+
+
+def summary(record: RunRecord) -> dict[str, Any]:
+    """A JSON-safe summary of a record (what ``show --json`` prints)."""
+    return {
+        "run_id": record.run_id, "kind": record.kind, "status": record.status,
+        "chart_fingerprint": record.chart_fingerprint, "input": record.input, "commits": record.next_seq,
+        "question": record.question, "answered": sorted(record.answered), "output": record.output,
+        "error": record.error, "narrative": list(record.narrative),
+        "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
+    }  # fmt: skip
+
+
+def cmd_show(args: argparse.Namespace) -> str:
+    """``runs show``: the run, its pending question with the evidence pack, the narrative so far."""
+    record = open_store(args).get(args.run)
+    if args.json:
+        return json.dumps(summary(record), ensure_ascii=False, indent=2)
+    out = [
+        f"run {record.run_id} ({record.kind}): {record.status}, {record.next_seq} commits, "
+        f"updated {_when(record.updated_at)}",
+        f"input: {_compact(record.input)}",
+    ]
+    if record.status == "paused":
+        out.append(f"question: {question_line(record)}")
+        request = (record.question or {}).get("check_in") or (record.question or {}).get("ask")
+        if request:
+            out.append(f"request id: {request['id']}")
+        evidence = (record.question or {}).get("check_in", {}).get("evidence")
+        if evidence is not None:
+            out.append("evidence:")
+            out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
+    if record.status == "done":
+        out.append(f"output: {record.output if isinstance(record.output, str) else _compact(record.output)}")
+    if record.error:
+        out.append(f"error: {record.error}")
+    if record.answered:
+        out.append(f"answered: {', '.join(sorted(record.answered))}")
+    out.append("narrative:" if record.narrative else "narrative: (none recorded)")
+    out.extend("  " + line for line in record.narrative)
+    return "\n".join(out)
+
+
+def cmd_trace(args: argparse.Namespace) -> str:
+    """``runs trace``: the stored run as a trace file (JSON) for ``flowchart why``."""
+    from flowchart.store.export import record_trace
+
+    return record_trace(open_store(args).get(args.run)).to_json()
+
+
+# -- answering ----------------------------------------------------------------------------------
+def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> Any:
+    from governance import check_in_approved, check_in_declined
+
+    if record.status != "paused":
+        raise CliError(f"run '{record.run_id}' is {record.status}: it is not waiting for an answer")
+    question = record.question or {}
+    request = question.get("check_in") or question.get("ask")
+    if request is None:
+        raise CliError(
+            f"run '{record.run_id}' waits for an ask_human answer, not an approval: answer it from code "
+            "with agent.resume_run(run_id, value)"
+        )
+    make = check_in_approved if approved else check_in_declined
+    return make(request=request, by=by, note=note)
+
+
+def _answer(args: argparse.Namespace, approved: bool) -> str:
+    from agent.paused import Paused
+
+    if args.queue:
+        from agent.celery import answer_and_enqueue, app_store
+
+        app = load_object(args.queue, "--queue")
+        store = open_store(args) if (args.db or args.dsn) else app_store(app)
+        answer_and_enqueue(app, store, args.run, _decision(store.get(args.run), approved, args.by, args.note))
+        return f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}; queued for the workers"
+    spec = args.agent or os.environ.get("AGENT_SPEC")
+    if not spec:
+        raise CliError(
+            f"{'approve' if approved else 'decline'} resumes the run, so it needs the agent: pass --agent "
+            "MODULE:ATTR (a built Agent or a function returning one), or --queue MODULE:ATTR for Celery workers"
+        )
+    agent = load_agent(spec)
+    agent.store = open_store(args, agent)
+    outcome = agent.resume_run(args.run, _decision(agent.store.get(args.run), approved, args.by, args.note))
+    verdict = f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}"
+    if isinstance(outcome, Paused):
+        return f"{verdict}; paused again: {question_line(agent.store.get(args.run))}"
+    return f"{verdict}; done: {outcome}"
+
+
+def cmd_approve(args: argparse.Namespace) -> str:
+    """``runs approve``: approve the pending check-in or ask, and resume the run."""
+    return _answer(args, True)
+
+
+def cmd_decline(args: argparse.Namespace) -> str:
+    """``runs decline``: decline the pending check-in or ask (the call never runs), and resume."""
+    return _answer(args, False)
+
+
+# -- parsing ------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (every command has ``--help``)."""
+    store_options = _Parser(add_help=False)
+    store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
+    store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
+    parser = _Parser(prog="agent", description="Operate durable agent runs.")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
+    runs = groups.add_parser("runs", help="list, show, answer and export stored runs", parser_class=_Parser)
+    commands = runs.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Any, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text, parents=[store_options])
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("list", cmd_list, "List runs, newest first.")
+    sub.add_argument("--status", choices=_STATUSES, help="only runs with this status")
+    sub.add_argument("--limit", type=int, default=50, metavar="N", help="at most N runs (default 50)")
+    sub.add_argument("--json", action="store_true", help="print JSON")
+    sub = command("show", cmd_show, "Show a run: its question, evidence pack and narrative so far.")
+    sub.add_argument("run", metavar="RUN", help="the run id")
+    sub.add_argument("--json", action="store_true", help="print JSON")
+    for name, handler, text in (
+        ("approve", cmd_approve, "Approve the run's pending check-in/ask and resume it."),
+        ("decline", cmd_decline, "Decline the run's pending check-in/ask and resume it."),
+    ):
+        sub = command(name, handler, text)
+        sub.add_argument("run", metavar="RUN", help="the run id")
+        sub.add_argument("--by", required=True, metavar="NAME", help="who decides (recorded as given; not verified)")
+        sub.add_argument("--note", metavar="TEXT", help="a note (on decline, the model reads it)")
+        sub.add_argument("--agent", metavar="MODULE:ATTR", help="the agent (or factory) that resumes the run")
+        sub.add_argument("--queue", metavar="MODULE:ATTR", help="a Celery app (agent.celery.make_app) to hand it to")
+    sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
+    sub.add_argument("run", metavar="RUN", help="the run id")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print("agent: error: " + " ".join(message.split()), file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 error)."""
+    try:
+        args = build_parser().parse_args(argv)
+        output = args.handler(args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except CliError as exc:
+        return _fail(str(exc))
+    except KeyError as exc:  # RunNotFoundError and friends carry their message as the argument
+        return _fail(str(exc.args[0]) if exc.args else repr(exc))
+    except Exception as exc:  # the law: never a traceback
+        return _fail(f"{type(exc).__name__}: {exc}")
+    try:
+        print(output)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

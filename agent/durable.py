@@ -1,0 +1,132 @@
+"""Durable agent runs: ``Agent.create(..., store=)`` records every run in a run store.
+
+Laws:
+- Every ``agent.run`` with a store creates a stored run (``kind = "agent"``) and
+  advances it one segment: to its pause (``Paused`` carrying ``run_id``) or its end
+  (the final answer). The segment's commits, narrative, checkpoint and question land
+  in one atomic store commit (see ``flowchart.store``).
+- ``resume_run(run_id, decision)`` works in ANY process on an identically built agent:
+  it loads the pause from the store, checks the decision against the request ids the
+  STORE says were answered, then records the answer — the database's
+  ``UNIQUE(run_id, request_id)`` makes a second answer from any process raise
+  ``ResumeDecisionError`` — and only then resumes.
+- Tools see the stored run's id (env ``agent_run_id``), so ``ctx.idempotency_key`` is
+  ``<run_id>:<tool_call_id>`` in every process that (re)runs the call.
+- A run that ends in a refusal (``MessageDeniedError``, ``PolicyHaltError``) or a stage
+  error is recorded ``failed`` with the error, then the error is raised as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from flowchart import RunResult
+from flowchart.store import AlreadyAnsweredError, RunRecord
+from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
+from governance import ResumeDecisionError
+
+from .paused import Paused, check_answer, paused_from
+
+if TYPE_CHECKING:
+    from .builder import Agent
+
+RUN_ID_ENV = "agent_run_id"
+
+
+def _store(agent: Agent) -> Any:
+    if agent.store is None:
+        raise RuntimeError("this agent has no run store: build it with Agent.create(..., store=SqliteStore(path))")
+    return agent.store
+
+
+async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str | Paused:
+    """Record a new run of ``agent`` on ``run_input`` and advance it to its pause or end."""
+    run_id = create(agent, run_input, run_id)
+    return await advance_run(agent, run_id)
+
+
+def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str:
+    """Record a queued (``running``, not yet started) run; return its id."""
+    run_id = run_id or new_run_id()
+    chart = agent.chart
+    store = _store(agent)
+    store.create(run_id, kind="agent", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec)
+    return run_id
+
+
+def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
+    """Check ``decision`` against the stored pause and record it once (the database decides)."""
+    store = _store(agent)
+    record = store.get(run_id)
+    if record.status != "paused" or record.checkpoint is None:
+        raise ResumeDecisionError(
+            f"run '{run_id}' is {record.status}: it is not waiting for an answer"
+            + (" (its pause was answered already)" if record.answered else ""),
+            problem="already-used",
+            request_id=getattr(decision, "request_id", ""),
+            pending_request_id="",
+        )
+    resume_input, request_id = check_answer(record.checkpoint, decision, set(record.answered))
+    try:
+        return store.answer(
+            run_id, record.pause_answer_id(request_id), resume_input, by=getattr(decision, "by", None)
+        )  # fmt: skip
+    except AlreadyAnsweredError as exc:
+        raise ResumeDecisionError(
+            f"{exc}: another process answered it first",
+            problem="already-used",
+            request_id=request_id or "",
+            pending_request_id=request_id or "",
+        ) from None
+
+
+async def resume(agent: Agent, run_id: str, decision: Any) -> str | Paused:
+    """Answer the stored run's pause with ``decision`` (once) and advance it."""
+    answer(agent, run_id, decision)
+    return await advance_run(agent, run_id)
+
+
+async def advance_run(agent: Agent, run_id: str) -> str | Paused:
+    """Run the next segment of a stored agent run (start, or resume with the recorded answer)."""
+    outcome: list[str | Paused] = []
+
+    async def step(record: RunRecord) -> RunResult:
+        recorders = agent._recorders()
+        options: dict[str, Any] = {
+            "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
+            "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,
+        }  # fmt: skip
+        if record.checkpoint is None:
+            result = await agent.chart.arun(record.input, **options)
+        else:
+            result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
+        result.run_id = run_id
+        try:
+            outcome.append(agent._finish(result, recorders))
+        except Exception as exc:
+            raise RefusedOutcome(exc, result) from None
+        return result
+
+    result = await aadvance(_store(agent), run_id, agent.chart.fingerprint, step, output=_final)
+    value = outcome[0]
+    if isinstance(value, Paused):
+        assert result.checkpoint is not None
+        return attrs.evolve(paused_from(result.checkpoint), run_id=run_id)
+    return value
+
+
+def _final(result: RunResult) -> Any:
+    """What a finished agent run stores as its output: the final answer text."""
+    return str(result.state.get("final_content", ""))
+
+
+def paused(agent: Agent, run_id: str) -> Paused:
+    """The stored run's pending pause as a ``Paused`` (``ValueError`` when it is not paused)."""
+    record = _store(agent).get(run_id)
+    if record.status != "paused" or record.checkpoint is None:
+        raise ValueError(f"run '{run_id}' is {record.status}, not paused")
+    return attrs.evolve(paused_from(record.checkpoint), run_id=run_id)
+
+

@@ -1,0 +1,1 @@
+"""Runnable examples (``python -m examples.loan``; ``flowchart show examples.loan:chart``)."""

@@ -1,0 +1,13 @@
+"""``flowchart view``: a trace as one self-contained HTML page.
+
+The chart (SVG laid out in Python), the timeline of commits with the narrative, the
+state at any step (replayed in the page from the commit ops), the diff, the reads, the
+decision, ``why`` chains and the agent panels. See ``docs/viewer.md``.
+"""
+
+from .layout import Layout, layout_spec
+from .page import embed_json, render_page, write_page
+from .payload import build_payload
+from .svg import render_svg
+
+__all__ = ["Layout", "build_payload", "embed_json", "layout_spec", "render_page", "render_svg", "write_page"]

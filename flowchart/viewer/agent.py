@@ -1,0 +1,117 @@
+"""The agent panels' data: model calls, tool results, the ledger, check-ins and pauses.
+
+Law: everything here is READ from the trace — the final (replayed) state's ``history`` and
+``middleware_decisions``, the initial state's ``paused_tool_call`` (a resumed run) and the
+checkpoint's ``pause_data`` (a paused run) — never recomputed or guessed. A value the
+trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
+repaired. ``written_at`` links a history message or ledger row to the first commit whose
+``set`` op on that key made the list that long (``None`` when it came with the initial
+state or was written another way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..commits import Commit
+
+HISTORY = "history"
+LEDGER = "middleware_decisions"
+PAUSED = "paused_tool_call"
+
+
+def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:
+    """For each item of the list at ``key``, the commit index whose ``set`` first made room for it."""
+    size = len(initial) if isinstance(initial, list) else 0
+    out: list[int | None] = [None] * size
+    for commit in commits:
+        for op in commit.trace:
+            if op.path == (key,) and op.verb == "set" and isinstance(op.value, list):
+                out.extend([commit.idx] * max(0, len(op.value) - len(out)))
+                del out[len(op.value) :]
+    return out
+
+
+def model_calls(history: list[Any], at: list[int | None]) -> list[dict[str, Any]]:
+    """One entry per assistant message: the messages new since the last call, the reply, its tool results."""
+    calls: list[dict[str, Any]] = []
+    fresh: list[int] = []
+    for i, message in enumerate(history):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "assistant":
+            calls.append(
+                {"message": i, "inputs": fresh, "seen": i, "results": [], "commit": at[i] if i < len(at) else None}
+            )
+            fresh = []
+        elif message.get("role") == "tool" and calls and _answers(calls[-1], history, message):
+            calls[-1]["results"].append(i)
+        else:
+            fresh.append(i)
+    return calls
+
+
+def _answers(call: dict[str, Any], history: list[Any], message: dict[str, Any]) -> bool:
+    asked = history[call["message"]].get("tool_calls") or []
+    ids = {c.get("id") for c in asked if isinstance(c, dict)}
+    return message.get("tool_call_id") in ids or not ids
+
+
+def _check_in(pause: Any) -> dict[str, Any] | None:
+    if isinstance(pause, dict) and isinstance(pause.get("check_in"), dict):
+        return dict(pause["check_in"])
+    return None
+
+
+def _decision_lines(narrative: Sequence[str] | None) -> list[str]:
+    return [line for line in narrative or () if line.startswith("[emit] checkin.decision")]
+
+
+def agent_panels(
+    final_state: dict[str, Any],
+    initial_state: dict[str, Any],
+    commits: Sequence[Commit],
+    narrative: Sequence[str] | None,
+    pause_data: Any,
+) -> dict[str, Any] | None:
+    """The agent panels' payload, or ``None`` when the run is not an agent run."""
+    if HISTORY not in final_state and LEDGER not in final_state:
+        return None
+    out: dict[str, Any] = {"notes": []}
+    history = final_state.get(HISTORY)
+    if isinstance(history, list):
+        at = written_at(commits, HISTORY, initial_state.get(HISTORY))
+        out["history"] = history
+        out["history_at"] = at
+        out["calls"] = model_calls(history, at)
+    elif HISTORY in final_state:
+        out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
+    ledger = final_state.get(LEDGER)
+    if isinstance(ledger, list):
+        out["ledger"] = ledger
+        out["ledger_at"] = written_at(commits, LEDGER, initial_state.get(LEDGER))
+    elif LEDGER in final_state:
+        out["notes"].append(f"middleware_decisions is not a list in this trace: {str(ledger)[:80]}")
+    request = _check_in(pause_data)
+    if request is not None:
+        out["check_in"] = {"request": request, "status": "pending", "decision": None}
+    elif isinstance(initial_state.get(PAUSED), dict):
+        paused = initial_state[PAUSED]
+        result = None
+        if isinstance(history, list):
+            result = next(
+                (
+                    m
+                    for m in history
+                    if isinstance(m, dict)
+                    and m.get("role") == "tool"
+                    and m.get("tool_call_id") == paused.get("tool_call_id")
+                ),
+                None,
+            )
+        out["resumed"] = {"paused": paused, "decision_lines": _decision_lines(narrative), "result": result}
+    return out
+
+
+__all__ = ["agent_panels", "model_calls", "written_at"]

@@ -1,0 +1,129 @@
+"""The data a viewer page embeds: one JSON-safe dict built from a ``Trace``.
+
+Law: the payload holds only what the trace holds (already redacted) plus what is DERIVED
+from it in Python — the narrative block of each commit, the causal chain of each key at
+the end of the log, the agent panels, visit counts. States are NOT stored per commit:
+the page replays the commit ops itself (the fold ``flowchart.commits.replay`` defines),
+so the payload grows with the log, not with log × state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..trace import Trace
+from .agent import agent_panels
+from .narrative import commit_blocks, decision_line
+
+MAX_WHY_KEYS = 200
+
+
+def stage_kinds(spec: dict[str, Any]) -> dict[str, str]:
+    """Full stage id (``mount/inner`` inside subflows) → ``kind``, for every spec level."""
+    kinds: dict[str, str] = {}
+    pending = [("", spec)]
+    while pending:
+        prefix, current = pending.pop()
+        for stage in current.get("stages", []):
+            kinds[prefix + stage["id"]] = str(stage.get("kind", "stage"))
+            if isinstance(stage.get("subflow"), dict):
+                pending.append((f"{prefix}{stage['id']}/", stage["subflow"]))
+    return kinds
+
+
+def visits_and_taken(trace: Trace) -> tuple[dict[str, int], set[tuple[str, str]]]:
+    """How often each stage ran, and the (source, target) stage pairs that ran back to back."""
+    visits: dict[str, int] = {}
+    taken: set[tuple[str, str]] = set()
+    logs = [trace.commit_log, *(sub.commit_log for sub in trace.subflows.values())]
+    for log in logs:
+        previous: str | None = None
+        for commit in log:
+            visits[commit.stage_id] = visits.get(commit.stage_id, 0) + 1
+            if previous is not None:
+                taken.add((previous, commit.stage_id))
+            previous = commit.stage_id
+    for sub in trace.subflows.values():  # into a subflow: mount → its first inner stage
+        if sub.commit_log:
+            taken.add((sub.mount_id, sub.commit_log[0].stage_id))
+    return visits, taken
+
+
+def _commit_rows(trace: Trace) -> list[list[Any]]:
+    rows = []
+    for c in trace.commit_log:
+        ops = [[list(op.path), op.verb] + ([] if op.verb == "delete" else [op.value]) for op in c.trace]
+        rows.append([c.runtime_stage_id, c.stage, c.stage_id, ops, list(c.reads), list(c.redacted_paths)])
+    return rows
+
+
+def why_chains(trace: Trace, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Each key's causal chain at the end of the log: its text and the commits in it."""
+    out = {}
+    for key in keys:
+        chain = trace.why(key)
+        out[key] = {
+            "text": chain.format() if chain.root is not None else "",
+            "missing": chain.missing,
+            "nodes": [[n.idx, n.runtime_stage_id, n.stage, n.depth, n.linked_by] for n in chain.nodes],
+        }
+    return out
+
+
+def _why_keys(trace: Trace, final: dict[str, Any]) -> tuple[list[str], bool]:
+    written: dict[str, None] = {}
+    for commit in reversed(trace.commit_log):  # the most recently written first
+        for key in commit.written_keys:
+            written.setdefault(key, None)
+    keys = list(written)
+    return sorted(keys[:MAX_WHY_KEYS]), len(keys) > MAX_WHY_KEYS
+
+
+def _subflows(trace: Trace) -> dict[str, Any]:
+    return {
+        rid: {
+            "mount_id": sub.mount_id,
+            "initial": sub.initial_state,
+            "commits": [[c.runtime_stage_id, c.stage, c.stage_id, c.to_dict()["trace"]] for c in sub.commit_log],
+        }
+        for rid, sub in trace.subflows.items()
+    }
+
+
+def build_payload(trace: Trace) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-safe dict (see the module law)."""
+    kinds = stage_kinds(trace.chart_spec)
+    final = trace.final_state
+    spans = commit_blocks(trace.narrative, trace.commit_log, kinds)
+    lines = trace.narrative or []
+    keys, cut = _why_keys(trace, final)
+    checkpoint = trace.checkpoint
+    pause = None
+    if checkpoint is not None:
+        pause = {"stage_id": checkpoint.paused_stage_id, "data": checkpoint.pause_data}
+    return {
+        "meta": {
+            "name": str(trace.chart_spec.get("name", "")),
+            "run_id": trace.run_id,
+            "fingerprint": trace.chart_fingerprint,
+            "library_version": trace.library_version,
+            "paused": trace.paused,
+            "redacted_paths": list(trace.redacted_paths),
+            "why_keys_cut": cut,
+        },
+        "kinds": kinds,
+        "initial": trace.initial_state,
+        "commits": _commit_rows(trace),
+        "narrative": lines,
+        "spans": [list(s) if s is not None else None for s in spans],
+        "decisions": [decision_line(lines, s) for s in spans],
+        "why": why_chains(trace, keys),
+        "subflows": _subflows(trace),
+        "agent": agent_panels(
+            final, trace.initial_state, trace.commit_log, trace.narrative, pause["data"] if pause else None
+        ),
+        "pause": pause,
+    }
+
+
+__all__ = ["build_payload", "stage_kinds", "visits_and_taken", "why_chains"]

@@ -1,0 +1,118 @@
+"""Durable agent runs: ``Agent.create(..., store=)``, ``Paused.run_id``, ``resume_run``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from refund_agent import REFUNDS, refund_agent
+
+from agent import Paused
+from flowchart import replay
+from flowchart.store import RunNotFoundError, RunStore
+from governance import ResumeDecisionError, check_in_approved, check_in_declined
+
+
+@pytest.fixture(autouse=True)
+def _clear_refunds() -> None:
+    REFUNDS.clear()
+
+
+def test_a_paused_agent_run_is_stored_with_its_question(make_store: Callable[[], RunStore]) -> None:
+    """run() returns Paused with run_id; the store holds the check-in request and its evidence."""
+    out = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(out, Paused) and out.run_id is not None and out.check_in is not None
+    record = make_store().get(out.run_id)
+    assert (record.kind, record.status, record.input) == ("agent", "paused", {"input_message": "refund order A-1 150"})
+    assert record.question["kind"] == "check_in"
+    assert record.question["check_in"]["id"] == out.check_in.id
+    assert record.question["check_in"]["evidence"] == out.check_in.evidence.to_dict()
+    assert record.narrative and record.checkpoint == out.checkpoint
+
+
+def test_resume_run_in_another_process_finishes_the_run_once(make_store: Callable[[], RunStore]) -> None:
+    """A freshly built agent on another store view resumes by id; the tool runs once, keyed by run."""
+    paused = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id and paused.check_in
+    final = refund_agent(make_store()).resume_run(paused.run_id, check_in_approved(request=paused.check_in, by="alice"))
+    assert final == "Done: refunded 150.00 on A-1"
+    assert REFUNDS == [f"{paused.run_id}:call-1"]
+    record = make_store().get(paused.run_id)
+    assert (record.status, record.output, record.question) == ("done", final, None)
+    assert record.answered == frozenset({paused.check_in.id})
+    assert [c.idx for c in record.commit_log] == list(range(len(record.commit_log)))
+    assert replay(record.commit_log)["final_content"] == final
+
+
+def test_a_second_answer_raises_resume_decision_error(make_store: Callable[[], RunStore]) -> None:
+    """Answering the same request again, from any process, is refused; the tool does not rerun."""
+    paused = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id and paused.check_in
+    decision = check_in_approved(request=paused.check_in, by="alice")
+    refund_agent(make_store()).resume_run(paused.run_id, decision)
+    with pytest.raises(ResumeDecisionError, match=f"run '{paused.run_id}' is done: it is not waiting") as err:
+        refund_agent(make_store()).resume_run(paused.run_id, check_in_declined(request=paused.check_in, by="bob"))
+    assert err.value.problem == "already-used"
+    assert len(REFUNDS) == 1
+
+
+def test_racing_answers_from_many_processes_resume_once(make_store: Callable[[], RunStore]) -> None:
+    """Six agents (own store connections) answer the same pause at once: one resumes, five are refused."""
+    paused = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id and paused.check_in
+    agents = [refund_agent(make_store()) for _ in range(6)]
+    barrier = threading.Barrier(len(agents))
+    outcomes: list[str] = []
+
+    def answer(n: int) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(str(agents[n].resume_run(paused.run_id, check_in_approved(request=paused.check_in, by=f"u{n}"))))
+        except ResumeDecisionError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=answer, args=(n,)) for n in range(len(agents))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["Done: refunded 150.00 on A-1"] + ["refused"] * 5
+    assert len(REFUNDS) == 1 and make_store().get(paused.run_id).status == "done"
+
+
+def test_a_decline_is_recorded_and_the_tool_never_runs(store: RunStore) -> None:
+    """A declined check-in finishes the run without the refund; the answer id is stored."""
+    agent = refund_agent(store)
+    paused = agent.run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id and paused.check_in
+    final = agent.resume_run(paused.run_id, check_in_declined(request=paused.check_in, by="bob", note="fraud"))
+    assert final == "Done: declined by human: fraud" and REFUNDS == []
+    assert store.get(paused.run_id).answered == frozenset({paused.check_in.id})
+
+
+def test_a_run_without_a_pause_is_stored_done(store: RunStore) -> None:
+    """A small refund needs no check-in: one segment, done, output is the final answer."""
+    out = refund_agent(store).run("refund order A-1 20")
+    assert out == "Done: refunded 20.00 on A-1"
+    (record,) = store.list()
+    assert (record.status, record.output) == ("done", out)
+    assert REFUNDS == [f"{record.run_id}:call-1"]
+
+
+def test_resume_run_of_an_unknown_run_says_so(store: RunStore) -> None:
+    """An unknown run id raises RunNotFoundError naming it."""
+    with pytest.raises(RunNotFoundError, match="no run 'missing'"):
+        refund_agent(store).resume_run("missing", None)
+
+
+def test_a_non_decision_answer_is_refused_before_anything_is_recorded(store: RunStore) -> None:
+    """A consent pause answered with a plain value raises DecisionRequiredError; the run stays paused."""
+    from governance import DecisionRequiredError
+
+    agent = refund_agent(store)
+    paused = agent.run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id
+    with pytest.raises(DecisionRequiredError, match="answered with a DECISION"):
+        agent.resume_run(paused.run_id, "yes")
+    assert store.get(paused.run_id).status == "paused" and store.get(paused.run_id).answered == frozenset()

@@ -1,0 +1,132 @@
+"""The ``agent runs`` command line, on a SQLite store (in-process and as a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from refund_agent import REFUNDS, refund_agent
+
+from agent import Paused
+from agent.cli import main
+from flowchart import Trace
+from flowchart.store import SqliteStore
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A SQLite run store with one paused refund run and one finished run; $RUNS_DB points at it."""
+    path = str(tmp_path / "runs.db")
+    monkeypatch.setenv("RUNS_DB", path)
+    monkeypatch.delenv("AGENT_RUNS_DB", raising=False)
+    monkeypatch.delenv("AGENT_RUNS_DSN", raising=False)
+    REFUNDS.clear()
+    agent = refund_agent(SqliteStore(path))
+    paused = agent.run("refund order A-1 150")
+    assert isinstance(paused, Paused)
+    agent.run("refund order A-1 20")
+    return path
+
+
+def _paused_id(db: str) -> str:
+    (record,) = SqliteStore(db).list(status="paused")
+    return record.run_id
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_shows_runs_and_filters_by_status(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """list prints a header and a line per run; --status paused shows the check-in question."""
+    code, out, _ = _run(capsys, "runs", "list", "--db", db)
+    assert code == 0 and out.splitlines()[0].startswith("RUN") and len(out.splitlines()) == 3
+    code, out, _ = _run(capsys, "runs", "list", "--status", "paused", "--db", db)
+    (line,) = out.splitlines()[1:]
+    assert line.startswith(_paused_id(db)) and 'check-in: refund {"amount": 150.0, "order_id": "A-1"}' in line
+
+
+def test_show_prints_question_evidence_and_narrative(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """show prints the pending request, its evidence pack and the narrative so far."""
+    run_id = _paused_id(db)
+    code, out, _ = _run(capsys, "runs", "show", run_id, "--db", db)
+    assert code == 0
+    assert f"run {run_id} (agent): paused" in out and "question: check-in: refund" in out
+    assert "evidence:" in out and "narrative:" in out
+    code, out, _ = _run(capsys, "runs", "show", run_id, "--db", db, "--json")
+    data = json.loads(out)
+    assert data["status"] == "paused" and data["question"]["check_in"]["evidence"]
+
+
+def test_approve_resumes_with_the_agent_and_records_by(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """approve --by --agent resumes the run; the answer is recorded once."""
+    run_id = _paused_id(db)
+    argv = ["runs", "approve", run_id, "--by", "alice", "--note", "ok", "--agent", "refund_agent:refund_agent", "--db", db]
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0 and out.strip() == f"run {run_id}: approved by alice; done: Done: refunded 150.00 on A-1"
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and err.strip() == f"agent: error: run '{run_id}' is done: it is not waiting for an answer"
+    assert REFUNDS == [f"{run_id}:call-1"]
+
+
+def test_decline_resumes_without_running_the_tool(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """decline --note lets the model read the note; the refund never runs."""
+    run_id = _paused_id(db)
+    code, out, _ = _run(capsys, "runs", "decline", run_id, "--by", "bob", "--note", "fraud", "--agent", "refund_agent:refund_agent")
+    assert code == 0 and out.strip().endswith("done: Done: declined by human: fraud")
+    assert REFUNDS == [f"{SqliteStore(db).list(status='done')[-1].run_id}:call-1"]
+
+
+def test_trace_feeds_flowchart_why(db: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """trace writes a valid trace file that `flowchart why` explains."""
+    from flowchart.cli import main as flowchart_main
+
+    run_id = _paused_id(db)
+    code, out, _ = _run(capsys, "runs", "trace", run_id, "--db", db)
+    assert code == 0 and Trace.from_json(out).paused
+    (tmp_path / "run.trace.json").write_text(out)
+    assert flowchart_main(["why", str(tmp_path / "run.trace.json"), "paused_tool_call"]) == 0
+    assert "paused_tool_call" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["runs", "show", "nope"], "no run 'nope' in run store"),
+        (["runs", "approve", "nope", "--by", "x"], "approve resumes the run, so it needs the agent"),
+        (["runs", "approve", "nope", "--by", "x", "--agent", "nomod:x"], "cannot import 'nomod'"),
+        (["runs", "approve", "nope", "--by", "x", "--agent", "refund_agent:REFUND"], "is a Tool, not an Agent"),
+        (["runs", "list", "--status", "stuck"], "argument --status: invalid choice: 'stuck'"),
+        (["runs", "list", "--db", "/nonexistent/x.db"], "no run store at /nonexistent/x.db"),
+    ],
+)
+def test_mistakes_are_one_line_exit_2(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str
+) -> None:
+    """Every mistake is one 'agent: error:' line on stderr and exit status 2."""
+    monkeypatch.setenv("AGENT_RUNS_DB", db)
+    monkeypatch.delenv("AGENT_SPEC", raising=False)
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("agent: error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_console_script_answers_from_another_process(db: str, tmp_path: Path) -> None:
+    """A real `agent` process approves a run paused by this one; a second approval is refused."""
+    run_id = _paused_id(db)
+    env = {**os.environ, "PYTHONPATH": str(HERE), "REFUND_LOG": str(tmp_path / "refunds.log")}
+    argv = [sys.executable, "-m", "agent.cli", "runs", "approve", run_id, "--by", "carol", "--agent", "refund_agent:refund_agent", "--db", db]
+    first = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    second = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 2 and second.stderr.startswith("agent: error:") and "Traceback" not in second.stderr
+    assert (tmp_path / "refunds.log").read_text().splitlines() == [f"{run_id}:call-1"]
+    assert SqliteStore(db).get(run_id).status == "done"
