@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
     parser = _Parser(prog="agent", description="Operate durable agent runs.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
-    runs = groups.add_parser("runs", help="list, show, answer and export stored runs", parser_class=_Parser)
+    runs = groups.add_parser("runs", help="list, show, answer and export stored runs")
     commands = runs.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Any, text: str) -> argparse.ArgumentParser:

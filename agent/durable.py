@@ -128,5 +128,3 @@ def paused(agent: Agent, run_id: str) -> Paused:
     if record.status != "paused" or record.checkpoint is None:
         raise ValueError(f"run '{run_id}' is {record.status}, not paused")
     return attrs.evolve(paused_from(record.checkpoint), run_id=run_id)
-
-

@@ -101,11 +101,20 @@ def _specs_deepest_first(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]
 
 
 def _edges(spec: dict[str, Any], prefix: str) -> list[Edge]:
+    """Edges of one spec. A decider's or fork's ``next`` is where its branches JOIN: it is
+    drawn from every branch that neither continues nor loops (from the stage itself when
+    none qualifies)."""
+    by_id = {stage["id"]: stage for stage in spec.get("stages", [])}
     edges = []
     for stage in spec.get("stages", []):
         sid = prefix + stage["id"]
+        fanned = [*(stage.get("branches") or {}).values(), *(stage.get("children") or ())]
         if "next" in stage:
-            edges.append(Edge(sid, prefix + stage["next"], "next"))
+            ends = [t for t in fanned if t in by_id and "next" not in by_id[t] and "loop_to" not in by_id[t]]
+            if ends:
+                edges.extend(Edge(prefix + t, prefix + stage["next"], "next") for t in dict.fromkeys(ends))
+            else:
+                edges.append(Edge(sid, prefix + stage["next"], "next"))
         if "loop_to" in stage:
             edges.append(Edge(sid, prefix + stage["loop_to"], "loop"))
         for bid, target in (stage.get("branches") or {}).items():

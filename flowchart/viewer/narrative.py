@@ -2,7 +2,7 @@
 
 Law: a trace keeps its narrative as plain lines, so the mapping is a best-effort parse
 that never invents text. At subflow depth 0 a block starts at ``Stage N:`` (a stage or a
-decider), ``Entering ...`` (a subflow mount: everything up to the matching ``Exiting``
+decider), ``Execution paused at`` (the paused stage tells nothing else), ``Entering ...`` (a subflow mount: everything up to the matching ``Exiting``
 line belongs to it), ``[Selected]:`` or ``[Parallel]:``; an ``On pass N ...`` line
 starts the block that follows it; lines before the first block join the first block.
 Blocks are paired with commits in order, a block of the wrong shape for a commit (a
@@ -35,7 +35,7 @@ class Block:
 
 
 def _shape(line: str) -> str | None:
-    if _STAGE.match(line):
+    if _STAGE.match(line) or line.startswith("Execution paused at "):
         return "stage"
     if line.startswith("Entering "):
         return "subflow"

@@ -82,6 +82,7 @@ def render_page(trace: Trace) -> str:
   </section>
   <section id="step-pane" aria-label="selected step"></section>
   <section id="side-pane" aria-label="why and agent">
+    <div id="run-panel"></div>
     <div id="why-panel" hidden></div>
     <div id="pause-panel" hidden></div>
     <div id="agent-panel" hidden></div>

@@ -112,6 +112,7 @@ def build_payload(trace: Trace) -> dict[str, Any]:
             "why_keys_cut": cut,
         },
         "kinds": kinds,
+        "run_input": trace.run_input,
         "initial": trace.initial_state,
         "commits": _commit_rows(trace),
         "narrative": lines,

@@ -17,6 +17,7 @@ from .layout import CHAR_W, GLYPH, MAX_W, Edge, Layout, Node, box_label
 
 MARGIN = 24
 LOOP_STEP = 10
+LABEL_T = 0.62
 
 Box = tuple[float, float, float, float]
 
@@ -71,16 +72,20 @@ def _loop_x(boxes: dict[str, tuple[Node, Box]], src: Box, tgt: Box, left: bool, 
     return max(b[0] + b[2] for b in span) + 16 + LOOP_STEP * k
 
 
-def _edge_svg(edge: Edge, src: Box, tgt: Box, path: str, taken: bool) -> str:
+def _edge_svg(edge: Edge, path: str, taken: bool, label_at: tuple[float, float] | None) -> str:
     cls = f"edge {edge.kind}" + (" taken" if taken else "")
     marker = "arrow-taken" if taken else "arrow"
     out = [f'<path class="{cls}" d="{path}" marker-end="url(#{marker})"/>']
-    if edge.label is not None:
-        lx = (src[0] + src[2] / 2 + tgt[0] + tgt[2] / 2) / 2
-        ly = (src[1] + src[3] + tgt[1]) / 2 + 4
+    if edge.label is not None and label_at is not None:
         lcls = "edge-label" + (" taken" if taken else "")
-        out.append(f'<text class="{lcls}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle">{_q(edge.label)}</text>')
+        x, y = label_at
+        out.append(f'<text class="{lcls}" x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle">{_q(edge.label)}</text>')
     return "".join(out)
+
+
+def _bezier(p0: float, p1: float, p2: float, p3: float, t: float) -> float:
+    u = 1 - t
+    return u * u * u * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * p3
 
 
 def render_svg(
@@ -116,11 +121,12 @@ def render_svg(
             highs.append(xr)
             path = f"M{x0:.1f},{src[1] + src[3] / 2:.1f} H{xr:.1f} V{tgt[1] + tgt[3] / 2:.1f} H{x1:.1f}"
             loop_edge = Edge(edge.source, edge.target, "loop", edge.label)
-            edge_parts.append(_edge_svg(loop_edge, src, tgt, path, is_taken))
+            edge_parts.append(_edge_svg(loop_edge, path, is_taken, (xr, (src[1] + tgt[1]) / 2)))
             continue
         dy = max(12.0, (ty - sy) / 2)
         path = f"M{sx:.1f},{sy:.1f} C{sx:.1f},{sy + dy:.1f} {tx:.1f},{ty - dy:.1f} {tx:.1f},{ty:.1f}"
-        edge_parts.append(_edge_svg(edge, src, tgt, path, is_taken))
+        at = (_bezier(sx, sx, tx, tx, LABEL_T), _bezier(sy, sy + dy, ty - dy, ty, LABEL_T))
+        edge_parts.append(_edge_svg(edge, path, is_taken, at))
     min_x, max_x = min(lows) - MARGIN, max(highs) + MARGIN
     width, height = max_x - min_x, layout.height + 2 * MARGIN
     ordered = sorted(boxes.values(), key=lambda item: item[0].inner is None)  # boxes under their stages

@@ -392,7 +392,7 @@ async def test_async_halves_pause_and_resume() -> None:
         scope.got = given
 
     chart = flow_chart("Ask", Pausable(execute, resume), "ask").build()
-    paused = chart.run()
+    paused = await chart.arun()
     assert paused.paused and paused.output == "wait"
     done = await chart.aresume(Checkpoint.from_json(paused.checkpoint.to_json()), 42)  # type: ignore[union-attr]
     assert done.state == {"asked": True, "got": 42}

@@ -29,7 +29,9 @@ class RefundBot:
             return LLMResponse(content=f"Done: {tool_results[-1]}")
         text = next(m["content"] for m in req.messages if m["role"] == "user")
         amount = float(text.rsplit(" ", 1)[-1]) if text.rsplit(" ", 1)[-1].replace(".", "").isdigit() else 150.0
-        return LLMResponse(content="", tool_calls=(ToolCall("call-1", "refund", {"order_id": "A-1", "amount": amount}),))
+        return LLMResponse(
+            content="", tool_calls=(ToolCall("call-1", "refund", {"order_id": "A-1", "amount": amount}),)
+        )
 
 
 def issue_refund(args: dict[str, Any], ctx: Any) -> str:

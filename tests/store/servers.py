@@ -67,7 +67,9 @@ def postgres_server(max_connections: int = 200) -> Iterator[str]:
             f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
             f"-c full_page_writes=off -c max_connections={max_connections}"
         )
-        start = run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(tmp / "log"), "-w", "-t", "60", "start")
+        start = run(
+            str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(tmp / "log"), "-w", "-t", "60", "start"
+        )
         if start.returncode != 0:
             log = (tmp / "log").read_text() if (tmp / "log").exists() else ""
             raise ServerUnavailable(f"pg_ctl start failed: {start.stderr.strip()} {log[-400:]}")

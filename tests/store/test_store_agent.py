@@ -37,7 +37,7 @@ def test_resume_run_in_another_process_finishes_the_run_once(make_store: Callabl
     assert isinstance(paused, Paused) and paused.run_id and paused.check_in
     final = refund_agent(make_store()).resume_run(paused.run_id, check_in_approved(request=paused.check_in, by="alice"))
     assert final == "Done: refunded 150.00 on A-1"
-    assert REFUNDS == [f"{paused.run_id}:call-1"]
+    assert [f"{paused.run_id}:call-1"] == REFUNDS
     record = make_store().get(paused.run_id)
     assert (record.status, record.output, record.question) == ("done", final, None)
     assert record.answered == frozenset({paused.check_in.id})
@@ -68,7 +68,9 @@ def test_racing_answers_from_many_processes_resume_once(make_store: Callable[[],
     def answer(n: int) -> None:
         barrier.wait()
         try:
-            outcomes.append(str(agents[n].resume_run(paused.run_id, check_in_approved(request=paused.check_in, by=f"u{n}"))))
+            outcomes.append(
+                str(agents[n].resume_run(paused.run_id, check_in_approved(request=paused.check_in, by=f"u{n}")))
+            )
         except ResumeDecisionError:
             outcomes.append("refused")
 
@@ -97,7 +99,7 @@ def test_a_run_without_a_pause_is_stored_done(store: RunStore) -> None:
     assert out == "Done: refunded 20.00 on A-1"
     (record,) = store.list()
     assert (record.status, record.output) == ("done", out)
-    assert REFUNDS == [f"{record.run_id}:call-1"]
+    assert [f"{record.run_id}:call-1"] == REFUNDS
 
 
 def test_resume_run_of_an_unknown_run_says_so(store: RunStore) -> None:

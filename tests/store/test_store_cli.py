@@ -31,6 +31,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     paused = agent.run("refund order A-1 150")
     assert isinstance(paused, Paused)
     agent.run("refund order A-1 20")
+    REFUNDS.clear()
     return path
 
 
@@ -69,20 +70,34 @@ def test_show_prints_question_evidence_and_narrative(db: str, capsys: pytest.Cap
 def test_approve_resumes_with_the_agent_and_records_by(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """approve --by --agent resumes the run; the answer is recorded once."""
     run_id = _paused_id(db)
-    argv = ["runs", "approve", run_id, "--by", "alice", "--note", "ok", "--agent", "refund_agent:refund_agent", "--db", db]
+    argv = [
+        "runs",
+        "approve",
+        run_id,
+        "--by",
+        "alice",
+        "--note",
+        "ok",
+        "--agent",
+        "refund_agent:refund_agent",
+        "--db",
+        db,
+    ]
     code, out, _ = _run(capsys, *argv)
     assert code == 0 and out.strip() == f"run {run_id}: approved by alice; done: Done: refunded 150.00 on A-1"
     code, _, err = _run(capsys, *argv)
     assert code == 2 and err.strip() == f"agent: error: run '{run_id}' is done: it is not waiting for an answer"
-    assert REFUNDS == [f"{run_id}:call-1"]
+    assert [f"{run_id}:call-1"] == REFUNDS
 
 
 def test_decline_resumes_without_running_the_tool(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """decline --note lets the model read the note; the refund never runs."""
     run_id = _paused_id(db)
-    code, out, _ = _run(capsys, "runs", "decline", run_id, "--by", "bob", "--note", "fraud", "--agent", "refund_agent:refund_agent")
+    code, out, _ = _run(
+        capsys, "runs", "decline", run_id, "--by", "bob", "--note", "fraud", "--agent", "refund_agent:refund_agent"
+    )
     assert code == 0 and out.strip().endswith("done: Done: declined by human: fraud")
-    assert REFUNDS == [f"{SqliteStore(db).list(status='done')[-1].run_id}:call-1"]
+    assert REFUNDS == []
 
 
 def test_trace_feeds_flowchart_why(db: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -123,7 +138,20 @@ def test_the_console_script_answers_from_another_process(db: str, tmp_path: Path
     """A real `agent` process approves a run paused by this one; a second approval is refused."""
     run_id = _paused_id(db)
     env = {**os.environ, "PYTHONPATH": str(HERE), "REFUND_LOG": str(tmp_path / "refunds.log")}
-    argv = [sys.executable, "-m", "agent.cli", "runs", "approve", run_id, "--by", "carol", "--agent", "refund_agent:refund_agent", "--db", db]
+    argv = [
+        sys.executable,
+        "-m",
+        "agent.cli",
+        "runs",
+        "approve",
+        run_id,
+        "--by",
+        "carol",
+        "--agent",
+        "refund_agent:refund_agent",
+        "--db",
+        db,
+    ]
     first = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
     second = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
     assert first.returncode == 0, first.stderr

@@ -38,7 +38,9 @@ def _paused_segment(amount: int = 10) -> Segment:
 
 def test_a_created_run_is_running_with_its_input_and_no_commits(store: RunStore) -> None:
     """create records a running run: input, fingerprint, chart spec, timestamps, empty log."""
-    record = store.create("r1", kind="chart", chart_fingerprint=CHART.fingerprint, input={"amount": 3}, chart_spec=CHART.spec)
+    record = store.create(
+        "r1", kind="chart", chart_fingerprint=CHART.fingerprint, input={"amount": 3}, chart_spec=CHART.spec
+    )
     assert (record.run_id, record.status, record.kind, record.input) == ("r1", "running", "chart", {"amount": 3})
     assert record.commit_log == () and record.checkpoint is None and record.question is None
     assert record.chart_spec == CHART.spec and record.next_seq == 0 and record.next_step == "start"
@@ -136,7 +138,7 @@ def test_list_filters_by_status_newest_first(store: RunStore) -> None:
     store.commit("a", _paused_segment())
     store.commit("c", _paused_segment())
     assert [r.run_id for r in store.list(status="paused")] == ["c", "a"]
-    assert [r.run_id for r in store.list()][0] == "c"
+    assert next(r.run_id for r in store.list()) == "c"
     assert len(store.list(limit=2)) == 2
     assert [r.run_id for r in store.list(status="running")] == ["b"]
     with pytest.raises(ValueError, match="unknown run status 'stuck'"):

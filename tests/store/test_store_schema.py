@@ -64,7 +64,10 @@ def test_commit_rows_grow_with_the_diff_not_the_state(tmp_path: Path) -> None:
     result = builder.build().run(store=store)
     store.close()
     with sqlite3.connect(tmp_path / "runs.db") as raw:
-        sizes = [n for (n,) in raw.execute("SELECT LENGTH(body) FROM commits WHERE run_id = ? ORDER BY seq", (result.run_id,))]
+        sizes = [
+            n
+            for (n,) in raw.execute("SELECT LENGTH(body) FROM commits WHERE run_id = ? ORDER BY seq", (result.run_id,))
+        ]
     assert len(sizes) == 41 and sizes[0] > 100_000
     assert max(sizes[1:]) < 400 and sum(sizes) < 100_000 + 41 * 400
 

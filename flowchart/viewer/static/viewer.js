@@ -270,6 +270,10 @@
   }
   if (M.why_keys_cut) picker.title = "only the 200 most recently written keys are listed";
 
+  $("run-panel").append(section("Run", el("p", null, el("b", null, "input "), valueView(P.run_input)),
+    el("p", { class: "muted" }, `chart ${M.fingerprint.slice(0, 16)}… · initial state: ${Object.keys(P.initial).length} keys`),
+    el("p", { class: "muted" }, "Pick a key under “why” (or click a read) to see the commits behind its value.")));
+
   // -- pause and agent panels ------------------------------------------------------------------
   function msgView(m, i, at) {
     if (!isObj(m)) return el("li", null, valueView(m));
