@@ -241,6 +241,14 @@ class Agent:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
 
+    def submit(self, message: str, identity: Any = None, *, app: Any = None) -> str:
+        """Queue a run for Celery workers (``agent.celery``): record it in the store and
+        enqueue ``advance_run``; returns the run id (``app`` defaults to the newest
+        ``make_app`` of this process)."""
+        from .celery import submit
+
+        return submit(self, message, identity, app=app)
+
     async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """``resume_run`` inside the caller's event loop."""
         return await durable.resume(self, run_id, decision)

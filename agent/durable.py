@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart import RunResult
-from flowchart.store import AlreadyAnsweredError, RunRecord
+from flowchart.chart import drive, run_coroutine
+from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import ResumeDecisionError
 
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE
 from .paused import Paused, check_answer, paused_from
 
 if TYPE_CHECKING:
@@ -39,6 +41,23 @@ def _store(agent: Agent) -> Any:
     if agent.store is None:
         raise RuntimeError("this agent has no run store: build it with Agent.create(..., store=SqliteStore(path))")
     return agent.store
+
+
+def make_input(message: Any, identity: Any = None) -> dict[str, Any]:
+    """The run input of a turn on ``message`` (refusing a blank message)."""
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError("agent.run(message): the message must be a non-empty string")
+    run_input: dict[str, Any] = {STATE_INPUT_MESSAGE: message}
+    if identity is not None:
+        run_input[STATE_INPUT_IDENTITY] = identity
+    return run_input
+
+
+def advance_now(agent: Agent, run_id: str) -> str | Paused:
+    """``advance_run`` from synchronous code (a worker): drives the coroutine to the end."""
+    if agent.config.needs_event_loop:
+        return run_coroutine(lambda _c: advance_run(agent, run_id), True)
+    return drive(advance_run(agent, run_id))
 
 
 async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str | Paused:
@@ -58,7 +77,11 @@ def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -
 
 def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
     """Check ``decision`` against the stored pause and record it once (the database decides)."""
-    store = _store(agent)
+    return answer_in(_store(agent), run_id, decision)
+
+
+def answer_in(store: RunStore, run_id: str, decision: Any) -> RunRecord:
+    """``answer`` on a store directly (no agent needed: the pause is in the checkpoint)."""
     record = store.get(run_id)
     if record.status != "paused" or record.checkpoint is None:
         raise ResumeDecisionError(

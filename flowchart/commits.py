@@ -3,7 +3,9 @@
 Laws:
 - A commit holds the stage's NET change as ordered ops: ``set`` (the whole value at a
   path), ``merge`` (a nested dict patch: dicts merge recursively, anything else
-  replaces) and ``delete`` (the key is removed). Paths are lists of keys from the top of
+  replaces), ``append`` (items added to the end of a list: the op carries only the new
+  tail, so a log grows with what each stage added, not with the list) and ``delete``
+  (the key is removed). Paths are lists of keys from the top of
   the state (``["runs", "a", "x"]`` for a fork child's write).
 - Folding the log over the initial state reproduces the live state exactly: ``replay``
   and the engine apply ops through the same ``apply_op``.
@@ -19,7 +21,7 @@ from typing import Any, Literal
 
 import attrs
 
-Verb = Literal["set", "merge", "delete"]
+Verb = Literal["set", "merge", "append", "delete"]
 
 
 @attrs.frozen(slots=True)
@@ -123,6 +125,9 @@ def apply_op(state: dict[str, Any], op: Op) -> None:
         key = path[0]
         if op.verb == "set":
             state[key] = op.value
+        elif op.verb == "append":
+            current = state.get(key)
+            state[key] = [*current, *op.value] if isinstance(current, list) else list(op.value)
         elif op.verb == "merge":
             state[key] = merge_value(state.get(key), op.value) if key in state else op.value
         else:

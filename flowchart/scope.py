@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from .commits import Op, apply_op
 from .errors import ReadonlyInputError, ScopeWriteError
-from .tracked import Owner, TrackedDict, TrackedList, plain, wrap
+from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
 from .values import NotJsonSafe, copy_json, same_json
 
 _MISSING: Any = object()
@@ -89,8 +89,8 @@ class Transaction:
         #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
         self.hides: Any = None
         self._working: dict[str, Any] = {}
-        # key -> True when the key must commit as a set (no merge allowed)
-        self._touched: dict[str, bool] = {}
+        # key -> bit mask of the changes made to it (tracked.MERGE | APPEND | SET)
+        self._touched: dict[str, int] = {}
         self._reads: dict[str, None] = {}
 
     # -- committed lookups --------------------------------------------------------------
@@ -126,18 +126,23 @@ class Transaction:
                 raise KeyError(key)
             kind = type(value)
             if kind is dict or kind is list:
-                value = wrap(value, Owner(key, self._touch, self._reject))
-                self._working[key] = value
+                value = self._view(key, value)
         elif value is _DELETED:
             raise KeyError(key)
         elif type(value) is dict or type(value) is list:
-            value = wrap(value, Owner(key, self._touch, self._reject))
-            self._working[key] = value
+            value = self._view(key, value)
         if key not in self._reads:
             self._reads[key] = None
         if self.observer is not None:
             self.observer.read(key, value)
         return value
+
+    def _view(self, key: str, value: Any) -> Any:
+        view = wrap(value, Owner(key, self._touch, self._reject))
+        if type(view) is TrackedList:
+            view._fc_root = True
+        self._working[key] = view
+        return view
 
     def has(self, key: str) -> bool:
         """True when ``key`` holds a value (an untracked existence check)."""
@@ -158,7 +163,7 @@ class Transaction:
         except NotJsonSafe as exc:
             raise self._not_json_safe(key, exc) from None
         self._working[key] = copied
-        self._touched[key] = True
+        self._touched[key] = SET
         if self.observer is not None:
             self.observer.write(key, copied, "set")
 
@@ -172,7 +177,7 @@ class Transaction:
         if not self.has(key):
             raise KeyError(key)
         self._working[key] = _DELETED
-        self._touched[key] = True
+        self._touched[key] = SET
         if self.observer is not None:
             self.observer.write(key, None, "delete")
 
@@ -223,15 +228,15 @@ class Transaction:
         return tuple(self._reads)
 
     # -- tracking callbacks -----------------------------------------------------------------
-    def _touch(self, key: str, set_only: bool) -> None:
+    def _touch(self, key: str, change: int) -> None:
         if key in self.readonly:
             raise ReadonlyInputError(
                 f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
                 key=key,
             )
-        self._touched[key] = self._touched.get(key, False) or set_only
+        self._touched[key] = self._touched.get(key, 0) | change
         if self.observer is not None:
-            self.observer.write(key, self._working.get(key), "set" if set_only else "update")
+            self.observer.write(key, self._working.get(key), "update" if change == MERGE else "set")
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)
@@ -251,7 +256,7 @@ class Transaction:
         if not self._touched:
             return ops
         prefix = self.namespace
-        for key, set_only in self._touched.items():
+        for key, change in self._touched.items():
             new = self._working[key]
             old = self._own_committed(key)
             path = (*prefix, key)
@@ -262,7 +267,11 @@ class Transaction:
             new = plain(new)
             if old is not _MISSING and same_json(old, new):
                 continue
-            patch = _dict_patch(old, new) if not set_only and type(old) is dict and type(new) is dict else None
+            if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
+                # only appends to the list itself: the op carries the tail, not the whole list
+                ops.append(Op(path, "append", new[len(old) :]))
+                continue
+            patch = _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
             if patch is not None:
                 ops.append(Op(path, "merge", patch))
             else:

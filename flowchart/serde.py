@@ -59,7 +59,7 @@ def _strict(kind: type) -> Any:
     def hook(value: Any, _type: Any) -> Any:
         if type(value) is not kind and not (kind is float and type(value) is int):
             raise Expected(f"expected {_JSON_NAMES[kind]}, got {json_type(value)}")
-        return value
+        return float(value) if kind is float else value  # type: ignore[arg-type]  # JSON may write 1.0 as 1
 
     return hook
 

@@ -317,6 +317,8 @@ def _check_log(log: list[Commit], where: str) -> None:
                 raise _refuse("an op path must not be empty", f"{where}[{position}].trace[{n}].path")
             if op.verb == "delete" and op.value is not None:
                 raise _refuse("a delete op carries no value", f"{where}[{position}].trace[{n}].value")
+            if op.verb == "append" and not isinstance(op.value, list):
+                raise _refuse("an append op carries a list", f"{where}[{position}].trace[{n}].value")
 
 
 def _check_consistency(trace: Trace) -> None:

@@ -21,8 +21,13 @@ from typing import Any, SupportsIndex
 
 from .values import NotJsonSafe, copy_json
 
-#: ``touch(key, set_only)``: tells the owning transaction that ``key`` changed
-Touch = Callable[[str, bool], None]
+#: what kind of change a view made (a bit mask, so a stage's changes combine)
+MERGE = 1  # a dict key assigned: the top-level key may commit as a merge patch
+APPEND = 2  # items appended to the top-level list itself: it may commit as an append of the tail
+SET = 4  # anything else: the top-level key commits as a set of its whole new value
+
+#: ``touch(key, change)``: tells the owning transaction that ``key`` changed
+Touch = Callable[[str, int], None]
 
 
 def _checked(owner: Owner, value: Any) -> Any:
@@ -47,9 +52,9 @@ class Owner:
         """Refuse a non-JSON-safe value put into a view under this key (raises, naming the key)."""
         self._reject(self.key, exc)
 
-    def changed(self, set_only: bool) -> None:
-        """Record that a view under this key changed (``set_only`` forbids a merge commit)."""
-        self.touch(self.key, set_only)
+    def changed(self, change: int) -> None:
+        """Record that a view under this key changed (``MERGE``, ``APPEND`` or ``SET``)."""
+        self.touch(self.key, change)
 
 
 def wrap(value: Any, owner: Owner) -> Any:
@@ -120,11 +125,11 @@ class TrackedDict(dict):
         if type(key) is not str:
             self._fc_owner.reject(NotJsonSafe(f"a non-string dict key {key!r}", ""))
         dict.__setitem__(self, key, _checked(self._fc_owner, value))
-        self._fc_owner.changed(False)
+        self._fc_owner.changed(MERGE)
 
     def __delitem__(self, key: str) -> None:
         dict.__delitem__(self, key)
-        self._fc_owner.changed(True)
+        self._fc_owner.changed(SET)
 
     def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
@@ -142,7 +147,7 @@ class TrackedDict(dict):
     def pop(self, key: str, *default: Any) -> Any:
         if key in self:
             value = plain(dict.pop(self, key))
-            self._fc_owner.changed(True)
+            self._fc_owner.changed(SET)
             return value
         if default:
             return default[0]
@@ -150,13 +155,13 @@ class TrackedDict(dict):
 
     def popitem(self) -> tuple[str, Any]:
         key, value = dict.popitem(self)
-        self._fc_owner.changed(True)
+        self._fc_owner.changed(SET)
         return key, plain(value)
 
     def clear(self) -> None:
         if self:
             dict.clear(self)
-            self._fc_owner.changed(True)
+            self._fc_owner.changed(SET)
 
     def copy(self) -> dict[str, Any]:
         """A plain deep copy (changes to it are not tracked)."""
@@ -175,12 +180,14 @@ class TrackedDict(dict):
 class TrackedList(list):
     """A list read from the scope: reads wrap items lazily; every change is a ``set``."""
 
-    __slots__ = ("_fc_owner", "_fc_wrapped")
+    __slots__ = ("_fc_owner", "_fc_root", "_fc_wrapped")
 
     def __init__(self, data: Iterable[Any], owner: Owner) -> None:
         list.__init__(self, data)
         self._fc_owner = owner
         self._fc_wrapped = False
+        #: True for the top-level list of a key (appends to it may commit as an append)
+        self._fc_root = False
 
     # -- reads ---------------------------------------------------------------------
     def _child(self, index: int, value: Any) -> Any:
@@ -210,17 +217,20 @@ class TrackedList(list):
         self._wrap_all()
         return list.__reversed__(self)
 
-    # -- writes (each one is a set of the top-level key) -------------------------------
+    # -- writes: appends to the top-level list are appends; every other change is a set --
     def _changed(self) -> None:
-        self._fc_owner.changed(True)
+        self._fc_owner.changed(SET)
+
+    def _appended(self) -> None:
+        self._fc_owner.changed(APPEND if self._fc_root else SET)
 
     def append(self, value: Any) -> None:
         list.append(self, _checked(self._fc_owner, value))
-        self._changed()
+        self._appended()
 
     def extend(self, values: Iterable[Any]) -> None:
         list.extend(self, [_checked(self._fc_owner, v) for v in values])
-        self._changed()
+        self._appended()
 
     def __iadd__(self, values: Iterable[Any]) -> TrackedList:  # type: ignore[misc]
         self.extend(values)

@@ -256,7 +256,7 @@ BROKEN = [
      f"expected a list, got a string @ {CL}[0].reads"),
     (_pop(["commit_log", 0, "reads"]), f"{CL}[0].reads", f"required key missing @ {CL}[0].reads"),
     (_set(["commit_log", 0, "trace", 0, "verb"], "put"), f"{CL}[0].trace[0].verb",
-     f"expected one of 'set', 'merge', 'delete', got 'put' @ {CL}[0].trace[0].verb"),
+     f"expected one of 'set', 'merge', 'append', 'delete', got 'put' @ {CL}[0].trace[0].verb"),
     (_set(["commit_log", 0, "trace", 0, "path"], []), f"{CL}[0].trace[0].path",
      f"an op path must not be empty @ {CL}[0].trace[0].path"),
     (_set(["commit_log", 0, "trace", 0, "extra"], 1), f"{CL}[0].trace[0]",
@@ -307,9 +307,11 @@ NAMES = st.text("abcxyz_", min_size=1, max_size=6)
 @st.composite
 def ops(draw: st.DrawFn) -> Op:
     """One op: a non-empty path, a verb, a value (none for delete)."""
-    verb = draw(st.sampled_from(["set", "merge", "delete"]))
+    verb = draw(st.sampled_from(["set", "merge", "append", "delete"]))
     path = tuple(draw(st.lists(NAMES, min_size=1, max_size=3)))
-    return Op(path, verb, None if verb == "delete" else draw(JSON))
+    if verb == "delete":
+        return Op(path, verb, None)
+    return Op(path, verb, draw(st.lists(JSON, max_size=3)) if verb == "append" else draw(JSON))
 
 
 @st.composite

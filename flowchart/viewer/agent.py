@@ -4,8 +4,8 @@ Law: everything here is READ from the trace — the final (replayed) state's ``h
 ``middleware_decisions``, the initial state's ``paused_tool_call`` (a resumed run) and the
 checkpoint's ``pause_data`` (a paused run) — never recomputed or guessed. A value the
 trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
-repaired. ``written_at`` links a history message or ledger row to the first commit whose
-``set`` op on that key made the list that long (``None`` when it came with the initial
+repaired. ``written_at`` links a history message or ledger row to the commit whose ``append``
+added it or whose ``set`` first made the list that long (``None`` when it came with the initial
 state or was written another way).
 """
 
@@ -22,12 +22,16 @@ PAUSED = "paused_tool_call"
 
 
 def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:
-    """For each item of the list at ``key``, the commit index whose ``set`` first made room for it."""
+    """For each item of the list at ``key``, the commit whose ``append`` / ``set`` first made room for it."""
     size = len(initial) if isinstance(initial, list) else 0
     out: list[int | None] = [None] * size
     for commit in commits:
         for op in commit.trace:
-            if op.path == (key,) and op.verb == "set" and isinstance(op.value, list):
+            if op.path != (key,) or not isinstance(op.value, list):
+                continue
+            if op.verb == "append":
+                out.extend([commit.idx] * len(op.value))
+            elif op.verb == "set":
                 out.extend([commit.idx] * max(0, len(op.value) - len(out)))
                 del out[len(op.value) :]
     return out

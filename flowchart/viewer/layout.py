@@ -105,7 +105,7 @@ def _edges(spec: dict[str, Any], prefix: str) -> list[Edge]:
     drawn from every branch that neither continues nor loops (from the stage itself when
     none qualifies)."""
     by_id = {stage["id"]: stage for stage in spec.get("stages", [])}
-    edges = []
+    edges: list[Edge] = []
     for stage in spec.get("stages", []):
         sid = prefix + stage["id"]
         fanned = [*(stage.get("branches") or {}).values(), *(stage.get("children") or ())]
@@ -208,7 +208,9 @@ def layout_spec(spec: dict[str, Any]) -> Layout:
                 node.w = max(_width(box_label(node.name, inner.name), 2 * MAX_W), inner.width + 2 * PAD)
                 node.h = inner.height + HEADER + PAD
             nodes[sid] = node
-        layout = Layout(str(current.get("name", "")), prefix + str(current.get("root", "")), nodes, _edges(current, prefix))
+        layout = Layout(
+            str(current.get("name", "")), prefix + str(current.get("root", "")), nodes, _edges(current, prefix)
+        )
         _place(layout, _layers(nodes, layout.edges, layout.root))
         done[prefix] = layout
     return done[""]

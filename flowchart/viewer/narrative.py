@@ -2,8 +2,9 @@
 
 Law: a trace keeps its narrative as plain lines, so the mapping is a best-effort parse
 that never invents text. At subflow depth 0 a block starts at ``Stage N:`` (a stage or a
-decider), ``Execution paused at`` (the paused stage tells nothing else), ``Entering ...`` (a subflow mount: everything up to the matching ``Exiting``
-line belongs to it), ``[Selected]:`` or ``[Parallel]:``; an ``On pass N ...`` line
+decider), ``Execution paused at`` (the paused stage tells nothing else), ``Entering ...``
+(a subflow mount: everything up to the matching ``Exiting`` line belongs to it),
+``[Selected]:`` or ``[Parallel]:``; an ``On pass N ...`` line
 starts the block that follows it; lines before the first block join the first block.
 Blocks are paired with commits in order, a block of the wrong shape for a commit (a
 mount's ``Entering`` block for a plain stage) is skipped over (up to a few blocks), and a

@@ -26,9 +26,7 @@ from .layout import layout_spec
 from .payload import build_payload, visits_and_taken
 from .svg import render_svg
 
-_TABLE = str.maketrans(
-    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-)
+_TABLE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def embed_json(value: Any) -> str:
@@ -75,7 +73,9 @@ def render_page(trace: Trace) -> str:
   <label class="picker">why <select id="why-key"><option value="">— pick a key —</option></select></label>
 </header>
 <main>
-  <section id="chart-pane" aria-label="chart"><button id="zoom" type="button" class="as-json">1:1</button>{svg}</section>
+  <section id="chart-pane" aria-label="chart">
+    <button id="zoom" type="button" class="as-json">1:1</button>{svg}
+  </section>
   <section id="timeline-pane" aria-label="timeline">
     <h2>Timeline <small id="count"></small></h2>
     <div id="timeline" tabindex="0"><div id="timeline-spacer"></div></div>

@@ -344,3 +344,14 @@ def test_loading_never_executes_anything() -> None:
     cp = Checkpoint.from_dict(data)
     assert cp.pause_data == data["pause_data"]
     assert re.fullmatch(r"[0-9a-f]{64}", cp.chart_fingerprint)
+
+
+def test_paused_at_is_a_float_even_when_stored_as_an_integer() -> None:
+    """``paused_at`` is seconds as a float; an integer (``1700000000``) loads as a float."""
+    data = paused().to_dict()
+    assert isinstance(data["paused_at"], float)
+    data["paused_at"] = 1700000000
+    cp = Checkpoint.from_dict(data)
+    assert type(cp.paused_at) is float and cp.paused_at == 1.7e9
+    data["paused_at"] = True
+    assert str(refused(data)) == "Invalid checkpoint: expected a number, got a boolean @ $.paused_at"

@@ -4,17 +4,19 @@
 any run, gets the same replies): it asks for ``refund(order_id, amount)`` once, then
 gives a final answer quoting the tool's result. Refunds over 100 need a check-in, so
 every run pauses once. ``REFUNDS`` (or the file named by ``$REFUND_LOG``) records each
-refund's idempotency key, so tests can count executions across processes.
+refund's idempotency key, so tests can count executions across processes;
+``$REFUND_DELAY`` seconds makes the refund slow (the benchmark's payment API).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from agent import Agent, define_tool
 from agent.providers.types import LLMRequest, LLMResponse, ToolCall
-from flowchart.store import RunStore, SqliteStore
+from flowchart.store import PostgresStore, RunStore, SqliteStore
 
 REFUNDS: list[str] = []
 
@@ -41,6 +43,7 @@ def issue_refund(args: dict[str, Any], ctx: Any) -> str:
     if log:
         with open(log, "a", encoding="utf-8") as out:
             out.write(ctx.idempotency_key + "\n")
+    time.sleep(float(os.environ.get("REFUND_DELAY", "0")))  # a slow payment API, for the benchmark
     return f"refunded {args['amount']:.2f} on {args['order_id']}"
 
 
@@ -58,7 +61,8 @@ REFUND = define_tool(
 
 
 def refund_agent(store: RunStore | None = None) -> Agent:
-    """The refund agent on ``store`` (default: ``SqliteStore($RUNS_DB)``)."""
+    """The refund agent on ``store`` (default: ``PostgresStore($AGENT_RUNS_DSN)`` or ``SqliteStore($RUNS_DB)``)."""
     if store is None:
-        store = SqliteStore(os.environ["RUNS_DB"])
+        dsn = os.environ.get("AGENT_RUNS_DSN")
+        store = PostgresStore(dsn) if dsn else SqliteStore(os.environ["RUNS_DB"])
     return Agent.create(provider=RefundBot(), model="bot", store=store).system("You refund.").tool(REFUND).build()

@@ -12,8 +12,10 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -107,3 +109,44 @@ def redis_server() -> Iterator[str]:
         if proc.poll() is None:
             proc.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def start_worker(
+    name: str, env: dict[str, str], logdir: Path, *, app: str = "worker_app", concurrency: int = 1
+) -> subprocess.Popen[bytes]:
+    """Start ``celery -A app worker`` in its own session (so it can be killed whole); wait until ready."""
+    log = logdir / f"{name}.log"
+    argv = [
+        sys.executable, "-m", "celery", "-A", app, "worker", "-n", f"{name}@%h", "--pool", "prefork",
+        "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "-Q", "pyfootprint", "-l", "INFO", "--logfile", str(log),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=env.get("PYTHONPATH"),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (log.exists() and " ready." in log.read_text(errors="replace")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_worker(proc)
+            raise ServerUnavailable(
+                f"celery worker {name} did not start: {log.read_text()[-600:] if log.exists() else ''}"
+            )
+        time.sleep(0.1)
+    return proc
+
+
+def stop_worker(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """Stop a worker started by ``start_worker`` and its pool children (``sig`` to the whole session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)

@@ -40,14 +40,17 @@
     const key = path[0];
     if (path.length === 1) {
       if (verb === "set") put(state, key, value);
+      else if (verb === "append") put(state, key, has(state, key) && Array.isArray(state[key]) ? state[key].concat(value) : [...value]);
       else if (verb === "merge") put(state, key, has(state, key) ? mergeValue(state[key], value) : value);
-      else delete state[key];
+      else if (verb === "delete") delete state[key];
+      else unknownVerbs.add(verb);
       return;
     }
     const child = has(state, key) && isObj(state[key]) ? copy(state[key]) : {};
     put(state, key, child);
     applyOp(child, path.slice(1), verb, value);
   }
+  const unknownVerbs = new Set();
   function applyCommit(state, ops) { const s = copy(state); for (const op of ops) applyOp(s, op[0], op[1], op[2]); return s; }
   const snaps = new Map([[-1, copy(P.initial)]]);
   let lastAt = { n: -1, state: snaps.get(-1) };
@@ -221,7 +224,7 @@
     if (P.decisions[i] !== null && P.decisions[i] !== undefined) pane.append(decisionView(i));
     else if (["decider", "selector"].includes(P.kinds[c[2]])) pane.append(section("Decision", el("p", { class: "muted" }, "The trace has no narrative line for this decision.")));
     pane.append(section("Ops", c[3].length ? el("ul", { class: "opslist" }, c[3].map((o) =>
-      el("li", null, el("b", null, `${o[1]} ${pathText(o[0])}`), o[1] === "delete" ? "" : [" = ", valueView(o[2])]))) : el("p", { class: "muted" }, "(no writes)")));
+      el("li", null, el("b", null, `${o[1]} ${pathText(o[0])}`), o[1] === "delete" ? "" : [o[1] === "append" ? " += " : " = ", valueView(o[2])]))) : el("p", { class: "muted" }, "(no writes)")));
     pane.append(diffView(i));
     pane.append(section("Reads", c[4].length ? el("div", { class: "chips" }, c[4].map((k) =>
       el("button", { type: "button", class: "chip", title: `why ${k}?`, onclick: () => pickWhy(k) }, k))) : el("p", { class: "muted" }, "(no reads)")));
@@ -300,7 +303,7 @@
         at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
         r.why ? el("div", null, `why: ${r.why}`) : "", r.reason ? el("div", null, `reason: ${r.reason}`) : "",
         r.question ? el("div", null, `asks: ${r.question}`) : "",
-        has(r, "before") ? el("div", { class: "rewrite" }, el("del", null, valueView(r.before)), " → ", el("ins", null, valueView(r.after))) : ""));
+        has(r, "before") ? el("div", { class: "before-after" }, el("del", null, valueView(r.before)), " → ", el("ins", null, valueView(r.after))) : ""));
     });
     return out;
   }
@@ -337,6 +340,7 @@
   const wanted = Number((location.hash || "").slice(1));
   select(location.hash && Number.isInteger(wanted) ? wanted : N - 1);
   if (N === 0) renderStep(-1);
+  if (unknownVerbs.size) $("meta").textContent += ` · ⚠ ops this viewer cannot replay: ${[...unknownVerbs].join(", ")}`;
   document.body.dataset.ready = "1";
   window.__viewerReadyMs = performance.now();
 })();

@@ -27,7 +27,9 @@ def support_traces() -> tuple[Trace, Trace]:
     first = agent.run(demo.QUESTION)
     paused = agent.last_snapshot().result.trace()
     resumed_agent = demo.build_agent(turn=2)
-    decision = check_in_approved(request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z")
+    decision = check_in_approved(
+        request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
+    )
     resumed_agent.resume(Checkpoint.from_json(first.checkpoint.to_json()), decision)
     return paused, resumed_agent.last_snapshot().result.trace()
 

@@ -1,0 +1,102 @@
+"""Celery workers advancing stored runs: real ``redis-server``, real PostgreSQL, real
+``celery worker`` processes. The store, not the queue, is the truth."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fresh_pg_dsn
+from refund_agent import REFUNDS, refund_agent
+from servers import ServerUnavailable, redis_server, start_worker, stop_worker
+
+from flowchart.store import PostgresStore, RunStore
+
+pytest.importorskip("celery", reason="the Celery tests need the [celery] extra")
+
+from agent import durable
+from agent.celery import advance, answer_and_enqueue, enqueue, make_app
+from governance import check_in_approved
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> object:
+    """A redis-server started for this module (skips when it truly cannot start)."""
+    try:
+        with redis_server() as url:
+            yield url
+    except ServerUnavailable as exc:
+        pytest.skip(f"Redis cannot start here: {exc}")
+
+
+def test_advance_does_what_the_record_says(store: RunStore) -> None:
+    """A duplicate delivery of a waiting or finished run is a no-op; a recorded answer whose
+    enqueue was lost is applied by the next advance; the refund runs once."""
+    REFUNDS.clear()
+    agent = refund_agent(store)
+    run_id = durable.create(agent, durable.make_input("refund order A-1 150"))
+    assert advance(agent, run_id) == "paused"
+    assert advance(agent, run_id) == "paused"  # delivered twice: the run waits for a person
+    question = store.get(run_id).question
+    durable.answer_in(store, run_id, check_in_approved(request=question["check_in"], by="ops"))
+    assert advance(agent, run_id) == "done"
+    assert advance(agent, run_id) == "done"
+    assert [f"{run_id}:call-1"] == REFUNDS
+    assert store.get(run_id).output == "Done: refunded 150.00 on A-1"
+
+
+def _wait(predicate: object, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str, tmp_path: Path) -> None:
+    """2 workers advance 40 queued runs, each pausing once and answered while others still start;
+    ten runs are also delivered twice. Every run finishes once, no step commits twice, every
+    refund runs once, keyed by its run."""
+    import psycopg
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    env = {
+        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(tmp_path / "refunds.log"),
+    }  # fmt: skip
+    workers = [start_worker(f"w{n}", env, tmp_path) for n in range(2)]
+    try:
+        app = make_app("refund_agent:refund_agent", broker=redis_url)
+        store = PostgresStore(dsn)
+        agent = refund_agent(store)
+        ids = [agent.submit("refund order A-1 150", app=app) for _ in range(40)]
+        for run_id in ids[:10]:
+            enqueue(app, run_id)  # a duplicate delivery
+        answered: set[str] = set()
+
+        def all_done() -> bool:
+            for record in store.list(status="paused"):
+                if record.run_id not in answered:
+                    decision = check_in_approved(request=record.question["check_in"], by="ops")
+                    answer_and_enqueue(app, store, record.run_id, decision)
+                    answered.add(record.run_id)
+            return len(store.list(status="done")) == len(ids)
+
+        _wait(all_done, 120, "40 runs to finish")
+    finally:
+        for worker in workers:
+            stop_worker(worker)
+    with psycopg.connect(dsn) as raw:
+        segments = raw.execute("SELECT run_id, COUNT(*) FROM segments GROUP BY run_id").fetchall()
+        commits = raw.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM commits").fetchone()
+    assert sorted(n for _, n in segments) == [2] * 40  # one pause, one end: each segment once
+    assert commits is not None and commits[0] == commits[1]
+    for record in store.list():
+        assert record.status == "done" and record.output == "Done: refunded 150.00 on A-1"
+        assert [c.idx for c in record.commit_log] == list(range(len(record.commit_log)))
+    refunds = (tmp_path / "refunds.log").read_text().splitlines()
+    assert sorted(refunds) == sorted(f"{run_id}:call-1" for run_id in ids)

@@ -1,0 +1,84 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright, no browser download, no network.
+
+``viewer(trace, name)`` writes the page under ``tmp_path``, opens it from ``file://``, waits
+for the page to say it is ready, and records console errors, page errors and every
+request. Each test calls ``view.check_clean()``; teardown checks again and writes one
+screenshot per page under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from viewer_harness import ARGS, CHROMIUM, View, off_loop
+
+from flowchart import Trace
+from flowchart.viewer import write_page
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session (skips when Chromium or Playwright is missing)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set FLOWCHART_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download needed)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def viewer(browser: Any, tmp_path: Path) -> Iterator[Callable[[Trace, str], View]]:
+    """Open traces as pages: ``view = viewer(trace, "name")``."""
+    opened: list[View] = []
+    contexts: list[Any] = []
+
+    def open_view(trace: Trace, name: str) -> View:
+        path = write_page(trace, tmp_path / f"{name}.html")
+        context = browser.new_context(viewport={"width": 1500, "height": 950}, service_workers="block")
+        contexts.append(context)
+        page = context.new_page()
+        view = View(page, path, tmp_path / f"{name}.png")
+        page.on("console", lambda m: view.errors.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: view.errors.append(str(e)))
+        page.on("request", lambda r: view.requests.append(r.url))
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        opened.append(view)
+        return view
+
+    yield open_view
+    for view in opened:
+        view.page.screenshot(path=str(view.screenshot))
+        view.check_clean()
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def loan() -> Trace:
+    """The loan example's trace (with a narrative)."""
+    from viewer_traces import loan_trace
+
+    return off_loop(loan_trace)
+
+
+@pytest.fixture(scope="session")
+def support() -> tuple[Trace, Trace]:
+    """The support-agent demo's traces: (paused at the check-in, resumed after alice approved)."""
+    from viewer_traces import support_traces
+
+    return off_loop(support_traces)
+
+
+@pytest.fixture(scope="session")
+def hostile() -> Trace:
+    """A trace whose names, keys and values are HTML and script text."""
+    from viewer_traces import hostile_trace
+
+    return off_loop(hostile_trace)
