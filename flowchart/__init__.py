@@ -22,7 +22,7 @@ from flowchart.errors import (
     ScopeWriteError,
 )
 from flowchart.nodes import Pausable
-from flowchart.pause import Checkpoint
+from flowchart.pause import Checkpoint, pause_again
 from flowchart.recorders.narrative import narrative
 from flowchart.redaction import Redaction
 from flowchart.result import RunResult
@@ -60,6 +60,7 @@ __all__ = [
     "decide",
     "flow_chart",
     "narrative",
+    "pause_again",
     "replay",
     "select",
 ]

@@ -12,6 +12,7 @@ on write), which is what lets a commit share them instead of cloning the state.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 _PRIMITIVES = (str, int, bool, type(None))
@@ -62,6 +63,8 @@ def copy_json(value: Any, where: str = "") -> Any:
         return value
     if isinstance(value, float):
         return copy_json(float(value), where)
+    if isinstance(value, Mapping):  # read-only views such as ctx.args and MappingProxyType
+        return copy_json(dict(value.items()), where)
     raise NotJsonSafe(f"{_describe(value)} is not JSON-safe", where)
 
 

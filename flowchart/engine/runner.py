@@ -145,7 +145,7 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
     if checkpoint.chart_fingerprint != chart.fingerprint:
         raise CheckpointError(
             f"Checkpoint belongs to another chart: its fingerprint is {checkpoint.chart_fingerprint[:16]}… "
-            f"but this chart's is {chart.fingerprint[:16]}…. Resume it on the chart that paused "
+            f"but this chart's is {chart.fingerprint[:16]}…; resume it on the chart that paused "
             "(same stages, same structure)",
             path="$.chart_fingerprint",
         )

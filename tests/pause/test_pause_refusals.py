@@ -33,7 +33,7 @@ def test_a_checkpoint_from_another_chart_is_refused_naming_both_fingerprints() -
         other.resume(cp, "yes")
     expected = (
         f"Checkpoint belongs to another chart: its fingerprint is {cp.chart_fingerprint[:16]}… "
-        f"but this chart's is {other.fingerprint[:16]}…. Resume it on the chart that paused "
+        f"but this chart's is {other.fingerprint[:16]}…; resume it on the chart that paused "
         "(same stages, same structure)"
     )
     assert str(info.value) == expected
