@@ -67,7 +67,9 @@ def make_app(
 
     ``broker`` defaults to ``$AGENT_BROKER_URL`` or local Redis. ``visibility_timeout``
     (seconds) is how long Redis waits before redelivering the task of a worker that
-    vanished (a killed machine); keep it above your longest segment. ``config`` is
+    vanished (a killed machine); keep it above your longest segment (a segment still
+    running at the timeout is delivered again: harmless, the store keeps one commit, but
+    its tools run twice). Workers sweep for abandoned tasks every quarter of it (1–10 s). ``config`` is
     passed to ``app.conf.update``. The newest app made in a process is the default
     for ``agent.submit``.
     """
@@ -80,7 +82,12 @@ def make_app(
         task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
         task_serializer="json", accept_content=["json"], task_ignore_result=True,
         task_default_queue=queue, broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": visibility_timeout},
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout,
+            # sweep for abandoned tasks often enough that recovery ~ visibility timeout
+            "unacked_restore_interval": max(1, min(10, int(visibility_timeout / 4))),
+            "unacked_restore_throttle": 1,
+        },
         worker_hijack_root_logger=False,
     )  # fmt: skip
     app.conf.update(config)

@@ -137,6 +137,16 @@ COMPARE: tuple[Compare, ...] = (
     ),
     Compare(
         "W6",
+        "agent loop, Agent(narrative=False)",
+        "µs/iter",
+        {
+            "pyfootprint": "real Agent, scripted provider, narrative=False",
+            "langgraph": "agent loop, mock LLM (plain dicts)",
+            "footprintjs": "agent loop, mock LLM",
+        },
+    ),
+    Compare(
+        "W6",
         "agent-shaped chart (SPEC shape)",
         "µs/iter",
         {

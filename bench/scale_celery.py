@@ -36,13 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "store"
 sys.path.insert(0, str(HERE))
 
+import psycopg  # noqa: E402
 from refund_agent import refund_agent  # noqa: E402
 from servers import postgres_server, redis_server, start_worker, stop_worker  # noqa: E402
 
 from agent.celery import answer_and_enqueue, make_app  # noqa: E402
 from flowchart.store import PostgresStore  # noqa: E402
-
-import psycopg  # noqa: E402
 from governance import check_in_approved  # noqa: E402
 
 

@@ -46,7 +46,8 @@ class Commit:
 
     ``trace`` is the ordered list of ops; ``reads`` the state keys the stage read (in
     first-read order; used by causal backtracking); ``redacted_paths`` the paths whose
-    values were replaced by ``"REDACTED"`` in this entry.
+    values were replaced by ``"REDACTED"`` in this entry; ``decision`` what a decider or
+    selector returned (``{"chosen" | "selected", "evidence"?}``), ``None`` for other stages.
     """
 
     idx: int
@@ -56,6 +57,7 @@ class Commit:
     trace: tuple[Op, ...] = ()
     reads: tuple[str, ...] = ()
     redacted_paths: tuple[str, ...] = ()
+    decision: dict[str, Any] | None = None
 
     @property
     def overwrite(self) -> dict[str, Any]:
@@ -82,7 +84,7 @@ class Commit:
             "trace": [op.to_dict() for op in self.trace],
             "reads": list(self.reads),
             "redacted_paths": list(self.redacted_paths),
-        }
+        } | ({} if self.decision is None else {"decision": copy.deepcopy(self.decision)})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Commit:
@@ -95,6 +97,7 @@ class Commit:
             trace=tuple(Op(tuple(o["path"]), o["verb"], copy.deepcopy(o.get("value"))) for o in data["trace"]),
             reads=tuple(data.get("reads", ())),
             redacted_paths=tuple(data.get("redacted_paths", ())),
+            decision=copy.deepcopy(data.get("decision")),
         )
 
 

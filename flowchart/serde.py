@@ -100,9 +100,9 @@ def _literal(value: Any, tp: Any) -> Any:
     return value
 
 
-def every_key(cl: type, converter: cattrs.Converter) -> Any:
-    """Structure ``cl`` from an object that must carry every field (defaults do not excuse)."""
-    fields = [f for f in attrs.fields(cl) if f.init]
+def every_key(cl: type, converter: cattrs.Converter, optional: tuple[str, ...] = ()) -> Any:
+    """Structure ``cl`` from an object that must carry every field but the ``optional`` ones."""
+    fields = [f for f in attrs.fields(cl) if f.init and f.name not in optional]
     inner: list[Any] = []  # built on first use, once every hook it relies on is registered
 
     def hook(value: Any, _type: Any) -> Any:

@@ -257,7 +257,9 @@ def make_trace_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )
-    for cl in (Commit, SubflowTrace, Trace):  # innermost first: a hook captures its fields' hooks
+    # innermost first: a hook captures its fields' hooks; a commit's decision is optional
+    converter.register_structure_hook(Commit, every_key(Commit, converter, optional=("decision",)))
+    for cl in (SubflowTrace, Trace):
         converter.register_structure_hook(cl, every_key(cl, converter))
     converter.register_unstructure_hook(Commit, Commit.to_dict)
     converter.register_unstructure_hook(Op, Op.to_dict)

@@ -77,6 +77,22 @@ class _StageRecorder:
         self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
 
 
+def decision_record(output: Any) -> dict[str, Any]:
+    """What a decider or selector returned, as recorded on its commit (JSON-safe)."""
+    if isinstance(output, Decision):
+        record: dict[str, Any] = {"chosen": output.branch, "evidence": output.evidence}
+    elif isinstance(output, Selection):
+        record = {"selected": list(output.branches), "evidence": output.evidence}
+    elif isinstance(output, list | tuple):
+        record = {"selected": list(output)}
+    else:
+        record = {"chosen": output}
+    try:
+        return copy_json(record)  # type: ignore[no-any-return]
+    except NotJsonSafe:
+        return {key: repr(value) for key, value in record.items()}
+
+
 class _ReadTracking(Mapping[str, Any]):
     """A read-only view of a state dict that remembers which keys were read."""
 
@@ -221,14 +237,18 @@ class Traverser:
             observers.emit("on_stage_end", StageEvent(tctx))
         return output, txn, None
 
-    def commit(self, node: StageNode, rid: str, txn: Transaction | None) -> Commit:
-        """Commit ``txn``'s net change as this stage's one log entry."""
+    def commit(
+        self, node: StageNode, rid: str, txn: Transaction | None, decision: dict[str, Any] | None = None
+    ) -> Commit:
+        """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice)."""
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
         if ops and self.run.redaction.active:
             ops, redacted = self._redact(ops, len(txn.namespace) if txn is not None else 0)
-        commit = Commit(len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted)
+        commit = Commit(
+            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision
+        )
         self.commit_log.append(commit)
         observers = self.run.observers
         if observers.wants("on_commit"):
@@ -360,7 +380,8 @@ class Traverser:
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
         output, txn, error = await self.call_stage(node, call, rid, namespace)
-        self.commit(node, rid, txn)
+        choice = decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
+        self.commit(node, rid, txn, choice)
         if error is not None:
             self.fail(node, rid, error)
             raise error
