@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -90,7 +91,11 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
                         app, store, record.run_id, check_in_approved(request=record.question["check_in"], by="bench")
                     )
                     answered.add(record.run_id)
-            done = counts.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
+            done, failed = counts.execute(
+                "SELECT COUNT(*) FILTER (WHERE status = 'done'), COUNT(*) FILTER (WHERE status = 'failed') FROM runs"
+            ).fetchone()
+            if failed:
+                raise SystemExit(f"[{name}] {failed} runs failed: see the worker logs in {tmp}")
             if kill and killed_at is None and done >= args.runs // 3:
                 os.killpg(workers[0].pid, signal.SIGKILL)
                 killed_at = time.monotonic()
@@ -121,6 +126,7 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
             0,
         )
     refunds = Counter((tmp / "refunds.log").read_text().splitlines())
+    shutil.rmtree(tmp, ignore_errors=True)
     assert sorted(segments) == [2] * args.runs, "a run finished more than once or not at all"
     assert total == distinct, "a step was committed twice"
     assert set(refunds) == {f"{r}:call-1" for r in ids}, "a refund is missing"

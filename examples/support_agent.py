@@ -159,11 +159,13 @@ def main() -> int:
     RUNS.mkdir(parents=True, exist_ok=True)
     heading("CUSTOMER")
     print(QUESTION)
-    first = build_agent().run(QUESTION)
+    first_agent = build_agent()
+    first = first_agent.run(QUESTION)
     if not isinstance(first, Paused):
         print(first)
         return 0
     show_pause(first)
+    first_agent.last_snapshot().result.trace().save(RUNS / "support.paused.trace.json")
     checkpoint_file = RUNS / "support.checkpoint.json"
     checkpoint_file.write_text(first.checkpoint.to_json(), encoding="utf-8")
     print(f"checkpoint : {checkpoint_file} ({checkpoint_file.stat().st_size} bytes)")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from flowchart import FlowChart, flow_chart, narrative, replay
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
-COMMANDS = ["replay", "narrate", "why", "diff", "show"]
+COMMANDS = ["replay", "narrate", "why", "diff", "show", "view"]
 
 
 def flowchart_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
