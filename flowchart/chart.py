@@ -69,6 +69,8 @@ class FlowChart:
         self._root = root
         self._nodes = nodes
         self._loop_stubs: dict[str, StageNode] = {}
+        #: the run store of the last ``run(store=...)``, so ``resume_run(run_id, input)`` finds it
+        self._store: RunStore | None = None
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -191,6 +193,8 @@ class FlowChart:
         if store is not None:
             from .store.runs import run_chart
 
+            self._store = store
+
             return run_chart(
                 self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
                 timeout=timeout, redaction=redaction,
@@ -254,7 +258,7 @@ class FlowChart:
         run_id: str,
         input: Any = None,
         *,
-        store: RunStore,
+        store: RunStore | None = None,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
         max_iterations: int = 1000,
@@ -262,9 +266,18 @@ class FlowChart:
         redaction: Redaction | None = None,
     ) -> RunResult:
         """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
-        answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded."""
+        answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded.
+
+        ``store`` defaults to the store this chart last ran with (``run(..., store=...)``).
+        """
         from .store.runs import resume_chart
 
+        if store is None:
+            store = self._store
+        if store is None:
+            raise RunError(
+                f"resume_run('{run_id}'): no run store — pass store=... (or run this chart with store= first)"
+            )
         return resume_chart(
             self, store, run_id, input, env=env, recorders=recorders, max_iterations=max_iterations,
             timeout=timeout, redaction=redaction,

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _PRIMITIVES = (str, int, bool, type(None))
+_SEQUENCES = (list, tuple)
+_SCALARS = (bool, int, str)
 
 
 class NotJsonSafe(ValueError):
@@ -35,37 +37,64 @@ def _describe(value: Any) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
+class _Unsafe(Exception):
+    """Raised inside :func:`_copy`; the path to the bad spot is collected while it unwinds."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.path: list[str] = []  # innermost first
+
+
 def copy_json(value: Any, where: str = "") -> Any:
     """Return a deep, plain copy of ``value``; raise ``NotJsonSafe`` naming the bad spot.
 
     Subclasses of dict and list (the scope's tracked views) come out as plain dict/list.
     """
+    if type(value) in _PRIMITIVES:
+        return value
+    try:
+        return _copy(value)
+    except _Unsafe as bad:
+        raise NotJsonSafe(bad.what, where + "".join(reversed(bad.path))) from None
+
+
+def _copy(value: Any) -> Any:
+    # the path is only built when something is wrong: a copy that succeeds formats nothing
     kind = type(value)
     if kind in _PRIMITIVES:
         return value
     if kind is float:
         if math.isfinite(value):
             return value
-        raise NotJsonSafe(f"a non-finite float ({value})", where)
-    if isinstance(value, dict):
+        raise _Unsafe(f"a non-finite float ({value})")
+    if kind is dict or isinstance(value, dict):
         out = {}
         for k, v in dict.items(value):
             if type(k) is not str:
-                raise NotJsonSafe(f"a non-string dict key {k!r}", where)
-            out[k] = copy_json(v, f"{where}.{k}")
+                raise _Unsafe(f"a non-string dict key {k!r}")
+            try:
+                out[k] = v if type(v) in _PRIMITIVES else _copy(v)
+            except _Unsafe as bad:
+                bad.path.append(f".{k}")
+                raise
         return out
-    if isinstance(value, list | tuple):
-        return [
-            copy_json(v, f"{where}[{i}]")
-            for i, v in enumerate(list.__iter__(value) if isinstance(value, list) else value)
-        ]
-    if isinstance(value, bool | int | str):  # subclasses such as IntEnum / StrEnum
+    if kind is list or isinstance(value, _SEQUENCES):
+        items = list.__iter__(value) if isinstance(value, list) else value
+        copied = []
+        for i, v in enumerate(items):
+            try:
+                copied.append(v if type(v) in _PRIMITIVES else _copy(v))
+            except _Unsafe as bad:
+                bad.path.append(f"[{i}]")
+                raise
+        return copied
+    if isinstance(value, _SCALARS):  # subclasses such as IntEnum / StrEnum
         return value
     if isinstance(value, float):
-        return copy_json(float(value), where)
+        return _copy(float(value))
     if isinstance(value, Mapping):  # read-only views such as ctx.args and MappingProxyType
-        return copy_json(dict(value.items()), where)
-    raise NotJsonSafe(f"{_describe(value)} is not JSON-safe", where)
+        return _copy(dict(value.items()))
+    raise _Unsafe(f"{_describe(value)} is not JSON-safe")
 
 
 def is_json_safe(value: Any) -> bool:

@@ -60,21 +60,25 @@ Hop = tuple[StageNode | None, StageNode | None, str | None]
 class _StageRecorder:
     """Bridges a transaction's reads and writes to the recorders' data hooks."""
 
-    __slots__ = ("ctx", "hides", "observers")
+    __slots__ = ("ctx", "hides", "observers", "reads", "writes")
 
     def __init__(self, traverser: Traverser, ctx: TraversalContext) -> None:
-        self.observers = traverser.run.observers
+        self.observers = observers = traverser.run.observers
         self.ctx = ctx
         self.hides = traverser.run.redaction.hides
+        self.reads = observers.wants("on_read")
+        self.writes = observers.wants("on_write")
 
     def read(self, key: str, value: Any) -> None:
-        hidden = self.hides(key)
-        self.observers.emit("on_read", ReadEvent(self.ctx, key, EVENT_PLACEHOLDER if hidden else value, hidden))
+        if self.reads:
+            hidden = self.hides(key)
+            self.observers.emit("on_read", ReadEvent(self.ctx, key, EVENT_PLACEHOLDER if hidden else value, hidden))
 
     def write(self, key: str, value: Any, operation: str) -> None:
-        hidden = self.hides(key)
-        shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
-        self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
+        if self.writes:
+            hidden = self.hides(key)
+            shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
+            self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
 
 
 def decision_record(output: Any) -> dict[str, Any]:
@@ -142,6 +146,8 @@ class Traverser:
         self.commit_log: list[Commit] = []
         self.stopped = False
         self.stop_reason: str | None = None
+        #: the last context built: the events of one stage share it (see ``context``)
+        self._last_context: TraversalContext | None = None
 
     # -- small helpers -------------------------------------------------------------------
     def full_id(self, node: StageNode) -> str:
@@ -159,10 +165,17 @@ class Traverser:
         return f"{full}#{index}"
 
     def context(self, node: StageNode, rid: str, fork_branch: str | None = None) -> TraversalContext:
-        """The traversal context stamped on events about ``node``."""
+        """The traversal context stamped on events about ``node``.
+
+        Every event of one execution (``rid``) gets the same context, built once: nothing
+        it holds changes until ``node`` is stamped again, under a new ``rid``.
+        """
+        last = self._last_context
+        if last is not None and last.runtime_stage_id == rid and fork_branch is None:
+            return last
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
-        return TraversalContext(
+        self._last_context = ctx = TraversalContext(
             run_id=self.run.run_id,
             stage_id=full,
             runtime_stage_id=rid,
@@ -172,6 +185,7 @@ class Traverser:
             loop_iteration=visits - 1 if visits > 1 else None,
             fork_branch=fork_branch,
         )
+        return ctx
 
     def request_stop(self, reason: str | None) -> None:
         """Stop after the current stage commits; the first reason wins."""
@@ -221,7 +235,8 @@ class Traverser:
         if observers.has_data:
             tctx = self.context(node, rid)
             txn.observer = _StageRecorder(self, tctx)
-            observers.emit("on_stage_start", StageEvent(tctx))
+            if observers.wants("on_stage_start"):
+                observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
         try:
             output = call.fn(*args)
@@ -233,7 +248,7 @@ class Traverser:
             # cancellation (a run timeout) or interpreter exit: keep the partial writes
             self.commit(node, rid, txn)
             raise
-        if tctx is not None:
+        if tctx is not None and observers.wants("on_stage_end"):
             observers.emit("on_stage_end", StageEvent(tctx))
         return output, txn, None
 

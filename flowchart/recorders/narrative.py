@@ -77,15 +77,13 @@ class NarrativeEntry:
         return (self.type, self.depth, self.text)
 
 
-@attrs.define
-class _Op:
-    """A buffered scope operation waiting for its stage's headline."""
+#: a buffered scope operation waiting for its stage's headline:
+#: ``(kind, key, summary, step, operation)``, kind one of read | write | emit
+_Op = tuple[str, str, str, int, str]
 
-    kind: str  # read | write | emit
-    key: str
-    summary: str
-    step: int
-    operation: str = "set"
+#: one entry as stored: ``(type, depth, text, stage_name, ctx, key, step_number)``; the
+#: :class:`NarrativeEntry` records are built from these only when :meth:`records` asks
+_Entry = tuple[str, int, str, str | None, TraversalContext, str | None, int | None]
 
 
 def _qualifier(ctx: TraversalContext) -> str:
@@ -116,7 +114,7 @@ class NarrativeRecorder:
     max_value_length: int = 80
     format_value: Callable[[Any, int], str] = summarize_value
     id: str = "narrative"
-    _records: list[NarrativeEntry] = attrs.field(factory=list, init=False, repr=False)
+    _records: list[_Entry] = attrs.field(factory=list, init=False, repr=False)
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
@@ -126,15 +124,28 @@ class NarrativeRecorder:
 
     def entries(self) -> list[tuple[str, int, str]]:
         """All entries in run order as ``(type, depth, text)``."""
-        return [r.as_tuple() for r in self._records]
+        return [(kind, depth, text) for kind, depth, text, *_ in self._records]
 
     def records(self) -> list[NarrativeEntry]:
         """All entries in run order, with stage ids, subflow id and key."""
-        return list(self._records)
+        return [
+            NarrativeEntry(
+                type=kind,
+                depth=depth,
+                text=text,
+                stage_name=stage_name,
+                stage_id=ctx.stage_id,
+                runtime_stage_id=ctx.runtime_stage_id,
+                subflow_id=ctx.subflow_id,
+                key=key,
+                step_number=step,
+            )
+            for kind, depth, text, stage_name, ctx, key, step in self._records
+        ]
 
     def lines(self) -> list[str]:
         """The narrative text, one line per entry."""
-        return [r.text for r in self._records]
+        return [entry[2] for entry in self._records]
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
@@ -262,8 +273,10 @@ class NarrativeRecorder:
         # summarised now, not at flush: a value read from the scope may be a live view
         # that the stage goes on to mutate, and the step must show it as it was read
         summary = self.format_value(value, self.max_value_length)
-        ops = self._pending.setdefault(runtime_stage_id, [])
-        ops.append(_Op(kind, key, summary, len(ops) + 1, operation))
+        ops = self._pending.get(runtime_stage_id)
+        if ops is None:
+            ops = self._pending[runtime_stage_id] = []
+        ops.append((kind, key, summary, len(ops) + 1, operation))
 
     def _stage_line(
         self, ctx: TraversalContext, name: str, description: str | None, passes: int
@@ -278,17 +291,19 @@ class NarrativeRecorder:
         self._flush(ctx, name)
 
     def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
-        for op in self._pending.pop(ctx.runtime_stage_id, []):
-            summary = op.summary
-            if op.kind == "emit":
-                text = f"[emit] {op.key}: {summary}"
-                self._push("emit", 1, text, ctx, stage_name=stage_name, step=op.step)
+        ops = self._pending.pop(ctx.runtime_stage_id, None)
+        if not ops:
+            return
+        push = self._records.append
+        for kind, key, summary, step, operation in ops:
+            if kind == "emit":
+                push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
                 continue
-            prefix = f"Step {op.step}: " if self.include_step_numbers else ""
+            prefix = f"Step {step}: " if self.include_step_numbers else ""
             text = prefix + sentences.operation(
-                op.kind, op.operation, op.key, summary, include_values=self.include_values
+                kind, operation, key, summary, include_values=self.include_values
             )
-            self._push("step", 1, text, ctx, stage_name=stage_name, key=op.key, step=op.step)
+            push(("step", 1, text, stage_name, ctx, key, step))
 
     def _push(
         self,
@@ -301,19 +316,7 @@ class NarrativeRecorder:
         key: str | None = None,
         step: int | None = None,
     ) -> None:
-        self._records.append(
-            NarrativeEntry(
-                type=kind,
-                depth=depth,
-                text=text,
-                stage_name=stage_name,
-                stage_id=ctx.stage_id,
-                runtime_stage_id=ctx.runtime_stage_id,
-                subflow_id=ctx.subflow_id,
-                key=key,
-                step_number=step,
-            )
-        )
+        self._records.append((kind, depth, text, stage_name, ctx, key, step))
 
 
 def narrative(

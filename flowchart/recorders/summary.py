@@ -29,6 +29,8 @@ __all__ = ["js_json", "js_number", "js_object_keys", "summarize_value"]
 
 #: largest canonical array index, per ECMAScript (2**32 - 2)
 _MAX_ARRAY_INDEX = 2**32 - 2
+_NUMBERS = (int, float)
+_SEQUENCES = (list, tuple)
 
 
 def js_number(value: float | int) -> str:
@@ -75,11 +77,15 @@ def _is_array_index(key: str) -> bool:
 def js_object_keys(mapping: Mapping[Any, Any]) -> list[str]:
     """A dict's keys in ``Object.keys`` order: integer-like keys ascending, then the rest."""
     keys = [str(k) for k in mapping]
-    index_keys = sorted((k for k in keys if _is_array_index(k)), key=int)
-    return index_keys + [k for k in keys if not _is_array_index(k)]
+    index_keys = [k for k in keys if _is_array_index(k)]
+    if not index_keys:
+        return keys  # the usual case: insertion order
+    return sorted(index_keys, key=int) + [k for k in keys if not _is_array_index(k)]
 
 
 def _utf16_len(text: str) -> int:
+    if text.isascii():  # one UTF-16 unit per character: no need to encode
+        return len(text)
     return len(text.encode("utf-16-le")) // 2
 
 
@@ -101,9 +107,9 @@ def summarize_value(value: Any, max_len: int = 80) -> str:
         if _utf16_len(value) <= max_len:
             return f'"{value}"'
         return f'"{_utf16_slice(value, max_len - 3)}..."'
-    if isinstance(value, int | float):
+    if isinstance(value, _NUMBERS):
         return js_number(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         if not value:
             return "[]"
         return f"({len(value)} item{'s' if len(value) > 1 else ''})"
@@ -124,13 +130,13 @@ def js_json(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, _NUMBERS):
         if isinstance(value, float) and not math.isfinite(value):
             return "null"  # JSON.stringify(NaN) and Infinity are null
         return js_number(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         return "[" + ",".join(js_json(item) for item in value) + "]"
     if isinstance(value, Mapping):
         items = {str(k): v for k, v in value.items()}
