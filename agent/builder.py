@@ -189,8 +189,10 @@ class Agent:
     # -- running --------------------------------------------------------------------------
     def run(self, message: str, identity: Any = None) -> str | Paused:
         """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
-        return run_coroutine(lambda _c: self.arun(message, identity), True) if self.config.needs_event_loop else drive(
-            self.arun(message, identity)
+        return (
+            run_coroutine(lambda _c: self.arun(message, identity), True)
+            if self.config.needs_event_loop
+            else drive(self.arun(message, identity))
         )
 
     async def arun(self, message: str, identity: Any = None) -> str | Paused:

@@ -76,9 +76,7 @@ def define_tool(
 ) -> Tool:
     """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ToolDefinitionError(
-            f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'"
-        )
+        raise ToolDefinitionError(f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'")
     if not isinstance(description, str) or not description.strip():
         raise ToolDefinitionError(f"define_tool('{name}'): description must be a non-empty string")
     if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":

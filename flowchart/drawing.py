@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from .nodes import StageNode, iter_nodes
 
 if TYPE_CHECKING:

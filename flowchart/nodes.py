@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -36,11 +37,20 @@ class StageCallable:
         """Inspect ``fn`` once; ``base_arity`` is 1 for ``fn(scope)``, 2 for ``resume(scope, input)``."""
         if not callable(fn):
             raise TypeError(f"{where}: expected a function, got {type(fn).__name__}")
+        if _is_plain_function(fn):  # the usual case, read off the code object (inspect is slow)
+            code = fn.__code__  # type: ignore[attr-defined]
+            count = 99 if code.co_flags & inspect.CO_VARARGS else code.co_argcount
+            return cls(fn, count > base_arity, bool(code.co_flags & inspect.CO_COROUTINE))
         takes_extra = _positional_count(fn) > base_arity
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
         return cls(fn, takes_extra, is_async)
+
+
+def _is_plain_function(fn: Callable[..., Any]) -> bool:
+    """A ``def`` or ``lambda`` whose signature is its code's (not decorated, no ``__signature__``)."""
+    return type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__")
 
 
 def _positional_count(fn: Callable[..., Any]) -> int:

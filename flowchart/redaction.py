@@ -5,7 +5,8 @@ characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the c
 and traces, and as ``"[REDACTED]"`` in the narrative, decision evidence and recorder
 events — the two placeholders footprintjs uses. The live state and checkpoints keep the
 real values (a checkpoint must be able to resume). Redaction applies to top-level state
-keys (and, with ``fields``, to paths inside their values) (inside a fork child: the key under ``runs/<child>``) and does not follow copies:
+keys (and, with ``fields``, to paths inside their values; inside a fork child, to the
+key under ``runs/<child>``) and does not follow copies:
 ``copy = ssn`` stores the value under ``copy`` unredacted, as in footprintjs.
 """
 

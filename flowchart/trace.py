@@ -208,10 +208,9 @@ _FIELD_ORDER = (
 # -- redaction ----------------------------------------------------------------------------------
 def _hides_of(result: RunResult) -> Redaction:
     """The run's redaction rule; without one on the result, the keys it reported hiding."""
-    redaction = getattr(result, "redaction", None)
-    if redaction is not None:
-        return redaction  # type: ignore[no-any-return]
-    return Redaction(keys={path.split("/", 1)[0] for path in result.redacted_paths})
+    if result.redaction is not None:
+        return result.redaction
+    return Redaction(keys=frozenset(path.split("/", 1)[0] for path in result.redacted_paths))
 
 
 def _redact(state: Mapping[str, Any], hides: Redaction) -> dict[str, Any]:

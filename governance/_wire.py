@@ -22,9 +22,7 @@ def fail(path: str, problem: str) -> WireFormatError:
     return WireFormatError(f"{path}: {problem}", path=path)
 
 
-def as_dict(
-    value: Any, path: str, *, required: Collection[str], optional: Collection[str] = ()
-) -> dict[str, Any]:
+def as_dict(value: Any, path: str, *, required: Collection[str], optional: Collection[str] = ()) -> dict[str, Any]:
     """Check that ``value`` is a dict with all ``required`` keys and no key outside both sets."""
     if not isinstance(value, dict):
         raise fail(path, f"expected a dict, got {describe_shape(value)}")

@@ -82,10 +82,7 @@ def _threw(name: str, exc: Exception) -> str:
 
 
 def _not_an_outcome(name: str, hook: str, got: object, verbs: str) -> str:
-    return (
-        f"middleware '{name}' returned {describe_shape(got)} from {hook}, which is not an "
-        f"outcome. Return {verbs}."
-    )
+    return f"middleware '{name}' returned {describe_shape(got)} from {hook}, which is not an outcome. Return {verbs}."
 
 
 _TOOL_VERBS = "allow(), allow(new_args, why), deny(reason) or ask(question)"
@@ -225,9 +222,7 @@ async def run_after_tool_chain(links: Sequence[object], call: ToolCallInfo) -> C
             # The model will read the reason instead of the result: that IS a change, and the
             # row keeps what was withheld. The caller still reports the real result.
             rows.append(make(name, "deny", reason, before=current, after=reason))
-            return ChainResult(
-                "deny", call.result, rows, reason=reason, middleware=name, index=index
-            )
+            return ChainResult("deny", call.result, rows, reason=reason, middleware=name, index=index)
         assert isinstance(answer, Allow)
         if answer.value is None:
             rows.append(make(name, "allow", answer.why))

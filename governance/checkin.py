@@ -41,9 +41,7 @@ EvidenceOption = Literal["standard", "minimal"] | Assembler
 """What ``.check_in(evidence=...)`` accepts."""
 
 
-def check_in_request_id(
-    *, tool: str, args: Mapping[str, Any], tool_call_id: str, identity: Any = None
-) -> str:
+def check_in_request_id(*, tool: str, args: Mapping[str, Any], tool_call_id: str, identity: Any = None) -> str:
     """The id of a check-in request for this exact call (``cki_`` + 32 hex digits)."""
     bound = {"tool": tool, "args": args, "tool_call_id": tool_call_id, "identity": identity}
     return fingerprint("cki", bound)
@@ -87,9 +85,7 @@ class CheckInRequest:
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInRequest:
         """Read a request back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(
-            data, path, required=("id", "tool", "args", "evidence"), optional=("intent",)
-        )
+        d = _wire.as_dict(data, path, required=("id", "tool", "args", "evidence"), optional=("intent",))
         return cls(
             id=_wire.required_string(d, "id", path),
             tool=_wire.required_string(d, "tool", path),
@@ -145,9 +141,7 @@ class MiddlewareAsk:
 def build_middleware_ask(result: ChainResult, call: ToolCallInfo) -> MiddlewareAsk:
     """The pause payload for a before-tool chain that answered ``ask`` over ``call``."""
     if result.verdict != "ask" or result.ask is None or result.middleware is None:
-        raise ValueError(
-            f"build_middleware_ask: the chain's verdict is {result.verdict!r}, not 'ask'"
-        )
+        raise ValueError(f"build_middleware_ask: the chain's verdict is {result.verdict!r}, not 'ask'")
     args = json_safe(result.value)
     return MiddlewareAsk(
         id=ask_request_id(
@@ -174,15 +168,12 @@ class CheckInConfig:
     scorer: Scorer
 
 
-def resolve_check_in_config(
-    evidence: EvidenceOption = "standard", scorer: Scorer | None = None
-) -> CheckInConfig:
+def resolve_check_in_config(evidence: EvidenceOption = "standard", scorer: Scorer | None = None) -> CheckInConfig:
     """Turn ``.check_in(evidence=..., scorer=...)`` into a config, refusing what cannot work
     with ``CheckInConfigError``. The default is standard evidence with ``lexical_driver_scorer``."""
     if scorer is not None and not callable(scorer):
         raise CheckInConfigError(
-            "check_in(scorer=...): a scorer is a function ScoreInput -> drivers, got "
-            f"{describe_shape(scorer)}"
+            f"check_in(scorer=...): a scorer is a function ScoreInput -> drivers, got {describe_shape(scorer)}"
         )
     if evidence == "minimal":
         if scorer is not None:
@@ -199,8 +190,7 @@ def resolve_check_in_config(
         return CheckInConfig(assembler=assembler, scorer=scorer or lexical_driver_scorer)
     got = repr(evidence) if isinstance(evidence, str) else describe_shape(evidence)
     raise CheckInConfigError(
-        'check_in(evidence=...): expected "standard", "minimal" or an assembler function, '
-        f"got {got}"
+        f'check_in(evidence=...): expected "standard", "minimal" or an assembler function, got {got}'
     )
 
 
@@ -254,13 +244,10 @@ async def build_check_in_request(
         pack = CheckInEvidence.from_dict(pack, "$.evidence")
     if not isinstance(pack, CheckInEvidence):
         raise CheckInConfigError(
-            f"check_in(evidence=...): the assembler returned {describe_shape(pack)}, "
-            "not a CheckInEvidence"
+            f"check_in(evidence=...): the assembler returned {describe_shape(pack)}, not a CheckInEvidence"
         )
     return CheckInRequest(
-        id=check_in_request_id(
-            tool=tool_name, args=safe_args, tool_call_id=tool_call_id, identity=identity
-        ),
+        id=check_in_request_id(tool=tool_name, args=safe_args, tool_call_id=tool_call_id, identity=identity),
         tool=tool_name,
         args=safe_args,
         intent=intent if intent and intent.strip() else None,
@@ -288,9 +275,7 @@ def validate_check_in_demand(demand: object) -> None:
     if demand is None or demand == "always" or (callable(demand) and not isinstance(demand, str)):
         return
     got = repr(demand) if isinstance(demand, str) else describe_shape(demand)
-    raise CheckInConfigError(
-        f'check_in=...: expected None, "always" or a predicate(args, ctx) -> bool, got {got}'
-    )
+    raise CheckInConfigError(f'check_in=...: expected None, "always" or a predicate(args, ctx) -> bool, got {got}')
 
 
 def frozen_copy(value: Any) -> Any:
@@ -310,9 +295,7 @@ def frozen_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-async def should_check_in(
-    demand: object, args: Mapping[str, Any], ctx: CheckInPredicateContext
-) -> bool:
+async def should_check_in(demand: object, args: Mapping[str, Any], ctx: CheckInPredicateContext) -> bool:
     """Does the tool's check-in trip for these args? The one place a predicate is asked.
 
     None → False; ``"always"`` → True; a predicate gets ``(frozen_copy(args), ctx)`` and

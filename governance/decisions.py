@@ -60,9 +60,7 @@ class CheckInDecision:
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInDecision:
         """Read a decision back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(
-            data, path, required=("request_id", "approved", "by", "at"), optional=("note", "value")
-        )
+        d = _wire.as_dict(data, path, required=("request_id", "approved", "by", "at"), optional=("note", "value"))
         return cls(
             request_id=_wire.required_string(d, "request_id", path),
             approved=_wire.boolean(d, "approved", path),
@@ -99,22 +97,16 @@ def _decide(
 ) -> CheckInDecision:
     rid = _request_id(request, verb)
     if not isinstance(by, str) or not by.strip():
-        raise DecisionInputError(
-            f"{verb}(by=...): say who decided, as a non-empty string; got {describe_shape(by)}"
-        )
+        raise DecisionInputError(f"{verb}(by=...): say who decided, as a non-empty string; got {describe_shape(by)}")
     if note is not None and not isinstance(note, str):
-        raise DecisionInputError(
-            f"{verb}(note=...): a note is a string; got {describe_shape(note)}"
-        )
+        raise DecisionInputError(f"{verb}(note=...): a note is a string; got {describe_shape(note)}")
     if not is_json_safe(value):
         raise DecisionInputError(
             f"{verb}(value=...): a decision's value must be JSON-safe (it travels in the "
             f"checkpoint); got {describe_shape(value)}"
         )
     if at is not None and not isinstance(at, str):
-        raise DecisionInputError(
-            f"{verb}(at=...): a timestamp is an ISO-8601 string; got {describe_shape(at)}"
-        )
+        raise DecisionInputError(f"{verb}(at=...): a timestamp is an ISO-8601 string; got {describe_shape(at)}")
     return CheckInDecision(
         request_id=rid,
         approved=approved,
@@ -162,11 +154,7 @@ def require_decision(
     if isinstance(answer, CheckInDecision):
         return answer
     received = describe_shape(answer)
-    what = (
-        "a tool's check-in"
-        if gate == "check_in"
-        else f"a tool middleware's ask (asked by '{middleware}')"
-    )
+    what = "a tool's check-in" if gate == "check_in" else f"a tool middleware's ask (asked by '{middleware}')"
     on_tool = f" on tool '{tool_name}'" if tool_name else ""
     attr = "check_in" if gate == "check_in" else "ask"
     raise DecisionRequiredError(

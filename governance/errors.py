@@ -97,9 +97,7 @@ class ResumeDecisionError(GovernanceError, ValueError):
 
     code = "ERR_RESUME_DECISION"
 
-    def __init__(
-        self, message: str, *, problem: ResumeProblem, request_id: str, pending_request_id: str
-    ) -> None:
+    def __init__(self, message: str, *, problem: ResumeProblem, request_id: str, pending_request_id: str) -> None:
         super().__init__(message)
         self.problem = problem
         self.request_id = request_id
@@ -115,9 +113,7 @@ class ResumeDecisionError(GovernanceError, ValueError):
 def _rebuild_resume_error(
     message: str, problem: ResumeProblem, request_id: str, pending_request_id: str
 ) -> ResumeDecisionError:
-    return ResumeDecisionError(
-        message, problem=problem, request_id=request_id, pending_request_id=pending_request_id
-    )
+    return ResumeDecisionError(message, problem=problem, request_id=request_id, pending_request_id=pending_request_id)
 
 
 Gate = Literal["check_in", "ask"]
@@ -159,6 +155,4 @@ class DecisionRequiredError(GovernanceError, TypeError):
 def _rebuild_decision_required(
     message: str, gate: Gate, tool_name: str | None, middleware: str | None, received: str
 ) -> DecisionRequiredError:
-    return DecisionRequiredError(
-        message, gate=gate, tool_name=tool_name, middleware=middleware, received=received
-    )
+    return DecisionRequiredError(message, gate=gate, tool_name=tool_name, middleware=middleware, received=received)

@@ -113,9 +113,7 @@ class Trail:
         calls = _wire.listing(d, "tool_calls", path)
         return cls(
             iteration=_wire.integer(d, "iteration", path),
-            tool_calls=[
-                TrailCall.from_dict(c, f"{path}.tool_calls[{i}]") for i, c in enumerate(calls)
-            ],
+            tool_calls=[TrailCall.from_dict(c, f"{path}.tool_calls[{i}]") for i, c in enumerate(calls)],
             summary=_wire.required_string(d, "summary", path),
         )
 
@@ -267,10 +265,7 @@ async def standard_evidence(inp: AssemblerInput) -> CheckInEvidence:
         if inspect.isawaitable(ranked):
             ranked = await ranked
         # A custom scorer may hand back plain dicts; they are read as strictly as a checkpoint.
-        drivers = [
-            d if isinstance(d, Driver) else Driver.from_dict(d, f"$.drivers[{i}]")
-            for i, d in enumerate(ranked)
-        ]
+        drivers = [d if isinstance(d, Driver) else Driver.from_dict(d, f"$.drivers[{i}]") for i, d in enumerate(ranked)]
     return CheckInEvidence(
         will_do=will_do(inp.tool_name, inp.tool_description, inp.args),
         read=read,

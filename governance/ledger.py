@@ -159,6 +159,5 @@ def ask_answer_row(
 def ask_resumed_second_ask_reason(middleware: str, question: str) -> str:
     """The denial for a link that asks while an approved ask resumes (there is no second pause)."""
     return (
-        f"middleware '{middleware}' asked a person to decide, and there is no pause here to "
-        f"carry that ask: {question}"
+        f"middleware '{middleware}' asked a person to decide, and there is no pause here to carry that ask: {question}"
     )

@@ -160,9 +160,7 @@ def _check_callable(link: object, hook: str, kind: str, name: str) -> bool:
     if value is None:
         return False
     if not callable(value):
-        raise MiddlewareDefinitionError(
-            f"{kind} '{name}': {hook} is not callable (it is {describe_shape(value)})"
-        )
+        raise MiddlewareDefinitionError(f"{kind} '{name}': {hook} is not callable (it is {describe_shape(value)})")
     return find_hook(link, hook) is not None
 
 

@@ -57,14 +57,10 @@ class PermissionDecision:
     @result.validator
     def _check_result(self, _attribute: object, value: object) -> None:
         if value not in ("allow", "deny", "halt"):
-            raise ValueError(
-                f"PermissionDecision: result is 'allow', 'deny' or 'halt', got {value!r}"
-            )
+            raise ValueError(f"PermissionDecision: result is 'allow', 'deny' or 'halt', got {value!r}")
 
     @classmethod
-    def allow(
-        cls, rationale: str | None = None, *, policy_rule_id: str | None = None
-    ) -> PermissionDecision:
+    def allow(cls, rationale: str | None = None, *, policy_rule_id: str | None = None) -> PermissionDecision:
         """Let the call go on to the middleware chain."""
         return cls("allow", rationale, None, policy_rule_id)
 
@@ -95,9 +91,7 @@ class PermissionChecker(Protocol):
     """Anything with ``check(request) -> PermissionDecision`` (sync or async); a ``name``
     attribute, when present, labels its verdicts."""
 
-    def check(
-        self, request: PermissionRequest
-    ) -> PermissionDecision | Awaitable[PermissionDecision]:
+    def check(self, request: PermissionRequest) -> PermissionDecision | Awaitable[PermissionDecision]:
         """Decide about one tool call."""
         ...
 
@@ -171,14 +165,10 @@ async def evaluate_permission(checker: object, request: PermissionRequest) -> Pe
             answer = await answer
     except Exception as exc:
         failure = f"permission-checker threw: {str(exc) or type(exc).__name__}"
-        return PermissionVerdict(
-            "deny", unauthorized_text(request.tool_name), failure, name, failed=True
-        )
+        return PermissionVerdict("deny", unauthorized_text(request.tool_name), failure, name, failed=True)
     if not isinstance(answer, PermissionDecision):
         failure = f"permission-checker returned {describe_shape(answer)}, not a PermissionDecision"
-        return PermissionVerdict(
-            "deny", unauthorized_text(request.tool_name), failure, name, failed=True
-        )
+        return PermissionVerdict("deny", unauthorized_text(request.tool_name), failure, name, failed=True)
     rule = answer.policy_rule_id
     if answer.result == "allow":
         return PermissionVerdict("allow", None, answer.rationale, name, policy_rule_id=rule)

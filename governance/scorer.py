@@ -98,8 +98,7 @@ def lexical_driver_scorer(score_input: ScoreInput) -> list[Driver]:
     highest first by a stable sort (ties keep the units' order). Deterministic."""
     tool = tokens(score_input.tool_text)
     scored = [
-        Driver(id=u.id, channel=u.channel, text=u.text, score=jaccard(tool, tokens(u.text)))
-        for u in score_input.units
+        Driver(id=u.id, channel=u.channel, text=u.text, score=jaccard(tool, tokens(u.text))) for u in score_input.units
     ]
     # sorted() is stable, so equal scores keep the order the units came in.
     return sorted(scored, key=lambda d: -d.score)

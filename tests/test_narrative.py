@@ -13,9 +13,7 @@ from flowchart.recorders import NarrativeEntry, narrative
 from flowchart.recorders.narrative import NarrativeRecorder
 
 
-def ctx(
-    stage_id: str, visit: int = 0, name: str = "", path: tuple[str, ...] = ()
-) -> ev.TraversalContext:
+def ctx(stage_id: str, visit: int = 0, name: str = "", path: tuple[str, ...] = ()) -> ev.TraversalContext:
     """A traversal context for stage ``stage_id`` on its ``visit``-th runtime id."""
     return ev.TraversalContext("r", stage_id, f"{stage_id}#{visit}", name, path)
 
@@ -138,9 +136,7 @@ def decision(
     """Fire a decider ``Route`` (id route) choosing ``chosen``."""
     c = ctx("route", 1, "Route")
     rec.on_read(ev.ReadEvent(c, "score", 720))
-    rec.on_decision(
-        ev.DecisionEvent(c, "Route", chosen, chosen.lower(), rationale, description, evidence)
-    )
+    rec.on_decision(ev.DecisionEvent(c, "Route", chosen, chosen.lower(), rationale, description, evidence))
     rec.on_stage_executed(ev.StageExecutedEvent(c, "Route", description, "decider"))
 
 
@@ -291,15 +287,12 @@ def test_fork_and_selected_sentences() -> None:
         },
         {"type": "filter", "rule_index": 2, "branch": "vip", "matched": False, "conditions": []},
     ]
-    rec.on_selected(
-        ev.SelectedEvent(c, "Pick", ("Big order", "EU rules"), ("big", "eu"), 3, {"rules": rules})
-    )
+    rec.on_selected(ev.SelectedEvent(c, "Pick", ("Big order", "EU rules"), ("big", "eu"), 3, {"rules": rules}))
     rec.on_stage_executed(ev.StageExecutedEvent(c, "Pick", None, "selector"))
     rec.on_selected(ev.SelectedEvent(c, "Pick", ("Big order",), ("big",), 3))
     rec.on_fork(ev.ForkEvent(c, "Pick", ("Big order",)))
     assert rec.lines() == [
-        '[Selected]: 2 of 3 paths selected: big "Large" (amount 150 gt 100 ✓); '
-        'eu "EU" (region="eu").',
+        '[Selected]: 2 of 3 paths selected: big "Large" (amount 150 gt 100 ✓); eu "EU" (region="eu").',
         "[Selected]: 1 of 3 paths selected for execution: Big order.",
         "[Parallel]: Forking into 1 parallel paths: Big order.",
     ]
@@ -310,9 +303,7 @@ def test_subflow_entry_inputs_exit_and_numbering_restart() -> None:
     rec = narrative()
     stage(rec, "seed", "Seed")
     mount = ctx("writer", 1, "Writer", ("writer",))
-    rec.on_subflow_entry(
-        ev.SubflowEvent(mount, "Writer", "writer", None, {"topic": "cats", "tags": ["x", "y"]})
-    )
+    rec.on_subflow_entry(ev.SubflowEvent(mount, "Writer", "writer", None, {"topic": "cats", "tags": ["x", "y"]}))
     stage(rec, "writer/prep", "Prep", visit=2, path=("writer",))
     rec.on_subflow_exit(ev.SubflowEvent(mount, "Writer", "writer"))
     stage(rec, "publish", "Publish", visit=3)
@@ -331,9 +322,7 @@ def test_subflow_entry_with_description_and_no_values() -> None:
     """A described subflow reads "Entering X: desc."; without values Input shows keys only."""
     rec = narrative(include_values=False)
     mount = ctx("helper", 1, "Helper", ("helper",))
-    rec.on_subflow_entry(
-        ev.SubflowEvent(mount, "Helper", "helper", "does the inner work", {"k": 1})
-    )
+    rec.on_subflow_entry(ev.SubflowEvent(mount, "Helper", "helper", "does the inner work", {"k": 1}))
     assert rec.lines() == ["Entering Helper: does the inner work.", "Input: k"]
 
 
@@ -392,9 +381,7 @@ def test_records_carry_ids_and_clear_resets() -> None:
     """records() keep stage/runtime ids and keys; clear() starts the numbering over."""
     rec = narrative()
     stage(rec, "seed", "Seed", ("set", "a", 1))
-    assert rec.records()[1] == NarrativeEntry(
-        "step", 1, "Step 1: Write a = 1", "Seed", "seed", "seed#0", None, "a", 1
-    )
+    assert rec.records()[1] == NarrativeEntry("step", 1, "Step 1: Write a = 1", "Seed", "seed", "seed#0", None, "a", 1)
     rec.clear()
     assert rec.entries() == []
     stage(rec, "seed", "Seed")

@@ -200,9 +200,7 @@ ENGINE_GAPS: dict[str, str] = {}
 @pytest.mark.parametrize(
     "case",
     [
-        pytest.param(c, marks=pytest.mark.xfail(reason=ENGINE_GAPS[c], strict=True))
-        if c in ENGINE_GAPS
-        else c
+        pytest.param(c, marks=pytest.mark.xfail(reason=ENGINE_GAPS[c], strict=True)) if c in ENGINE_GAPS else c
         for c in sorted(DECIDE_CASES)
     ],
 )
@@ -340,9 +338,7 @@ def test_pause_linear_resumed_without_input() -> None:
 
     chart = (
         flow_chart("Seed", seed, "seed")
-        .add_pausable_function(
-            "Approve", Pausable(execute=ask, resume=done), "approve", description="get a human ok"
-        )
+        .add_pausable_function("Approve", Pausable(execute=ask, resume=done), "approve", description="get a human ok")
         .add_function("Finish", lambda s: touch(s.status), "finish")
         .build()
     )

@@ -50,9 +50,7 @@ def test_fork() -> None:
     chart = (
         flow_chart("Seed", setter(x=1), "seed")
         .add_function("Prep", prep, "prep")
-        .add_list_of_function(
-            [("a", "Alpha", alpha), ("b", "Beta", setter(b="B")), ("c", "Gamma", gamma)]
-        )
+        .add_list_of_function([("a", "Alpha", alpha), ("b", "Beta", setter(b="B")), ("c", "Gamma", gamma)])
         .add_function("Join", setter(joined=True), "join")
         .build()
     )
@@ -89,9 +87,7 @@ SELECT_CASES: dict[str, Callable[[Any], Any]] = {
         ],
     ),
     "select_plain": _pick_plain,
-    "select_one": lambda s: select(
-        s, [{"when": {"amount": {"gt": 100}, "region": {"eq": "eu"}}, "then": "big"}]
-    ),
+    "select_one": lambda s: select(s, [{"when": {"amount": {"gt": 100}, "region": {"eq": "eu"}}, "then": "big"}]),
 }
 
 
@@ -119,9 +115,7 @@ def test_nested_subflows() -> None:
     inner = (
         flow_chart("Prep", lambda s: (touch(s.topic), setter(draft="v1")(s)), "prep")
         .add_function("Polish", polish, "polish")
-        .add_subflow_chart_next(
-            "deep", deep, mount_name="Deep", input_mapper=lambda p: {"depth": 2}
-        )
+        .add_subflow_chart_next("deep", deep, mount_name="Deep", input_mapper=lambda p: {"depth": 2})
         .add_function("Finish", setter(final="ok"), "finish")
         .build()
     )
@@ -177,9 +171,7 @@ def test_decider_and_loop_inside_a_subflow() -> None:
 
 def test_subflow_branch_reentered_by_a_loop() -> None:
     """Re-entering a subflow restarts its numbering, but its stages still "loop back"."""
-    small = (
-        flow_chart("Hello", setter(h=1), "hello").add_function("Bye", setter(b=1), "bye").build()
-    )
+    small = flow_chart("Hello", setter(h=1), "hello").add_function("Bye", setter(b=1), "bye").build()
     chart = (
         flow_chart("Seed", setter(n=0), "seed")
         .add_function("Count", lambda s: setter(n=s.n + 1)(s), "count")

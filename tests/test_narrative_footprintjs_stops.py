@@ -54,11 +54,7 @@ def test_stop_inside_a_subflow(propagate: bool) -> None:
         scope["in"] = 1
         ctx.stop("halt")
 
-    inner = (
-        flow_chart("Inside", inside, "inside")
-        .add_function("InsideNever", setter(nope=1), "inside-never")
-        .build()
-    )
+    inner = flow_chart("Inside", inside, "inside").add_function("InsideNever", setter(nope=1), "inside-never").build()
     chart = (
         flow_chart("Seed", setter(a=1), "seed")
         .add_subflow_chart_next("sf", inner, mount_name="Stopper", propagate_break=propagate)
@@ -97,11 +93,7 @@ def test_error_inside_a_subflow() -> None:
         raise Error("inner fail")
 
     inner = flow_chart("Fine", setter(ok=1), "fine").add_function("Bad", bad, "bad").build()
-    chart = (
-        flow_chart("Seed", setter(a=1), "seed")
-        .add_subflow_chart_next("sf", inner, mount_name="Fragile")
-        .build()
-    )
+    chart = flow_chart("Seed", setter(a=1), "seed").add_subflow_chart_next("sf", inner, mount_name="Fragile").build()
     assert run(chart).entries() == reference("subflow_error")
 
 

@@ -68,9 +68,7 @@ def _event(raw: dict[str, Any]) -> tuple[str, Any]:
     elif hook == "onEmit":
         built = ev.EmitEvent(ctx, raw["name"], raw.get("payload"))
     elif hook == "onStageExecuted":
-        built = ev.StageExecutedEvent(
-            ctx, raw["stageName"], raw.get("description"), raw["stageType"]
-        )
+        built = ev.StageExecutedEvent(ctx, raw["stageName"], raw.get("description"), raw["stageType"])
     elif hook == "onDecision":
         built = ev.DecisionEvent(
             ctx,
@@ -91,13 +89,9 @@ def _event(raw: dict[str, Any]) -> tuple[str, Any]:
         state = raw.get("mappedInput")
         built = ev.SubflowEvent(ctx, raw["name"], raw["subflowId"], raw.get("description"), state)
     elif hook == "onLoop":
-        built = ev.LoopEvent(
-            ctx, raw["target"], raw["target"], raw["iteration"], raw.get("description")
-        )
+        built = ev.LoopEvent(ctx, raw["target"], raw["target"], raw["iteration"], raw.get("description"))
     elif hook == "onBreak":
-        built = ev.BreakEvent(
-            ctx, raw["stageName"], raw.get("reason"), raw.get("propagatedFromSubflow")
-        )
+        built = ev.BreakEvent(ctx, raw["stageName"], raw.get("reason"), raw.get("propagatedFromSubflow"))
     elif hook == "onError":
         built = ev.ErrorEvent(ctx, raw["stageName"], raw["message"])
     elif hook == "onPause":

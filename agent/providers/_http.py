@@ -52,9 +52,7 @@ def load_httpx() -> ModuleType:
     try:
         import httpx
     except ImportError:
-        raise ProviderDependencyError(
-            "the HTTP providers need httpx: pip install 'pyfootprint[http]'"
-        ) from None
+        raise ProviderDependencyError("the HTTP providers need httpx: pip install 'pyfootprint[http]'") from None
     return httpx
 
 
@@ -185,8 +183,7 @@ class HTTPProvider:
         model = self.model or req.model
         if not model:
             raise ProviderConfigError(
-                f"{self.name}: no model to ask for; pass model=... to the provider "
-                f"or set it on the request"
+                f"{self.name}: no model to ask for; pass model=... to the provider or set it on the request"
             )
         return model
 
@@ -206,9 +203,7 @@ class HTTPProvider:
             f"{self.name}: the stream from {url} ended before the answer was complete "
             f"— the server closed the connection; try again"
         )
-        return ProviderConnectionError(
-            self._redact(message), provider=self.name, url=url, retries=retries
-        )
+        return ProviderConnectionError(self._redact(message), provider=self.name, url=url, retries=retries)
 
     def _loads(self, url: str, text: str | bytes) -> Any:
         try:
@@ -217,9 +212,7 @@ class HTTPProvider:
             excerpt = text if isinstance(text, str) else text.decode("utf-8", "replace")
             raise self._malformed(url, f"not JSON: {excerpt[:_EXCERPT]!r}") from None
 
-    def _status_error(
-        self, status: int, body: str, url: str, model: str, retries: list[RetryRecord]
-    ) -> ProviderError:
+    def _status_error(self, status: int, body: str, url: str, model: str, retries: list[RetryRecord]) -> ProviderError:
         """Classify a failed HTTP status into the error hierarchy, with a hint."""
         said = _server_message(body)
         ctx: dict[str, Any] = {"provider": self.name, "url": url, "status": status}
@@ -318,9 +311,7 @@ class HTTPProvider:
                     if status:
                         raise self._status_error(status, text, url, model, retries)
                     message = f"{self.name}: {reason} talking to {url}{_gave_up(retries)}"
-                    raise ProviderConnectionError(
-                        self._redact(message), provider=self.name, url=url, retries=retries
-                    )
+                    raise ProviderConnectionError(self._redact(message), provider=self.name, url=url, retries=retries)
                 delay = self.retry.delay(attempt, retry_after)
                 retries.append(RetryRecord(attempt=attempt, reason=reason, delay=delay))
                 await self.sleep(delay)
@@ -330,24 +321,16 @@ class HTTPProvider:
             f"{self.name}: no answer from {url} within {self.timeout:g}s — the model may be "
             f"loading or the server busy; raise timeout= or check the server"
         )
-        return ProviderTimeoutError(
-            self._redact(message), provider=self.name, url=url, retries=retries
-        )
+        return ProviderTimeoutError(self._redact(message), provider=self.name, url=url, retries=retries)
 
-    def _connect_error(
-        self, url: str, exc: Exception, retries: list[RetryRecord]
-    ) -> ProviderConnectionError:
+    def _connect_error(self, url: str, exc: Exception, retries: list[RetryRecord]) -> ProviderConnectionError:
         detail = str(exc) or type(exc).__name__
         if "refused" in detail.lower() or "all connection attempts failed" in detail.lower():
             detail = "connection refused"
         message = f"{self.name}: cannot connect to {url} ({detail}) — {self._connect_hint()}"
-        return ProviderConnectionError(
-            self._redact(message), provider=self.name, url=url, retries=retries
-        )
+        return ProviderConnectionError(self._redact(message), provider=self.name, url=url, retries=retries)
 
-    async def _post(
-        self, url: str, body: dict[str, Any], model: str
-    ) -> tuple[Any, tuple[RetryRecord, ...]]:
+    async def _post(self, url: str, body: dict[str, Any], model: str) -> tuple[Any, tuple[RetryRecord, ...]]:
         """POST and parse the JSON answer; returns ``(data, retries)``."""
         retries: list[RetryRecord] = []
         async with self._open(url, body, model, retries, stream=False) as response:

@@ -103,9 +103,7 @@ def encode_messages(req: LLMRequest) -> list[dict[str, Any]]:
     return out
 
 
-def encode_request(
-    req: LLMRequest, model: str, max_tokens: int, *, stream: bool = False
-) -> dict[str, Any]:
+def encode_request(req: LLMRequest, model: str, max_tokens: int, *, stream: bool = False) -> dict[str, Any]:
     """The exact JSON body sent to ``/v1/messages``."""
     body: dict[str, Any] = {
         "model": model,
@@ -138,9 +136,7 @@ def _finish(raw: object, has_calls: bool) -> FinishReason:
 
 def _tool_call(block: dict[str, Any]) -> ToolCall:
     args, error = parse_args(block.get("input"))
-    return ToolCall(
-        id=block.get("id") or "", name=block.get("name") or "", args=args, args_error=error
-    )
+    return ToolCall(id=block.get("id") or "", name=block.get("name") or "", args=args, args_error=error)
 
 
 @attrs.frozen(kw_only=True)
@@ -181,9 +177,7 @@ class AnthropicProvider(HTTPProvider):
             return LLMResponse(
                 content=text,
                 tool_calls=calls,
-                usage=Usage(
-                    int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-                ),
+                usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
                 finish_reason=_finish(data.get("stop_reason"), bool(calls)),
                 model=data.get("model"),
             )
@@ -242,10 +236,7 @@ class AnthropicProvider(HTTPProvider):
                     break
         if not done:
             raise self._cut_short(self.url, retries)
-        calls = tuple(
-            _tool_call({**b, "input": b["json"] or b.get("input")})
-            for _, b in sorted(blocks.items())
-        )
+        calls = tuple(_tool_call({**b, "input": b["json"] or b.get("input")}) for _, b in sorted(blocks.items()))
         yield LLMResponse(
             content="".join(text),
             tool_calls=calls,
@@ -277,9 +268,7 @@ def anthropic(
     """
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if not key:
-        raise ProviderConfigError(
-            "anthropic: no API key; pass api_key=... or set ANTHROPIC_API_KEY"
-        )
+        raise ProviderConfigError("anthropic: no API key; pass api_key=... or set ANTHROPIC_API_KEY")
     return AnthropicProvider(
         name=name,
         base_url=base_url_from(

@@ -69,10 +69,7 @@ def encode_messages(req: LLMRequest) -> list[dict[str, Any]]:
         if role == "tool":
             out.append({"role": "tool", "content": content, "tool_name": message["tool_name"]})
         elif role == "assistant" and message.get("tool_calls"):
-            calls = [
-                {"function": {"name": c["name"], "arguments": c.get("args") or {}}}
-                for c in message["tool_calls"]
-            ]
+            calls = [{"function": {"name": c["name"], "arguments": c.get("args") or {}}} for c in message["tool_calls"]]
             out.append({"role": "assistant", "content": content, "tool_calls": calls})
         else:
             out.append({"role": role, "content": content})

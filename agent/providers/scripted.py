@@ -37,14 +37,10 @@ def _keys(keys: Sequence[str]) -> str:
 
 def _tool_call(raw: object, where: str) -> ToolCall:
     if not isinstance(raw, Mapping):
-        raise ScriptError(
-            f"{where} must be a dict {{'id', 'name', 'args'}}, got {type(raw).__name__}"
-        )
+        raise ScriptError(f"{where} must be a dict {{'id', 'name', 'args'}}, got {type(raw).__name__}")
     unknown = [k for k in raw if k not in _CALL_KEYS]
     if unknown:
-        raise ScriptError(
-            f"{where} has unknown key {_keys(unknown)}; allowed keys: {_keys(_CALL_KEYS)}"
-        )
+        raise ScriptError(f"{where} has unknown key {_keys(unknown)}; allowed keys: {_keys(_CALL_KEYS)}")
     for key in ("id", "name"):
         value = raw.get(key)
         if not isinstance(value, str) or not value:
@@ -65,14 +61,11 @@ def _reply(raw: object, number: int) -> LLMResponse:
         return LLMResponse(content=raw, usage=Usage(0, len(raw) // 4))
     if not isinstance(raw, Mapping):
         raise ScriptError(
-            f"{where} must be a string, a dict {{'content', 'tool_calls'}} or an LLMResponse, "
-            f"got {type(raw).__name__}"
+            f"{where} must be a string, a dict {{'content', 'tool_calls'}} or an LLMResponse, got {type(raw).__name__}"
         )
     unknown = [k for k in raw if k not in _REPLY_KEYS]
     if unknown:
-        raise ScriptError(
-            f"{where} has unknown key {_keys(unknown)}; allowed keys: {_keys(_REPLY_KEYS)}"
-        )
+        raise ScriptError(f"{where} has unknown key {_keys(unknown)}; allowed keys: {_keys(_REPLY_KEYS)}")
     content = raw.get("content", "")
     if not isinstance(content, str):
         raise ScriptError(f"{where} 'content' must be a string, got {type(content).__name__}")

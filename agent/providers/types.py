@@ -62,9 +62,7 @@ class Usage:
     output_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
-        )
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
 
 
 @attrs.frozen
@@ -118,9 +116,7 @@ class LLMResponse:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
-    finish_reason: FinishReason = attrs.field(
-        default="stop", validator=attrs.validators.in_(FINISH_REASONS)
-    )
+    finish_reason: FinishReason = attrs.field(default="stop", validator=attrs.validators.in_(FINISH_REASONS))
     model: str | None = None
     retries: tuple[RetryRecord, ...] = ()
 

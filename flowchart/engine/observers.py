@@ -8,6 +8,7 @@ builds no event at all, so observing costs nothing when nobody observes.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -60,10 +61,9 @@ class Observers:
             channel="recorder",
         )
         for hook in others:
-            try:
+            # an error hook that fails has nobody left to tell
+            with contextlib.suppress(Exception):
                 hook(event)
-            except Exception:  # noqa: S110 - an error hook that fails has nobody left to tell
-                pass
 
 
 NO_OBSERVERS = Observers()

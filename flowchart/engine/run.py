@@ -88,6 +88,4 @@ class Run:
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise RunTimeoutError(
-                f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id
-            )
+            raise RunTimeoutError(f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id)

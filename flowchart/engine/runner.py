@@ -187,8 +187,7 @@ def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
             )
         if previous is not None and node not in (*previous.children, *previous.branches.values()):
             raise CheckpointError(
-                f"Cannot resume: stage '{frame.stage_id}' is not a child of '{prefix}{previous.id}' "
-                f"@ {where}.stage_id",
+                f"Cannot resume: stage '{frame.stage_id}' is not a child of '{prefix}{previous.id}' @ {where}.stage_id",
                 path=f"{where}.stage_id",
             )
         for name in ("continuation_stage_id", "invoker_stage_id"):

@@ -146,8 +146,8 @@ class Traverser:
         self.commit_log: list[Commit] = []
         self.stopped = False
         self.stop_reason: str | None = None
-        #: the last context built: the events of one stage share it (see ``context``)
-        self._last_context: TraversalContext | None = None
+        #: the last context built, with its node and rid: one stage's events share it
+        self._last_context: tuple[StageNode, str, TraversalContext] | None = None
 
     # -- small helpers -------------------------------------------------------------------
     def full_id(self, node: StageNode) -> str:
@@ -167,15 +167,15 @@ class Traverser:
     def context(self, node: StageNode, rid: str, fork_branch: str | None = None) -> TraversalContext:
         """The traversal context stamped on events about ``node``.
 
-        Every event of one execution (``rid``) gets the same context, built once: nothing
-        it holds changes until ``node`` is stamped again, under a new ``rid``.
+        The events of one execution (``rid``) share one context, built once: nothing it
+        holds changes until ``node`` is stamped again, under a new ``rid``.
         """
         last = self._last_context
-        if last is not None and last.runtime_stage_id == rid and fork_branch is None:
-            return last
+        if last is not None and last[0] is node and last[1] == rid and rid and fork_branch is None:
+            return last[2]
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
-        self._last_context = ctx = TraversalContext(
+        ctx = TraversalContext(
             run_id=self.run.run_id,
             stage_id=full,
             runtime_stage_id=rid,
@@ -185,6 +185,7 @@ class Traverser:
             loop_iteration=visits - 1 if visits > 1 else None,
             fork_branch=fork_branch,
         )
+        self._last_context = (node, rid, ctx)
         return ctx
 
     def request_stop(self, reason: str | None) -> None:

@@ -188,9 +188,7 @@ class NarrativeRecorder:
         ctx = event.ctx
         decider = _qualify(event.decider, ctx)
         self._stage_line(ctx, decider, event.description, 0)
-        text = sentences.decision(
-            _qualify(event.chosen, ctx), event.description, event.rationale, event.evidence
-        )
+        text = sentences.decision(_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
         self._push("condition", 1, text, ctx, stage_name=decider)
 
     def on_fork(self, event: ForkEvent) -> None:
@@ -201,9 +199,7 @@ class NarrativeRecorder:
     def on_selected(self, event: SelectedEvent) -> None:
         """``[Selected]: k of N paths selected ...`` (with the rules when evidence came)."""
         selected = [_qualify(s, event.ctx) for s in event.selected]
-        self._push(
-            "selector", 0, sentences.selected(selected, event.total, event.evidence), event.ctx
-        )
+        self._push("selector", 0, sentences.selected(selected, event.total, event.evidence), event.ctx)
 
     def on_subflow_entry(self, event: SubflowEvent) -> None:
         """``Entering ...``, one ``Input:`` step per mapped input key; numbering restarts."""
@@ -227,9 +223,7 @@ class NarrativeRecorder:
 
     def on_subflow_exit(self, event: SubflowEvent) -> None:
         """``Exiting the X subflow.``."""
-        self._push(
-            "subflow", 0, sentences.subflow_exit(event.name), event.ctx, stage_name=event.name
-        )
+        self._push("subflow", 0, sentences.subflow_exit(event.name), event.ctx, stage_name=event.name)
 
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
@@ -238,11 +232,7 @@ class NarrativeRecorder:
 
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
-        name = (
-            event.stage_name
-            if event.propagated_from_subflow
-            else _qualify(event.stage_name, event.ctx)
-        )
+        name = event.stage_name if event.propagated_from_subflow else _qualify(event.stage_name, event.ctx)
         self._push("break", 0, f"Execution stopped at {name}.", event.ctx, stage_name=name)
 
     def on_error(self, event: ErrorEvent) -> None:
@@ -267,9 +257,7 @@ class NarrativeRecorder:
 
     # ── helpers ────────────────────────────────────────────────────────────────
 
-    def _buffer(
-        self, runtime_stage_id: str, kind: str, key: str, value: Any, operation: str = "set"
-    ) -> None:
+    def _buffer(self, runtime_stage_id: str, kind: str, key: str, value: Any, operation: str = "set") -> None:
         # summarised now, not at flush: a value read from the scope may be a live view
         # that the stage goes on to mutate, and the step must show it as it was read
         summary = self.format_value(value, self.max_value_length)
@@ -278,9 +266,7 @@ class NarrativeRecorder:
             ops = self._pending[runtime_stage_id] = []
         ops.append((kind, key, summary, len(ops) + 1, operation))
 
-    def _stage_line(
-        self, ctx: TraversalContext, name: str, description: str | None, passes: int
-    ) -> None:
+    def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
         flow_key = ctx.subflow_id or ""
         number = self._stage_counters.get(flow_key, 0) + 1
         self._stage_counters[flow_key] = number
@@ -300,9 +286,7 @@ class NarrativeRecorder:
                 push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
                 continue
             prefix = f"Step {step}: " if self.include_step_numbers else ""
-            text = prefix + sentences.operation(
-                kind, operation, key, summary, include_values=self.include_values
-            )
+            text = prefix + sentences.operation(kind, operation, key, summary, include_values=self.include_values)
             push(("step", 1, text, stage_name, ctx, key, step))
 
     def _push(

@@ -32,16 +32,10 @@ _CROSS = "\u2717"
 def stage(number: int, name: str, description: str | None, *, first: bool, passes: int) -> str:
     """``Stage N: ...`` — the first stage began, a revisited stage looped back, else next."""
     if first:
-        inner = (
-            f"The process began: {description}."
-            if description
-            else f"The process began with {name}."
-        )
+        inner = f"The process began: {description}." if description else f"The process began with {name}."
     elif passes > 0:
         inner = (
-            f"Looped back: {description} (pass {passes})."
-            if description
-            else f"Looped back to {name} (pass {passes})."
+            f"Looped back: {description} (pass {passes})." if description else f"Looped back to {name} (pass {passes})."
         )
     else:
         inner = f"Next step: {description}." if description else f"Next, it moved on to {name}."
@@ -144,11 +138,7 @@ def subflow_exit(name: str) -> str:
 
 def loop(target: str, iteration: int, description: str | None) -> str:
     """``On pass N through X.`` or ``On pass N: <description> again.``."""
-    return (
-        f"On pass {iteration}: {description} again."
-        if description
-        else f"On pass {iteration} through {target}."
-    )
+    return f"On pass {iteration}: {description} again." if description else f"On pass {iteration} through {target}."
 
 
 def error(stage_name: str, message: str) -> str:

@@ -66,12 +66,7 @@ def js_number(value: float | int) -> str:
 
 
 def _is_array_index(key: str) -> bool:
-    return (
-        key.isdigit()
-        and key.isascii()
-        and (key == "0" or key[0] != "0")
-        and int(key) <= _MAX_ARRAY_INDEX
-    )
+    return key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) <= _MAX_ARRAY_INDEX
 
 
 def js_object_keys(mapping: Mapping[Any, Any]) -> list[str]:
@@ -142,10 +137,7 @@ def js_json(value: Any) -> str:
         items = {str(k): v for k, v in value.items()}
         return (
             "{"
-            + ",".join(
-                f"{json.dumps(k, ensure_ascii=False)}:{js_json(items[k])}"
-                for k in js_object_keys(value)
-            )
+            + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{js_json(items[k])}" for k in js_object_keys(value))
             + "}"
         )
     return json.dumps(str(value), ensure_ascii=False)

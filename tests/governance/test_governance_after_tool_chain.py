@@ -58,9 +58,7 @@ async def test_the_onion_runs_before_in_order_and_after_in_reverse() -> None:
         "after:middle",
         "after:outer",
     ]
-    assert [r["moment"] for r in before.rows + after.rows] == ["before-tool"] * 3 + [
-        "after-tool"
-    ] * 3
+    assert [r["moment"] for r in before.rows + after.rows] == ["before-tool"] * 3 + ["after-tool"] * 3
 
 
 async def test_the_outer_link_sees_the_inner_links_output() -> None:
@@ -149,9 +147,7 @@ async def test_a_throwing_after_link_is_a_deny() -> None:
 
 async def test_an_ask_after_the_tool_ran_is_a_denial() -> None:
     """Law 4: there is no pause after a tool runs."""
-    result = await run_after_tool_chain(
-        [NS(name="late", on_tool_result=lambda c: ask("ok?"))], ran("x")
-    )
+    result = await run_after_tool_chain([NS(name="late", on_tool_result=lambda c: ask("ok?"))], ran("x"))
     assert result.reason == (
         "middleware 'late' asked a person to decide after tool 'lookup' ran, and there is no "
         "pause after a tool runs to carry that ask: ok?. Ask in on_tool_call, where a pause "

@@ -135,9 +135,7 @@ async def test_an_empty_intent_is_absent() -> None:
 async def test_minimal_evidence_carries_will_do_only() -> None:
     """``evidence="minimal"``: the pack has will_do and nothing else."""
     req = await request(evidence="minimal")
-    assert req.to_dict()["evidence"] == {
-        "will_do": "Issue a refund to the customer. — with order=42, amount=500"
-    }
+    assert req.to_dict()["evidence"] == {"will_do": "Issue a refund to the customer. — with order=42, amount=500"}
 
 
 async def test_a_custom_assembler_builds_the_pack() -> None:
@@ -292,7 +290,5 @@ async def test_a_middleware_ask_needs_an_ask_verdict() -> None:
     """Only an ask verdict has an ask payload."""
     call = ToolCallInfo("t", "c", 1, {})
     result = await run_tool_chain([], call)
-    with pytest.raises(
-        ValueError, match=r"^build_middleware_ask: the chain's verdict is 'allow', not 'ask'$"
-    ):
+    with pytest.raises(ValueError, match=r"^build_middleware_ask: the chain's verdict is 'allow', not 'ask'$"):
         build_middleware_ask(result, call)

@@ -45,9 +45,7 @@ def test_each_error_is_a_governance_error_and_its_natural_builtin(
 def test_message_denied_error_says_where_and_who_but_not_the_text() -> None:
     """``Message denied at '<phase>' by '<middleware>': <reason>``, with attributes."""
     err = MessageDeniedError("contains a card number", "input", "pci")
-    with pytest.raises(
-        MessageDeniedError, match=r"^Message denied at 'input' by 'pci': contains a card number$"
-    ):
+    with pytest.raises(MessageDeniedError, match=r"^Message denied at 'input' by 'pci': contains a card number$"):
         raise err
     assert (err.reason, err.phase, err.middleware, err.code) == (
         "contains a card number",
@@ -71,14 +69,10 @@ def test_message_denied_error_pickles_with_its_context() -> None:
 def test_resume_and_decision_required_errors_pickle_with_their_context() -> None:
     """Both keep their attributes across pickling."""
     resume = pickle.loads(
-        pickle.dumps(
-            ResumeDecisionError("m", problem="already-used", request_id="a", pending_request_id="b")
-        )
+        pickle.dumps(ResumeDecisionError("m", problem="already-used", request_id="a", pending_request_id="b"))
     )
     required = pickle.loads(
-        pickle.dumps(
-            DecisionRequiredError("m", gate="ask", tool_name="t", middleware="g", received="a str")
-        )
+        pickle.dumps(DecisionRequiredError("m", gate="ask", tool_name="t", middleware="g", received="a str"))
     )
     assert (str(resume), resume.problem, resume.request_id, resume.pending_request_id) == (
         "m",

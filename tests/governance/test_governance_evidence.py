@@ -51,9 +51,7 @@ HISTORY = [
 
 def test_will_do_is_description_em_dash_with_rendered_args() -> None:
     """Strings raw, others JSON, in the args' order."""
-    text = will_do(
-        "refund", "Issue a refund.", {"amount": 500, "reason": "late", "tags": ["a"], "x": None}
-    )
+    text = will_do("refund", "Issue a refund.", {"amount": 500, "reason": "late", "tags": ["a"], "x": None})
     assert text == 'Issue a refund. — with amount=500, reason=late, tags=["a"], x=null'
 
 
@@ -121,9 +119,7 @@ def test_jaccard_of_two_empty_sets_is_zero() -> None:
 def test_the_scorer_ranks_a_fixed_history() -> None:
     """Exact scores and order for a fixed tool text and history; ties keep their order."""
     units = units_from_history(HISTORY)
-    drivers = lexical_driver_scorer(
-        ScoreInput("refund", "refund Issue a refund. amount=500", units)
-    )
+    drivers = lexical_driver_scorer(ScoreInput("refund", "refund Issue a refund. amount=500", units))
     # tool tokens {refund, issue, amount, 500}; task-1 shares 3 of 7, result-1 1 of 9.
     assert [(d.id, d.score) for d in drivers] == [
         ("task-1", 3 / 7),
@@ -146,9 +142,7 @@ def test_the_scorer_puts_the_overlapping_unit_first() -> None:
 
 
 @given(st.lists(gs.units, max_size=6), gs.text)
-def test_the_scorer_is_deterministic_and_non_increasing(
-    units: list[ContextUnit], tool_text: str
-) -> None:
+def test_the_scorer_is_deterministic_and_non_increasing(units: list[ContextUnit], tool_text: str) -> None:
     """Same input, same drivers; scores never increase down the list; every unit appears once."""
     first = lexical_driver_scorer(ScoreInput("t", tool_text, units))
     assert first == lexical_driver_scorer(ScoreInput("t", tool_text, units))
@@ -189,9 +183,7 @@ async def test_standard_evidence_fills_all_four_fields() -> None:
 async def test_standard_evidence_without_context_calls_no_scorer() -> None:
     """No units: empty read and drivers, and the scorer is never asked."""
     calls: list[ScoreInput] = []
-    pack = await standard_evidence(
-        assembler_input(history=[], scorer=lambda i: calls.append(i) or [])
-    )
+    pack = await standard_evidence(assembler_input(history=[], scorer=lambda i: calls.append(i) or []))
     assert (pack.read, pack.drivers, calls) == ((), (), [])
 
 

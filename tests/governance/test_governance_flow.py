@@ -36,9 +36,7 @@ from governance import (
 AT = "2025-01-01T00:00:00.000Z"
 
 
-async def dispatch(
-    links: list[Any], call: ToolCallInfo, checker: Any, demand: Any
-) -> dict[str, Any]:
+async def dispatch(links: list[Any], call: ToolCallInfo, checker: Any, demand: Any) -> dict[str, Any]:
     """One call through the gates; returns what the model reads, the rows and any pause."""
     rows: list[dict[str, Any]] = []
     verdict = await evaluate_permission(
@@ -74,9 +72,7 @@ async def dispatch(
     }
 
 
-CALL = ToolCallInfo(
-    "refund", "t1", 1, {"amount": 5000}, history=[{"role": "user", "content": "refund"}]
-)
+CALL = ToolCallInfo("refund", "t1", 1, {"amount": 5000}, history=[{"role": "user", "content": "refund"}])
 OPEN = NS(name="open", check=lambda req: PermissionDecision.allow())
 CAP = NS(
     name="cap",

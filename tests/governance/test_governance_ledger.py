@@ -87,9 +87,7 @@ def test_values_without_a_change_are_refused() -> None:
         ValueError,
         match=r"^ledger row: before and after are given together, and only when changed$",
     ):
-        message_row(
-            middleware="m", phase="input", iteration=0, outcome="allow", before="a", after="a"
-        )
+        message_row(middleware="m", phase="input", iteration=0, outcome="allow", before="a", after="a")
 
 
 def test_a_change_without_values_is_refused() -> None:
@@ -128,9 +126,7 @@ def test_an_unknown_tool_moment_is_refused() -> None:
 
 def test_an_unknown_phase_is_refused() -> None:
     """Message rows are input or output."""
-    with pytest.raises(
-        ValueError, match=r"^message_row: phase must be 'input' or 'output', got 'window'$"
-    ):
+    with pytest.raises(ValueError, match=r"^message_row: phase must be 'input' or 'output', got 'window'$"):
         message_row(middleware="m", phase="window", iteration=0, outcome="allow")  # type: ignore[arg-type]
 
 
@@ -207,6 +203,5 @@ def test_answer_why_spells_both_answers() -> None:
 def test_the_second_ask_reason_is_exact() -> None:
     """The denial for a second ask on an approved resume."""
     assert ask_resumed_second_ask_reason("second-gate", "sure?") == (
-        "middleware 'second-gate' asked a person to decide, and there is no pause here to carry "
-        "that ask: sure?"
+        "middleware 'second-gate' asked a person to decide, and there is no pause here to carry that ask: sure?"
     )

@@ -73,9 +73,7 @@ async def test_links_see_the_previous_links_text() -> None:
         seen.append(m.content)
         return allow()
 
-    await run_message_chain(
-        [NS(name="mask", on_message=mask), NS(name="spy", on_message=spy)], msg()
-    )
+    await run_message_chain([NS(name="mask", on_message=mask), NS(name="spy", on_message=spy)], msg())
     assert seen == ["my card is [card]"]
 
 
@@ -98,9 +96,7 @@ async def test_a_deny_stops_the_chain_and_carries_the_text_so_far() -> None:
 
 async def test_an_ask_at_the_message_boundary_is_a_denial() -> None:
     """Law 4: no pause exists here; the exact reason quotes the question."""
-    result = await run_message_chain(
-        [NS(name="asker", on_message=lambda m: ask("send it?"))], msg()
-    )
+    result = await run_message_chain([NS(name="asker", on_message=lambda m: ask("send it?"))], msg())
     assert result.reason == (
         "middleware 'asker' asked a person to decide about the input message, and there is no "
         "pause at the message boundary to carry that ask: send it?. Ask at a TOOL moment "
@@ -133,9 +129,7 @@ async def test_allowing_a_non_string_is_a_denial_naming_its_shape(value: Any, sh
 
 async def test_allowing_the_empty_string_is_a_legal_rewrite() -> None:
     """``allow('', why)`` empties the message: a value, with a reason."""
-    result = await run_message_chain(
-        [NS(name="blank", on_message=lambda m: allow("", "blanked"))], msg()
-    )
+    result = await run_message_chain([NS(name="blank", on_message=lambda m: allow("", "blanked"))], msg())
     assert (result.verdict, result.value) == ("allow", "")
     assert result.rows[0]["after"] == ""
 
@@ -168,7 +162,5 @@ async def test_a_link_without_on_message_files_no_row() -> None:
 
 async def test_an_unknown_phase_is_refused_when_the_message_is_built() -> None:
     """``MessageInfo`` only exists at 'input' or 'output'."""
-    with pytest.raises(
-        ValueError, match=r"^MessageInfo: phase is 'input' or 'output', got 'window'$"
-    ):
+    with pytest.raises(ValueError, match=r"^MessageInfo: phase is 'input' or 'output', got 'window'$"):
         MessageInfo(phase="window", content="x")  # type: ignore[arg-type]

@@ -87,9 +87,7 @@ def test_a_message_middleware_without_on_message_is_refused() -> None:
 def test_validate_chain_numbers_the_bad_link() -> None:
     """The whole chain is checked in order, with positions."""
     good = NS(name="ok", on_message=lambda m: allow())
-    with pytest.raises(
-        MiddlewareDefinitionError, match=r"^message middleware #1 \(SimpleNamespace\) has no 'name'"
-    ):
+    with pytest.raises(MiddlewareDefinitionError, match=r"^message middleware #1 \(SimpleNamespace\) has no 'name'"):
         validate_chain([good, NS(on_message=lambda m: allow())], "message")
 
 
@@ -145,9 +143,7 @@ class Polite(MessageMiddleware):
 
 async def test_a_message_protocol_subclass_works_as_a_link() -> None:
     """Subclassing is optional but works, async hooks included."""
-    result = await run_message_chain(
-        [validate_message_middleware(Polite())], MessageInfo("input", "go")
-    )
+    result = await run_message_chain([validate_message_middleware(Polite())], MessageInfo("input", "go"))
     assert result.value == "go please"
 
 
@@ -157,7 +153,5 @@ def test_a_message_protocol_subclass_without_on_message_is_refused() -> None:
     class Empty(MessageMiddleware):
         name = "empty"
 
-    with pytest.raises(
-        MiddlewareDefinitionError, match=r"^message middleware 'empty' has no on_message hook"
-    ):
+    with pytest.raises(MiddlewareDefinitionError, match=r"^message middleware 'empty' has no on_message hook"):
         validate_message_middleware(Empty())

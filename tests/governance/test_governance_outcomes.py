@@ -48,9 +48,7 @@ def test_building_allow_directly_applies_the_same_law() -> None:
 
 def test_a_non_string_why_is_refused() -> None:
     """why must be text."""
-    with pytest.raises(
-        OutcomeError, match=r"^allow\(value, why\): why must be a string, got an int$"
-    ):
+    with pytest.raises(OutcomeError, match=r"^allow\(value, why\): why must be a string, got an int$"):
         Allow(value=None, why=3)  # type: ignore[arg-type]
 
 
@@ -74,9 +72,7 @@ def test_ask_keeps_question_and_detail() -> None:
 @pytest.mark.parametrize("question", ["", " ", None])
 def test_ask_refuses_an_empty_question(question: object) -> None:
     """A question is a non-empty string (a ValueError)."""
-    with pytest.raises(
-        ValueError, match=r"^ask\(question, detail=None\): a question must be a non-empty string$"
-    ):
+    with pytest.raises(ValueError, match=r"^ask\(question, detail=None\): a question must be a non-empty string$"):
         ask(question)  # type: ignore[arg-type]
 
 

@@ -25,9 +25,7 @@ def checker(answer: Any, name: str = "policy") -> NS:
 
 async def test_an_allow_lets_the_call_on_with_no_model_text() -> None:
     """allow: nothing for the model to read."""
-    verdict = await evaluate_permission(
-        checker(PermissionDecision.allow("ok", policy_rule_id="r1")), REQ
-    )
+    verdict = await evaluate_permission(checker(PermissionDecision.allow("ok", policy_rule_id="r1")), REQ)
     assert (verdict.result, verdict.allowed, verdict.model_text, verdict.policy_rule_id) == (
         "allow",
         True,
@@ -38,9 +36,7 @@ async def test_an_allow_lets_the_call_on_with_no_model_text() -> None:
 
 async def test_a_deny_tells_the_model_the_rationale() -> None:
     """deny: ``[permission denied: <rationale>]``."""
-    verdict = await evaluate_permission(
-        checker(PermissionDecision.deny("wires need two approvers")), REQ
-    )
+    verdict = await evaluate_permission(checker(PermissionDecision.deny("wires need two approvers")), REQ)
     assert (verdict.result, verdict.model_text, verdict.checker) == (
         "deny",
         "[permission denied: wires need two approvers]",
@@ -56,9 +52,7 @@ async def test_a_deny_without_rationale_says_policy() -> None:
 
 async def test_tell_llm_overrides_the_model_text() -> None:
     """A checker may word the refusal itself."""
-    verdict = await evaluate_permission(
-        checker(PermissionDecision.deny("r", tell_llm="Not today.")), REQ
-    )
+    verdict = await evaluate_permission(checker(PermissionDecision.deny("r", tell_llm="Not today.")), REQ)
     assert verdict.model_text == "Not today."
 
 
@@ -112,9 +106,7 @@ async def test_a_checker_answering_a_non_decision_is_a_deny() -> None:
 
 def test_a_decision_with_an_unknown_result_is_refused() -> None:
     """Only allow, deny, halt."""
-    with pytest.raises(
-        ValueError, match=r"^PermissionDecision: result is 'allow', 'deny' or 'halt', got 'maybe'$"
-    ):
+    with pytest.raises(ValueError, match=r"^PermissionDecision: result is 'allow', 'deny' or 'halt', got 'maybe'$"):
         PermissionDecision("maybe")  # type: ignore[arg-type]
 
 

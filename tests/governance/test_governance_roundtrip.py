@@ -58,9 +58,7 @@ def test_an_unknown_field_is_refused_with_its_path() -> None:
 
 def test_a_missing_field_is_refused_with_its_path() -> None:
     """A required key must be present."""
-    with pytest.raises(
-        WireFormatError, match=r"^\$\.evidence\.will_do: required field is missing$"
-    ):
+    with pytest.raises(WireFormatError, match=r"^\$\.evidence\.will_do: required field is missing$"):
         CheckInRequest.from_dict({"id": "i", "tool": "t", "args": {}, "evidence": {}})
 
 

@@ -49,9 +49,7 @@ async def test_links_run_in_declaration_order_each_seeing_the_previous_output() 
         seen.append(dict(c.args))
         return allow({**c.args, "tagged": True}, "tagged for audit")
 
-    result = await run_tool_chain(
-        [NS(name="cap", on_tool_call=cap), NS(name="tag", on_tool_call=tag)], call()
-    )
+    result = await run_tool_chain([NS(name="cap", on_tool_call=cap), NS(name="tag", on_tool_call=tag)], call())
     assert seen == [{"amount": 5000}, {"amount": 1000}]
     assert result.verdict == "allow"
     assert result.value == {"amount": 1000, "tagged": True}
@@ -61,9 +59,7 @@ async def test_a_transform_files_a_row_with_exact_before_and_after() -> None:
     """A transform's row has changed=True, its why, and the args before and after it."""
     cap = NS(name="cap", on_tool_call=lambda c: allow({"amount": 1000}, "capped at 1000"))
     result = await run_tool_chain([cap], call())
-    assert result.rows == [
-        row("cap", "allow", why="capped at 1000", before={"amount": 5000}, after={"amount": 1000})
-    ]
+    assert result.rows == [row("cap", "allow", why="capped at 1000", before={"amount": 5000}, after={"amount": 1000})]
 
 
 async def test_a_pass_through_files_an_allow_row_without_values() -> None:
@@ -75,9 +71,7 @@ async def test_a_pass_through_files_an_allow_row_without_values() -> None:
 
 async def test_a_pass_through_with_a_note_keeps_its_why() -> None:
     """``allow(why=...)`` without a value files the why but no values."""
-    result = await run_tool_chain(
-        [NS(name="ok", on_tool_call=lambda c: allow(why="looked fine"))], call()
-    )
+    result = await run_tool_chain([NS(name="ok", on_tool_call=lambda c: allow(why="looked fine"))], call())
     assert result.rows == [row("ok", "allow", why="looked fine")]
 
 
@@ -129,9 +123,7 @@ async def test_a_link_that_raises_is_a_denial_naming_it() -> None:
     result = await run_tool_chain([NS(name="policy", on_tool_call=boom)], call())
     assert result.verdict == "deny"
     assert result.reason == "middleware 'policy' threw: policy service down"
-    assert result.rows == [
-        row("policy", "deny", why="middleware 'policy' threw: policy service down")
-    ]
+    assert result.rows == [row("policy", "deny", why="middleware 'policy' threw: policy service down")]
 
 
 async def test_a_raise_without_message_names_the_exception_type() -> None:
@@ -192,9 +184,7 @@ async def test_a_non_outcome_return_is_a_denial() -> None:
 
 async def test_allowing_args_that_are_not_a_dict_is_a_denial() -> None:
     """Law 4: a before-tool transform must produce a dict of args."""
-    result = await run_tool_chain(
-        [NS(name="bad", on_tool_call=lambda c: allow([1], "list"))], call()
-    )
+    result = await run_tool_chain([NS(name="bad", on_tool_call=lambda c: allow([1], "list"))], call())
     assert result.reason == (
         "middleware 'bad' returned allow(an array) at the before-tool moment, and tool "
         "arguments are an object. Return allow(new_args, why) with a dict to rewrite them, "
@@ -243,10 +233,7 @@ async def test_a_second_ask_under_refuse_is_a_denial() -> None:
     """Under ``ask_policy="refuse"`` an ask becomes a deny naming the second asker."""
     second = NS(name="second-gate", on_tool_call=lambda c: ask("really?"))
     result = await run_tool_chain([second], call(), ask_policy="refuse")
-    reason = (
-        "middleware 'second-gate' asked a person to decide, and there is no pause here to "
-        "carry that ask: really?"
-    )
+    reason = "middleware 'second-gate' asked a person to decide, and there is no pause here to carry that ask: really?"
     assert (result.verdict, result.reason, result.refused_ask) == ("deny", reason, True)
     assert result.rows == [row("second-gate", "deny", why=reason)]
 

@@ -263,9 +263,7 @@ def test_missing_key_is_refused_at_construction() -> None:
         anthropic()
 
 
-async def test_environment_supplies_the_key(
-    server: WireServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_environment_supplies_the_key(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """ANTHROPIC_API_KEY is sent as x-api-key when no argument is given."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
     server.push(Reply(json=ANSWER))

@@ -90,9 +90,7 @@ async def test_answer_becomes_a_response_with_usage(server: WireServer) -> None:
     """message.content, usage from prompt_eval_count/eval_count, done_reason stop."""
     server.push(Reply(json=ANSWER))
     response = await ollama(base_url=server.url).complete(ROUND_TRIP)
-    assert response == LLMResponse(
-        content="It is 72F.", usage=Usage(31, 5), finish_reason="stop", model="llama3.2"
-    )
+    assert response == LLMResponse(content="It is 72F.", usage=Usage(31, 5), finish_reason="stop", model="llama3.2")
 
 
 async def test_tool_calls_get_minted_ids(server: WireServer) -> None:
@@ -138,9 +136,7 @@ async def test_ndjson_stream_is_assembled(server: WireServer) -> None:
         Token(0, "It "),
         Token(1, "is "),
         Token(2, "72F."),
-        LLMResponse(
-            content="It is 72F.", usage=Usage(31, 5), finish_reason="stop", model="llama3.2"
-        ),
+        LLMResponse(content="It is 72F.", usage=Usage(31, 5), finish_reason="stop", model="llama3.2"),
     ]
     assert server.seen[0].body["stream"] is True
     assert server.seen[0].headers["accept"] == "application/x-ndjson"
@@ -167,9 +163,7 @@ async def test_stream_tool_calls(server: WireServer) -> None:
 async def test_error_line_in_stream(server: WireServer) -> None:
     """An {"error": ...} line mid-stream becomes a ProviderResponseError."""
     server.push(Reply(ndjson=({"error": "out of memory"},)))
-    with pytest.raises(
-        ProviderResponseError, match=r"^ollama: unexpected response .*out of memory"
-    ):
+    with pytest.raises(ProviderResponseError, match=r"^ollama: unexpected response .*out of memory"):
         [e async for e in ollama(base_url=server.url).stream(ROUND_TRIP)]
 
 
@@ -199,9 +193,7 @@ async def test_retry_on_503_while_loading(server: WireServer, sleeps: Sleeps) ->
     """A 503 (server busy) is retried, and the retry is on the response."""
     server.push(Reply(status=503, json={"error": "busy"}), Reply(json=ANSWER))
     response = await ollama(base_url=server.url, sleep=sleeps).complete(ROUND_TRIP)
-    assert [r.to_dict() for r in response.retries] == [
-        {"attempt": 1, "reason": "HTTP 503", "delay": 0.5}
-    ]
+    assert [r.to_dict() for r in response.retries] == [{"attempt": 1, "reason": "HTTP 503", "delay": 0.5}]
 
 
 async def test_ollama_host_is_read(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:

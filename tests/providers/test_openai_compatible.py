@@ -155,9 +155,7 @@ async def test_missing_tool_call_ids_are_minted_per_turn(server: WireServer) -> 
     ("wire", "normalised"),
     [("length", "max_tokens"), ("content_filter", "content_filter"), (None, "stop")],
 )
-async def test_finish_reasons_are_normalised(
-    server: WireServer, wire: str | None, normalised: str
-) -> None:
+async def test_finish_reasons_are_normalised(server: WireServer, wire: str | None, normalised: str) -> None:
     """length → max_tokens, content_filter stays, a missing reason is stop."""
     server.push(Reply(json=completion({"content": "x"}, wire)))  # type: ignore[arg-type]
     response = await openai_compatible(f"{server.url}/v1").complete(ROUND_TRIP)
@@ -245,9 +243,7 @@ async def test_404_model_names_the_model(server: WireServer) -> None:
 async def test_404_without_model_points_at_the_base_url(server: WireServer) -> None:
     """A 404 for the path (base_url missing /v1) says to check base_url."""
     server.push(Reply(status=404, body=b"404 page not found"))
-    with pytest.raises(
-        ProviderResponseError, match=r"404 page not found — check base_url: .* usually end in /v1$"
-    ):
+    with pytest.raises(ProviderResponseError, match=r"404 page not found — check base_url: .* usually end in /v1$"):
         await openai_compatible(server.url).complete(ROUND_TRIP)
 
 
@@ -278,9 +274,7 @@ async def test_malformed_body(server: WireServer) -> None:
         await openai_compatible(f"{server.url}/v1").complete(ROUND_TRIP)
 
 
-async def test_environment_supplies_base_url_and_key(
-    server: WireServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_environment_supplies_base_url_and_key(server: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """OPENAI_BASE_URL and OPENAI_API_KEY are used when no argument is given."""
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1/")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")

@@ -82,9 +82,7 @@ async def test_cancellation_is_not_swallowed(server: WireServer) -> None:
         await asyncio.wait_for(provider.complete(ROUND_TRIP), timeout=0.05)
 
 
-async def test_repeated_resets_give_up_with_a_connection_error(
-    server: WireServer, sleeps: Sleeps
-) -> None:
+async def test_repeated_resets_give_up_with_a_connection_error(server: WireServer, sleeps: Sleeps) -> None:
     """Connections dropped on every attempt end in a connection error counting the retries."""
     server.push(Reply(drop=True), Reply(drop=True), Reply(drop=True))
     with pytest.raises(
@@ -100,8 +98,6 @@ async def test_rate_limit_that_persists_says_so(server: WireServer, sleeps: Slee
     """A 429 on every attempt is raised with rate-limit advice; max_retries=0 means one try."""
     server.push(Reply(status=429, json={"error": {"message": "quota"}}))
     provider = openai_compatible(f"{server.url}/v1", sleep=sleeps, retry=RetryPolicy(0))
-    with pytest.raises(
-        ProviderResponseError, match=r"HTTP 429 .*: quota — rate limited; wait and retry"
-    ):
+    with pytest.raises(ProviderResponseError, match=r"HTTP 429 .*: quota — rate limited; wait and retry"):
         await provider.complete(ROUND_TRIP)
     assert sleeps.delays == []

@@ -38,9 +38,7 @@ OPENAI_CALL = {
     ]
 }
 ANTHROPIC_CALL = {
-    "content": [
-        {"type": "tool_use", "id": "toolu_abc", "name": "weather", "input": {"city": "Paris"}}
-    ],
+    "content": [{"type": "tool_use", "id": "toolu_abc", "name": "weather", "input": {"city": "Paris"}}],
     "stop_reason": "tool_use",
 }
 OLLAMA_CALL = {
@@ -111,9 +109,7 @@ async def test_tool_round_trip(
     assert first.finish_reason == "tool_use"
     [tool_call] = first.tool_calls
     assert (tool_call.id, tool_call.args) == (call_id, {"city": "Paris"})
-    history.append(
-        {"role": "assistant", "content": first.content, "tool_calls": [tool_call.to_dict()]}
-    )
+    history.append({"role": "assistant", "content": first.content, "tool_calls": [tool_call.to_dict()]})
     history.append(
         {
             "role": "tool",

@@ -21,9 +21,7 @@ from agent.providers import (
 
 
 def request(text: str = "hi", system: str | None = "sys", model: str = "mock") -> LLMRequest:
-    return LLMRequest(
-        system_prompt=system, messages=[{"role": "user", "content": text}], tools=[], model=model
-    )
+    return LLMRequest(system_prompt=system, messages=[{"role": "user", "content": text}], tools=[], model=model)
 
 
 def test_string_reply_is_the_model_text() -> None:

@@ -16,9 +16,7 @@ REQ = LLMRequest("sys", [{"role": "user", "content": "hi"}], [], "m")
 
 Factory = Callable[[str, Sleeps], object]
 FACTORIES: dict[str, Factory] = {
-    "openai_compatible": lambda url, sleep: openai_compatible(
-        f"{url}/v1", api_key=KEY, sleep=sleep
-    ),
+    "openai_compatible": lambda url, sleep: openai_compatible(f"{url}/v1", api_key=KEY, sleep=sleep),
     "anthropic": lambda url, sleep: anthropic(api_key=KEY, base_url=url, sleep=sleep),
 }
 
@@ -50,9 +48,7 @@ def test_repr_hides_the_key(flavour: str, sleeps: Sleeps) -> None:
     ],
     ids=["401", "404", "context", "418", "500"],
 )
-async def test_errors_never_carry_the_key(
-    server: WireServer, sleeps: Sleeps, flavour: str, reply: Reply
-) -> None:
+async def test_errors_never_carry_the_key(server: WireServer, sleeps: Sleeps, flavour: str, reply: Reply) -> None:
     """Even when the server echoes the key, the error text shows *** instead."""
     server.push(reply, reply, reply)
     provider = FACTORIES[flavour](server.url, sleeps)

@@ -113,9 +113,7 @@ class WireServer:
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         # A short poll interval keeps shutdown (once per test) from costing half a second.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self._thread.start()
 
     def push(self, *replies: Reply) -> None:
