@@ -27,6 +27,10 @@ def _compile(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str]
     return tuple(p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns)
 
 
+def _keys(keys: Iterable[str]) -> frozenset[str]:
+    return frozenset(keys)
+
+
 def _fields(fields: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
     return {key: tuple(paths) for key, paths in (fields or {}).items()}
 
@@ -38,7 +42,7 @@ class Redaction:
     e.g. ``fields={"middleware_decisions": ["before", "after"]}`` hides the texts a
     middleware rewrote while keeping the rest of each ledger row."""
 
-    keys: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    keys: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
     patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
     fields: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_fields)
 

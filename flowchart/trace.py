@@ -210,7 +210,7 @@ def _hides_of(result: RunResult) -> Redaction:
     """The run's redaction rule; without one on the result, the keys it reported hiding."""
     if result.redaction is not None:
         return result.redaction
-    return Redaction(keys=frozenset(path.split("/", 1)[0] for path in result.redacted_paths))
+    return Redaction(keys={path.split("/", 1)[0] for path in result.redacted_paths})
 
 
 def _redact(state: Mapping[str, Any], hides: Redaction) -> dict[str, Any]:
