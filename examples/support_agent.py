@@ -2,8 +2,10 @@
 
 A customer asks for a refund. The agent looks the order up, then asks to refund it; the
 refund tool declares a check-in (amounts over 100 need a person), so the run PAUSES with
-an evidence pack. Alice approves; the run resumes from the JSON checkpoint on a freshly
-built agent (as another process would), the refund runs, and the agent answers.
+an evidence pack, and the paused run is stored in the embedded SQLite run store
+(``runs/runs.db``). Alice approves; a freshly built agent (as another process would)
+resumes the stored run by its id, the refund runs, and the agent answers. The decision is
+accepted once: answering the same request again is refused by the database.
 
 Along the way an input middleware masks card numbers before the model or the history
 sees them — and files a ledger row saying so. The row keeps the text it changed as
@@ -29,8 +31,9 @@ from typing import Any
 
 from agent import Agent, Paused, define_tool
 from agent.providers import scripted
-from flowchart import Checkpoint, Redaction, causal_chain
-from governance import allow, check_in_approved
+from flowchart import Redaction, causal_chain
+from flowchart.store import SqliteStore
+from governance import ResumeDecisionError, allow, check_in_approved
 
 ORDERS = {
     "A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}
@@ -114,12 +117,17 @@ def make_provider(turn: int) -> Any:
     raise SystemExit(f"PROVIDER must be scripted, openai, anthropic or ollama, got {kind!r}")
 
 
-def build_agent(turn: int = 0) -> Agent:
-    """The support agent (``turn`` skips the script replies already used before a pause)."""
+def build_agent(store: SqliteStore | None = None, turn: int = 0) -> Agent:
+    """The support agent (``turn`` skips the script replies already used before a pause).
+
+    With a ``store`` every run is recorded there and a pause is resumed by run id;
+    without one, a pause is resumed from its checkpoint (``agent.resume``).
+    """
     return (
         Agent.create(
             provider=make_provider(turn),
             model=os.environ.get("MODEL", "scripted"),
+            store=store,
             # the raw input and the text a middleware rewrote stay out of every recording
             redaction=Redaction(keys={"input_message"}, fields={"middleware_decisions": ["before"]}),
         )
@@ -157,27 +165,30 @@ def show_pause(paused: Paused) -> None:
 def main() -> int:
     """Run the conversation, the pause, the approval and the explanation."""
     RUNS.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(RUNS / "runs.db")
     heading("CUSTOMER")
     print(QUESTION)
-    first_agent = build_agent()
+    first_agent = build_agent(store)
     first = first_agent.run(QUESTION)
     if not isinstance(first, Paused):
         print(first)
         return 0
     show_pause(first)
     first_agent.last_snapshot().result.trace().save(RUNS / "support.paused.trace.json")
-    checkpoint_file = RUNS / "support.checkpoint.json"
-    checkpoint_file.write_text(first.checkpoint.to_json(), encoding="utf-8")
-    print(f"checkpoint : {checkpoint_file} ({checkpoint_file.stat().st_size} bytes)")
+    record = store.get(first.run_id)
+    print(f"stored run : {record.run_id} ({record.status}) in {RUNS / 'runs.db'}")
 
-    heading("APPROVED by alice — resuming from the JSON checkpoint on a fresh agent")
-    resumed_agent = build_agent(turn=2)
-    restored = Checkpoint.from_json(checkpoint_file.read_text(encoding="utf-8"))
+    heading("APPROVED by alice — a fresh agent resumes the stored run")
+    resumed_agent = build_agent(SqliteStore(RUNS / "runs.db"), turn=2)
     decision = check_in_approved(
         request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
     )
-    answer = resumed_agent.resume(restored, decision)
+    answer = resumed_agent.resume_run(first.run_id, decision)
     snapshot = resumed_agent.last_snapshot()
+    try:
+        resumed_agent.resume_run(first.run_id, decision)
+    except ResumeDecisionError as refused:
+        print(f"answering twice is refused: {type(refused).__name__}")
 
     heading("NARRATIVE (resumed run)")
     for line in snapshot.narrative:
@@ -197,10 +208,12 @@ def main() -> int:
         print(json.dumps(row, ensure_ascii=False))
     heading("ANSWER")
     print(answer)
+    print(f"stored run : {first.run_id} ({store.get(first.run_id).status})")
 
     trace_file = snapshot.result.trace().save(RUNS / "support.trace.json")
     heading(f"WHY final_content? (flowchart why {trace_file} final_content)")
     print(causal_chain(snapshot.commit_log, "final_content").format())
+    print(f"\nSee it: .venv/bin/flowchart view {trace_file} -o {RUNS / 'support.html'}")
     return 0
 
 
