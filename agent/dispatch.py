@@ -132,7 +132,9 @@ async def dispatch_call(
     if tool is None:
         return CallOutcome(text=f"Unknown tool: {name}")
     identity = _identity(scope)
-    history = tuple(peek(scope, "history"))
+    live_history = peek(scope, "history")  # a recorded read either way; copied only for a gate that takes it
+    gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
+    history = tuple(live_history) if gated else ()
     if cfg.permission_checker is not None:
         verdict = await evaluate_permission(
             cfg.permission_checker,

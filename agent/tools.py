@@ -118,15 +118,21 @@ def ask_human(data: Any = None) -> Any:
     raise AskHumanSignal(payload)
 
 
+_NUMBERS = (int, float)
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, _NUMBERS) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "null": lambda v: v is None,
 }
+
+
+def _any_type(_value: Any) -> bool:
+    """The check of a ``type`` this subset does not know: anything passes."""
+    return True
 
 
 def _type_name(value: Any) -> str:
@@ -142,7 +148,7 @@ def validate_args(args: Any, schema: Mapping[str, Any], path: str = "") -> list[
     expected = schema.get("type")
     if expected is not None:
         kinds = expected if isinstance(expected, list) else [expected]
-        if not any(_JSON_TYPES.get(k, lambda _v: True)(args) for k in kinds):
+        if not any(_JSON_TYPES.get(k, _any_type)(args) for k in kinds):
             where = f"'{path}'" if path else "the arguments"
             return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
     if "enum" in schema and args not in schema["enum"]:
@@ -175,6 +181,8 @@ def result_text(value: Any) -> str:
         return value
     if value is None:
         return NO_VALUE_RESULT
+    if type(value) is int:  # what json.dumps would write, without the encoder
+        return str(value)
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):

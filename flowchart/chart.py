@@ -14,6 +14,7 @@ Laws:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import hashlib
 import json
@@ -49,17 +50,20 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 def run_coroutine(make: Any, needs_loop: bool) -> Any:
-    """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop."""
+    """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop.
+
+    When the calling thread already runs a loop (a notebook, a test harness) the fresh loop
+    runs in a helper thread, so ``chart.run()`` works there too; ``arun`` is the way to
+    share the caller's loop.
+    """
     if not needs_loop:
         return drive(make(False))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(make(True))
-    raise RunError(
-        "chart.run() was called inside a running event loop and this run needs one of its own "
-        "(an async stage or a timeout): use 'await chart.arun(...)' / 'await chart.aresume(...)' instead"
-    )
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowchart-run") as pool:
+        return pool.submit(asyncio.run, make(True)).result()
 
 
 class FlowChart:

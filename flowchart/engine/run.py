@@ -45,6 +45,7 @@ class Run:
         "max_iterations",
         "observers",
         "redacted_paths",
+        "redacting",
         "redaction",
         "reported_errors",
         "run_id",
@@ -75,6 +76,8 @@ class Run:
         self.timeout = timeout
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.redaction = redaction or NO_REDACTION
+        #: ``redaction.active``, asked once per run rather than per stage
+        self.redacting = self.redaction.active
         self.concurrent = concurrent
         self.counter = counter
         self.visit_counts: dict[str, int] = dict(visit_counts or {})

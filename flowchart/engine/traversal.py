@@ -60,23 +60,25 @@ Hop = tuple[StageNode | None, StageNode | None, str | None]
 class _StageRecorder:
     """Bridges a transaction's reads and writes to the recorders' data hooks."""
 
-    __slots__ = ("ctx", "hides", "observers", "reads", "writes")
+    __slots__ = ("ctx", "hides", "observers", "reads", "redacting", "writes")
 
     def __init__(self, traverser: Traverser, ctx: TraversalContext) -> None:
         self.observers = observers = traverser.run.observers
         self.ctx = ctx
-        self.hides = traverser.run.redaction.hides
+        run = traverser.run
+        self.redacting = run.redacting  # when nothing is hidden, no key is asked about
+        self.hides = run.redaction.hides
         self.reads = observers.wants("on_read")
         self.writes = observers.wants("on_write")
 
     def read(self, key: str, value: Any) -> None:
         if self.reads:
-            hidden = self.hides(key)
+            hidden = self.redacting and self.hides(key)
             self.observers.emit("on_read", ReadEvent(self.ctx, key, EVENT_PLACEHOLDER if hidden else value, hidden))
 
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.writes:
-            hidden = self.hides(key)
+            hidden = self.redacting and self.hides(key)
             shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
             self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
 
@@ -224,7 +226,7 @@ class Traverser:
         """Run one stage function over a fresh transaction. Never commits; returns the error."""
         run = self.run
         txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
-        if run.redaction.active:
+        if run.redacting:
             txn.hides = run.redaction.hides
         args: list[Any] = [Scope(txn)]
         if given is not _NO_INPUT:
@@ -260,7 +262,7 @@ class Traverser:
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
-        if ops and self.run.redaction.active:
+        if ops and self.run.redacting:
             ops, redacted = self._redact(ops, len(txn.namespace) if txn is not None else 0)
         commit = Commit(
             len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision

@@ -94,14 +94,16 @@ def _utf16_slice(text: str, end: int) -> str:
 
 def summarize_value(value: Any, max_len: int = 80) -> str:
     """Summarise a JSON value for one narrative line, as footprintjs's ``summarizeValue``."""
+    if isinstance(value, str):  # the commonest kind first (a str is never None nor a bool)
+        if _utf16_len(value) <= max_len:
+            return f'"{value}"'
+        return f'"{_utf16_slice(value, max_len - 3)}..."'
+    if type(value) is int:  # exactly int: a bool is an int subclass, handled below
+        return js_number(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        if _utf16_len(value) <= max_len:
-            return f'"{value}"'
-        return f'"{_utf16_slice(value, max_len - 3)}..."'
     if isinstance(value, _NUMBERS):
         return js_number(value)
     if isinstance(value, _SEQUENCES):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
 import pytest
 from engine_charts import CommitTape, exact, noop
 
-from flowchart import LoopLimitError, RunError, RunTimeoutError, flow_chart
+from flowchart import LoopLimitError, RunTimeoutError, flow_chart
 
 # -- loops --------------------------------------------------------------------------------------
 
@@ -217,17 +218,18 @@ async def test_arun_gives_the_same_log_as_run():
     assert async_log == sync_log
 
 
-async def test_run_inside_an_event_loop_with_async_stages_says_use_arun():
-    """``run()`` cannot start a loop inside a running one; the error names the fix."""
+async def test_run_inside_an_event_loop_with_async_stages_runs_in_a_helper_thread():
+    """``run()`` inside a running loop (a notebook) runs the chart on a loop of its own."""
+    seen = []
 
     async def fetch(scope):
-        pass
+        await asyncio.sleep(0)
+        seen.append(threading.current_thread().name)
+        scope.fetched = True
 
     chart = flow_chart("Fetch", fetch, "fetch").build()
-    with pytest.raises(
-        RunError, match=r"^chart\.run\(\) was called inside a running event loop .* use 'await chart\.arun"
-    ):
-        chart.run()
+    assert chart.run().state == {"fetched": True}
+    assert seen[0].startswith("flowchart-run")
 
 
 async def test_sync_only_chart_runs_inside_an_event_loop():
