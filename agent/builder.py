@@ -134,11 +134,18 @@ class Agent:
     """A built agent. Make one with ``Agent.create(provider=..., model=...)...build()``."""
 
     def __init__(
-        self, cfg: AgentConfig, store: Any = None, *, narrative: bool = True, redaction: Redaction | None = None
+        self,
+        cfg: AgentConfig,
+        store: Any = None,
+        *,
+        narrative: bool = True,
+        redaction: Redaction | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.config = cfg
         self.narrative = narrative
         self.redaction = redaction
+        self.timeout = timeout
         self.chart = build_agent_chart(cfg)
         self.store = store
         self._events = EventBus()
@@ -160,6 +167,7 @@ class Agent:
         store: Any = None,
         narrative: bool = True,
         redaction: Redaction | None = None,
+        timeout: float | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -167,11 +175,13 @@ class Agent:
         then empty): the commit log is still complete, and runs are about 2x cheaper.
         ``redaction`` hides values in every recording of the agent's runs (commit log,
         traces, narrative), e.g. ``Redaction(fields={"middleware_decisions": ["before"]})``.
+        ``timeout`` bounds each ``run``/``resume`` in seconds: when it expires the model call
+        in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction,
+            redaction=redaction, timeout=timeout,
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -187,11 +197,16 @@ class Agent:
         return recorders
 
     # -- running --------------------------------------------------------------------------
+    @property
+    def needs_event_loop(self) -> bool:
+        """True when a run needs an event loop: an awaiting stage, or a timeout to enforce."""
+        return self.config.needs_event_loop or self.timeout is not None
+
     def run(self, message: str, identity: Any = None) -> str | Paused:
         """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
         return (
             run_coroutine(lambda _c: self.arun(message, identity), True)
-            if self.config.needs_event_loop
+            if self.needs_event_loop
             else drive(self.arun(message, identity))
         )
 
@@ -206,13 +221,17 @@ class Agent:
             return await durable.start(self, run_input)
         recorders = self._recorders()
         result = await self.chart.arun(
-            run_input, recorders=recorders, max_iterations=self.config.max_iterations + 2, redaction=self.redaction
+            run_input,
+            recorders=recorders,
+            max_iterations=self.config.max_iterations + 2,
+            timeout=self.timeout,
+            redaction=self.redaction,
         )
         return self._finish(result, recorders)
 
     def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
         """Answer the pause ``checkpoint`` was taken at and run on."""
-        if self.config.needs_event_loop:
+        if self.needs_event_loop:
             return run_coroutine(lambda _c: self.aresume(checkpoint, answer), True)
         return drive(self.aresume(checkpoint, answer))
 
@@ -227,6 +246,7 @@ class Agent:
             resume_input,
             recorders=recorders,
             max_iterations=self.config.max_iterations + 2,
+            timeout=self.timeout,
             redaction=self.redaction,
         )
         if request_id is not None:
@@ -239,7 +259,7 @@ class Agent:
         The decision is checked against the store's record and accepted ONCE: a second
         answer to the same request, from any process, raises ``ResumeDecisionError``.
         """
-        if self.config.needs_event_loop:
+        if self.needs_event_loop:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
 
@@ -342,6 +362,9 @@ class AgentBuilder:
             raise AgentBuildError("Agent.create(provider=...): a provider with a complete(request) method is required")
         if not isinstance(settings["model"], str) or not settings["model"]:
             raise AgentBuildError("Agent.create(model=...): model must be a non-empty string")
+        timeout = settings["timeout"]
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+            raise AgentBuildError(f"Agent.create(timeout=...): expected a positive number of seconds, got {timeout!r}")
         try:
             tool_links = validate_chain(self._tool_middleware, "tool")
             message_links = validate_chain(self._message_middleware, "message")
@@ -358,4 +381,6 @@ class AgentBuilder:
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
-        return Agent(cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"])
+        return Agent(
+            cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout
+        )

@@ -55,7 +55,7 @@ def make_input(message: Any, identity: Any = None) -> dict[str, Any]:
 
 def advance_now(agent: Agent, run_id: str) -> str | Paused:
     """``advance_run`` from synchronous code (a worker): drives the coroutine to the end."""
-    if agent.config.needs_event_loop:
+    if agent.needs_event_loop:
         return run_coroutine(lambda _c: advance_run(agent, run_id), True)
     return drive(advance_run(agent, run_id))
 
@@ -120,6 +120,7 @@ async def advance_run(agent: Agent, run_id: str) -> str | Paused:
         options: dict[str, Any] = {
             "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
             "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,
+            "timeout": agent.timeout,
         }  # fmt: skip
         if record.checkpoint is None:
             result = await agent.chart.arun(record.input, **options)

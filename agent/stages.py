@@ -6,7 +6,8 @@ Laws:
   the run before any provider call.
 - ``call-llm`` sends exactly what ``history`` holds (plus the system prompt and the tool
   schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
-  ``history`` (``tool-calls`` does).
+  ``history`` (``tool-calls`` does). Retries the provider made are appended to
+  ``llm_retries`` (``{"iteration", "attempt", "reason", "delay"}``); no retry, no key.
 - ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
@@ -128,6 +129,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
         scope.llm_latest_content = response.content
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
+        if getattr(response, "retries", None):
+            record_retries(scope, iteration, response.retries)
         ctx.emit(
             events.LLM_END,
             {
@@ -140,6 +143,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         )
 
     return call_llm
+
+
+def record_retries(scope: Scope, iteration: int, retries: Any) -> None:
+    """Append a call's provider retries to ``llm_retries`` (the key exists only once a retry happened)."""
+    rows = [{"iteration": iteration, **record.to_dict()} for record in retries]
+    if "llm_retries" in scope:
+        scope.llm_retries.extend(rows)
+    else:
+        scope.llm_retries = rows
 
 
 async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int) -> Any:

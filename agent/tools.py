@@ -142,15 +142,21 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _has_type(value: Any, expected: Any) -> bool:
+    """``value`` is of the schema's ``type``: one name or a list of names (an unknown name passes)."""
+    if isinstance(expected, list):
+        return any(_JSON_TYPES.get(k, _any_type)(value) for k in expected)
+    return _JSON_TYPES.get(expected, _any_type)(value)
+
+
 def validate_args(args: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
     """Problems with ``args`` against ``schema`` (a practical JSON Schema subset), in order."""
-    issues: list[str] = []
     expected = schema.get("type")
-    if expected is not None:
+    if expected is not None and not _has_type(args, expected):
         kinds = expected if isinstance(expected, list) else [expected]
-        if not any(_JSON_TYPES.get(k, _any_type)(args) for k in kinds):
-            where = f"'{path}'" if path else "the arguments"
-            return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
+        where = f"'{path}'" if path else "the arguments"
+        return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
+    issues: list[str] = []
     if "enum" in schema and args not in schema["enum"]:
         issues.append(f"'{path}': expected one of {json.dumps(schema['enum'])}, got {json.dumps(args)}")
     if isinstance(args, dict):

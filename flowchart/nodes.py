@@ -38,7 +38,7 @@ class StageCallable:
         if not callable(fn):
             raise TypeError(f"{where}: expected a function, got {type(fn).__name__}")
         if _is_plain_function(fn):  # the usual case, read off the code object (inspect is slow)
-            code = fn.__code__  # type: ignore[attr-defined]
+            code = fn.__code__
             count = 99 if code.co_flags & inspect.CO_VARARGS else code.co_argcount
             return cls(fn, count > base_arity, bool(code.co_flags & inspect.CO_COROUTINE))
         takes_extra = _positional_count(fn) > base_arity

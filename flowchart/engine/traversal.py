@@ -94,7 +94,7 @@ def decision_record(output: Any) -> dict[str, Any]:
     else:
         record = {"chosen": output}
     try:
-        return copy_json(record)  # type: ignore[no-any-return]
+        return copy_json(record)
     except NotJsonSafe:
         return {key: repr(value) for key, value in record.items()}
 

@@ -72,7 +72,7 @@ def _is_array_index(key: str) -> bool:
 def js_object_keys(mapping: Mapping[Any, Any]) -> list[str]:
     """A dict's keys in ``Object.keys`` order: integer-like keys ascending, then the rest."""
     keys = [str(k) for k in mapping]
-    index_keys = [k for k in keys if _is_array_index(k)]
+    index_keys = [k for k in keys if k.isdigit() and _is_array_index(k)]  # isdigit: a cheap first test
     if not index_keys:
         return keys  # the usual case: insertion order
     return sorted(index_keys, key=int) + [k for k in keys if not _is_array_index(k)]

@@ -9,6 +9,7 @@ arrived (path, headers, parsed JSON body). Nothing here reaches beyond 127.0.0.1
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -31,7 +32,7 @@ class Reply:
     body: bytes | None = None  # raw bytes, for malformed answers
     headers: tuple[tuple[str, str], ...] = ()
     drop: bool = False  # close the connection without answering
-    delay: float = 0.0
+    delay: float = 0.0  # seconds to wait before answering; a client that hangs up meanwhile gets nothing
 
 
 @attrs.frozen
@@ -66,6 +67,9 @@ class WireServer:
 
     def __init__(self) -> None:
         self.seen: list[Seen] = []
+        #: paths of requests whose client closed the connection while the server was waiting
+        self.hung_up: list[str] = []
+        self._hangup = threading.Event()
         self._replies: deque[Reply] = deque()
         server = self
 
@@ -85,7 +89,11 @@ class WireServer:
                     )
                 )
                 reply = server._replies.popleft() if server._replies else Reply(status=599)
-                time.sleep(reply.delay)
+                if reply.delay and server._client_hung_up(self.connection, reply.delay):
+                    server.hung_up.append(self.path)
+                    server._hangup.set()
+                    self.close_connection = True
+                    return
                 if reply.drop:
                     self.close_connection = True
                     return
@@ -115,6 +123,25 @@ class WireServer:
         # A short poll interval keeps shutdown (once per test) from costing half a second.
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self._thread.start()
+
+    @staticmethod
+    def _client_hung_up(conn: socket.socket, delay: float) -> bool:
+        """Wait ``delay`` seconds; True as soon as the client closes its end (EOF)."""
+        deadline = time.monotonic() + delay
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([conn], [], [], left)
+            if readable:
+                try:
+                    if not conn.recv(1, socket.MSG_PEEK):
+                        return True
+                except ConnectionError:
+                    return True
+                time.sleep(min(0.01, max(left, 0)))  # unread bytes: keep waiting, without spinning
+        return False
+
+    def wait_for_hangup(self, timeout: float = 2.0) -> bool:
+        """True once some client hung up on a delayed reply (waits up to ``timeout`` seconds)."""
+        return self._hangup.wait(timeout)
 
     def push(self, *replies: Reply) -> None:
         """Queue replies, answered in order, one per request."""
