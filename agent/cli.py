@@ -28,20 +28,12 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from flowchart.cli_support import CliError, OneLineParser, run_cli
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
 
 _STATUSES = ("running", "paused", "done", "failed")
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as one ``agent: error: ...`` line, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f"{message} (see '{self.prog} --help')")
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -236,10 +228,10 @@ def cmd_decline(args: argparse.Namespace) -> str:
 # -- parsing ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
-    store_options = _Parser(add_help=False)
+    store_options = OneLineParser(add_help=False)
     store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
-    parser = _Parser(prog="agent", description="Operate durable agent runs.")
+    parser = OneLineParser(prog="agent", description="Operate durable agent runs.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
     runs = groups.add_parser("runs", help="list, show, answer and export stored runs")
     commands = runs.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -271,31 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str) -> int:
-    print("agent: error: " + " ".join(message.split()), file=sys.stderr)
-    return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 error)."""
-    try:
-        args = build_parser().parse_args(argv)
-        output = args.handler(args)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
-    except CliError as exc:
-        return _fail(str(exc))
-    except KeyError as exc:  # RunNotFoundError and friends carry their message as the argument
-        return _fail(str(exc.args[0]) if exc.args else repr(exc))
-    except Exception as exc:  # the law: never a traceback
-        return _fail(f"{type(exc).__name__}: {exc}")
-    try:
-        print(output)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    return 0
+    return run_cli("agent", build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -22,22 +22,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from .chart import FlowChart
+from .cli_support import CliError, OneLineParser, run_cli
 from .errors import FlowchartError
 from .trace import Trace
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as one ``flowchart: error: ...`` line, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors become one-line ``CliError``s."""
-
-    def error(self, message: str) -> NoReturn:
-        raise CliError(f"{message} (see '{self.prog} --help')")
 
 
 def _load(path: str) -> Trace:
@@ -162,7 +152,7 @@ def cmd_show(args: argparse.Namespace) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
-    parser = _Parser(prog="flowchart", description="Replay, narrate and explain flowchart runs.")
+    parser = OneLineParser(prog="flowchart", description="Replay, narrate and explain flowchart runs.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Any, text: str) -> argparse.ArgumentParser:
@@ -198,29 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str) -> int:
-    print("flowchart: error: " + " ".join(message.split()), file=sys.stderr)
-    return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 error)."""
-    try:
-        args = build_parser().parse_args(argv)
-        output = args.handler(args)
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
-    except CliError as exc:
-        return _fail(str(exc))
-    except Exception as exc:  # the law: never a traceback
-        return _fail(f"{type(exc).__name__}: {exc}")
-    try:
-        print(output)
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    return 0
+    return run_cli("flowchart", build_parser, argv)
 
 
 if __name__ == "__main__":
