@@ -211,13 +211,11 @@ class Traverser:
             observers.emit(hook, make(self.context(node, rid)))
 
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
-        """Emit ``on_stage_executed`` for ``node``."""
-        self.flow(
-            "on_stage_executed",
-            node,
-            rid,
-            lambda c: StageExecutedEvent(c, node.name, node.description, stage_type),
-        )
+        """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
+        observers = self.run.observers
+        if observers.wants("on_stage_executed"):
+            event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
+            observers.emit("on_stage_executed", event)
 
     # -- one stage body ----------------------------------------------------------------------
     async def call_stage(
