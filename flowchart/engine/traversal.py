@@ -13,23 +13,23 @@ Laws:
 - Loops are trampolined (no recursion per pass) and capped per target.
 - A pause unwinds as a ``PauseSignal`` that collects one ``ResumeFrame`` per level; the
   resume walks the frames back down without re-running any stage body.
+
+This module holds the walk itself (one stage, its commit, the next hop, loops, stop).
+The other laws have a module each, bound here as ``Traverser`` methods: ``choices``
+(deciders, selectors), ``forks`` (parallel children), ``subflows`` (mounts) and
+``resuming`` (the way back into a paused run).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from ..commits import Commit, Op
 from ..context import ReadonlyArgs, StageContext
-from ..decide import Decision, Selection
-from ..errors import LoopLimitError, RunError
+from ..errors import LoopLimitError
 from ..events import (
     BreakEvent,
     CommitEvent,
-    DecisionEvent,
     EmitEvent,
     ErrorEvent,
     ForkEvent,
@@ -37,21 +37,18 @@ from ..events import (
     NextEvent,
     PauseEvent,
     ReadEvent,
-    ResumeEvent,
-    SelectedEvent,
     StageEvent,
     StageExecutedEvent,
     StageType,
-    SubflowEvent,
     TraversalContext,
     WriteEvent,
 )
 from ..nodes import StageCallable, StageNode
-from ..pause import PauseAgain, PauseSignal, ResumeFrame, pause_data_copy
+from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
-from ..values import NotJsonSafe, copy_json
-from .run import Run, SubflowResult
+from . import choices, forks, resuming, subflows
+from .run import Run
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
@@ -81,46 +78,6 @@ class _StageRecorder:
             hidden = self.redacting and self.hides(key)
             shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
             self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
-
-
-def decision_record(output: Any) -> dict[str, Any]:
-    """What a decider or selector returned, as recorded on its commit (JSON-safe)."""
-    if isinstance(output, Decision):
-        record: dict[str, Any] = {"chosen": output.branch, "evidence": output.evidence}
-    elif isinstance(output, Selection):
-        record = {"selected": list(output.branches), "evidence": output.evidence}
-    elif isinstance(output, list | tuple):
-        record = {"selected": list(output)}
-    else:
-        record = {"chosen": output}
-    try:
-        return copy_json(record)
-    except NotJsonSafe:
-        return {key: repr(value) for key, value in record.items()}
-
-
-class _ReadTracking(Mapping[str, Any]):
-    """A read-only view of a state dict that remembers which keys were read."""
-
-    __slots__ = ("_data", "keys_read")
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-        self.keys_read: dict[str, None] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        value = self._data[key]
-        self.keys_read[key] = None
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 class Traverser:
@@ -396,7 +353,9 @@ class Traverser:
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
         output, txn, error = await self.call_stage(node, call, rid, namespace)
-        choice = decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
+        choice = (
+            choices.decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
+        )
         self.commit(node, rid, txn, choice)
         if error is not None:
             self.fail(node, rid, error)
@@ -442,330 +401,21 @@ class Traverser:
         return self.follow(node, rid, cont)
 
     # -- deciders and selectors ------------------------------------------------------------------
-    def choose_branch(self, node: StageNode, rid: str, output: Any, cont: StageNode | None) -> Hop:
-        """Resolve a decider's output to a branch and hop there (the decider already committed)."""
-        if self.stopped:
-            self.executed(node, rid, "decider")
-            return self.after_stop(node, rid)
-        evidence = None
-        if isinstance(output, Decision):
-            branch_id, evidence = output.branch, output.evidence
-        else:
-            branch_id = output
-        branch = node.branches.get(branch_id) if isinstance(branch_id, str) else None
-        if branch is None:
-            if node.default_branch is None:
-                error = RunError(
-                    f"Decider '{node.id}' returned branch ID {branch_id!r} which doesn't match any branch "
-                    f"({', '.join(node.branches)}) and no default branch is set",
-                    stage_id=self.prefix + node.id,
-                )
-                self.fail(node, rid, error)
-                raise error
-            branch = node.branches[node.default_branch]
-        chosen = branch
-        self.flow(
-            "on_decision",
-            node,
-            rid,
-            lambda c: DecisionEvent(c, node.name, chosen.name, chosen.id, None, node.description, evidence),
-        )
-        self.executed(node, rid, "decider")
-        after = node.next if node.next is not None else cont
-        return branch, after, self.prefix + node.id
+    choose_branch = choices.choose_branch
 
-    def choose_selected(self, node: StageNode, rid: str, output: Any) -> list[StageNode]:
-        """Resolve a selector's output to the branches to run (the selector already committed)."""
-        if self.stopped:
-            self.executed(node, rid, "selector")
-            self.after_stop(node, rid)
-            return []
-        evidence = None
-        if isinstance(output, Selection):
-            ids, evidence = list(output.branches), output.evidence
-        elif isinstance(output, str):
-            ids = [output]
-        elif output is None:
-            ids = []
-        else:
-            ids = list(output)
-        unknown = [i for i in ids if i not in node.branches]
-        if unknown:
-            error = RunError(
-                f"Selector '{node.id}' returned unknown branch IDs: {', '.join(map(str, unknown))}. "
-                f"Available: {', '.join(node.branches)}",
-                stage_id=self.prefix + node.id,
-            )
-            self.fail(node, rid, error)
-            raise error
-        chosen = [node.branches[i] for i in dict.fromkeys(ids)]
-        self.flow(
-            "on_selected",
-            node,
-            rid,
-            lambda c: SelectedEvent(
-                c, node.name, tuple(b.name for b in chosen), tuple(b.id for b in chosen), len(node.branches), evidence
-            ),
-        )
-        self.executed(node, rid, "selector")
-        if chosen:
-            self.flow("on_fork", node, rid, lambda c: ForkEvent(c, node.name, tuple(b.name for b in chosen)))
-        return chosen
+    choose_selected = choices.choose_selected
 
     # -- forks -------------------------------------------------------------------------------------
-    async def run_children(
-        self, parent: StageNode, children: list[StageNode], parent_rid: str, namespace: tuple[str, ...]
-    ) -> dict[str, Any]:
-        """Run fork/selector children, then commit them in declaration order."""
-        if not children:
-            return {}
-        rids = [self.stamp(child) for child in children]
-
-        async def one(child: StageNode, rid: str) -> tuple[Any, Transaction | None, BaseException | None]:
-            try:
-                if child.kind == "subflow":
-                    return await self.run_mount(child, rid, namespace)
-                call = child.execute if child.kind == "pausable" else child.fn
-                assert call is not None
-                return await self.call_stage(child, call, rid, (*namespace, "runs", child.id))
-            except PauseSignal as signal:  # a subflow child paused inside
-                frame = ResumeFrame.at(
-                    self.prefix + child.id, "mount", None, self.prefix + parent.id, namespace, self.prefix
-                )
-                signal.push(frame)
-                return None, None, signal
-
-        if self.run.concurrent and len(children) > 1:
-            results = await asyncio.gather(*(one(c, r) for c, r in zip(children, rids, strict=True)))
-        else:
-            results = [await one(c, r) for c, r in zip(children, rids, strict=True)]
-
-        bundle: dict[str, Any] = {}
-        pause: PauseSignal | None = None
-        also_paused: list[str] = []  # a run pauses at one stage: a second pause is refused below
-        first_error: Exception | None = None
-        for child, rid, (output, txn, error) in zip(children, rids, results, strict=True):
-            if isinstance(error, PauseSignal):
-                if pause is None:
-                    pause = error
-                else:
-                    also_paused.append(self.prefix + child.id)
-                continue
-            self.commit(child, rid, txn)
-            if error is not None:
-                assert isinstance(error, Exception)
-                self.fail(child, rid, error)
-                first_error = first_error or error
-                bundle[child.id] = {"id": child.id, "result": f"{type(error).__name__}: {error}", "is_error": True}
-                continue
-            if child.kind == "pausable" and output is not None:
-                if pause is not None:
-                    also_paused.append(self.prefix + child.id)
-                    continue
-                ns = (*namespace, "runs", child.id)
-                frame = ResumeFrame.at(self.prefix + child.id, "stage", None, self.prefix + parent.id, ns, self.prefix)
-                pause = self.pause(child, rid, output, frame)
-                continue
-            self.executed(child, rid, "subflow-mount" if child.kind == "subflow" else "linear")
-            bundle[child.id] = {"id": child.id, "result": output, "is_error": False}
-        if first_error is not None and parent.fail_fast:
-            raise first_error  # a failed fail-fast fork fails the run, even if a child paused
-        if pause is not None:
-            if also_paused:
-                raise RunError(
-                    f"Children {', '.join(repr(c) for c in [pause.frames[0].stage_id, *also_paused])} of "
-                    f"'{self.prefix + parent.id}' all paused, but a run pauses at one stage at a time: let at "
-                    "most one child of a fork or selector pause (the others' execute returns None)",
-                    stage_id=self.prefix + parent.id,
-                )
-            raise pause
-        return bundle
+    run_children = forks.run_children
 
     # -- subflows ------------------------------------------------------------------------------------
-    async def run_mount(
-        self,
-        node: StageNode,
-        rid: str,
-        namespace: tuple[str, ...],
-        resume: tuple[list[ResumeFrame], int, Any, Any] | None = None,
-    ) -> tuple[Any, Transaction, Exception | None]:
-        """Run a subflow in its own state and log; return the mount's merge-back transaction."""
-        mount = node.mount
-        assert mount is not None
-        full = self.prefix + node.id
-        run = self.run
-        txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
-        if resume is None:
-            try:
-                mapped = self._map_input(node, txn)
-            except Exception as exc:
-                return None, txn, exc
-            inner_args = mapped
-        else:
-            checkpoint = resume[3]
-            mapped = copy_json(checkpoint.subflow_states[full])
-            inner_args = copy_json(checkpoint.subflow_args.get(full, {}))
-        entry_state = mapped if resume is None else {}
-        description = mount.chart.root.description or node.description
-        self.flow("on_subflow_entry", node, rid, lambda c: SubflowEvent(c, node.name, full, description, entry_state))
-        if resume is None:
-            self.executed(node, rid, "subflow-mount")
-        inner = Traverser(
-            run,
-            mount.chart,
-            mapped,
-            ReadonlyArgs(inner_args),
-            prefix=full + "/",
-            subflow_path=(*self.subflow_path, full),
-        )
-        error: Exception | None = None
-        output = None
-        try:
-            if resume is None:
-                output = await inner.walk(mount.chart.root, None, None)
-            else:
-                frames, index, given, checkpoint = resume
-                output = await inner.resume(frames, index, given, checkpoint)
-        except PauseSignal as signal:
-            signal.subflow_states[full] = inner.state
-            signal.subflow_args[full] = inner.args.to_dict()
-            # the paused run's record keeps what the subflow did before the pause
-            run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-                full, rid, inner.state, tuple(inner.commit_log), inner.initial, None
-            )
-            raise
-        except Exception as exc:
-            error = exc
-        run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-            full, rid, inner.state, tuple(inner.commit_log), inner.initial, output
-        )
-        if inner.stopped and mount.propagate_break and error is None:
-            self.request_stop(inner.stop_reason)
-            self.flow(
-                "on_break",
-                node,
-                rid,
-                lambda c: BreakEvent(c, node.name, inner.stop_reason, propagated_from_subflow=full),
-            )
-        self.flow("on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, inner.state))
-        if error is not None:
-            return None, txn, error
-        if mount.output_mapper is not None:
-            try:
-                self._merge_output(node, txn, inner.state)
-            except Exception as exc:
-                return output, txn, exc
-        return output, txn, None
+    run_mount = subflows.run_mount
 
-    def _map_input(self, node: StageNode, txn: Transaction) -> dict[str, Any]:
-        mount = node.mount
-        assert mount is not None
-        if mount.input_mapper is None:
-            return {}
-        # the keys the mapper reads are the mount's reads: they link the subflow's result
-        # back to the parent stages that wrote them (causal backtracking)
-        view = _ReadTracking(self.state)
-        mapped = mount.input_mapper(view)
-        txn.note_reads(view.keys_read)
-        if mapped is None:
-            return {}
-        if not isinstance(mapped, dict):
-            raise RunError(
-                f"input_mapper of subflow '{node.id}' returned {type(mapped).__name__}; it must return a dict "
-                "(the subflow's initial state)",
-                stage_id=self.prefix + node.id,
-            )
-        try:
-            return copy_json(mapped)
-        except NotJsonSafe as exc:
-            raise RunError(
-                f"input_mapper of subflow '{node.id}' returned {exc.what} at {exc.where}; the subflow's "
-                "initial state must be JSON-safe",
-                stage_id=self.prefix + node.id,
-            ) from None
+    _map_input = subflows.map_input
 
-    def _merge_output(self, node: StageNode, txn: Transaction, inner_state: dict[str, Any]) -> None:
-        mount = node.mount
-        assert mount is not None and mount.output_mapper is not None
-        patch = mount.output_mapper(MappingProxyType(inner_state), MappingProxyType(self.state))
-        if patch is None:
-            return
-        if not isinstance(patch, dict):
-            raise RunError(
-                f"output_mapper of subflow '{node.id}' returned {type(patch).__name__}; it must return a dict "
-                "of parent keys to write",
-                stage_id=self.prefix + node.id,
-            )
-        for key, value in patch.items():
-            current = txn.raw(key)
-            if mount.array_merge == "concat" and isinstance(value, list) and isinstance(current, list):
-                txn.set(key, [*current, *value])
-            else:
-                txn.set(key, value)
+    _merge_output = subflows.merge_output
 
     # -- resume ------------------------------------------------------------------------------------------
-    def _announce_resume(self, frames: list[ResumeFrame], given: Any) -> None:
-        """Fire ``on_resume`` for the paused stage before anything runs (footprintjs order)."""
-        chart, prefix, path = self.chart, self.prefix, list(self.subflow_path)
-        for frame in frames[:-1]:
-            if frame.kind == "mount":
-                mount = chart.find(frame.stage_id[len(prefix) :]).mount
-                chart, prefix = mount.chart, frame.stage_id + "/"
-                path.append(frame.stage_id)
-        leaf = chart.find(frames[-1].stage_id[len(prefix) :])
-        full = prefix + leaf.id
-        ctx = TraversalContext(
-            run_id=self.run.run_id,
-            stage_id=full,
-            runtime_stage_id=f"{full}#{self.run.counter}",
-            stage_name=leaf.name,
-            subflow_path=tuple(path),
-            depth=len(path),
-        )
-        self.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None))
+    _announce_resume = resuming.announce_resume
 
-    async def resume(self, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
-        """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
-        if index == 0 and self.run.observers.wants("on_resume"):
-            self._announce_resume(frames, given)
-        frame = frames[index]
-        node = self.chart.find(frame.stage_id[len(self.prefix) :])
-        cont = frame.continuation_node(self.chart, self.prefix)
-        namespace = tuple(frame.namespace)
-        repause: PauseSignal | None = None
-        hop: Hop = (None, None, None)
-        try:
-            if frame.kind == "stage":
-                rid = self.stamp(node, visit=False)
-                assert node.resume is not None
-                output, txn, error = await self.call_stage(node, node.resume, rid, namespace, given)
-                self.commit(node, rid, txn)
-                if error is not None:
-                    self.fail(node, rid, error)
-                    raise error
-                if isinstance(output, PauseAgain):
-                    repause = self.pause(node, rid, output.data, frame)
-                else:
-                    self.executed(node, rid, "linear")
-                    hop = self.after_stop_or(node, rid, cont)
-            elif frame.kind == "mount":
-                rid = self.stamp(node, visit=False)
-                inside = (frames, index + 1, given, checkpoint)
-                output, mount_txn, error = await self.run_mount(node, rid, namespace, inside)
-                self.commit(node, rid, mount_txn)
-                if error is not None:
-                    self.fail(node, rid, error)
-                    raise error
-                hop = self.after_stop_or(node, rid, cont)
-            else:  # "fork": the paused child is the next frame, on this same level
-                output = await self.resume(frames, index + 1, given, checkpoint)
-                hop = (None, None, None) if self.stopped else self.follow(node, "", cont)
-        except PauseSignal as signal:
-            signal.push(frame)
-            raise
-        if repause is not None:
-            raise repause
-        nxt, nxt_cont, invoker = hop
-        if nxt is None or self.stopped:
-            return output
-        return await self.walk(nxt, nxt_cont, invoker)
+    resume = resuming.resume

@@ -1,0 +1,109 @@
+"""Deciders and selectors: turn what a choosing stage returned into where control goes.
+
+Laws: the stage has already committed (a decider commits BEFORE its branch is resolved);
+an unknown branch id falls back to the default branch, or is an error naming the decider,
+the id and the branches there are; a selector's unknown ids are an error listing what is
+available, and an empty selection runs nothing. What the stage returned is recorded on
+its commit (``decision_record``), so a trace can say why a branch was taken.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..decide import Decision, Selection
+from ..errors import RunError
+from ..events import DecisionEvent, ForkEvent, SelectedEvent
+from ..nodes import StageNode
+from ..values import NotJsonSafe, copy_json
+
+if TYPE_CHECKING:
+    from .traversal import Hop, Traverser
+
+
+def decision_record(output: Any) -> dict[str, Any]:
+    """What a decider or selector returned, as recorded on its commit (JSON-safe)."""
+    if isinstance(output, Decision):
+        record: dict[str, Any] = {"chosen": output.branch, "evidence": output.evidence}
+    elif isinstance(output, Selection):
+        record = {"selected": list(output.branches), "evidence": output.evidence}
+    elif isinstance(output, list | tuple):
+        record = {"selected": list(output)}
+    else:
+        record = {"chosen": output}
+    try:
+        return copy_json(record)
+    except NotJsonSafe:
+        return {key: repr(value) for key, value in record.items()}
+
+
+def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, cont: StageNode | None) -> Hop:
+    """Resolve a decider's output to a branch and hop there (the decider already committed)."""
+    if traverser.stopped:
+        traverser.executed(node, rid, "decider")
+        return traverser.after_stop(node, rid)
+    evidence = None
+    if isinstance(output, Decision):
+        branch_id, evidence = output.branch, output.evidence
+    else:
+        branch_id = output
+    branch = node.branches.get(branch_id) if isinstance(branch_id, str) else None
+    if branch is None:
+        if node.default_branch is None:
+            error = RunError(
+                f"Decider '{node.id}' returned branch ID {branch_id!r} which doesn't match any branch "
+                f"({', '.join(node.branches)}) and no default branch is set",
+                stage_id=traverser.prefix + node.id,
+            )
+            traverser.fail(node, rid, error)
+            raise error
+        branch = node.branches[node.default_branch]
+    chosen = branch
+    traverser.flow(
+        "on_decision",
+        node,
+        rid,
+        lambda c: DecisionEvent(c, node.name, chosen.name, chosen.id, None, node.description, evidence),
+    )
+    traverser.executed(node, rid, "decider")
+    after = node.next if node.next is not None else cont
+    return branch, after, traverser.prefix + node.id
+
+
+def choose_selected(traverser: Traverser, node: StageNode, rid: str, output: Any) -> list[StageNode]:
+    """Resolve a selector's output to the branches to run (the selector already committed)."""
+    if traverser.stopped:
+        traverser.executed(node, rid, "selector")
+        traverser.after_stop(node, rid)
+        return []
+    evidence = None
+    if isinstance(output, Selection):
+        ids, evidence = list(output.branches), output.evidence
+    elif isinstance(output, str):
+        ids = [output]
+    elif output is None:
+        ids = []
+    else:
+        ids = list(output)
+    unknown = [i for i in ids if i not in node.branches]
+    if unknown:
+        error = RunError(
+            f"Selector '{node.id}' returned unknown branch IDs: {', '.join(map(str, unknown))}. "
+            f"Available: {', '.join(node.branches)}",
+            stage_id=traverser.prefix + node.id,
+        )
+        traverser.fail(node, rid, error)
+        raise error
+    chosen = [node.branches[i] for i in dict.fromkeys(ids)]
+    traverser.flow(
+        "on_selected",
+        node,
+        rid,
+        lambda c: SelectedEvent(
+            c, node.name, tuple(b.name for b in chosen), tuple(b.id for b in chosen), len(node.branches), evidence
+        ),
+    )
+    traverser.executed(node, rid, "selector")
+    if chosen:
+        traverser.flow("on_fork", node, rid, lambda c: ForkEvent(c, node.name, tuple(b.name for b in chosen)))
+    return chosen

@@ -1,0 +1,86 @@
+"""Resuming a paused run: walk the checkpoint's frames back down, level by level.
+
+Laws: no stage body runs twice — the paused stage's ``resume`` half runs instead of its
+``execute``; a mount frame re-enters its subflow from the stored state (the input mapper is
+not run again) and merges it back when it completes; a fork frame resumes the paused child
+and then goes on after the fork. A ``resume`` half may return ``pause_again(data)`` to pause
+once more at the same stage. The resume event fires before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..events import ResumeEvent, TraversalContext
+from ..pause import PauseAgain, PauseSignal, ResumeFrame
+
+if TYPE_CHECKING:
+    from .traversal import Hop, Traverser
+
+
+def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any) -> None:
+    """Fire ``on_resume`` for the paused stage before anything runs (footprintjs order)."""
+    chart, prefix, path = traverser.chart, traverser.prefix, list(traverser.subflow_path)
+    for frame in frames[:-1]:
+        if frame.kind == "mount":
+            mount = chart.find(frame.stage_id[len(prefix) :]).mount
+            chart, prefix = mount.chart, frame.stage_id + "/"
+            path.append(frame.stage_id)
+    leaf = chart.find(frames[-1].stage_id[len(prefix) :])
+    full = prefix + leaf.id
+    ctx = TraversalContext(
+        run_id=traverser.run.run_id,
+        stage_id=full,
+        runtime_stage_id=f"{full}#{traverser.run.counter}",
+        stage_name=leaf.name,
+        subflow_path=tuple(path),
+        depth=len(path),
+    )
+    traverser.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None))
+
+
+async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
+    """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
+    if index == 0 and traverser.run.observers.wants("on_resume"):
+        announce_resume(traverser, frames, given)
+    frame = frames[index]
+    node = traverser.chart.find(frame.stage_id[len(traverser.prefix) :])
+    cont = frame.continuation_node(traverser.chart, traverser.prefix)
+    namespace = tuple(frame.namespace)
+    repause: PauseSignal | None = None
+    hop: Hop = (None, None, None)
+    try:
+        if frame.kind == "stage":
+            rid = traverser.stamp(node, visit=False)
+            assert node.resume is not None
+            output, txn, error = await traverser.call_stage(node, node.resume, rid, namespace, given)
+            traverser.commit(node, rid, txn)
+            if error is not None:
+                traverser.fail(node, rid, error)
+                raise error
+            if isinstance(output, PauseAgain):
+                repause = traverser.pause(node, rid, output.data, frame)
+            else:
+                traverser.executed(node, rid, "linear")
+                hop = traverser.after_stop_or(node, rid, cont)
+        elif frame.kind == "mount":
+            rid = traverser.stamp(node, visit=False)
+            inside = (frames, index + 1, given, checkpoint)
+            output, mount_txn, error = await traverser.run_mount(node, rid, namespace, inside)
+            traverser.commit(node, rid, mount_txn)
+            if error is not None:
+                traverser.fail(node, rid, error)
+                raise error
+            hop = traverser.after_stop_or(node, rid, cont)
+        else:  # "fork": the paused child is the next frame, on this same level
+            output = await resume(traverser, frames, index + 1, given, checkpoint)
+            hop = (None, None, None) if traverser.stopped else traverser.follow(node, "", cont)
+    except PauseSignal as signal:
+        signal.push(frame)
+        raise
+    if repause is not None:
+        raise repause
+    nxt, nxt_cont, invoker = hop
+    if nxt is None or traverser.stopped:
+        return output
+    return await traverser.walk(nxt, nxt_cont, invoker)
