@@ -33,6 +33,7 @@ from agent import Agent, Paused, define_tool
 from agent.providers import scripted
 from flowchart import Redaction, causal_chain
 from flowchart.store import SqliteStore
+from flowchart.store.export import record_trace
 from governance import ResumeDecisionError, allow, check_in_approved
 
 ORDERS = {
@@ -210,9 +211,12 @@ def main() -> int:
     print(answer)
     print(f"stored run : {first.run_id} ({store.get(first.run_id).status})")
 
-    trace_file = snapshot.result.trace().save(RUNS / "support.trace.json")
+    # the store holds the whole run — both segments, before and after the pause — so the
+    # trace and the explanation reach back to the customer's message
+    stored = store.get(first.run_id)
+    trace_file = record_trace(stored, redaction=resumed_agent.redaction).save(RUNS / "support.trace.json")
     heading(f"WHY final_content? (flowchart why {trace_file} final_content)")
-    print(causal_chain(snapshot.commit_log, "final_content").format())
+    print(causal_chain(stored.commit_log, "final_content").format())
     print(f"\nSee it: .venv/bin/flowchart view {trace_file} -o {RUNS / 'support.html'}")
     return 0
 

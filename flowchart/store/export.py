@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from ..commits import replay
+from ..redaction import Redaction
 from ..result import RunResult
 from ..trace import Trace
 from .protocol import RunRecord, StoreError
@@ -29,8 +30,12 @@ class _Lines:
         return list(self._lines)
 
 
-def record_trace(record: RunRecord) -> Trace:
-    """The trace of stored run ``record`` (``StoreError`` when its chart spec was not stored)."""
+def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace:
+    """The trace of stored run ``record`` (``StoreError`` when its chart spec was not stored).
+
+    Pass the run's ``redaction`` to hide what it hides in the input too: the store keeps the
+    real input (a queued run must be able to start), so only the rule knows what to hide.
+    """
     if record.chart_spec is None:
         raise StoreError(f"run '{record.run_id}' has no stored chart spec: it cannot be written as a trace")
     chart: Any = SimpleNamespace(spec=record.chart_spec, fingerprint=record.chart_fingerprint)
@@ -40,6 +45,6 @@ def record_trace(record: RunRecord) -> Trace:
         checkpoint=record.checkpoint, run_id=record.run_id, subflow_results={},
         redacted_paths=sorted({path for commit in log for path in commit.redacted_paths}),
         initial_state={}, args=dict(record.input), chart=cast(Any, chart),
-        recorders=[_Lines(record.narrative)] if record.narrative else [],
+        recorders=[_Lines(record.narrative)] if record.narrative else [], redaction=redaction,
     )  # fmt: skip
     return Trace.from_dict(Trace.from_result(result).to_dict())
