@@ -7,18 +7,14 @@ start, the PostgreSQL cases skip with the reason.
 
 from __future__ import annotations
 
-import itertools
-import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import ServerUnavailable, postgres_server
+from servers import ServerUnavailable, fresh_pg_dsn, postgres_server
 
 from flowchart.store import MemoryStore, RunStore, SqliteStore
-
-_schemas = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -30,16 +26,6 @@ def pg_dsn() -> Iterator[str]:
             yield dsn
     except ServerUnavailable as exc:
         pytest.skip(f"PostgreSQL cannot start here: {exc}")
-
-
-def fresh_pg_dsn(dsn: str) -> str:
-    """A DSN whose connections use a new, empty schema."""
-    import psycopg
-
-    schema = f"t{next(_schemas)}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return f"{dsn}?options={urllib.parse.quote(f'-csearch_path={schema}')}"
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +152,16 @@ def stop_worker(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> Non
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+_schemas = itertools.count()
+
+
+def fresh_pg_dsn(dsn: str) -> str:
+    """A DSN whose connections use a new, empty schema."""
+    import psycopg
+
+    schema = f"t{next(_schemas)}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{dsn}?options={urllib.parse.quote(f'-csearch_path={schema}')}"

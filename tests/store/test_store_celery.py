@@ -8,9 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fresh_pg_dsn
 from refund_agent import REFUNDS, refund_agent
-from servers import ServerUnavailable, redis_server, start_worker, stop_worker
+from servers import ServerUnavailable, fresh_pg_dsn, redis_server, start_worker, stop_worker
 
 from flowchart.store import PostgresStore, RunStore
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fresh_pg_dsn
+from servers import fresh_pg_dsn
 
 from flowchart import flow_chart
 from flowchart.store import SCHEMA_VERSION, MemoryStore, PostgresStore, SchemaVersionError, SqliteStore
