@@ -191,7 +191,8 @@ class Agent:
         return self
 
     def _recorders(self) -> list[Any]:
-        recorders: list[Any] = [narrative()] if self.narrative else []
+        # agent events go to agent.on listeners; narrated, they would repeat the commits
+        recorders: list[Any] = [narrative(include_emits=False)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
         return recorders

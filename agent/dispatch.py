@@ -100,10 +100,11 @@ async def _execute(
         raise
     except Exception as exc:
         result, error = str(exc) or type(exc).__name__, True
-    ctx.emit(
-        events.TOOL_END,
-        {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
-    )
+    if ctx.observed:
+        ctx.emit(
+            events.TOOL_END,
+            {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
+        )
     if not cfg.has_after_tool:
         return result, error
     verdict = await run_after_tool_chain(
@@ -125,7 +126,8 @@ async def dispatch_call(
     """Take one call through every gate (see the module docstring)."""
     name, call_id = call["name"], call["id"]
     args = call.get("args") or {}
-    ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
+    if ctx.observed:
+        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
     if call.get("args_error"):
         return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
     tool = cfg.tools.get(name)

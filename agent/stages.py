@@ -113,16 +113,18 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
         )
-        ctx.emit(events.ITERATION_START, {"iteration": iteration})
-        ctx.emit(
-            events.LLM_START,
-            {
-                "iteration": iteration,
-                "model": cfg.model,
-                "messages": len(request.messages),
-                "tools": len(request.tools),
-            },
-        )
+        observed = ctx.observed  # build event payloads only when somebody listens
+        if observed:
+            ctx.emit(events.ITERATION_START, {"iteration": iteration})
+            ctx.emit(
+                events.LLM_START,
+                {
+                    "iteration": iteration,
+                    "model": cfg.model,
+                    "messages": len(request.messages),
+                    "tools": len(request.tools),
+                },
+            )
         response = await _complete(cfg, request, ctx, iteration)
         usage = response.usage
         scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
@@ -131,16 +133,17 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
-        ctx.emit(
-            events.LLM_END,
-            {
-                "iteration": iteration,
-                "content": response.content,
-                "tool_calls": len(response.tool_calls),
-                "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-                "finish_reason": response.finish_reason,
-            },
-        )
+        if observed:
+            ctx.emit(
+                events.LLM_END,
+                {
+                    "iteration": iteration,
+                    "content": response.content,
+                    "tool_calls": len(response.tool_calls),
+                    "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+                    "finish_reason": response.finish_reason,
+                },
+            )
 
     return call_llm
 

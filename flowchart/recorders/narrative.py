@@ -303,18 +303,29 @@ class NarrativeRecorder:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
 
 
+@attrs.define
+class _SilentEmitsRecorder(NarrativeRecorder):
+    """A narrative that does not listen to emits (no ``on_emit`` hook, so emits cost nothing)."""
+
+    on_emit = None  # type: ignore[assignment]
+
+
 def narrative(
     include_step_numbers: bool = True,
     include_values: bool = True,
     max_value_length: int = 80,
     format_value: Callable[[Any, int], str] | None = None,
+    include_emits: bool = True,
 ) -> NarrativeRecorder:
     """A new :class:`NarrativeRecorder` (footprintjs ``narrative()`` options, snake_case).
 
     ``format_value(value, max_len)`` replaces :func:`summarize_value` for every value
-    the narrative prints.
+    the narrative prints. ``include_emits=False`` leaves ``ctx.emit`` events out of the
+    narrative (and out of its step numbers): the agent uses it, because its events repeat
+    what the commits already say.
     """
-    return NarrativeRecorder(
+    recorder_class = NarrativeRecorder if include_emits else _SilentEmitsRecorder
+    return recorder_class(
         include_step_numbers=include_step_numbers,
         include_values=include_values,
         max_value_length=max_value_length,
