@@ -118,6 +118,7 @@ def build_payload(trace: Trace) -> dict[str, Any]:
         "narrative": lines,
         "spans": [list(s) if s is not None else None for s in spans],
         "decisions": [decision_line(lines, s) for s in spans],
+        "choices": [c.decision for c in trace.commit_log],
         "why": why_chains(trace, keys),
         "subflows": _subflows(trace),
         "agent": agent_panels(

@@ -140,3 +140,19 @@ def test_flowchart_view_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFi
     assert (tmp_path / "loan.trace.html").exists()
     assert main(["view", str(tmp_path / "missing.json")]) == 2
     assert capsys.readouterr().err.startswith("flowchart: error: no such trace file")
+
+
+def test_decision_evidence_comes_from_the_commit_even_without_a_narrative() -> None:
+    """A run recorded without a narrative still carries each decider's evidence to the page."""
+    from examples import loan
+    from flowchart.viewer.payload import build_payload
+
+    trace = loan.chart.run({"applicant": loan.APPLICANT}).trace()
+    payload = build_payload(trace)
+    route = next(c.idx for c in trace.commit_log if c.stage_id == "route")
+    choice = payload["choices"][route]
+    assert trace.narrative is None
+    assert choice["chosen"] == "approve"
+    assert [r["matched"] for r in choice["evidence"]["rules"]] == [True]
+    others = [c for c, commit in zip(payload["choices"], trace.commit_log, strict=True) if commit.stage_id != "route"]
+    assert others == [None] * (len(trace.commit_log) - 1)

@@ -182,6 +182,30 @@
     if (i + 1 < N) box.append(el("p", { class: "muted" }, `next stage: ${commits[i + 1][1]} (${commits[i + 1][2]})`));
     return box;
   }
+  // what a decider or selector returned, as recorded on its commit (no narrative needed)
+  function choiceView(i) {
+    const rec = P.choices[i], ev = rec.evidence || {};
+    // the branch's stage name, when the next commit is that branch
+    const next = i + 1 < N ? commits[i + 1] : null;
+    const named = (id) => (next && String(next[2]).split("/").pop() === String(id) ? next[1] : String(id));
+    const hit = (ev.rules || []).find((r) => r.matched);
+    const picked = rec.chosen !== undefined
+      ? [hit ? ["Matched rule: ", el("b", null, `Rule ${hit.rule_index}`), hit.label ? ` “${hit.label}”` : "", " → "] : "",
+         "chose ", el("b", null, named(rec.chosen))]
+      : ["selected ", el("b", null, (rec.selected || []).join(", ") || "nothing")];
+    const box = section("Decision", el("p", { class: "matched" }, ...picked));
+    if (ev.rules) box.append(el("ol", { class: "rules", start: 0 }, ev.rules.map((r) =>
+      el("li", { class: r.matched ? "pass" : "fail" },
+        `${r.label ? `“${r.label}” ` : ""}→ ${r.branch} ${r.matched ? "✓" : "✗"}`,
+        r.conditions ? el("ul", { class: "conds" }, r.conditions.map((c) => el("li", { class: c.result ? "pass" : "fail" },
+          `${c.key} ${c.actual_summary} ${c.op} ${JSON.stringify(c.threshold)} ${c.result ? "✓" : "✗"}`))) : null,
+        r.inputs ? el("ul", { class: "conds" }, r.inputs.map((x) => el("li", null, `${x.key}=${x.value_summary}`))) : null,
+        r.match_error ? el("p", { class: "muted" }, `rule error: ${r.match_error}`) : null))));
+    if (ev.default !== undefined && !(ev.rules || []).some((r) => r.matched))
+      box.append(el("p", { class: "muted" }, `no rule matched: default ${ev.default_label ? `“${ev.default_label}” ` : ""}→ ${ev.default}`));
+    if (i + 1 < N) box.append(el("p", { class: "muted" }, `next stage: ${commits[i + 1][1]} (${commits[i + 1][2]})`));
+    return box;
+  }
   function diffView(i) {
     const before = i > 0 ? stateAt(i - 1) : snaps.get(-1), after = stateAt(i);
     const keys = [...new Set(commits[i][3].map((o) => o[0][0]))];
@@ -221,7 +245,8 @@
     const span = P.spans[i];
     pane.append(section("Narrative", span ? el("div", { class: "narrative" }, lines.slice(span[0], span[1]).map((t) =>
       el("div", { class: /^\[(Condition|Selected)\]/.test(t) ? "line cond" : "line" }, t))) : el("p", { class: "muted" }, "(no narrative for this step)")));
-    if (P.decisions[i] !== null && P.decisions[i] !== undefined) pane.append(decisionView(i));
+    if (P.choices[i]) pane.append(choiceView(i));
+    else if (P.decisions[i] !== null && P.decisions[i] !== undefined) pane.append(decisionView(i));
     else if (["decider", "selector"].includes(P.kinds[c[2]])) pane.append(section("Decision", el("p", { class: "muted" }, "The trace has no narrative line for this decision.")));
     pane.append(section("Ops", c[3].length ? el("ul", { class: "opslist" }, c[3].map((o) =>
       el("li", null, el("b", null, `${o[1]} ${pathText(o[0])}`), o[1] === "delete" ? "" : [o[1] === "append" ? " += " : " = ", valueView(o[2])]))) : el("p", { class: "muted" }, "(no writes)")));
