@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import re
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -54,6 +56,13 @@ def load_httpx() -> ModuleType:
     except ImportError:
         raise ProviderDependencyError("the HTTP providers need httpx: pip install 'pyfootprint[http]'") from None
     return httpx
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context per process: building it (loading the CA bundle) costs tens of
+    milliseconds, and a fresh client per call would otherwise pay that on every call."""
+    return load_httpx().create_ssl_context()
 
 
 def base_url_from(value: str | None, *, default: str, what: str) -> str:
@@ -263,7 +272,7 @@ class HTTPProvider:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = self._headers(stream)
         attempt = 0
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout)) as client:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=_tls_context()) as client:
             while True:
                 attempt += 1
                 retry_after: float | None = None
