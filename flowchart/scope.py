@@ -60,6 +60,12 @@ def _dict_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any] | No
     return patch
 
 
+def _readonly(key: str) -> ReadonlyInputError:
+    return ReadonlyInputError(
+        f'Cannot write to readonly input key "{key}" — use ctx.args to read input values', key=key
+    )
+
+
 class Transaction:
     """One stage's view of the state: a working set over the committed state."""
 
@@ -154,10 +160,7 @@ class Transaction:
     def set(self, key: str, value: Any) -> None:
         """Stage a ``set`` of ``key``: validated and copied now, committed at stage end."""
         if key in self.readonly:
-            raise ReadonlyInputError(
-                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
-                key=key,
-            )
+            raise _readonly(key)
         try:
             copied = copy_json(value)
         except NotJsonSafe as exc:
@@ -170,10 +173,7 @@ class Transaction:
     def delete(self, key: str) -> None:
         """Stage the removal of ``key``; ``KeyError`` when it is not there."""
         if key in self.readonly:
-            raise ReadonlyInputError(
-                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
-                key=key,
-            )
+            raise _readonly(key)
         if not self.has(key):
             raise KeyError(key)
         self._working[key] = _DELETED
@@ -230,10 +230,7 @@ class Transaction:
     # -- tracking callbacks -----------------------------------------------------------------
     def _touch(self, key: str, change: int) -> None:
         if key in self.readonly:
-            raise ReadonlyInputError(
-                f'Cannot write to readonly input key "{key}" — use ctx.args to read input values',
-                key=key,
-            )
+            raise _readonly(key)
         self._touched[key] = self._touched.get(key, 0) | change
         if self.observer is not None:
             self.observer.write(key, self._working.get(key), "update" if change == MERGE else "set")
