@@ -107,17 +107,30 @@ async def _execute(
         )
     if not cfg.has_after_tool:
         return result, error
+    return await _after_tool(cfg, scope, ctx, tool, call, args, iteration, result, error), error
+
+
+async def _after_tool(
+    cfg: AgentConfig,
+    scope: Scope,
+    ctx: StageContext,
+    tool: Tool,
+    call: dict[str, Any],
+    args: dict[str, Any],
+    iteration: int,
+    result: Any,
+    error: bool = False,
+) -> Any:
+    """What the model reads for ``result``: the after-tool chain's word (reverse order), rows filed."""
     verdict = await run_after_tool_chain(
         cfg.tool_middleware,
         ToolCallInfo(
             tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-            history=tuple(peek(scope, "history")), identity=identity, result=result, error=error,
+            history=tuple(peek(scope, "history")), identity=_identity(scope), result=result, error=error,
         ),
     )  # fmt: skip
     record_rows(scope, ctx, verdict.rows)
-    if verdict.verdict != "allow":
-        return verdict.reason or "denied", error
-    return verdict.value, error
+    return verdict.value if verdict.verdict == "allow" else (verdict.reason or "denied")
 
 
 async def dispatch_call(
@@ -234,13 +247,7 @@ async def answer_paused(
         )
         if not cfg.has_after_tool:
             return result_text(answer), True
-        verdict = await run_after_tool_chain(
-            cfg.tool_middleware,
-            ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-                         history=tuple(peek(scope, "history")), identity=_identity(scope), result=answer),
-        )  # fmt: skip
-        record_rows(scope, ctx, verdict.rows)
-        return result_text(verdict.value if verdict.verdict == "allow" else verdict.reason), True
+        return result_text(await _after_tool(cfg, scope, ctx, tool, call, args, iteration, answer)), True
     approved, by, note = bool(answer["approved"]), str(answer["by"]), answer.get("note")
     if kind == "check_in":
         ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
