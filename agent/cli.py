@@ -22,15 +22,13 @@ stderr and exits 2 — never a traceback. A decision is accepted once, across pr
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from flowchart.cli_support import CliError, OneLineParser, run_cli
+from flowchart.cli_support import CliError, OneLineParser, import_target, load_target, run_cli
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
 
 _STATUSES = ("running", "paused", "done", "failed")
@@ -38,39 +36,15 @@ _STATUSES = ("running", "paused", "done", "failed")
 
 # -- loading ------------------------------------------------------------------------------------
 def load_object(target: str, what: str) -> Any:
-    """Import ``MODULE:ATTR`` (the current directory is importable); call it when it is a factory."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise CliError(f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support), got '{target}'")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise CliError(f"cannot import '{module_name}': no module named '{exc.name}'") from None
-    except Exception as exc:
-        raise CliError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise CliError(f"'{module_name}' has no attribute '{attr}'") from None
-    return obj
+    """Import ``MODULE:ATTR`` for option ``what`` (the current directory is importable)."""
+    return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)")
 
 
 def load_agent(target: str) -> Any:
     """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory)."""
     from agent import Agent
 
-    obj = load_object(target, "--agent")
-    if not isinstance(obj, Agent) and callable(obj):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, Agent):
-        raise CliError(f"'{target}' is a {type(obj).__name__}, not an Agent (or a function returning one)")
-    return obj
+    return load_target(target, Agent, "expected MODULE:ATTR for --agent (e.g. myapp.agents:support)")
 
 
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:

@@ -17,15 +17,13 @@ are the log's (``-1`` is the initial state). ``show`` imports the module the use
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .chart import FlowChart
-from .cli_support import CliError, OneLineParser, run_cli
+from .cli_support import CliError, OneLineParser, load_target, run_cli
 from .errors import FlowchartError
 from .trace import Trace
 
@@ -118,30 +116,8 @@ def load_chart(target: str) -> FlowChart:
     ATTR is a ``FlowChart`` or a callable taking no arguments that returns one. The
     current directory is importable, as with ``python -m``. Raises ``CliError``.
     """
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise CliError(f"expected MODULE:ATTR (e.g. examples.loan:chart), got '{target}'")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise CliError(f"cannot import '{module_name}': no module named '{exc.name}'") from None
-    except Exception as exc:
-        raise CliError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise CliError(f"'{module_name}' has no attribute '{attr}'") from None
-    if not isinstance(obj, FlowChart) and callable(obj):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, FlowChart):
-        raise CliError(f"'{target}' is a {type(obj).__name__}, not a FlowChart (or a function returning one)")
-    return obj
+    chart: FlowChart = load_target(target, FlowChart, "expected MODULE:ATTR (e.g. examples.loan:chart)")
+    return chart
 
 
 def cmd_show(args: argparse.Namespace) -> str:

@@ -8,10 +8,11 @@ line ``<prog>: error: <what>`` on stderr and exits 2; ``--help`` exits 0; a clos
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class CliError(Exception):
@@ -23,6 +24,45 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+def import_target(target: str, usage: str) -> Any:
+    """Import ``MODULE:ATTR`` (ATTR may be dotted; the current directory is importable, as with
+    ``python -m``). ``usage`` opens the message for a malformed target. Raises ``CliError``."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"{usage}, got '{target}'")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(f"cannot import '{module_name}': no module named '{exc.name}'") from None
+    except Exception as exc:
+        raise CliError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"'{module_name}' has no attribute '{attr}'") from None
+    return obj
+
+
+def load_target(target: str, kind: type, usage: str) -> Any:
+    """The ``kind`` instance ``MODULE:ATTR`` names: the object itself, or what calling it (a
+    zero-argument factory) returns. Raises ``CliError`` naming what went wrong."""
+    obj = import_target(target, usage)
+    if not isinstance(obj, kind) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(f"calling '{target}' failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, kind):
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        raise CliError(
+            f"'{target}' is a {type(obj).__name__}, not {article} {kind.__name__} (or a function returning one)"
+        )
+    return obj
 
 
 def fail(prog: str, message: str) -> int:
