@@ -147,9 +147,9 @@ async def dispatch_call(
     if tool is None:
         return CallOutcome(text=f"Unknown tool: {name}")
     identity = _identity(scope)
-    live_history = peek(scope, "history")  # a recorded read either way; copied only for a gate that takes it
     gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
-    history = tuple(live_history) if gated else ()
+    # the gates see the history so far (the stage's history view, read without a copy per item)
+    history = tuple(list.__iter__(peek(scope, "history"))) if gated else ()
     if cfg.permission_checker is not None:
         verdict = await evaluate_permission(
             cfg.permission_checker,
@@ -306,12 +306,12 @@ def _not_run(ctx: StageContext, call: dict[str, Any], text: str) -> None:
     ctx.emit(events.TOOL_END, {"tool_call_id": call["id"], "tool_name": call["name"], "result": text, "error": True})
 
 
-def _append_result(scope: Scope, call: dict[str, Any], text: str) -> None:
-    scope.history.append({"role": "tool", "content": text, "tool_call_id": call["id"], "tool_name": call["name"]})
+def _append_result(history: Any, call: dict[str, Any], text: str) -> None:
+    history.append({"role": "tool", "content": text, "tool_call_id": call["id"], "tool_name": call["name"]})
 
 
-async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, start: int) -> Any:
-    calls = peek(scope, "llm_latest_tool_calls")
+async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
+    """Dispatch ``calls[start:]`` in order, appending each result to ``history`` (the stage's view)."""
     iteration = scope.iteration
     for index in range(start, len(calls)):
         call = calls[index]
@@ -322,7 +322,7 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, start: i
             return outcome.pause
         if not outcome.executed:
             _not_run(ctx, call, outcome.text or "")
-        _append_result(scope, call, outcome.text or "")
+        _append_result(history, call, outcome.text or "")
         if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
@@ -335,14 +335,15 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
         calls = peek(scope, "llm_latest_tool_calls")
-        scope.history.append(
+        history = scope.history
+        history.append(
             {
                 "role": "assistant",
                 "content": scope.llm_latest_content,
                 "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
             }
         )
-        return await _run_batch(cfg, scope, ctx, 0)
+        return await _run_batch(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = dict(scope[PAUSED_KEY])
@@ -353,8 +354,9 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
         text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)
         if not executed:
             _not_run(ctx, calls[index], text)
-        _append_result(scope, calls[index], text)
-        data = await _run_batch(cfg, scope, ctx, index + 1)
+        history = scope.history
+        _append_result(history, calls[index], text)
+        data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None
 
     return Pausable(execute=execute, resume=resume)

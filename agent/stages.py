@@ -23,7 +23,7 @@ from typing import Any
 from flowchart import StageContext, decide
 from flowchart.context import thaw
 from flowchart.decide import Decision
-from flowchart.scope import Scope, peek
+from flowchart.scope import Scope, peek, raw_read
 from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
 
 from . import events
@@ -185,8 +185,6 @@ def make_route(cfg: AgentConfig) -> Any:
 
     async def route(scope: Scope, ctx: StageContext) -> Decision:
         calls = peek(scope, "llm_latest_tool_calls")
-        iteration = scope.iteration
-        budget = scope.max_iterations
         pending = len(calls)
         rules: list[dict[str, Any]] = [
             {
@@ -207,15 +205,18 @@ def make_route(cfg: AgentConfig) -> Any:
         decision = decide(scope, rules, {"branch": "final", "label": fallback})
         matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
         rationale = matched[0] if matched else fallback
-        ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
+        if ctx.observed:
+            # the rules above made the recorded reads; this one only labels the event
+            iteration = raw_read(scope, "iteration")
+            ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
         if decision.branch == "final" and cfg.message_middleware:
-            await _output_chain(cfg, scope, ctx, iteration, budget)
+            await _output_chain(cfg, scope, ctx)
         return decision
 
     return route
 
 
-async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext, iteration: int, budget: int) -> None:
+async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext) -> None:
     verdict = await run_message_chain(
         cfg.message_middleware,
         MessageInfo(
@@ -223,7 +224,7 @@ async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext, itera
             content=scope.llm_latest_content,
             history=tuple(peek(scope, "history")),
             identity=peek(scope, "identity"),
-            iteration=iteration,
+            iteration=scope.iteration,
         ),
     )
     record_rows(scope, ctx, verdict.rows)
