@@ -198,9 +198,9 @@ class Checkpoint:
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text (keys in field order)."""
-        from .serde import dumps
+        from .serde import dumps, unstructure_checkpoint
 
-        return dumps(self.to_dict())
+        return dumps(unstructure_checkpoint(self, copy=False))
 
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:

@@ -202,10 +202,11 @@ def loads(text: str | bytes, *, what: str) -> Any:
         raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
 
 
-def unstructure_checkpoint(checkpoint: Checkpoint) -> dict[str, Any]:
-    """Checkpoint → JSON-safe dict (state values are deep-copied)."""
+def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict[str, Any]:
+    """Checkpoint → JSON-safe dict. State values are deep-copied unless ``copy=False`` — for a
+    caller that only serialises the dict at once (``to_json``) and lets it go."""
     data: dict[str, Any] = CONVERTER.unstructure(checkpoint)
-    return copy_json(data)
+    return copy_json(data) if copy else data
 
 
 def structure_checkpoint(data: Any) -> Checkpoint:
