@@ -144,7 +144,9 @@ def cmd_trace(args: argparse.Namespace) -> str:
     """``runs trace``: the stored run as a trace file (JSON) for ``flowchart why``."""
     from flowchart.store.export import record_trace
 
-    return record_trace(open_store(args).get(args.run)).to_json()
+    # the store keeps the real input (a queued run must start); the agent's rule hides it
+    redaction = load_agent(args.agent).redaction if args.agent else None
+    return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
 
 # -- answering ----------------------------------------------------------------------------------
@@ -234,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--queue", metavar="MODULE:ATTR", help="a Celery app (agent.celery.make_app) to hand it to")
     sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
     sub.add_argument("run", metavar="RUN", help="the run id")
+    sub.add_argument("--agent", metavar="MODULE:ATTR", help="the agent whose redaction the trace applies")
     return parser
 
 

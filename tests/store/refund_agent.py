@@ -16,6 +16,7 @@ from typing import Any
 
 from agent import Agent, define_tool
 from agent.providers.types import LLMRequest, LLMResponse, ToolCall
+from flowchart import Redaction
 from flowchart.store import PostgresStore, RunStore, SqliteStore
 
 REFUNDS: list[str] = []
@@ -66,3 +67,10 @@ def refund_agent(store: RunStore | None = None) -> Agent:
         dsn = os.environ.get("AGENT_RUNS_DSN")
         store = PostgresStore(dsn) if dsn else SqliteStore(os.environ["RUNS_DB"])
     return Agent.create(provider=RefundBot(), model="bot", store=store).system("You refund.").tool(REFUND).build()
+
+
+def redacting_refund_agent(store: RunStore | None = None) -> Agent:
+    """The refund agent with a redaction rule that hides the customer's raw message."""
+    agent = refund_agent(store)
+    agent.redaction = Redaction(keys={"input_message"})
+    return agent

@@ -112,6 +112,17 @@ def test_trace_feeds_flowchart_why(db: str, capsys: pytest.CaptureFixture[str], 
     assert "paused_tool_call" in capsys.readouterr().out
 
 
+def test_trace_with_the_agent_hides_what_its_redaction_hides(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The store keeps the real input; `trace --agent` applies that agent's redaction to it."""
+    run_id = _paused_id(db)
+    _, plain, _ = _run(capsys, "runs", "trace", run_id, "--db", db)
+    code, hidden, _ = _run(
+        capsys, "runs", "trace", run_id, "--db", db, "--agent", "refund_agent:redacting_refund_agent"
+    )
+    assert Trace.from_json(plain).run_input == {"input_message": "refund order A-1 150"}
+    assert code == 0 and Trace.from_json(hidden).run_input == {"input_message": "REDACTED"}
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
