@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-_PRIMITIVES = (str, int, bool, type(None))
+_PRIMITIVES = frozenset((str, int, bool, type(None)))  # a set: one hash lookup, not four comparisons
 _SEQUENCES = (list, tuple)
 _SCALARS = (bool, int, str)
 

@@ -86,16 +86,12 @@ _Op = tuple[str, str, str, int, str]
 _Entry = tuple[str, int, str, str | None, TraversalContext, str | None, int | None]
 
 
-def _qualifier(ctx: TraversalContext) -> str:
-    """The subflow prefix footprintjs puts before stage names (``""`` at top level).
-
-    It is the innermost subflow's full id (``writer/deep``), i.e. ``ctx.subflow_id``.
-    """
-    return ctx.subflow_id or ""
-
-
 def _qualify(name: str, ctx: TraversalContext) -> str:
-    prefix = _qualifier(ctx)
+    """``name`` with the subflow prefix footprintjs puts before stage names (none at top level).
+
+    The prefix is the innermost subflow's full id (``writer/deep``), i.e. ``ctx.subflow_id``.
+    """
+    prefix = ctx.subflow_id
     if not prefix or name.startswith(prefix + "/"):
         return name
     return f"{prefix}/{name}"
@@ -281,13 +277,14 @@ class NarrativeRecorder:
         if not ops:
             return
         push = self._records.append
+        numbered, values = self.include_step_numbers, self.include_values
+        describe = sentences.operation
         for kind, key, summary, step, operation in ops:
             if kind == "emit":
                 push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
                 continue
-            prefix = f"Step {step}: " if self.include_step_numbers else ""
-            text = prefix + sentences.operation(kind, operation, key, summary, include_values=self.include_values)
-            push(("step", 1, text, stage_name, ctx, key, step))
+            text = describe(kind, operation, key, summary, include_values=values)
+            push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
 
     def _push(
         self,

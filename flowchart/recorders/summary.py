@@ -29,13 +29,15 @@ __all__ = ["js_json", "js_number", "js_object_keys", "summarize_value"]
 
 #: largest canonical array index, per ECMAScript (2**32 - 2)
 _MAX_ARRAY_INDEX = 2**32 - 2
+#: JavaScript prints a number below this in plain digits (from 1e21 on, in exponent form)
+_PLAIN_DIGITS_BELOW = 10**21
 _NUMBERS = (int, float)
 _SEQUENCES = (list, tuple)
 
 
 def js_number(value: float | int) -> str:
     """Render a number as JavaScript's ``String(number)`` does (shortest round trip)."""
-    if isinstance(value, int) and abs(value) < 10**21:
+    if isinstance(value, int) and abs(value) < _PLAIN_DIGITS_BELOW:
         # below 1e21 JS prints integers in plain digits; Python ints are exact there
         return str(value)
     number = float(value)
@@ -99,17 +101,19 @@ def summarize_value(value: Any, max_len: int = 80) -> str:
             return f'"{value}"'
         return f'"{_utf16_slice(value, max_len - 3)}..."'
     if type(value) is int:  # exactly int: a bool is an int subclass, handled below
-        return js_number(value)
+        # the common small int inline, as js_number prints it; the rest through js_number
+        return str(value) if -_PLAIN_DIGITS_BELOW < value < _PLAIN_DIGITS_BELOW else js_number(value)
     if value is None:
         return "null"
+    if isinstance(value, _SEQUENCES):  # before bool and number: lists are the more common
+        count = len(value)
+        if not count:
+            return "[]"
+        return f"({count} item{'s' if count > 1 else ''})"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _NUMBERS):
         return js_number(value)
-    if isinstance(value, _SEQUENCES):
-        if not value:
-            return "[]"
-        return f"({len(value)} item{'s' if len(value) > 1 else ''})"
     if isinstance(value, Mapping):
         keys = js_object_keys(value)
         if not keys:
