@@ -75,25 +75,31 @@ def _identity(scope: Scope) -> Any:
     return peek(scope, "identity")
 
 
+@attrs.frozen
+class CallSite:
+    """One tool call being dispatched: the agent's config, the stage's scope and context,
+    the tool, the model's call and the iteration — what every gate after the lookup needs."""
+
+    cfg: AgentConfig
+    scope: Scope
+    ctx: StageContext
+    tool: Tool
+    call: dict[str, Any]
+    iteration: int
+
+
 def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     run_id = ctx.env.get("agent_run_id") or ctx.run_id
     return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_id, identity=identity)
 
 
-async def _execute(
-    cfg: AgentConfig,
-    scope: Scope,
-    ctx: StageContext,
-    tool: Tool,
-    call: dict[str, Any],
-    args: dict[str, Any],
-    iteration: int,
-) -> tuple[Any, bool]:
+async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
-    identity = _identity(scope)
+    cfg, ctx, tool, call = site.cfg, site.ctx, site.tool, site.call
+    identity = _identity(site.scope)
     error = False
     try:
-        result = tool.execute(args, _tool_context(ctx, call, iteration, identity))
+        result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
         if inspect.isawaitable(result):
             result = await result
     except AskHumanSignal:
@@ -107,29 +113,20 @@ async def _execute(
         )
     if not cfg.has_after_tool:
         return result, error
-    return await _after_tool(cfg, scope, ctx, tool, call, args, iteration, result, error), error
+    return await _after_tool(site, args, result, error), error
 
 
-async def _after_tool(
-    cfg: AgentConfig,
-    scope: Scope,
-    ctx: StageContext,
-    tool: Tool,
-    call: dict[str, Any],
-    args: dict[str, Any],
-    iteration: int,
-    result: Any,
-    error: bool = False,
-) -> Any:
+async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: bool = False) -> Any:
     """What the model reads for ``result``: the after-tool chain's word (reverse order), rows filed."""
+    scope = site.scope
     verdict = await run_after_tool_chain(
-        cfg.tool_middleware,
+        site.cfg.tool_middleware,
         ToolCallInfo(
-            tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
+            tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
             history=tuple(peek(scope, "history")), identity=_identity(scope), result=result, error=error,
         ),
     )  # fmt: skip
-    record_rows(scope, ctx, verdict.rows)
+    record_rows(scope, site.ctx, verdict.rows)
     return verdict.value if verdict.verdict == "allow" else (verdict.reason or "denied")
 
 
@@ -216,7 +213,7 @@ async def dispatch_call(
                 paused=paused,
             )
     try:
-        result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
+        result, _error = await _execute(CallSite(cfg, scope, ctx, tool, call, iteration), args)
     except AskHumanSignal as signal:
         paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args}
         return CallOutcome(
@@ -237,6 +234,7 @@ async def answer_paused(
     """What the model reads for the call the run paused on, given the person's answer,
     and whether the tool ran (then its ``tool.end`` event was emitted)."""
     tool = cfg.tools[paused["tool_name"]]
+    site = CallSite(cfg, scope, ctx, tool, call, iteration)
     args = paused["args"]
     kind = paused["kind"]
     if kind == "ask_human":
@@ -247,14 +245,14 @@ async def answer_paused(
         )
         if not cfg.has_after_tool:
             return result_text(answer), True
-        return result_text(await _after_tool(cfg, scope, ctx, tool, call, args, iteration, answer)), True
+        return result_text(await _after_tool(site, args, answer)), True
     approved, by, note = bool(answer["approved"]), str(answer["by"]), answer.get("note")
     if kind == "check_in":
         ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
                                            "approved": approved, "by": by, "note": note})  # fmt: skip
         if not approved:
             return declined_result(note), False
-        return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
+        return await _run_after_consent(site, args)
     # a middleware ask: the person's answer is filed under the asker
     row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
                          tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
@@ -279,23 +277,15 @@ async def answer_paused(
             CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history)),
         ):
             return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"]), False
-    return await _run_after_consent(cfg, scope, ctx, tool, call, args, iteration)
+    return await _run_after_consent(site, args)
 
 
-async def _run_after_consent(
-    cfg: AgentConfig,
-    scope: Scope,
-    ctx: StageContext,
-    tool: Tool,
-    call: dict[str, Any],
-    args: dict[str, Any],
-    iteration: int,
-) -> tuple[str, bool]:
+async def _run_after_consent(site: CallSite, args: dict[str, Any]) -> tuple[str, bool]:
     try:
-        result, _error = await _execute(cfg, scope, ctx, tool, call, args, iteration)
+        result, _error = await _execute(site, args)
     except AskHumanSignal:
         return (
-            f"tool '{tool.name}' requested a pause while resuming an approved check-in, which is not supported",
+            f"tool '{site.tool.name}' requested a pause while resuming an approved check-in, which is not supported",
             False,
         )
     return result_text(result), True
