@@ -46,12 +46,13 @@ class Redaction:
     patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
     fields: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_fields)
 
-    def scrub_fields(self, key: str, value: Any) -> tuple[Any, list[str]]:
-        """``value`` with ``fields[key]`` replaced by ``"REDACTED"`` (a copy), and the paths hidden."""
+    def scrub_fields(self, key: str, value: Any, placeholder: str = LOG_PLACEHOLDER) -> tuple[Any, list[str]]:
+        """``value`` with ``fields[key]`` replaced by ``placeholder`` (a copy; ``"REDACTED"``
+        for the log, ``EVENT_PLACEHOLDER`` for events), and the paths hidden."""
         hidden: list[str] = []
         result = value
         for path in self.fields.get(key, ()):
-            result = _scrub(result, path.split("."), path, hidden)
+            result = _scrub(result, path.split("."), path, hidden, placeholder)
         return result, sorted(set(hidden))
 
     def hides(self, key: str) -> bool:
@@ -68,17 +69,17 @@ class Redaction:
         return bool(self.keys or self.patterns or self.fields)
 
 
-def _scrub(value: Any, parts: list[str], path: str, hidden: list[str]) -> Any:
+def _scrub(value: Any, parts: list[str], path: str, hidden: list[str], placeholder: str) -> Any:
     if isinstance(value, list):
-        return [_scrub(item, parts, path, hidden) for item in value]
+        return [_scrub(item, parts, path, hidden, placeholder) for item in value]
     if not isinstance(value, dict) or parts[0] not in value:
         return value
     out = dict(value)
     if len(parts) == 1:
-        out[parts[0]] = LOG_PLACEHOLDER
+        out[parts[0]] = placeholder
         hidden.append(path)
     else:
-        out[parts[0]] = _scrub(value[parts[0]], parts[1:], path, hidden)
+        out[parts[0]] = _scrub(value[parts[0]], parts[1:], path, hidden, placeholder)
     return out
 
 

@@ -82,6 +82,8 @@ def _threw(name: str, exc: Exception) -> str:
 
 
 def _not_an_outcome(name: str, hook: str, got: object, verbs: str) -> str:
+    if got is None:  # the commonest malfunction: a hook that forgot to ``return``
+        return f"middleware '{name}' {hook} returned None; return allow(), deny() or ask()"
     return f"middleware '{name}' returned {describe_shape(got)} from {hook}, which is not an outcome. Return {verbs}."
 
 

@@ -57,27 +57,43 @@ Hop = tuple[StageNode | None, StageNode | None, str | None]
 class _StageRecorder:
     """Bridges a transaction's reads and writes to the recorders' data hooks."""
 
-    __slots__ = ("ctx", "hides", "observers", "reads", "redacting", "writes")
+    __slots__ = ("ctx", "observers", "reads", "redacting", "redaction", "writes")
 
     def __init__(self, traverser: Traverser, ctx: TraversalContext) -> None:
         self.observers = observers = traverser.run.observers
         self.ctx = ctx
         run = traverser.run
         self.redacting = run.redacting  # when nothing is hidden, no key is asked about
-        self.hides = run.redaction.hides
+        self.redaction = run.redaction
         self.reads = observers.wants("on_read")
         self.writes = observers.wants("on_write")
 
+    def _shown(self, key: str, value: Any) -> tuple[Any, bool]:
+        """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
+        redaction = self.redaction
+        if redaction.hides(key):
+            return EVENT_PLACEHOLDER, True
+        if key in redaction.fields:
+            scrubbed, hidden = redaction.scrub_fields(key, value, EVENT_PLACEHOLDER)
+            return scrubbed, bool(hidden)
+        return value, False
+
     def read(self, key: str, value: Any) -> None:
         if self.reads:
-            hidden = self.redacting and self.hides(key)
-            self.observers.emit("on_read", ReadEvent(self.ctx, key, EVENT_PLACEHOLDER if hidden else value, hidden))
+            hidden = False
+            if self.redacting:
+                value, hidden = self._shown(key, value)
+            self.observers.emit("on_read", ReadEvent(self.ctx, key, value, hidden))
 
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.writes:
-            hidden = self.redacting and self.hides(key)
-            shown = EVENT_PLACEHOLDER if hidden and operation != "delete" else value
-            self.observers.emit("on_write", WriteEvent(self.ctx, key, shown, operation, hidden))  # type: ignore[arg-type]
+            hidden = False
+            if self.redacting:
+                if operation == "delete":
+                    hidden = self.redaction.hides(key)
+                else:
+                    value, hidden = self._shown(key, value)
+            self.observers.emit("on_write", WriteEvent(self.ctx, key, value, operation, hidden))  # type: ignore[arg-type]
 
 
 class Traverser:

@@ -173,10 +173,10 @@ async def test_each_hook_call_files_exactly_one_row() -> None:
 
 
 async def test_a_non_outcome_return_is_a_denial() -> None:
-    """Law 4: a hook that returns something else (here nothing) malfunctioned."""
-    result = await run_tool_chain([NS(name="lazy", on_tool_call=lambda c: None)], call())
+    """Law 4: a hook that returns something else (here a string) malfunctioned."""
+    result = await run_tool_chain([NS(name="lazy", on_tool_call=lambda c: "ok")], call())
     assert result.reason == (
-        "middleware 'lazy' returned nothing from on_tool_call, which is not an outcome. "
+        "middleware 'lazy' returned a str from on_tool_call, which is not an outcome. "
         "Return allow(), allow(new_args, why), deny(reason) or ask(question)."
     )
     assert result.rows[0]["outcome"] == "deny"
