@@ -17,6 +17,10 @@ Laws: ``--by`` is recorded exactly as given — this command does not authentica
 anyone; whoever can run it with access to the store can answer runs, so authenticate
 and authorise callers before them. A mistake prints ONE line ``agent: error: ...`` on
 stderr and exits 2 — never a traceback. A decision is accepted once, across processes.
+Every command hides what the run hid: the redaction stored with the run is applied to
+what the store keeps raw (the input) before anything is printed — no ``--agent`` needed.
+A failed run shows its error, the stage that raised and the narrative up to it; a tool
+that raised shows its exception class and short traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowchart.cli_support import CliError, OneLineParser, import_target, load_target, run_cli
+from flowchart.commits import replay
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
+
+from .config import TOOL_ERRORS
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -99,15 +106,41 @@ def cmd_list(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def shown_input(record: RunRecord) -> dict[str, Any]:
+    """The run's input as a reader may see it: under the rule stored with the run."""
+    return record.input if record.redaction is None else record.redaction.scrub_state(record.input)
+
+
+def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
+    """The tools that raised during the run, as recorded (``tool_errors``, redacted by the log)."""
+    rows = replay(list(record.commit_log)).get(TOOL_ERRORS) if record.commit_log else None
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+
 def summary(record: RunRecord) -> dict[str, Any]:
     """A JSON-safe summary of a record (what ``show --json`` prints)."""
-    return {
+    out = {
         "run_id": record.run_id, "kind": record.kind, "status": record.status,
-        "chart_fingerprint": record.chart_fingerprint, "input": record.input, "commits": record.next_seq,
+        "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
         "question": record.question, "answered": sorted(record.answered), "output": record.output,
         "error": record.error, "narrative": list(record.narrative),
         "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
     }  # fmt: skip
+    if record.failure is not None:
+        out["failure"] = record.failure.to_dict()
+    errors = tool_errors(record)
+    if errors:
+        out["tool_errors"] = errors
+    return out
+
+
+def _tool_error_lines(row: dict[str, Any]) -> list[str]:
+    head = (
+        f"tool error: {row.get('tool_name')} (call {row.get('tool_call_id')}, iteration {row.get('iteration')}): "
+        f"{row.get('error_type')}: {row.get('message')}"
+    )
+    trace = row.get("traceback")
+    return [head] + ["  " + str(line) for line in trace] if isinstance(trace, list) else [head]
 
 
 def cmd_show(args: argparse.Namespace) -> str:
@@ -118,7 +151,7 @@ def cmd_show(args: argparse.Namespace) -> str:
     out = [
         f"run {record.run_id} ({record.kind}): {record.status}, {record.next_seq} commits, "
         f"updated {_when(record.updated_at)}",
-        f"input: {_compact(record.input)}",
+        f"input: {_compact(shown_input(record))}",
     ]
     if record.status == "paused":
         out.append(f"question: {question_line(record)}")
@@ -131,8 +164,15 @@ def cmd_show(args: argparse.Namespace) -> str:
             out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
     if record.status == "done":
         out.append(f"output: {record.output if isinstance(record.output, str) else _compact(record.output)}")
-    if record.error:
+    if record.failure is not None:
+        out.append(f"error: {record.failure.error_type}: {record.failure.message}")
+        if record.failure.runtime_stage_id or record.failure.stage_id:
+            out.append(f"failed at: {record.failure.runtime_stage_id or record.failure.stage_id}")
+        out.append(f"commits before the failure: {record.next_seq}")
+    elif record.error:
         out.append(f"error: {record.error}")
+    for row in tool_errors(record):
+        out.extend(_tool_error_lines(row))
     if record.answered:
         out.append(f"answered: {', '.join(sorted(record.answered))}")
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
@@ -144,7 +184,8 @@ def cmd_trace(args: argparse.Namespace) -> str:
     """``runs trace``: the stored run as a trace file (JSON) for ``flowchart why``."""
     from flowchart.store.export import record_trace
 
-    # the store keeps the real input (a queued run must start); the agent's rule hides it
+    # the store keeps the real input (a queued run must start): the rule stored with the run
+    # hides it; --agent names the rule for runs stored before rules were kept
     redaction = load_agent(args.agent).redaction if args.agent else None
     return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
@@ -236,7 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--queue", metavar="MODULE:ATTR", help="a Celery app (agent.celery.make_app) to hand it to")
     sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
     sub.add_argument("run", metavar="RUN", help="the run id")
-    sub.add_argument("--agent", metavar="MODULE:ATTR", help="the agent whose redaction the trace applies")
+    sub.add_argument(
+        "--agent", metavar="MODULE:ATTR",
+        help="the agent whose redaction the trace applies (default: the rule stored with the run)",
+    )  # fmt: skip
     return parser
 
 

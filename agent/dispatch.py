@@ -15,6 +15,9 @@ Laws:
 - The model reads one ``tool`` message per call: the result (strings as-is, else JSON),
   the error message of a tool that raised, ``Unknown tool: <name>``, the argument
   problems, a denial's reason, or ``declined by human[: <note>]``.
+- A tool that raises is recorded for the developer, never for the model: a row in
+  ``tool_errors`` (absent until a tool raises; see ``tool_errors.error_row``) and a
+  ``tool.error`` event. The history the model reads holds only the message.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from governance.permissions import evaluate_permission
 from . import events
 from .config import AgentConfig
 from .stages import record_rows
+from .tool_errors import error_row, record_tool_error
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 
 PAUSED_KEY = "paused_tool_call"
@@ -106,6 +110,7 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
         raise
     except Exception as exc:
         result, error = str(exc) or type(exc).__name__, True
+        record_tool_error(site.scope, ctx, error_row(exc, tool.name, call["id"], site.iteration))
     if ctx.observed:
         ctx.emit(
             events.TOOL_END,

@@ -13,7 +13,11 @@ Laws:
 - Tools see the stored run's id (env ``agent_run_id``), so ``ctx.idempotency_key`` is
   ``<run_id>:<tool_call_id>`` in every process that (re)runs the call.
 - A run that ends in a refusal (``MessageDeniedError``, ``PolicyHaltError``) or a stage
-  error is recorded ``failed`` with the error, then the error is raised as before.
+  error (a provider down, a tool-calls bug) is recorded ``failed`` with the commits made
+  before it, the narrative so far and the error with the stage that raised, then the
+  error is raised as before.
+- The agent's redaction is stored with each run, so ``agent runs show`` / ``list --json``
+  / ``trace`` hide what the run hid without being given the agent.
 """
 
 from __future__ import annotations
@@ -71,7 +75,10 @@ def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -
     run_id = run_id or new_run_id()
     chart = agent.chart
     store = _store(agent)
-    store.create(run_id, kind="agent", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec)
+    store.create(
+        run_id, kind="agent", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        redaction=agent.redaction,
+    )  # fmt: skip
     return run_id
 
 

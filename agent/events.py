@@ -4,7 +4,7 @@ Every agent event is an ordinary flowchart emit, so it reaches any emit recorder
 (and the narrative shows it as ``[emit] <name>: ...``). Names:
 
     turn.start · turn.end · iteration.start · iteration.end · llm.start · llm.token
-    llm.end · route.decided · tool.start · tool.end · middleware.decision
+    llm.end · route.decided · tool.start · tool.end · tool.error · middleware.decision
     checkin.request · checkin.decision · pause.request · pause.resume
 
 A listener that raises never breaks a run (the flowchart recorder law).
@@ -27,6 +27,7 @@ LLM_END = "llm.end"
 ROUTE_DECIDED = "route.decided"
 TOOL_START = "tool.start"
 TOOL_END = "tool.end"
+TOOL_ERROR = "tool.error"
 MIDDLEWARE_DECISION = "middleware.decision"
 CHECKIN_REQUEST = "checkin.request"
 CHECKIN_DECISION = "checkin.decision"
@@ -44,6 +45,7 @@ EVENT_NAMES = (
     ROUTE_DECIDED,
     TOOL_START,
     TOOL_END,
+    TOOL_ERROR,
     MIDDLEWARE_DECISION,
     CHECKIN_REQUEST,
     CHECKIN_DECISION,

@@ -2,7 +2,8 @@
 
 Law: a mistake (bad arguments, a missing file, an unknown run, any failure) prints ONE
 line ``<prog>: error: <what>`` on stderr and exits 2; ``--help`` exits 0; a closed pipe
-(``| head``) ends quietly.
+(``| head``) ends quietly. Output is UTF-8 with replacement: text that is not Unicode
+(a lone surrogate) prints as ``?`` — printing never raises, whatever the terminal.
 """
 
 from __future__ import annotations
@@ -71,8 +72,20 @@ def fail(prog: str, message: str) -> int:
     return 2
 
 
+def _utf8_with_replacement() -> None:
+    """Make stdout and stderr write UTF-8, replacing what cannot be encoded (never raising)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            try:
+                reconfigure(encoding="utf-8", errors="replace")
+            except (ValueError, OSError):  # a stream that cannot change: keep it as it is
+                continue
+
+
 def run_cli(prog: str, build_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str] | None) -> int:
     """Parse ``argv``, run the chosen handler, print what it returns; 0 ok, 2 error."""
+    _utf8_with_replacement()
     try:
         args = build_parser().parse_args(argv)
         output = args.handler(args)

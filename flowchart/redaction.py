@@ -8,6 +8,10 @@ real values (a checkpoint must be able to resume). Redaction applies to top-leve
 keys (and, with ``fields``, to paths inside their values; inside a fork child, to the
 key under ``runs/<child>``) and does not follow copies:
 ``copy = ssn`` stores the value under ``copy`` unredacted, as in footprintjs.
+
+A rule travels with what it hides: ``to_dict`` / ``from_dict`` give its JSON form (keys,
+patterns with their flags, fields — never a value), which a run store keeps with each run
+so that every reader of the run applies it without being told.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from .values import copy_json
 
 LOG_PLACEHOLDER = "REDACTED"
 EVENT_PLACEHOLDER = "[REDACTED]"
@@ -67,6 +73,52 @@ class Redaction:
     def active(self) -> bool:
         """True when anything is hidden at all."""
         return bool(self.keys or self.patterns or self.fields)
+
+    def scrub_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON copy of ``state`` with what this rule hides replaced by ``"REDACTED"``:
+        hidden top-level keys, ``fields`` inside their values, and the same under
+        ``runs/<child>`` (a fork child's namespace)."""
+        out: dict[str, Any] = {}
+        for key, value in state.items():
+            if self.hides(key):
+                out[key] = LOG_PLACEHOLDER
+            elif key in self.fields:
+                out[key] = copy_json(self.scrub_fields(key, value)[0])
+            elif key == "runs" and isinstance(value, dict):
+                out[key] = {c: self.scrub_state(v) if isinstance(v, dict) else copy_json(v) for c, v in value.items()}
+            else:
+                out[key] = copy_json(value)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON (sorted keys, patterns as ``[source, flags]``, fields): no values."""
+        return {
+            "keys": sorted(self.keys),
+            "patterns": [[p.pattern, p.flags] for p in self.patterns],
+            "fields": {key: list(paths) for key, paths in sorted(self.fields.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Redaction:
+        """Inverse of ``to_dict``; ``ValueError`` naming the field when ``data`` is not one."""
+        if not isinstance(data, dict) or set(data) != {"keys", "patterns", "fields"}:
+            raise ValueError("a redaction must be an object with exactly 'keys', 'patterns' and 'fields'")
+        keys, patterns, fields = data["keys"], data["patterns"], data["fields"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValueError("redaction.keys must be a list of strings")
+        if not isinstance(patterns, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int for p in patterns
+        ):
+            raise ValueError("redaction.patterns must be a list of [source, flags] pairs")
+        if not isinstance(fields, dict) or not all(
+            isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
+        ):
+            raise ValueError("redaction.fields must map keys to lists of dot paths")
+        try:
+            compiled = [re.compile(source, flags) for source, flags in patterns]
+        except (re.error, ValueError) as exc:
+            raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
+        return cls(keys=keys, patterns=compiled, fields=fields)
 
 
 def _scrub(value: Any, parts: list[str], path: str, hidden: list[str], placeholder: str) -> Any:

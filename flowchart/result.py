@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .chart import FlowChart
     from .engine.run import Run, SubflowResult
     from .engine.traversal import Traverser
+    from .failure import RunFailure
     from .pause import Checkpoint
     from .redaction import Redaction
     from .trace import Trace
@@ -25,7 +26,9 @@ class RunResult:
     pause data when paused); ``commit_log`` one ``Commit`` per executed stage;
     ``checkpoint`` is set when ``paused``; ``subflow_results`` maps each subflow mount id
     (and mount runtime id) to its own state and commit log; ``initial_state`` is what the
-    log folds from (``{}`` for a fresh run, the checkpoint's state for a resume).
+    log folds from (``{}`` for a fresh run, the checkpoint's state for a resume);
+    ``failure`` is set only on the partial result a failed run's error carries
+    (``flowchart.failure.failed_run``).
     """
 
     state: dict[str, Any]
@@ -41,6 +44,7 @@ class RunResult:
     chart: FlowChart = attrs.field(repr=False)
     recorders: list[Any] = attrs.field(repr=False, factory=list)
     redaction: Redaction | None = attrs.field(default=None, repr=False)
+    failure: RunFailure | None = None
 
     @classmethod
     def of(

@@ -8,6 +8,9 @@ Laws:
   NOT stored: ``trace.final_state`` replays the recorded log, so it can never show
   more than the log does. Without redaction the checkpoint is byte-identical to the
   run's and can still resume.
+- A failed run's trace (``failed_run(error)[0].trace()``, or a stored failed run's)
+  carries ``failure``: the error's class, message and the stage that raised. The key is
+  absent from every other trace, which stays byte-identical.
 - Two runs of the same chart on the same input give byte-identical trace files except
   for ``run_id`` and the checkpoint's ``run_id`` / ``paused_at``.
 - Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
@@ -33,8 +36,9 @@ from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
 from .errors import CheckpointError
+from .failure import RunFailure
 from .pause import Checkpoint
-from .redaction import LOG_PLACEHOLDER, Redaction
+from .redaction import Redaction
 from .serde import (
     Expected,
     dumps,
@@ -81,7 +85,8 @@ class Trace:
     ``run_id``, ``chart_fingerprint``, ``chart_spec`` (``chart.spec``), ``run_input``,
     ``initial_state``, ``commit_log``, ``subflows`` (per mount runtime id, e.g.
     ``"sf#1"``), ``redacted_paths``, ``narrative`` (lines, or ``None`` when the run had
-    no narrative recorder) and ``checkpoint`` (``None`` unless the run paused).
+    no narrative recorder), ``checkpoint`` (``None`` unless the run paused) and, only
+    for a failed run, ``failure`` (a ``RunFailure``).
     """
 
     library_version: str
@@ -96,6 +101,7 @@ class Trace:
     narrative: list[str] | None = None
     checkpoint: Checkpoint | None = None
     version: int = TRACE_VERSION
+    failure: RunFailure | None = None
 
     # -- building -------------------------------------------------------------------------
     @classmethod
@@ -129,6 +135,7 @@ class Trace:
             redacted_paths=list(result.redacted_paths),
             narrative=narrative,
             checkpoint=checkpoint,
+            failure=result.failure,
         )
 
     # -- reading --------------------------------------------------------------------------
@@ -170,8 +177,10 @@ class Trace:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict with stable keys (through the owned converter)."""
         data: dict[str, Any] = CONVERTER.unstructure(self)
-        data = {key: data[key] for key in _FIELD_ORDER}
-        return copy_json(data)
+        ordered = {key: data[key] for key in _FIELD_ORDER}
+        if self.failure is not None:  # absent unless the run failed: other traces stay byte-identical
+            ordered["failure"] = data["failure"]
+        return copy_json(ordered)
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text."""
@@ -215,17 +224,7 @@ def _hides_of(result: RunResult) -> Redaction:
 
 def _redact(state: Mapping[str, Any], hides: Redaction) -> dict[str, Any]:
     """A JSON copy of ``state`` with hidden top-level (and ``runs/<child>/``) values replaced."""
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        if hides.hides(key):
-            out[key] = LOG_PLACEHOLDER
-        elif key in hides.fields:
-            out[key] = copy_json(hides.scrub_fields(key, value)[0])
-        elif key == "runs" and isinstance(value, dict):
-            out[key] = {c: _redact(v, hides) if isinstance(v, dict) else copy_json(v) for c, v in value.items()}
-        else:
-            out[key] = copy_json(value)
-    return out
+    return hides.scrub_state(state)
 
 
 def _rid_order(rid: str) -> tuple[int, str]:
@@ -258,8 +257,10 @@ def make_trace_converter() -> cattrs.Converter:
     )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
     converter.register_structure_hook(Commit, every_key(Commit, converter, optional=("decision",)))
-    for cl in (SubflowTrace, Trace):
-        converter.register_structure_hook(cl, every_key(cl, converter))
+    converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
+    converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
+    converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))
+    converter.register_unstructure_hook(RunFailure, RunFailure.to_dict)
     converter.register_unstructure_hook(Commit, Commit.to_dict)
     converter.register_unstructure_hook(Op, Op.to_dict)
     converter.register_unstructure_hook(Checkpoint, Checkpoint.to_dict)

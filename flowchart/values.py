@@ -3,7 +3,10 @@
 Law: every value that enters committed state is JSON-safe (dict with str keys, list,
 str, int, float, bool, None) and is a private copy: ``copy_json`` validates and copies
 in ONE pass, so a write costs in proportion to the value written and nothing else.
-Tuples are accepted on the way in and stored as lists (JSON has no tuple).
+Tuples are accepted on the way in and stored as lists (JSON has no tuple). A string
+holding a lone surrogate (``"\\ud800"``, from JSON text or a model reply) is refused like
+any other unsafe value, naming where it is: it is not Unicode text, and no UTF-8 writer
+(a store, a trace file, a terminal) can write it.
 
 Committed values are never mutated in place afterwards (the scope's tracked views copy
 on write), which is what lets a commit share them instead of cloning the state.
@@ -12,10 +15,13 @@ on write), which is what lets a commit share them instead of cloning the state.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
-_PRIMITIVES = frozenset((str, int, bool, type(None)))  # a set: one hash lookup, not four comparisons
+# a set: one hash lookup, not three comparisons; a ``str`` is checked by ``_text``
+_PRIMITIVES = frozenset((int, bool, type(None)))
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SEQUENCES = (list, tuple)
 _SCALARS = (bool, int, str)
 
@@ -45,12 +51,23 @@ class _Unsafe(Exception):
         self.path: list[str] = []  # innermost first
 
 
+def _text(value: str) -> bool:
+    """True when ``value`` is Unicode text: no lone surrogate (ASCII, the usual case, is one C call)."""
+    return value.isascii() or _SURROGATE.search(value) is None
+
+
+def _not_text(value: str) -> str:
+    found = _SURROGATE.search(value)
+    return f"a string with a lone surrogate (U+{ord(found.group()) if found else 0:04X})"
+
+
 def copy_json(value: Any, where: str = "") -> Any:
     """Return a deep, plain copy of ``value``; raise ``NotJsonSafe`` naming the bad spot.
 
     Subclasses of dict and list (the scope's tracked views) come out as plain dict/list.
     """
-    if type(value) in _PRIMITIVES:
+    kind = type(value)
+    if kind in _PRIMITIVES or (kind is str and _text(value)):
         return value
     try:
         return _copy(value)
@@ -63,6 +80,10 @@ def _copy(value: Any) -> Any:
     kind = type(value)
     if kind in _PRIMITIVES:
         return value
+    if kind is str:
+        if _text(value):
+            return value
+        raise _Unsafe(_not_text(value))
     if kind is float:
         if math.isfinite(value):
             return value
@@ -72,8 +93,10 @@ def _copy(value: Any) -> Any:
         for k, v in dict.items(value):
             if type(k) is not str:
                 raise _Unsafe(f"a non-string dict key {k!r}")
+            if not _text(k):
+                raise _Unsafe(f"a dict key that is {_not_text(k)}")
             try:
-                out[k] = v if type(v) in _PRIMITIVES else _copy(v)
+                out[k] = v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v)
             except _Unsafe as bad:
                 bad.path.append(f".{k}")
                 raise
@@ -83,12 +106,14 @@ def _copy(value: Any) -> Any:
         copied = []
         for i, v in enumerate(items):
             try:
-                copied.append(v if type(v) in _PRIMITIVES else _copy(v))
+                copied.append(v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v))
             except _Unsafe as bad:
                 bad.path.append(f"[{i}]")
                 raise
         return copied
     if isinstance(value, _SCALARS):  # subclasses such as IntEnum / StrEnum
+        if isinstance(value, str) and not _text(value):
+            raise _Unsafe(_not_text(value))
         return value
     if isinstance(value, float):
         return _copy(float(value))

@@ -85,8 +85,9 @@ class Run:
         self.subflow_results: dict[str, SubflowResult] = {}
         self.redacted_paths: dict[str, None] = {}
         self.current_stage = ""
-        #: ids of errors already reported to recorders (an error is reported once, where it arose)
-        self.reported_errors: set[int] = set()
+        #: errors already reported to recorders (an error is reported once, where it arose):
+        #: ``id(error)`` → the (stage id, runtime id) of the innermost stage that raised it
+        self.reported_errors: dict[int, tuple[str, str]] = {}
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import ReadonlyArgs
 from ..errors import CheckpointError, RunTimeoutError
 from ..events import ROOT_CONTEXT_ID, RunEvent, TraversalContext
+from ..failure import RunFailure, attach
 from ..nodes import StageNode
 from ..pause import Checkpoint, PauseSignal
 from ..redaction import Redaction
@@ -109,10 +110,28 @@ async def _finish(
     except BaseException as exc:
         if observers.any:
             observers.emit("on_run_failed", RunEvent(_root_context(run), None, exc))
+        _record_failure(chart, run, top, exc, run_input, recorders)
         raise
     if observers.any:
         observers.emit("on_run_end", RunEvent(_root_context(run), output))
     return RunResult.of(chart, run, top, output, recorders, run_input, None)
+
+
+def _record_failure(
+    chart: FlowChart, run: Run, top: Traverser, exc: BaseException, run_input: dict[str, Any], recorders: list[Any]
+) -> None:
+    """Let the error carry the run as far as it got (``flowchart.failure``): its commits,
+    its narrative so far and the stage that raised."""
+    if not isinstance(exc, Exception):  # cancellation, interpreter exit: nothing to record
+        return
+    where = run.reported_errors.get(id(exc))
+    if where is None and run.reported_errors:  # a wrapper (ForkError): the first stage that raised
+        where = next(iter(run.reported_errors.values()))
+    stage_id, rid = where if where is not None else (getattr(exc, "stage_id", None) or run.current_stage or None, None)
+    failure = RunFailure.of(exc, stage_id, rid)
+    result = RunResult.of(chart, run, top, None, recorders, run_input, None)
+    result.failure = failure
+    attach(exc, result, failure)
 
 
 async def start_run(

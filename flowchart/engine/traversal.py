@@ -268,7 +268,7 @@ class Traverser:
         reported = self.run.reported_errors
         if id(error) in reported:
             return
-        reported.add(id(error))
+        reported[id(error)] = (self.prefix + node.id, rid)
         self.flow(
             "on_error",
             node,

@@ -2,18 +2,40 @@
 
 Law: every column a store writes is JSON text produced here (compact, no NaN), and a
 value that is not JSON-safe is stored as its ``repr()`` string — a run's output is a
-record, and a record must never make the write that ends a run fail.
+record, and a record must never make the write that ends a run fail. For the same
+reason free text (an error message, a narrative line, who answered) that is not
+Unicode — a lone surrogate such as ``"\\ud800"`` — is stored with it escaped
+(``\\ud800``), where UTF-8 could not hold it. What is read back is validated: a row a
+store cannot read is a ``StoreError`` naming the run and the column.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..commits import Commit
+from ..failure import RunFailure
 from ..pause import Checkpoint
+from ..redaction import Redaction
 from ..serde import dumps
 from ..values import NotJsonSafe, copy_json
+from .protocol import StoreError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text(value: str | None) -> str | None:
+    """``value`` with every lone surrogate written as ``\\uXXXX`` (UTF-8 can hold the rest)."""
+    if value is None or value.isascii() or _SURROGATE.search(value) is None:
+        return value
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+
+
+def encode_lines(lines: Any) -> str:
+    """A narrative (list of lines) as JSON text; each line stored with ``text``."""
+    return dumps([text(str(line)) for line in lines])
 
 
 def encode(value: Any) -> str:
@@ -47,3 +69,35 @@ def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
 def decode_checkpoint(text: str | None) -> Checkpoint | None:
     """Inverse of ``encode_checkpoint`` (validated by the checkpoint converter)."""
     return None if text is None else Checkpoint.from_json(text)
+
+
+def encode_redaction(redaction: Redaction | None) -> str | None:
+    """The rule a run is recorded under (``Redaction.to_dict``), or NULL when it hides nothing."""
+    return None if redaction is None or not redaction.active else dumps(redaction.to_dict())
+
+
+def decode_redaction(value: str | None, run_id: str) -> Redaction | None:
+    """Inverse of ``encode_redaction``; ``StoreError`` when the column is not a rule."""
+    if value is None:
+        return None
+    try:
+        return Redaction.from_dict(json.loads(value))
+    except ValueError as exc:
+        raise StoreError(f"run '{run_id}': its stored redaction cannot be read ({exc})") from None
+
+
+def encode_failure(failure: RunFailure | None) -> str | None:
+    """Why a run failed (``RunFailure.to_dict``, free text escaped), or NULL."""
+    if failure is None:
+        return None
+    return dumps({k: text(v) if isinstance(v, str) else v for k, v in failure.to_dict().items()})
+
+
+def decode_failure(value: str | None, run_id: str) -> RunFailure | None:
+    """Inverse of ``encode_failure``; ``StoreError`` when the column is not a failure."""
+    if value is None:
+        return None
+    try:
+        return RunFailure.from_dict(json.loads(value))
+    except ValueError as exc:
+        raise StoreError(f"run '{run_id}': its stored failure cannot be read ({exc})") from None

@@ -3,9 +3,11 @@
 Law: the trace holds what the store recorded — the whole commit log across segments
 (already redacted by the engine), the input, the narrative, the chart spec — and a
 paused run's checkpoint, redacted exactly as ``Trace.from_result`` redacts a live
-run's (every key the log reports hiding becomes ``"REDACTED"``): the trace is built BY
-``Trace.from_result`` from the stored pieces. Subflow logs are not stored, so the
-trace has none. The result is validated by loading it back.
+run's: the trace is built BY ``Trace.from_result`` from the stored pieces, under the
+rule stored with the run (``RunRecord.redaction``; without one, every key the log
+reports hiding becomes ``"REDACTED"``), which hides values in the stored input too. A
+failed run's trace carries its ``failure``. Subflow logs are not stored, so the trace
+has none. The result is validated by loading it back.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ class _Lines:
 def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace:
     """The trace of stored run ``record`` (``StoreError`` when its chart spec was not stored).
 
-    Pass the run's ``redaction`` to hide what it hides in the input too: the store keeps the
-    real input (a queued run must be able to start), so only the rule knows what to hide.
+    The store keeps the real input (a queued run must be able to start), so the trace hides
+    it under the rule stored with the run; ``redaction`` overrides that rule (for runs
+    stored before rules were kept).
     """
+    redaction = redaction if redaction is not None else record.redaction
     if record.chart_spec is None:
         raise StoreError(f"run '{record.run_id}' has no stored chart spec: it cannot be written as a trace")
     chart: Any = SimpleNamespace(spec=record.chart_spec, fingerprint=record.chart_fingerprint)
@@ -46,5 +50,6 @@ def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace
         redacted_paths=sorted({path for commit in log for path in commit.redacted_paths}),
         initial_state={}, args=dict(record.input), chart=cast(Any, chart),
         recorders=[_Lines(record.narrative)] if record.narrative else [], redaction=redaction,
+        failure=record.failure if record.status == "failed" else None,
     )  # fmt: skip
     return Trace.from_dict(Trace.from_result(result).to_dict())

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from ..redaction import Redaction
 from . import codec
 from .protocol import (
     AlreadyAnsweredError,
@@ -45,6 +46,8 @@ class _Row:
     error: str | None = None
     answered: dict[str, str] = attrs.Factory(dict)
     narrative: list[str] = attrs.Factory(list)
+    redaction: str | None = None
+    failure: str | None = None
 
 
 class MemoryStore:
@@ -74,6 +77,7 @@ class MemoryStore:
             narrative=tuple(row.narrative), created_at=row.created_at, updated_at=row.updated_at,
             has_answer=row.has_answer, answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
+            failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
         )  # fmt: skip
 
     def get(self, run_id: str) -> RunRecord:
@@ -97,15 +101,18 @@ class MemoryStore:
         chart_fingerprint: str,
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
+        redaction: Redaction | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run; ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
         with self._lock:
             if run_id in self._runs:
                 raise RunExistsError(f"run '{run_id}' already exists in run store memory")
             if chart_spec is not None:
                 self._specs.setdefault(chart_fingerprint, codec.encode(chart_spec))
             now = time.time()
-            self._runs[run_id] = _Row(kind, chart_fingerprint, codec.encode(input), now, now)
+            row = _Row(kind, chart_fingerprint, codec.encode(input), now, now)
+            row.redaction = codec.encode_redaction(redaction)
+            self._runs[run_id] = row
         return self.get(run_id)
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
@@ -118,13 +125,14 @@ class MemoryStore:
                     f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                 )
             row.commits.extend(codec.encode_commit(c) for c in renumber(segment.commits, segment.start_seq))
-            row.narrative.extend(segment.narrative)
+            row.narrative.extend(codec.decode(codec.encode_lines(segment.narrative)))
             row.status = segment.status
             row.checkpoint = codec.encode_checkpoint(segment.checkpoint)
             row.question = codec.encode(segment.question) if segment.status == "paused" else None
             row.has_answer, row.answer = False, None
             row.output = codec.encode(segment.output) if segment.status == "done" else None
-            row.error = segment.error
+            row.error = codec.text(segment.error)
+            row.failure = codec.encode_failure(segment.failure)
             row.updated_at = time.time()
         return self.get(run_id)
 

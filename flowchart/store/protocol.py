@@ -24,7 +24,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from ..commits import Commit
+from ..failure import RunFailure
 from ..pause import Checkpoint
+from ..redaction import Redaction
 
 Status = Literal["running", "paused", "done", "failed"]
 STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
@@ -65,7 +67,9 @@ class Segment:
     ``start_seq`` must equal the run's ``next_seq`` when the write lands; ``commits``
     are appended from there (their ``idx`` renumbered to their ``seq``). ``status`` is
     the run's new status; ``checkpoint`` and ``question`` are set when it paused;
-    ``output`` when done; ``error`` when failed; ``narrative`` the segment's lines.
+    ``output`` when done; ``error`` (one line) and ``failure`` (the error's class,
+    message and the stage that raised) when failed — a failed segment still carries the
+    commits made before the failure; ``narrative`` the segment's lines.
     """
 
     start_seq: int
@@ -76,6 +80,7 @@ class Segment:
     output: Any = None
     error: str | None = None
     narrative: tuple[str, ...] = ()
+    failure: RunFailure | None = None
 
 
 @attrs.frozen
@@ -87,7 +92,12 @@ class RunRecord:
     ``question`` is the pending pause data (for an agent: ``kind`` and the
     ``check_in`` request with its evidence, or the middleware ``ask``) while paused;
     ``answer`` is the recorded answer not yet applied (``has_answer``); ``answered`` the
-    request ids answered so far; ``narrative`` the lines of every segment so far.
+    request ids answered so far; ``narrative`` the lines of every segment so far;
+    ``failure`` why a ``failed`` run failed (``None`` for runs stored before it was
+    recorded); ``redaction`` the rule the run was recorded under, which every reader of
+    the record (the ``agent`` CLI, ``record_trace``, the viewer) applies to what the store
+    keeps raw — the input above all (``None``: nothing hidden, or a run stored before
+    rules were kept).
     """
 
     run_id: str
@@ -107,6 +117,8 @@ class RunRecord:
     has_answer: bool = False
     answer: Any = None
     chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    failure: RunFailure | None = None
+    redaction: Redaction | None = attrs.field(default=None, repr=False)
 
     @property
     def next_seq(self) -> int:
@@ -142,8 +154,10 @@ class RunStore(Protocol):
         chart_fingerprint: str,
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
+        redaction: Redaction | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken.
+        ``redaction`` (kept with the run) is what its readers hide."""
         ...
 
     def get(self, run_id: str) -> RunRecord:

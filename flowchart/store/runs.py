@@ -6,8 +6,12 @@ Laws:
   recorded answer — and lands with one atomic ``store.commit``. Nothing is written
   while a segment runs, so a process that dies mid-segment leaves the run exactly as
   it was before; advancing it again re-runs that segment from the same place.
-- A stage that raises fails the run (``status = failed``, ``error`` = the exception
-  type and message) and the error is re-raised unchanged; the run is recorded before.
+- A stage that raises fails the run and the error is re-raised unchanged; the run is
+  recorded before: ``status = failed``, every commit made before the failure (the
+  failing stage's partial commit included), the narrative so far, ``error`` (the
+  exception type and message) and ``failure`` (the same, with the stage that raised).
+- The run's redaction is stored with it at ``create``, so every reader hides what the
+  run hid; a chart run resumed without ``redaction=`` keeps the stored one.
 - An answer is recorded (once, by the database) BEFORE the resume runs; a resume that
   then dies is finished by the next advance with the same recorded answer.
 """
@@ -19,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointError
+from ..failure import RunFailure, failed_run
 from ..values import NotJsonSafe, copy_json
 from .protocol import RunRecord, RunStore, Segment, StoreError
 
@@ -53,9 +58,17 @@ def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrati
 
 
 def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = None) -> Segment:
-    """The segment of a run that failed with ``exc`` (keeping ``result``'s commits if it has one)."""
+    """The segment of a run that failed with ``exc``: the commits and narrative of ``result``
+    (else of the run ``exc`` carries, ``flowchart.failure``), the error and where it arose."""
+    failed = failed_run(exc)
+    failure = failed[1] if failed is not None else RunFailure.of(exc)
+    if result is None and failed is not None:
+        result = failed[0]
     commits = () if result is None else tuple(result.commit_log)
-    return Segment(start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}")
+    lines = () if result is None else narrative_lines(result.recorders)
+    return Segment(
+        start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}", narrative=lines, failure=failure
+    )
 
 
 def check_chart(record: RunRecord, fingerprint: str) -> None:
@@ -139,7 +152,10 @@ def run_chart(chart: FlowChart, store: RunStore, input: Any, run_id: str | None,
 
     run_id = run_id or new_run_id()
     run_input = _run_input(input)
-    store.create(run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec)
+    store.create(
+        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        redaction=options.get("redaction"),
+    )  # fmt: skip
     return advance_chart(chart, store, run_id, **options)
 
 
@@ -147,10 +163,13 @@ def advance_chart(chart: FlowChart, store: RunStore, run_id: str, **options: Any
     """Advance a stored chart run (start it, or resume it with its recorded answer)."""
 
     def step(record: RunRecord) -> RunResult:
+        given = dict(options)
+        if given.get("redaction") is None and record.redaction is not None:
+            given["redaction"] = record.redaction  # the rule the run was started under
         if record.checkpoint is None:
-            result = chart.run(record.input, **options)
+            result = chart.run(record.input, **given)
         else:
-            result = chart.resume(record.checkpoint, record.answer, **options)
+            result = chart.resume(record.checkpoint, record.answer, **given)
         result.run_id = run_id
         return result
 

@@ -15,7 +15,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -63,6 +63,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             answered_at DOUBLE PRECISION NOT NULL,
             UNIQUE (run_id, request_id)
         )""",
+    ),
+    # 2: the rule a run is recorded under, and why a failed run failed (old rows: NULL)
+    2: (
+        "ALTER TABLE runs ADD COLUMN redaction TEXT",
+        "ALTER TABLE runs ADD COLUMN failure TEXT",
     ),
 }
 

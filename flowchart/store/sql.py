@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..redaction import Redaction
 from . import codec
 from .protocol import (
     AlreadyAnsweredError,
@@ -38,7 +39,7 @@ from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
-    "output, error, created_at, updated_at"
+    "output, error, created_at, updated_at, redaction, failure"
 )
 
 
@@ -156,6 +157,7 @@ class SqlStore:
             question=codec.decode(row[6]), output=codec.decode(row[9]), error=row[10], answered=ids,
             narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(row[8]), chart_spec=self._specs[fingerprint],
+            failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
         )  # fmt: skip
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
@@ -174,8 +176,9 @@ class SqlStore:
         chart_fingerprint: str,
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
+        redaction: Redaction | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run; ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
         now = time.time()
         try:
             with self._tx() as cur:
@@ -186,9 +189,9 @@ class SqlStore:
                     )  # fmt: skip
                 self._run(
                     cur,
-                    "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?)",
-                    (run_id, kind, chart_fingerprint, codec.encode(input), now, now),
+                    "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
+                    "redaction) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                    (run_id, kind, chart_fingerprint, codec.encode(input), now, now, codec.encode_redaction(redaction)),
                 )
         except Exception as exc:
             if self._is_unique_violation(exc):
@@ -226,17 +229,17 @@ class SqlStore:
         n = self._run(cur, "SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,)).fetchone()[0]
         self._run(
             cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, n, segment.start_seq, segment.status, codec.encode(list(segment.narrative)), now),
+            (run_id, n, segment.start_seq, segment.status, codec.encode_lines(segment.narrative), now),
         )  # fmt: skip
         output = None if segment.status != "done" else codec.encode(segment.output)
         self._run(
             cur,
             "UPDATE runs SET status = ?, next_seq = ?, checkpoint = ?, question = ?, has_answer = 0, "
-            "answer = NULL, output = ?, error = ?, updated_at = ? WHERE run_id = ?",
+            "answer = NULL, output = ?, error = ?, failure = ?, updated_at = ? WHERE run_id = ?",
             (
                 segment.status, segment.start_seq + len(commits), codec.encode_checkpoint(segment.checkpoint),
                 None if segment.status != "paused" else codec.encode(segment.question), output,
-                segment.error, now, run_id,
+                codec.text(segment.error), codec.encode_failure(segment.failure), now, run_id,
             ),
         )  # fmt: skip
 
@@ -247,7 +250,7 @@ class SqlStore:
                 status, _ = self._locked_row(cur, run_id)
                 self._run(
                     cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
-                    (run_id, request_id, codec.encode(answer), by, time.time()),
+                    (run_id, codec.text(request_id), codec.encode(answer), codec.text(by), time.time()),
                 )  # fmt: skip
                 if status != "paused":
                     raise StoreError(f"run '{run_id}' is {status}, not paused: there is no pause to answer")
