@@ -1,7 +1,8 @@
 """The agent panels' data: model calls, tool results, the ledger, check-ins and pauses.
 
 Law: everything here is READ from the trace — the final (replayed) state's ``history`` and
-``middleware_decisions``, the initial state's ``paused_tool_call`` (a resumed run) and the
+``middleware_decisions`` and ``tool_errors`` (the exceptions of tools that raised), the
+initial state's ``paused_tool_call`` (a resumed run) and the
 checkpoint's ``pause_data`` (a paused run) — never recomputed or guessed. A value the
 trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
 repaired. ``written_at`` links a history message or ledger row to the commit whose ``append``
@@ -19,6 +20,7 @@ from ..commits import Commit
 HISTORY = "history"
 LEDGER = "middleware_decisions"
 PAUSED = "paused_tool_call"
+TOOL_ERRORS = "tool_errors"
 
 
 def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:
@@ -97,6 +99,12 @@ def agent_panels(
         out["ledger_at"] = written_at(commits, LEDGER, initial_state.get(LEDGER))
     elif LEDGER in final_state:
         out["notes"].append(f"middleware_decisions is not a list in this trace: {str(ledger)[:80]}")
+    errors = final_state.get(TOOL_ERRORS)
+    if isinstance(errors, list):
+        out["tool_errors"] = errors
+        out["tool_errors_at"] = written_at(commits, TOOL_ERRORS, initial_state.get(TOOL_ERRORS))
+    elif TOOL_ERRORS in final_state:
+        out["notes"].append(f"tool_errors is not a list in this trace: {str(errors)[:80]}")
     request = _check_in(pause_data)
     if request is not None:
         out["check_in"] = {"request": request, "status": "pending", "decision": None}

@@ -55,7 +55,7 @@ def render_page(trace: Trace) -> str:
         "img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
     )
     title = escape(f"{trace.chart_spec.get('name', 'run')} · {trace.run_id[:12]} · flowchart view", quote=True)
-    status = "paused" if trace.paused else "finished"
+    status = "failed" if trace.failure is not None else "paused" if trace.paused else "finished"
     return f"""<!doctype html>
 <html lang="en">
 <head>

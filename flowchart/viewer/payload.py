@@ -108,6 +108,7 @@ def build_payload(trace: Trace) -> dict[str, Any]:
             "fingerprint": trace.chart_fingerprint,
             "library_version": trace.library_version,
             "paused": trace.paused,
+            "failed": trace.failure is not None,
             "redacted_paths": list(trace.redacted_paths),
             "why_keys_cut": cut,
         },
@@ -125,6 +126,7 @@ def build_payload(trace: Trace) -> dict[str, Any]:
             final, trace.initial_state, trace.commit_log, trace.narrative, pause["data"] if pause else None
         ),
         "pause": pause,
+        "failure": None if trace.failure is None else trace.failure.to_dict(),
     }
 
 

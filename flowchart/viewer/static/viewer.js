@@ -98,7 +98,7 @@
   // -- header ----------------------------------------------------------------------------------
   const M = P.meta;
   $("title").textContent = M.name || "run";
-  $("status").textContent = M.paused ? "paused" : "finished";
+  $("status").textContent = M.failed ? "failed" : M.paused ? "paused" : "finished";
   $("meta").textContent = `run ${M.run_id.slice(0, 12)} · ${N} commits · pyfootprint ${M.library_version}` +
     (M.redacted_paths.length ? ` · redacted: ${M.redacted_paths.join(", ")}` : "");
   $("count").textContent = `(${N} commits — click a row or use ← →)`;
@@ -332,6 +332,21 @@
     });
     return out;
   }
+  function toolErrorsView(rows, at) {
+    return el("ol", { class: "tool-errors" }, rows.map((r, i) => isObj(r)
+      ? el("li", { class: "tool-error" }, el("b", null, `${r.tool_name} · ${r.error_type}`), ` (call ${r.tool_call_id}, iteration ${r.iteration})`,
+        at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
+        el("div", null, valueView(r.message)),
+        Array.isArray(r.traceback) ? el("pre", { class: "traceback" }, r.traceback.map(String).join("\n")) : "")
+      : el("li", null, valueView(r))));
+  }
+  if (P.failure) {
+    const f = P.failure, panel = $("pause-panel");
+    panel.hidden = false;
+    const at = f.runtime_stage_id || f.stage_id;
+    panel.append(section(`Failed${at ? ` at ${at}` : ""}`, el("p", { class: "failure" }, el("b", null, `${f.error_type}: `), String(f.message)),
+      el("p", { class: "muted" }, `${N} commits were made before the failure; the narrative runs up to it.`)));
+  }
   if (P.pause) {
     const data = P.pause.data, panel = $("pause-panel");
     panel.hidden = false;
@@ -349,6 +364,7 @@
       el("ul", { class: "msgs" }, call.inputs.map((i) => msgView(A.history[i], i, A.history_at)), msgView(A.history[call.message], call.message, A.history_at),
         call.results.map((i) => msgView(A.history[i], i, A.history_at)))))));
     if (A.ledger) panel.append(section(`Ledger (${A.ledger.length} rows)`, ledgerView(A.ledger, A.ledger_at)));
+    if (A.tool_errors) panel.append(section(`Tool errors (${A.tool_errors.length}) — the model read only the message`, toolErrorsView(A.tool_errors, A.tool_errors_at)));
     if (A.check_in) panel.append(checkInView(A.check_in.request, "Check-in — waiting for a decision"));
     if (A.resumed) {
       const r = A.resumed, p = r.paused;
