@@ -66,9 +66,7 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
         result = failed[0]
     commits = () if result is None else tuple(result.commit_log)
     lines = () if result is None else narrative_lines(result.recorders)
-    return Segment(
-        start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}", narrative=lines, failure=failure
-    )
+    return Segment(start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}", narrative=lines, failure=failure)
 
 
 def check_chart(record: RunRecord, fingerprint: str) -> None:
