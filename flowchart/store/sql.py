@@ -250,7 +250,7 @@ class SqlStore:
                 status, _ = self._locked_row(cur, run_id)
                 self._run(
                     cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
-                    (run_id, codec.text(request_id), codec.encode(answer), codec.text(by), time.time()),
+                    (run_id, request_id, codec.encode(answer), codec.text(by), time.time()),
                 )  # fmt: skip
                 if status != "paused":
                     raise StoreError(f"run '{run_id}' is {status}, not paused: there is no pause to answer")
