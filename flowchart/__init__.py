@@ -21,6 +21,7 @@ from flowchart.errors import (
     RunTimeoutError,
     ScopeWriteError,
 )
+from flowchart.failure import RunFailure, failed_run
 from flowchart.nodes import Pausable
 from flowchart.pause import Checkpoint, pause_again
 from flowchart.recorders.narrative import narrative
@@ -48,6 +49,7 @@ __all__ = [
     "ReadonlyInputError",
     "Redaction",
     "RunError",
+    "RunFailure",
     "RunResult",
     "RunTimeoutError",
     "Scope",
@@ -58,6 +60,7 @@ __all__ = [
     "__version__",
     "causal_chain",
     "decide",
+    "failed_run",
     "flow_chart",
     "narrative",
     "pause_again",
