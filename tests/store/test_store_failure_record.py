@@ -160,3 +160,27 @@ def test_a_version_1_sqlite_store_migrates_and_its_rows_still_load(tmp_path: Pat
     assert store.schema_version() == 2
     record = store.get("old")
     assert (record.status, record.error, record.failure, record.redaction) == ("failed", "RuntimeError: x", None, None)
+
+
+@pytest.mark.parametrize(
+    ("column", "text", "message"),
+    [
+        ("redaction", '{"keys": 1, "patterns": [], "fields": {}}', "its stored redaction cannot be read"),
+        ("redaction", '{"keys": [], "patterns": [["(", 0]], "fields": {}}', "its stored redaction cannot be read"),
+        ("failure", '{"error_type": 3}', "its stored failure cannot be read"),
+    ],
+)
+def test_a_stored_rule_or_failure_that_is_not_one_is_refused(
+    tmp_path: Path, column: str, text: str, message: str
+) -> None:
+    """Rows are untrusted: a column that is not a rule / failure is a ``StoreError`` naming the run."""
+    from flowchart.store import StoreError
+
+    store = SqliteStore(tmp_path / "runs.db")
+    approval_chart().run({"amount": 3}, store=store, run_id="p")
+    raw = sqlite3.connect(tmp_path / "runs.db")
+    raw.execute(f"UPDATE runs SET {column} = ? WHERE run_id = 'p'", (text,))
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError, match=rf"^run 'p': {message} \("):
+        store.get("p")
