@@ -28,6 +28,7 @@ import attrs
 
 from flowchart import RunResult
 from flowchart.chart import drive, run_coroutine
+from flowchart.engine.runner import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import ResumeDecisionError
@@ -73,6 +74,7 @@ async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = No
 def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str:
     """Record a queued (``running``, not yet started) run; return its id."""
     run_id = run_id or new_run_id()
+    run_input = validated_input(run_input)  # refused as a chart run refuses it, before a run is stored
     chart = agent.chart
     store = _store(agent)
     store.create(

@@ -184,3 +184,12 @@ def test_a_stored_rule_or_failure_that_is_not_one_is_refused(
     raw.close()
     with pytest.raises(StoreError, match=rf"^run 'p': {message} \("):
         store.get("p")
+
+
+def test_a_message_with_a_lone_surrogate_is_refused_before_a_run_is_stored(store: RunStore) -> None:
+    """``agent.run("\\ud800")`` on a store is refused like a chart's input, and no run is created
+    (no row with a mangled input left to fail later)."""
+    agent = Agent.create(provider=scripted(["x"]), model="m", store=store).build()
+    with pytest.raises(TypeError, match=r"^run input is not JSON-safe: a string with a lone surrogate \(U\+D800\) at"):
+        agent.run("hi \ud800")
+    assert store.list() == []
