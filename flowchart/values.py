@@ -56,6 +56,14 @@ def _text(value: str) -> bool:
     return value.isascii() or _SURROGATE.search(value) is None
 
 
+def escape_surrogates(value: str) -> str:
+    """``value`` with every lone surrogate written out as ``\\uXXXX`` text (for free text a
+    record keeps, such as an error message, where refusing it would lose the record)."""
+    if _text(value):
+        return value
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+
+
 def _not_text(value: str) -> str:
     found = _SURROGATE.search(value)
     return f"a string with a lone surrogate (U+{ord(found.group()) if found else 0:04X})"

@@ -12,7 +12,6 @@ store cannot read is a ``StoreError`` naming the run and the column.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..commits import Commit
@@ -20,17 +19,13 @@ from ..failure import RunFailure
 from ..pause import Checkpoint
 from ..redaction import Redaction
 from ..serde import dumps
-from ..values import NotJsonSafe, copy_json
+from ..values import NotJsonSafe, copy_json, escape_surrogates
 from .protocol import StoreError
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def text(value: str | None) -> str | None:
     """``value`` with every lone surrogate written as ``\\uXXXX`` (UTF-8 can hold the rest)."""
-    if value is None or value.isascii() or _SURROGATE.search(value) is None:
-        return value
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    return None if value is None else escape_surrogates(value)
 
 
 def encode_lines(lines: Any) -> str:
