@@ -11,7 +11,7 @@ from refund_agent import REFUNDS, refund_agent
 from agent import Paused
 from flowchart import replay
 from flowchart.store import RunNotFoundError, RunStore
-from governance import ResumeDecisionError, check_in_approved, check_in_declined
+from governance import CheckInRequest, ResumeDecisionError, check_in_approved, check_in_declined
 
 
 @pytest.fixture(autouse=True)
@@ -20,14 +20,15 @@ def _clear_refunds() -> None:
 
 
 def test_a_paused_agent_run_is_stored_with_its_question(make_store: Callable[[], RunStore]) -> None:
-    """run() returns Paused with run_id; the store holds the check-in request and its evidence."""
+    """run() returns Paused with run_id; the store gives the check-in request back TYPED, with its
+    evidence, so a process holding only the run id can decide on it."""
     out = refund_agent(make_store()).run("refund order A-1 150")
     assert isinstance(out, Paused) and out.run_id is not None and out.check_in is not None
     record = make_store().get(out.run_id)
     assert (record.kind, record.status, record.input) == ("agent", "paused", {"input_message": "refund order A-1 150"})
-    assert record.question["kind"] == "check_in"
-    assert record.question["check_in"]["id"] == out.check_in.id
-    assert record.question["check_in"]["evidence"] == out.check_in.evidence.to_dict()
+    assert record.question == out.check_in
+    assert isinstance(record.question, CheckInRequest)
+    assert check_in_approved(request=record.question, by="alice").request_id == out.check_in.id
     assert record.narrative and record.checkpoint == out.checkpoint
 
 
