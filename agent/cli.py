@@ -220,7 +220,9 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
     outcome = agent.resume_run(args.run, _decision(agent.store.get(args.run), approved, args.by, args.note))
     verdict = f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}"
     if isinstance(outcome, Paused):
-        return f"{verdict}; paused again: {question_line(agent.store.get(args.run))}"
+        pending = outcome.check_in or outcome.ask
+        again = f" on request {pending.id}" if pending is not None else ""
+        return f"{verdict}; paused again{again}: {question_line(agent.store.get(args.run))}"
     return f"{verdict}; done: {outcome}"
 
 

@@ -119,3 +119,32 @@ def test_a_non_decision_answer_is_refused_before_anything_is_recorded(store: Run
     with pytest.raises(DecisionRequiredError, match="answered with a DECISION"):
         agent.resume_run(paused.run_id, "yes")
     assert store.get(paused.run_id).status == "paused" and store.get(paused.run_id).answered == frozenset()
+
+
+def test_a_decision_for_one_run_never_approves_another_run_with_an_identical_call(
+    make_store: Callable[[], RunStore],
+) -> None:
+    """Two runs pause on the very same call (same tool, args, call id, identity): their request
+    ids differ, and run A's decision is refused on run B, which stays paused; nothing runs."""
+    agent = refund_agent(make_store())
+    run_a, run_b = agent.run("refund order A-1 150"), agent.run("refund order A-1 150")
+    assert isinstance(run_a, Paused) and isinstance(run_b, Paused) and run_a.check_in and run_b.check_in
+    assert run_a.check_in.args == run_b.check_in.args and run_a.check_in.id != run_b.check_in.id
+    decision_for_a = check_in_approved(request=run_a.check_in, by="alice")
+    with pytest.raises(ResumeDecisionError) as caught:
+        refund_agent(make_store()).resume_run(run_b.run_id or "", decision_for_a)
+    assert caught.value.problem == "another-request"
+    assert make_store().get(run_b.run_id or "").status == "paused" and REFUNDS == []
+
+
+def test_a_process_holding_only_the_run_id_decides_from_the_stored_question(
+    make_store: Callable[[], RunStore],
+) -> None:
+    """``check_in_approved(request=store.get(id).question, ...)`` in another store view finishes the run."""
+    paused = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id
+    question = make_store().get(paused.run_id).question
+    final = refund_agent(make_store()).resume_run(paused.run_id, check_in_approved(request=question, by="dana"))
+    assert final == "Done: refunded 150.00 on A-1" and len(REFUNDS) == 1
+    rows = replay(make_store().get(paused.run_id).commit_log)["human_decisions"]
+    assert [(r["by"], r["request_id"]) for r in rows] == [("dana", paused.check_in.id if paused.check_in else "")]
