@@ -11,7 +11,7 @@ from agent_helpers import Counter, build, call, calls, refund_tool
 
 from agent import Paused, ask_human, define_tool
 from flowchart import Checkpoint, causal_chain
-from governance import DecisionInputError, ResumeDecisionError, ask, check_in_approved, check_in_declined
+from governance import DecisionInputError, ResumeDecisionError, allow, ask, check_in_approved, check_in_declined
 
 AT = "2026-12-01T00:00:00Z"
 REFUND = calls(call("c1", "refund", order_id="A1", amount=500), content="Refunding.")
@@ -187,3 +187,19 @@ def test_a_later_pause_on_the_same_call_is_a_new_request() -> None:
     assert agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="bob", at=AT)) == "Done."
     assert len(body.runs) == 2
     assert [r["by"] for r in agent.last_snapshot().shared_state["human_decisions"]] == ["alice", "bob"]
+
+
+def test_an_edited_approval_of_a_middleware_ask_runs_the_edited_call_through_the_rest_of_the_chain() -> None:
+    """An ask approved with ``args={...}``: the links after the asker and the tool see the edited args."""
+    seen: list[dict[str, Any]] = []
+    gate = NS(name="risk", on_tool_call=lambda c: ask("big refund?") if c.args["amount"] > 100 else allow())
+    audit = NS(name="audit", on_tool_call=lambda c: seen.append(dict(c.args)) or allow())
+    body = Counter(lambda a: "refunded")
+    agent, _ = build([REFUND, "Done."], refund_tool(body), configure=lambda b: b.tool_middleware(gate, audit))
+    out = agent.run("refund")
+    assert isinstance(out, Paused) and out.ask is not None
+    edited = {"order_id": "A1", "amount": 50}
+    assert agent.resume(out.checkpoint, check_in_approved(request=out.ask, by="carol", args=edited, at=AT)) == "Done."
+    assert seen == [edited] and body.runs == [edited]
+    (row,) = agent.last_snapshot().shared_state["human_decisions"]
+    assert (row["before"], row["after"]) == ({"order_id": "A1", "amount": 500}, edited)
