@@ -49,7 +49,7 @@ async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, 
     if error is not None:
         traverser.fail(node, rid, error)
         raise error
-    traverser.executed(node, rid, "linear")
+    traverser.executed(node, rid, "answer")
 
 
 async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:

@@ -17,6 +17,8 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   (``writer/deep/DeepStart``); names are qualified here from ``ctx.subflow_id``,
   unless the engine already qualified them.
 
+* A pausable's ``answer`` half (not in footprintjs) is told as ``Recorded the answer at X.``
+  followed by its operations, without a stage number: the resumed stage keeps its own.
 * ``notes`` (not in footprintjs) tells a sentence of the caller's right after the write of a
   noted key — ``notes={"human_decisions": tell}`` makes ``tell(value)`` a depth-1 ``note``
   entry without a step number (``None`` tells nothing; a teller that raises tells nothing).
@@ -63,7 +65,7 @@ class NarrativeEntry:
     """One narrative line with where it came from.
 
     ``type`` is one of ``stage step condition fork selector subflow loop break error
-    pause resume emit note``; ``depth`` is 0 for headline entries, 1 for the steps and
+    pause resume answer emit note``; ``depth`` is 0 for headline entries, 1 for the steps and
     conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
     """
 
@@ -179,6 +181,11 @@ class NarrativeRecorder:
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
+        if event.stage_type == "answer":  # not a stage of its own: no number, no visit
+            name = _qualify(event.stage_name, event.ctx)
+            self._push("answer", 0, f"Recorded the answer at {name}.", event.ctx, stage_name=name)
+            self._flush(event.ctx, name)
+            return
         if event.stage_type not in _LINE_STAGE_TYPES:
             return  # deciders write theirs in on_decision; selector/mount/fork get none
         ctx = event.ctx

@@ -52,14 +52,16 @@ def test_an_answer_that_raises_fails_the_resume_before_resume_runs() -> None:
         built.resume(paused.checkpoint, {"ok": True})
 
 
-def test_the_narrative_tells_the_answer_commit_as_a_stage() -> None:
-    """The recorded answer is narrated like any stage, before the resume's own stage line."""
+def test_the_narrative_tells_the_recorded_answer_before_the_resumed_stage() -> None:
+    """``Recorded the answer at Ask.`` and its steps, then the resumed stage with its usual line."""
     built = chart()
     paused = built.run()
     rec = narrative()
     built.resume(paused.checkpoint, {"ok": True}, recorders=[rec])
-    assert rec.lines()[:3] == [
+    assert rec.lines()[:5] == [
         "Execution resumed at Ask with input.",
-        "Stage 1: The process began with Ask.",
+        "Recorded the answer at Ask.",
         "Step 1: Write reply = {ok}",
+        "Stage 1: The process began with Ask.",
+        "Step 1: Read reply = {ok}",
     ]
