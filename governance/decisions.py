@@ -249,8 +249,8 @@ def verify_decision(
     if current_request_id is not None and current_request_id != pending_request_id:
         raise ResumeDecisionError(
             f"this decision answers request '{rid}', but the call it was asked about has "
-            f"changed since the ask (its tool, arguments, call id or identity differ), so it "
-            f"cannot approve what would run now.",
+            f"changed since the ask (its run, pause position, tool, arguments, call id or identity differ), "
+            f"so it cannot approve what would run now.",
             problem="changed-call",
             request_id=rid,
             pending_request_id=pending_request_id,

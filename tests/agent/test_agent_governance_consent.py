@@ -301,7 +301,8 @@ def test_a_changed_call_is_refused() -> None:
     assert caught.value.problem == "changed-call"
     assert str(caught.value) == (
         f"this decision answers request '{out.ask.id}', but the call it was asked about has changed since the ask "
-        "(its tool, arguments, call id or identity differ), so it cannot approve what would run now."
+        "(its run, pause position, tool, arguments, call id or identity differ), so it cannot approve what would "
+        "run now."
     )
     assert body.runs == []
 

@@ -238,8 +238,8 @@ def test_a_decision_for_a_changed_call_is_refused() -> None:
     with pytest.raises(
         ValueError,
         match=rf"^this decision answers request '{asked}', but the call it was asked about has "
-        r"changed since the ask \(its tool, arguments, call id or identity differ\), so it cannot "
-        r"approve what would run now\.$",
+        r"changed since the ask \(its run, pause position, tool, arguments, call id or identity differ\), "
+        r"so it cannot approve what would run now\.$",
     ) as caught:
         verify_decision(decision_for(asked), pending_request_id=asked, current_request_id=now)
     assert caught.value.problem == "changed-call"  # type: ignore[attr-defined]
