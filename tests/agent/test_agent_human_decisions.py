@@ -203,3 +203,18 @@ def test_an_edited_approval_of_a_middleware_ask_runs_the_edited_call_through_the
     assert seen == [edited] and body.runs == [edited]
     (row,) = agent.last_snapshot().shared_state["human_decisions"]
     assert (row["before"], row["after"]) == ({"order_id": "A1", "amount": 500}, edited)
+
+
+def test_flowchart_why_on_the_resumed_trace_reaches_the_human_decision(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``flowchart why TRACE final_content`` on the resumed run's trace lists the commit that recorded it."""
+    from flowchart.cli import main
+
+    agent, _body, out = paused_refund()
+    agent.resume(out.checkpoint, check_in_approved(request=out.check_in, by="alice", at=AT))
+    path = tmp_path / "resumed.trace.json"
+    agent.last_snapshot().result.trace().save(path)
+    assert main(["why", str(path), "final_content"]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"^\s+human_decisions ← ToolCalls \(tool-calls#\d+\) \[wrote: human_decisions\]$", printed, re.M)
