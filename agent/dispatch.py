@@ -35,7 +35,6 @@ from flowchart.pause import pause_again
 from flowchart.scope import Scope, peek
 from governance import (
     HUMAN_DECISIONS,
-    CheckInDecision,
     CheckInPredicateContext,
     PermissionRequest,
     ToolCallInfo,
@@ -46,8 +45,6 @@ from governance import (
     build_middleware_ask,
     declined_result,
     history_for_check_in,
-    human_decision_row,
-    human_reply_row,
     run_after_tool_chain,
     run_tool_chain,
     should_check_in,
@@ -55,7 +52,8 @@ from governance import (
 from governance.permissions import evaluate_permission
 
 from . import events
-from .config import AgentConfig
+from .answers import make_record_answer
+from .config import STORE_RUN_ENV, AgentConfig
 from .paused import PAUSED_KEY, AnswerBook
 from .stages import record_rows
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
@@ -96,10 +94,6 @@ class CallSite:
     tool: Tool
     call: dict[str, Any]
     iteration: int
-
-
-STORE_RUN_ENV = "agent_run_id"
-"""The env key carrying a stored run's id (set by ``agent.durable``)."""
 
 
 def run_of(ctx: StageContext) -> str:
@@ -249,40 +243,6 @@ async def dispatch_call(
             pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused
         )
     return CallOutcome(text=result_text(result), executed=True)
-
-
-def answer_row(paused: dict[str, Any], answer: Any) -> dict[str, Any]:
-    """The ``human_decisions`` row of ``answer`` to the pause ``paused`` describes."""
-    if paused["kind"] == "ask_human":
-        return human_reply_row(
-            answer, request_id=str(paused.get("request_id", "")), tool=paused["tool_name"],
-            tool_call_id=paused["tool_call_id"], args=paused["args"],
-        )  # fmt: skip
-    return human_decision_row(
-        CheckInDecision.from_dict(answer, "$.answer"), gate=paused["kind"], tool=paused["tool_name"],
-        tool_call_id=paused["tool_call_id"], args=paused["args"], middleware=paused.get("middleware"),
-    )  # fmt: skip
-
-
-def make_record_answer(book: AnswerBook | None) -> Any:
-    """The ``answer`` half of ``tool-calls``: commit the person's answer to ``human_decisions``.
-
-    Without a store the request is marked answered in ``book`` here — before the tool can
-    run — so retrying the same checkpoint with the same decision is refused even when the
-    resume fails later. With a store the database has already recorded it once.
-    """
-
-    async def record_answer(scope: Scope, answer: Any, ctx: StageContext) -> None:
-        row = answer_row(dict(scope[PAUSED_KEY]), answer)
-        if book is not None and not ctx.env.get(STORE_RUN_ENV):
-            book.spend(row["request_id"])
-        rows = scope[HUMAN_DECISIONS] if HUMAN_DECISIONS in scope else None
-        if rows is None:
-            scope[HUMAN_DECISIONS] = [row]
-        else:
-            rows.append(row)
-
-    return record_answer
 
 
 async def answer_paused(

@@ -33,8 +33,7 @@ from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import ResumeDecisionError, pending_request
 
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE
-from .dispatch import STORE_RUN_ENV
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
 
 if TYPE_CHECKING:
