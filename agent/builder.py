@@ -25,8 +25,10 @@ import attrs
 from flowchart import Checkpoint, FlowChart, Pausable, Redaction, RunResult, flow_chart, narrative
 from flowchart.chart import drive, run_coroutine
 from governance import (
+    HUMAN_DECISIONS,
     MessageDeniedError,
     resolve_check_in_config,
+    tell_latest,
     validate_chain,
 )
 from governance.permissions import validate_permission_checker
@@ -35,7 +37,7 @@ from . import durable
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
-from .paused import Paused, check_answer, paused_from
+from .paused import AnswerBook, Paused, check_answer, paused_from
 from .stages import (
     break_final,
     final_input,
@@ -82,16 +84,20 @@ def _sync(stage: Any) -> Any:
     return run_now
 
 
-def build_agent_chart(cfg: AgentConfig) -> FlowChart:
-    """The agent chart for ``cfg`` (stage ids: seed, call-llm, route, tool-calls, wrap-up, final)."""
+def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> FlowChart:
+    """The agent chart for ``cfg`` (stage ids: seed, call-llm, route, tool-calls, wrap-up, final);
+    ``answered`` is where a run without a store marks the requests it answered."""
     asynchronous = cfg.needs_event_loop
 
     def fit(stage: Any) -> Any:
         return stage if asynchronous else _sync(stage)
 
-    tool_calls = make_tool_calls(cfg)
+    tool_calls = make_tool_calls(cfg, answered)
     if not asynchronous:
-        tool_calls = Pausable(execute=_sync(tool_calls.execute), resume=_sync(tool_calls.resume))
+        assert tool_calls.answer is not None
+        tool_calls = Pausable(
+            execute=_sync(tool_calls.execute), resume=_sync(tool_calls.resume), answer=_sync(tool_calls.answer)
+        )
     final = (
         flow_chart("PrepareFinal", prepare_final, "prepare-final")
         .add_function("BreakFinal", break_final, "break-final")
@@ -146,12 +152,12 @@ class Agent:
         self.narrative = narrative
         self.redaction = redaction
         self.timeout = timeout
-        self.chart = build_agent_chart(cfg)
+        # the requests answered by this agent's runs without a store (ids bind the run and the
+        # pause, so an identical call of another run is another request)
+        self._answered = AnswerBook()
+        self.chart = build_agent_chart(cfg, self._answered)
         self.store = store
         self._events = EventBus()
-        # (run id of the paused checkpoint, request id): request ids are fingerprints of the call,
-        # so an identical call in ANOTHER run (deterministic call ids) is a new request to answer.
-        self._answered: set[tuple[str, str]] = set()
         self._last: AgentSnapshot | None = None
 
     @staticmethod
@@ -192,7 +198,10 @@ class Agent:
 
     def _recorders(self) -> list[Any]:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
-        recorders: list[Any] = [narrative(include_emits=False)] if self.narrative else []
+        # the narrative tells each human answer in one sentence, right after its row is written
+        recorders: list[Any] = (
+            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
+        )
         if self._events.active:
             recorders.append(self._events)
         return recorders
@@ -238,9 +247,9 @@ class Agent:
 
     async def aresume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
         """``resume`` inside the caller's event loop."""
-        paused_run = str(getattr(checkpoint, "run_id", ""))
-        answered = {rid for run, rid in self._answered if run == paused_run}
-        resume_input, request_id = check_answer(checkpoint, answer, answered)
+        # refused here before anything runs; the tool-calls stage marks the request answered
+        # (AnswerBook) before its tool can run, so a failing resume cannot be retried into a rerun
+        resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
         recorders = self._recorders()
         result = await self.chart.aresume(
             checkpoint,
@@ -250,8 +259,6 @@ class Agent:
             timeout=self.timeout,
             redaction=self.redaction,
         )
-        if request_id is not None:
-            self._answered.add((paused_run, request_id))
         return self._finish(result, recorders)
 
     def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:

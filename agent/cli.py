@@ -79,16 +79,39 @@ def _compact(value: Any) -> str:
 
 def question_line(record: RunRecord) -> str:
     """One line saying what the run waits for ('' when it waits for nothing)."""
+    from governance import CheckInRequest, MiddlewareAsk
+
     question = record.question
-    if record.status != "paused" or not isinstance(question, dict):
+    if record.status != "paused" or question is None:
         return ""
-    if "check_in" in question:
-        request = question["check_in"]
-        return f"check-in: {request['tool']} {_compact(request['args'])}"
-    if "ask" in question:
-        ask = question["ask"]
-        return f"ask ({ask['middleware']}): {ask['question']}"
-    return f"ask_human: {_compact(question.get('data', question))}"
+    if isinstance(question, CheckInRequest):
+        return f"check-in: {question.tool} {_compact(question.args)}"
+    if isinstance(question, MiddlewareAsk):
+        return f"ask ({question.middleware}): {question.question}"
+    data = question.get("data", question) if isinstance(question, dict) else question
+    return f"ask_human: {_compact(data)}"
+
+
+def question_json(question: Any) -> Any:
+    """The JSON form of a stored question (a typed request as its pause data shape)."""
+    from governance import CheckInRequest, MiddlewareAsk
+
+    if isinstance(question, CheckInRequest):
+        return {"kind": "check_in", "check_in": question.to_dict()}
+    if isinstance(question, MiddlewareAsk):
+        return {"kind": "ask", "ask": question.to_dict()}
+    return question
+
+
+def decisions_of(record: RunRecord) -> list[Any]:
+    """The run's ``human_decisions`` rows, as its (redacted) commit log recorded them."""
+    from flowchart import replay
+    from governance import HUMAN_DECISIONS
+
+    if not any(HUMAN_DECISIONS in commit.written_keys for commit in record.commit_log):
+        return []
+    rows = replay(record.commit_log).get(HUMAN_DECISIONS)
+    return list(rows) if isinstance(rows, list) else []
 
 
 def cmd_list(args: argparse.Namespace) -> str:
@@ -122,7 +145,8 @@ def summary(record: RunRecord) -> dict[str, Any]:
     out = {
         "run_id": record.run_id, "kind": record.kind, "status": record.status,
         "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
-        "question": record.question, "answered": sorted(record.answered), "output": record.output,
+        "question": question_json(record.question), "answered": sorted(record.answered),
+        "human_decisions": decisions_of(record), "output": record.output,
         "error": record.error, "narrative": list(record.narrative),
         "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
     }  # fmt: skip
@@ -154,12 +178,14 @@ def cmd_show(args: argparse.Namespace) -> str:
         f"input: {_compact(shown_input(record))}",
     ]
     if record.status == "paused":
+        from governance import CheckInRequest, MiddlewareAsk
+
         out.append(f"question: {question_line(record)}")
-        request = (record.question or {}).get("check_in") or (record.question or {}).get("ask")
-        if request:
-            out.append(f"request id: {request['id']}")
-        evidence = (record.question or {}).get("check_in", {}).get("evidence")
-        if evidence is not None:
+        request = record.question
+        if isinstance(request, CheckInRequest | MiddlewareAsk):
+            out.append(f"request id: {request.id}")
+        if isinstance(request, CheckInRequest):
+            evidence = request.evidence.to_dict()
             out.append("evidence:")
             out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
     if record.status == "done":
@@ -175,6 +201,14 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.extend(_tool_error_lines(row))
     if record.answered:
         out.append(f"answered: {', '.join(sorted(record.answered))}")
+    rows = decisions_of(record)
+    if rows:
+        from governance import decision_sentence
+
+        out.append("decided:")
+        for row in rows:
+            when = f" (at {row['at']})" if isinstance(row, dict) and "at" in row else ""
+            out.append(f"  {decision_sentence(row) or _compact(row)}{when}")
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
     out.extend("  " + line for line in record.narrative)
     return "\n".join(out)
@@ -192,13 +226,12 @@ def cmd_trace(args: argparse.Namespace) -> str:
 
 # -- answering ----------------------------------------------------------------------------------
 def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> Any:
-    from governance import check_in_approved, check_in_declined
+    from governance import CheckInRequest, MiddlewareAsk, check_in_approved, check_in_declined
 
     if record.status != "paused":
         raise CliError(f"run '{record.run_id}' is {record.status}: it is not waiting for an answer")
-    question = record.question or {}
-    request = question.get("check_in") or question.get("ask")
-    if request is None:
+    request = record.question
+    if not isinstance(request, CheckInRequest | MiddlewareAsk):
         raise CliError(
             f"run '{record.run_id}' waits for an ask_human answer, not an approval: answer it from code "
             "with agent.resume_run(run_id, value)"
@@ -228,7 +261,9 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
     outcome = agent.resume_run(args.run, _decision(agent.store.get(args.run), approved, args.by, args.note))
     verdict = f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}"
     if isinstance(outcome, Paused):
-        return f"{verdict}; paused again: {question_line(agent.store.get(args.run))}"
+        pending = outcome.check_in or outcome.ask
+        again = f" on request {pending.id}" if pending is not None else ""
+        return f"{verdict}; paused again{again}: {question_line(agent.store.get(args.run))}"
     return f"{verdict}; done: {outcome}"
 
 

@@ -18,6 +18,8 @@ STATE_INPUT_MESSAGE = "input_message"
 STATE_INPUT_IDENTITY = "input_identity"
 #: state key of the tools that raised (absent when none did): the developer's record
 TOOL_ERRORS = "tool_errors"
+STORE_RUN_ENV = "agent_run_id"
+"""The env key carrying a stored run's id (set by ``agent.durable``; unset without a store)."""
 WRAP_UP_INSTRUCTION = (
     "Your action budget for this turn is exhausted. Do not request tools. Give your best final "
     "answer from what you have: what you completed, what remains undone, and anything the person "

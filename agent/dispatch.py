@@ -12,6 +12,12 @@ Laws:
 - On resume the paused call is answered, then the calls AFTER it in the same batch are
   dispatched in order — none dropped, none run twice. If one of them needs a person too,
   the stage pauses again (``pause_again``) without re-running anything.
+- A pause's request id binds the run (``agent_run_id`` of a stored run, else the segment's
+  run id), the pause's position (``iteration`` and the pausing step's runtime id, kept in
+  ``paused_tool_call.position``) and the call. On resume the ``answer`` half commits the
+  person's answer to ``human_decisions`` FIRST (its own commit; without a store it also
+  marks the request answered in this process, before the tool can run); the ``resume``
+  half then acts on the recorded row — so the tool's result traces back to who decided.
 - The model reads one ``tool`` message per call: the result (strings as-is, else JSON),
   the error message of a tool that raised, ``Unknown tool: <name>``, the argument
   problems, a denial's reason, or ``declined by human[: <note>]``.
@@ -31,10 +37,12 @@ from flowchart import Pausable, StageContext
 from flowchart.pause import pause_again
 from flowchart.scope import Scope, peek
 from governance import (
+    HUMAN_DECISIONS,
     CheckInPredicateContext,
     PermissionRequest,
     ToolCallInfo,
     ask_answer_row,
+    ask_human_request_id,
     ask_resumed_second_ask_reason,
     build_check_in_request,
     build_middleware_ask,
@@ -47,12 +55,12 @@ from governance import (
 from governance.permissions import evaluate_permission
 
 from . import events
-from .config import AgentConfig
+from .answers import make_record_answer
+from .config import STORE_RUN_ENV, AgentConfig
+from .paused import PAUSED_KEY, AnswerBook
 from .stages import record_rows
 from .tool_errors import error_row, record_tool_error
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
-
-PAUSED_KEY = "paused_tool_call"
 
 TWO_GATES = (
     "tool '{tool}' was not executed and cannot be retried this turn: it declares its own check_in "
@@ -92,9 +100,17 @@ class CallSite:
     iteration: int
 
 
+def run_of(ctx: StageContext) -> str:
+    """The run a call belongs to: the stored run's id, else this segment's run id."""
+    return str(ctx.env.get(STORE_RUN_ENV) or ctx.run_id)
+
+
+def _position(ctx: StageContext, iteration: int) -> dict[str, Any]:
+    return {"iteration": iteration, "step": ctx.runtime_stage_id}
+
+
 def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
-    run_id = ctx.env.get("agent_run_id") or ctx.run_id
-    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_id, identity=identity)
+    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
 
 
 async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
@@ -179,9 +195,11 @@ async def dispatch_call(
         if chain.verdict == "deny":
             return CallOutcome(text=chain.reason)
         if chain.verdict == "ask":
-            ask = build_middleware_ask(chain, info)
+            position = _position(ctx, iteration)
+            ask = build_middleware_ask(chain, info, run_id=run_of(ctx), position=position)
             paused = {"kind": "ask", "tool_call_id": call_id, "tool_name": name, "args": ask.args,
-                      "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id}  # fmt: skip
+                      "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id,
+                      "position": position}  # fmt: skip
             return CallOutcome(
                 pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused
             )
@@ -196,11 +214,12 @@ async def dispatch_call(
             CheckInPredicateContext(iteration, call_id, history_for_check_in(cfg.system_prompt, history)),
         )
         if trips:
+            position = _position(ctx, iteration)
             request = await build_check_in_request(
                 tool_name=name, tool_description=tool.description, args=args, tool_call_id=call_id,
                 iteration=iteration, identity=identity, intent=peek(scope, "llm_latest_content") or None,
                 system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
-                scorer=cfg.check_in_scorer,
+                scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
             )  # fmt: skip
             ctx.emit(
                 events.CHECKIN_REQUEST,
@@ -212,6 +231,7 @@ async def dispatch_call(
                 "tool_name": name,
                 "args": request.args,
                 "request_id": request.id,
+                "position": position,
             }
             return CallOutcome(
                 pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()},
@@ -220,7 +240,10 @@ async def dispatch_call(
     try:
         result, _error = await _execute(CallSite(cfg, scope, ctx, tool, call, iteration), args)
     except AskHumanSignal as signal:
-        paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args}
+        position = _position(ctx, iteration)
+        rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
+        paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args,
+                  "request_id": rid, "position": position}  # fmt: skip
         return CallOutcome(
             pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused
         )
@@ -233,17 +256,19 @@ async def answer_paused(
     ctx: StageContext,
     paused: dict[str, Any],
     call: dict[str, Any],
-    answer: Any,
+    row: dict[str, Any],
     iteration: int,
 ) -> tuple[str, bool]:
-    """What the model reads for the call the run paused on, given the person's answer,
-    and whether the tool ran (then its ``tool.end`` event was emitted)."""
+    """What the model reads for the call the run paused on, given the person's recorded
+    answer (``row`` of ``human_decisions``), and whether the tool ran (then its
+    ``tool.end`` event was emitted)."""
     tool = cfg.tools[paused["tool_name"]]
     site = CallSite(cfg, scope, ctx, tool, call, iteration)
     args = paused["args"]
     kind = paused["kind"]
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
+        answer = row["answer"]
         ctx.emit(
             events.TOOL_END,
             {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(answer), "error": False},
@@ -251,7 +276,12 @@ async def answer_paused(
         if not cfg.has_after_tool:
             return result_text(answer), True
         return result_text(await _after_tool(site, args, answer)), True
-    approved, by, note = bool(answer["approved"]), str(answer["by"]), answer.get("note")
+    approved, by, note = row["approved"] is True, str(row["by"]), row.get("note")
+    if approved and "after" in row:  # the person edited the call: it must still be a valid call
+        args = row["after"]
+        issues = validate_args(args, tool.input_schema)
+        if issues:
+            return format_arg_issues(tool.name, issues), False
     if kind == "check_in":
         ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
                                            "approved": approved, "by": by, "note": note})  # fmt: skip
@@ -259,9 +289,9 @@ async def answer_paused(
             return declined_result(note), False
         return await _run_after_consent(site, args)
     # a middleware ask: the person's answer is filed under the asker
-    row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
-                         tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
-    record_rows(scope, ctx, [row])
+    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
+                                tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
+    record_rows(scope, ctx, [ledger_row])
     if not approved:
         return declined_result(note), False
     info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
@@ -325,8 +355,8 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
     return None
 
 
-def make_tool_calls(cfg: AgentConfig) -> Pausable:
-    """The pausable ``tool-calls`` stage."""
+def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausable:
+    """The pausable ``tool-calls`` stage (``book``: the requests answered in this process)."""
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
         calls = peek(scope, "llm_latest_tool_calls")
@@ -346,7 +376,8 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
         ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "kind": paused["kind"]})
         calls = peek(scope, "llm_latest_tool_calls")
         index = paused["index"]
-        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)
+        row = scope[HUMAN_DECISIONS][-1]  # the answer as recorded by record_answer: what decides
+        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], dict(row), scope.iteration)
         if not executed:
             _not_run(ctx, calls[index], text)
         history = scope.history
@@ -354,4 +385,4 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None
 
-    return Pausable(execute=execute, resume=resume)
+    return Pausable(execute=execute, resume=resume, answer=make_record_answer(book))

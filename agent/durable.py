@@ -10,6 +10,9 @@ Laws:
   STORE says were answered, then records the answer — the database's
   ``UNIQUE(run_id, request_id)`` makes a second answer from any process raise
   ``ResumeDecisionError`` — and only then resumes.
+- A stored run's ``question`` reads back as the typed pending request (``CheckInRequest``
+  or ``MiddlewareAsk``; an ``ask_human`` pause keeps its pause data), so a process holding
+  only a run id can build a decision: ``check_in_approved(request=store.get(id).question, ...)``.
 - Tools see the stored run's id (env ``agent_run_id``), so ``ctx.idempotency_key`` is
   ``<run_id>:<tool_call_id>`` in every process that (re)runs the call.
 - A run that ends in a refusal (``MessageDeniedError``, ``PolicyHaltError``) or a stage
@@ -22,6 +25,7 @@ Laws:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -30,16 +34,23 @@ from flowchart import RunResult
 from flowchart.chart import drive, run_coroutine
 from flowchart.engine.runner import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
+from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
-from governance import ResumeDecisionError
+from governance import ResumeDecisionError, pending_request
 
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
 
 if TYPE_CHECKING:
     from .builder import Agent
+    from .tools import Tool
 
-RUN_ID_ENV = "agent_run_id"
+RUN_ID_ENV = STORE_RUN_ENV
+AGENT_RUN_KIND = "agent"
+"""The kind of an agent's stored runs: their ``RunRecord.question`` is the typed pending
+request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request``."""
+
+register_question_reader(AGENT_RUN_KIND, pending_request)
 
 
 def _store(agent: Agent) -> Any:
@@ -78,7 +89,7 @@ def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -
     chart = agent.chart
     store = _store(agent)
     store.create(
-        run_id, kind="agent", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        run_id, kind=AGENT_RUN_KIND, chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
         redaction=agent.redaction,
     )  # fmt: skip
     return run_id
@@ -86,11 +97,12 @@ def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -
 
 def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
     """Check ``decision`` against the stored pause and record it once (the database decides)."""
-    return answer_in(_store(agent), run_id, decision)
+    return answer_in(_store(agent), run_id, decision, tools=agent.config.tools)
 
 
-def answer_in(store: RunStore, run_id: str, decision: Any) -> RunRecord:
-    """``answer`` on a store directly (no agent needed: the pause is in the checkpoint)."""
+def answer_in(store: RunStore, run_id: str, decision: Any, tools: Mapping[str, Tool] | None = None) -> RunRecord:
+    """``answer`` on a store directly (no agent needed: the pause is in the checkpoint; with
+    the agent's ``tools`` edited args are checked against the tool's schema here too)."""
     record = store.get(run_id)
     if record.status != "paused" or record.checkpoint is None:
         raise ResumeDecisionError(
@@ -100,7 +112,7 @@ def answer_in(store: RunStore, run_id: str, decision: Any) -> RunRecord:
             request_id=getattr(decision, "request_id", ""),
             pending_request_id="",
         )
-    resume_input, request_id = check_answer(record.checkpoint, decision, set(record.answered))
+    resume_input, request_id = check_answer(record.checkpoint, decision, record.answered, run_id=run_id, tools=tools)
     try:
         return store.answer(
             run_id, record.pause_answer_id(request_id), resume_input, by=getattr(decision, "by", None)

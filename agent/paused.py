@@ -4,11 +4,22 @@ Laws: a consent pause (a tool's check-in or a middleware ask) is answered ONLY w
 ``CheckInDecision`` for that very request — anything else raises
 ``DecisionRequiredError`` before anything runs (the checkpoint stays usable); a decision
 for another request, for a call that changed since the ask, or one already used raises
-``ResumeDecisionError``. An ``ask_human`` pause takes any JSON-safe value.
+``ResumeDecisionError``; a ``value=`` on a check-in's decision, or edited ``args`` the tool's
+schema refuses, raise ``DecisionInputError`` — all before anything runs. An ``ask_human``
+pause takes any JSON-safe value, once. The pending request's id is recomputed from the
+paused call, its position and the run (``run_id``: the stored run's id, else the pausing
+segment's ``checkpoint.run_id``), so a decision for another run never matches.
+
+Answer-once: with a store, the database records each answer once, across processes
+(``agent.durable``). Without one, ``AnswerBook`` remembers, in this process, every request
+an agent answered — marked before the tool runs — so a retry of the same checkpoint with
+the same decision is refused even when the first resume failed later on.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -16,14 +27,51 @@ import attrs
 from flowchart import Checkpoint
 from governance import (
     CheckInRequest,
+    DecisionInputError,
     MiddlewareAsk,
+    ResumeDecisionError,
     ask_request_id,
     check_in_request_id,
     require_decision,
     verify_decision,
 )
 
-from .dispatch import PAUSED_KEY
+from .tools import Tool, validate_args
+
+PAUSED_KEY = "paused_tool_call"
+
+
+class AnswerBook:
+    """The request ids answered in this process (answer-once without a store)."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._ids
+
+    def ids(self) -> frozenset[str]:
+        """Every request id answered so far."""
+        with self._lock:
+            return frozenset(self._ids)
+
+    def spend(self, request_id: str) -> None:
+        """Mark ``request_id`` answered; ``ResumeDecisionError`` when it already was."""
+        with self._lock:
+            if request_id in self._ids:
+                raise _already_answered(request_id)
+            self._ids.add(request_id)
+
+
+def _already_answered(request_id: str) -> ResumeDecisionError:
+    return ResumeDecisionError(
+        f"request '{request_id}' has already been answered in this process: a decision answers its "
+        f"request once, and a retry of the same checkpoint does not run the call again",
+        problem="already-used",
+        request_id=request_id,
+        pending_request_id=request_id,
+    )
 
 
 @attrs.frozen
@@ -56,36 +104,70 @@ def paused_from(checkpoint: Checkpoint, run_id: str | None = None) -> Paused:
     return Paused(checkpoint=checkpoint, pause_data=data, check_in=check_in, ask=ask, run_id=run_id)
 
 
-def current_request_id(checkpoint: Checkpoint) -> str | None:
-    """Recompute the pending request's id from the call the checkpoint would run now."""
+def current_request_id(checkpoint: Checkpoint, run_id: str | None = None) -> str | None:
+    """Recompute the pending request's id from the call the checkpoint would run now, its
+    position and the run (``run_id``, default ``checkpoint.run_id``)."""
     state = checkpoint.shared_state
     paused = state.get(PAUSED_KEY) or {}
     identity = state.get("identity")
+    run = checkpoint.run_id if run_id is None else run_id
+    position = paused.get("position")
     if paused.get("kind") == "check_in":
         return check_in_request_id(
-            tool=paused["tool_name"], args=paused["args"], tool_call_id=paused["tool_call_id"], identity=identity
-        )
+            tool=paused["tool_name"], args=paused["args"], tool_call_id=paused["tool_call_id"], identity=identity,
+            run_id=run, position=position,
+        )  # fmt: skip
     if paused.get("kind") == "ask":
         return ask_request_id(
             middleware=paused["middleware"], tool=paused["tool_name"], args=paused["args"],
-            tool_call_id=paused["tool_call_id"], identity=identity,
+            tool_call_id=paused["tool_call_id"], identity=identity, run_id=run, position=position,
         )  # fmt: skip
     return None
 
 
-def check_answer(checkpoint: Checkpoint, answer: Any, answered: set[str]) -> tuple[Any, str | None]:
-    """Validate ``answer`` for ``checkpoint``'s pause; return (resume input, request id answered)."""
+def check_answer(
+    checkpoint: Checkpoint,
+    answer: Any,
+    answered: frozenset[str] | set[str],
+    *,
+    run_id: str | None = None,
+    tools: Mapping[str, Tool] | None = None,
+) -> tuple[Any, str | None]:
+    """Validate ``answer`` for ``checkpoint``'s pause (of run ``run_id``, default the
+    checkpoint's); return (resume input, request id answered). ``tools`` (the agent's)
+    let edited ``args`` be checked against the tool's schema here, before anything runs."""
     if not isinstance(checkpoint, Checkpoint):
         raise TypeError(f"agent.resume(checkpoint, answer): expected a Checkpoint, got {type(checkpoint).__name__}")
     data = checkpoint.pause_data if isinstance(checkpoint.pause_data, dict) else {}
     kind = data.get("kind")
     if kind not in ("check_in", "ask"):
-        return answer, None
+        paused = checkpoint.shared_state.get(PAUSED_KEY)
+        rid = paused.get("request_id") if isinstance(paused, dict) else None
+        if isinstance(rid, str) and rid in answered:
+            raise _already_answered(rid)
+        return answer, rid if isinstance(rid, str) else None
     gate: Literal["check_in", "ask"] = "check_in" if kind == "check_in" else "ask"
     middleware = data.get("ask", {}).get("middleware") if kind == "ask" else None
-    decision = require_decision(answer, gate=gate, tool_name=data.get("tool_name"), middleware=middleware)
+    tool_name = data.get("tool_name")
+    decision = require_decision(answer, gate=gate, tool_name=tool_name, middleware=middleware)
     pending = (data.get("check_in") or data.get("ask") or {}).get("id", "")
     verify_decision(
-        decision, pending_request_id=pending, current_request_id=current_request_id(checkpoint), answered_ids=answered
+        decision,
+        pending_request_id=pending,
+        current_request_id=current_request_id(checkpoint, run_id),
+        answered_ids=answered,
     )
+    if gate == "check_in" and decision.value is not None:
+        raise DecisionInputError(
+            f"[resume] the decision for the check-in on tool '{tool_name}' carries a value, which a "
+            f"check-in has no use for: approve with args={{...}} to change the call, or drop the value"
+        )
+    tool = (tools or {}).get(str(tool_name))
+    if decision.args is not None and decision.approved and tool is not None:
+        issues = validate_args(decision.args, tool.input_schema)
+        if issues:
+            raise DecisionInputError(
+                f"[resume] the edited args do not fit tool '{tool.name}': {'; '.join(issues)}. "
+                f"Approve again with args the tool's input schema accepts (the run is still paused)"
+            )
     return decision.to_dict(), decision.request_id

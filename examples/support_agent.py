@@ -4,8 +4,10 @@ A customer asks for a refund. The agent looks the order up, then asks to refund 
 refund tool declares a check-in (amounts over 100 need a person), so the run PAUSES with
 an evidence pack, and the paused run is stored in the embedded SQLite run store
 (``runs/runs.db``). Alice approves; a freshly built agent (as another process would)
-resumes the stored run by its id, the refund runs, and the agent answers. The decision is
-accepted once: answering the same request again is refused by the database.
+resumes the stored run by its id, the refund runs, and the agent answers. Who approved is
+part of the record: the decision is committed under ``human_decisions`` (the narrative,
+the trace, the viewer and ``agent runs show`` all say "alice approved issue_refund(...)").
+The decision is accepted once: answering the same request again is refused by the database.
 
 Along the way an input middleware masks card numbers before the model or the history
 sees them — and files a ledger row saying so. The row keeps the text it changed as
@@ -34,7 +36,7 @@ from agent.providers import scripted
 from flowchart import Redaction, causal_chain
 from flowchart.store import SqliteStore
 from flowchart.store.export import record_trace
-from governance import ResumeDecisionError, allow, check_in_approved
+from governance import HUMAN_DECISIONS, ResumeDecisionError, allow, check_in_approved, decision_sentence
 
 ORDERS = {
     "A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}
@@ -191,6 +193,9 @@ def main() -> int:
     except ResumeDecisionError as refused:
         print(f"answering twice is refused: {type(refused).__name__}")
 
+    heading("DECIDED (human_decisions, as committed)")
+    for row in snapshot.shared_state.get(HUMAN_DECISIONS, []):
+        print(f"{decision_sentence(row)} (at {row['at']}, request {row['request_id']})")
     heading("NARRATIVE (resumed run)")
     for line in snapshot.narrative:
         if not line.startswith("Step"):

@@ -402,6 +402,8 @@ def _pausable_node(
     try:
         node.execute = StageCallable.of(pausable.execute, base_arity=1, where=f"execute of '{stage_id}'")
         node.resume = StageCallable.of(pausable.resume, base_arity=2, where=f"resume of '{stage_id}'")
+        if pausable.answer is not None:
+            node.answer = StageCallable.of(pausable.answer, base_arity=2, where=f"answer of '{stage_id}'")
     except TypeError as exc:
         builder._problem(str(exc), stage_id)
     return node

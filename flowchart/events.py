@@ -32,7 +32,8 @@ from typing import Any, Literal
 
 import attrs
 
-StageType = Literal["linear", "decider", "selector", "fork", "subflow-mount", "pausable"]
+StageType = Literal["linear", "decider", "selector", "fork", "subflow-mount", "pausable", "answer"]
+"""``answer``: a pausable's ``answer`` half, which recorded the resume input before ``resume`` ran."""
 
 #: hook names per channel; used to bind a recorder's hooks once per run
 DATA_HOOKS = (

@@ -71,10 +71,15 @@ def _positional_count(fn: Callable[..., Any]) -> int:
 class Pausable:
     """A two-phase stage: ``execute(scope[, ctx])`` returns pause data (or ``None`` to go on);
     ``resume(scope, input[, ctx])`` runs when the paused run is resumed. The body of a
-    stage is never run twice: resume runs only the ``resume`` half."""
+    stage is never run twice: resume runs only the ``resume`` half.
+
+    ``answer(scope, input[, ctx])`` (optional) records the answer BEFORE ``resume`` acts on
+    it, as a commit of its own: what ``resume`` then writes can be traced (``causal_chain``)
+    to the answer it read. Without it a resume is one commit, as before."""
 
     execute: Callable[..., Any]
     resume: Callable[..., Any]
+    answer: Callable[..., Any] | None = None
 
 
 @attrs.frozen(slots=True)
@@ -92,6 +97,7 @@ class StageNode:
     """One stage of a chart. Mutable while the builder works on it, then left alone."""
 
     __slots__ = (
+        "answer",
         "branch_id",
         "branches",
         "children",
@@ -117,6 +123,7 @@ class StageNode:
         self.fn: StageCallable | None = None
         self.execute: StageCallable | None = None
         self.resume: StageCallable | None = None
+        self.answer: StageCallable | None = None
         self.mount: SubflowMount | None = None
         self.next: StageNode | None = None
         self.loop_to: str | None = None
@@ -129,7 +136,7 @@ class StageNode:
     @property
     def is_async(self) -> bool:
         """True when any callable of this node is a coroutine function."""
-        return any(c is not None and c.is_async for c in (self.fn, self.execute, self.resume))
+        return any(c is not None and c.is_async for c in (self.fn, self.execute, self.resume, self.answer))
 
     def __repr__(self) -> str:
         return f"<StageNode {self.kind} {self.id!r} ({self.name})>"

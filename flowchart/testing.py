@@ -4,8 +4,10 @@ Law: a run's snapshot is a stable, readable text rendering of its TRACE — char
 and fingerprint, status (finished, or paused with the pause data), run input, initial
 state, narrative, every commit with its reads and ops, each subflow's log, and the final
 state — with nothing that changes from run to run: no run ids, no ``paused_at``, no
-library version. JSON values are rendered with sorted keys, so the text depends only on
-what the run did. Snapshots are stored one file per test under the TOP-LEVEL
+library version, and no opaque ids derived from a run id (``<3 letters>_<32 hex digits>``,
+e.g. a request id bound to its run: each becomes ``<cki#1>``, numbered by first
+appearance, so which values are the same id still shows). JSON values are rendered with
+sorted keys, so the text depends only on what the run did. Snapshots are stored one file per test under the TOP-LEVEL
 ``snapshots/<test module>/`` folder of the project (pytest's rootdir), not next to the
 test.
 
@@ -23,6 +25,7 @@ Create or refresh the files with ``pytest --snapshot-update``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,17 @@ from .result import RunResult
 from .trace import Trace
 
 SNAPSHOT_DIR = "snapshots"
+_OPAQUE_ID = re.compile(r"\b([a-z]{3})_[0-9a-f]{32}\b")
+
+
+def _number_opaque_ids(text: str) -> str:
+    """Replace each opaque run-bound id by ``<prefix#n>``, numbered by first appearance."""
+    seen: dict[str, str] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return seen.setdefault(match.group(0), f"<{match.group(1)}#{len(seen) + 1}>")
+
+    return _OPAQUE_ID.sub(number, text)
 
 
 def _json(value: Any) -> str:
@@ -75,7 +89,7 @@ def render_trace(trace: Trace) -> str:
         lines += ["", f"subflow {sub.mount_id} ({rid}) initial state: {_json(sub.initial_state)}"]
         lines += _commit_lines(sub.commit_log, "  ")
     lines += ["", f"final state: {_json(trace.final_state)}"]
-    return "\n".join(lines) + "\n"
+    return _number_opaque_ids("\n".join(lines) + "\n")
 
 
 class TraceSnapshotExtension(SingleFileSnapshotExtension):

@@ -2,10 +2,12 @@
 
 Laws this file enforces:
 
-- **A request names the call it asks about.** Its ``id`` is an opaque fingerprint (SHA-256
-  of the canonical JSON) of the tool, the args, the call id and the identity — the same
-  call always gets the same id, any change gives another, and the id carries no value
-  from the run. A decision quotes it (``governance.decisions``).
+- **A request names one pause of one run.** Its ``id`` is an opaque fingerprint (SHA-256
+  of the canonical JSON) of the run id, the pause's position (``iteration`` and the
+  runtime id of the pausing step), the tool, the args, the call id and the identity — the
+  same pause always gets the same id; another run, a later pause or any change to the call
+  gives another; the id carries no value from the run. A decision quotes it
+  (``governance.decisions``).
 - **What a person approves is what runs**: ``args`` are the args after every before-tool
   transform, as a JSON-safe copy (a request travels inside a checkpoint).
 - **A check-in gate fails toward asking**: a predicate gets its own frozen copy of the args
@@ -41,18 +43,48 @@ EvidenceOption = Literal["standard", "minimal"] | Assembler
 """What ``.check_in(evidence=...)`` accepts."""
 
 
-def check_in_request_id(*, tool: str, args: Mapping[str, Any], tool_call_id: str, identity: Any = None) -> str:
-    """The id of a check-in request for this exact call (``cki_`` + 32 hex digits)."""
-    bound = {"tool": tool, "args": args, "tool_call_id": tool_call_id, "identity": identity}
+Position = Mapping[str, Any]
+"""Where in its run a pause happened: ``{"iteration": int, "step": runtime stage id}``."""
+
+
+def check_in_request_id(
+    *,
+    tool: str,
+    args: Mapping[str, Any],
+    tool_call_id: str,
+    identity: Any = None,
+    run_id: str = "",
+    position: Position | None = None,
+) -> str:
+    """The id of a check-in request for this exact call at this pause of run ``run_id``
+    (``cki_`` + 32 hex digits)."""
+    bound = {
+        "run_id": run_id,
+        "position": dict(position or {}),
+        "tool": tool,
+        "args": args,
+        "tool_call_id": tool_call_id,
+        "identity": identity,
+    }
     return fingerprint("cki", bound)
 
 
 def ask_request_id(
-    *, middleware: str, tool: str, args: Mapping[str, Any], tool_call_id: str, identity: Any = None
+    *,
+    middleware: str,
+    tool: str,
+    args: Mapping[str, Any],
+    tool_call_id: str,
+    identity: Any = None,
+    run_id: str = "",
+    position: Position | None = None,
 ) -> str:
-    """The id of a middleware ask about this exact call (``ask_`` + 32 hex digits); the
-    asking middleware is part of it, so two askers never share an id."""
+    """The id of a middleware ask about this exact call at this pause of run ``run_id``
+    (``ask_`` + 32 hex digits); the asking middleware is part of it, so two askers never
+    share an id."""
     bound = {
+        "run_id": run_id,
+        "position": dict(position or {}),
         "middleware": middleware,
         "tool": tool,
         "args": args,
@@ -60,6 +92,13 @@ def ask_request_id(
         "identity": identity,
     }
     return fingerprint("ask", bound)
+
+
+def ask_human_request_id(*, tool: str, tool_call_id: str, run_id: str = "", position: Position | None = None) -> str:
+    """The id of a tool's ``ask_human`` pause at this position of run ``run_id`` (``hum_`` + 32
+    hex digits): what its reply is recorded under in ``human_decisions``."""
+    bound = {"run_id": run_id, "position": dict(position or {}), "tool": tool, "tool_call_id": tool_call_id}
+    return fingerprint("hum", bound)
 
 
 @attrs.frozen
@@ -138,8 +177,11 @@ class MiddlewareAsk:
         )
 
 
-def build_middleware_ask(result: ChainResult, call: ToolCallInfo) -> MiddlewareAsk:
-    """The pause payload for a before-tool chain that answered ``ask`` over ``call``."""
+def build_middleware_ask(
+    result: ChainResult, call: ToolCallInfo, *, run_id: str = "", position: Position | None = None
+) -> MiddlewareAsk:
+    """The pause payload for a before-tool chain that answered ``ask`` over ``call`` (at
+    ``position`` of run ``run_id``)."""
     if result.verdict != "ask" or result.ask is None or result.middleware is None:
         raise ValueError(f"build_middleware_ask: the chain's verdict is {result.verdict!r}, not 'ask'")
     args = json_safe(result.value)
@@ -150,6 +192,8 @@ def build_middleware_ask(result: ChainResult, call: ToolCallInfo) -> MiddlewareA
             args=args,
             tool_call_id=call.tool_call_id,
             identity=call.identity,
+            run_id=run_id,
+            position=position,
         ),
         question=result.ask.question,
         detail=json_safe(result.ask.detail),
@@ -218,8 +262,11 @@ async def build_check_in_request(
     history: Sequence[Mapping[str, Any]] = (),
     evidence: EvidenceOption = "standard",
     scorer: Scorer | None = None,
+    run_id: str = "",
+    position: Position | None = None,
 ) -> CheckInRequest:
-    """Build the ``CheckInRequest`` for a call whose check-in tripped.
+    """Build the ``CheckInRequest`` for a call whose check-in tripped (at ``position`` of run
+    ``run_id``: both are bound into its id).
 
     ``args`` are the args that will run (after before-tool transforms); ``history`` is the
     conversation (message dicts; tool results carry ``tool_name``) — the tools run so far
@@ -247,7 +294,14 @@ async def build_check_in_request(
             f"check_in(evidence=...): the assembler returned {describe_shape(pack)}, not a CheckInEvidence"
         )
     return CheckInRequest(
-        id=check_in_request_id(tool=tool_name, args=safe_args, tool_call_id=tool_call_id, identity=identity),
+        id=check_in_request_id(
+            tool=tool_name,
+            args=safe_args,
+            tool_call_id=tool_call_id,
+            identity=identity,
+            run_id=run_id,
+            position=position,
+        ),
         tool=tool_name,
         args=safe_args,
         intent=intent if intent and intent.strip() else None,

@@ -12,6 +12,10 @@ Laws this file enforces:
 - **A decision answers its request, that call, once**: ``verify_decision`` raises
   ``ResumeDecisionError`` for a decision naming another request, for a call that changed
   since the ask, or for a request already answered.
+- **An approval may edit the call, never carry a meaningless value**: ``args={...}``
+  replaces the arguments the tool runs with (they must still pass the tool's schema,
+  checked at resume); a ``value=`` on a tool check-in's decision is refused
+  (``DecisionInputError``) — there it would mean nothing, and silence would hide that.
 - **Decisions are data**: JSON round-trip through ``to_dict``/``from_dict`` (they travel in
   checkpoints); ``at`` is an ISO-8601 UTC timestamp unless given (pass one for
   deterministic snapshots).
@@ -27,14 +31,16 @@ import attrs
 
 from governance import _wire
 from governance._json import describe_shape, is_json_safe
+from governance.checkin import CheckInRequest
 from governance.errors import DecisionInputError, DecisionRequiredError, Gate, ResumeDecisionError
 
 
 @attrs.frozen(kw_only=True)
 class CheckInDecision:
     """A person's answer: ``request_id`` (the request it answers), ``approved``, ``by`` (who),
-    ``note`` (optional; on decline the model reads it), ``at`` (ISO-8601 UTC) and ``value``
-    (optional JSON-safe choice, for an ask that wanted more than a yes)."""
+    ``note`` (optional; on decline the model reads it), ``at`` (ISO-8601 UTC), ``value``
+    (optional JSON-safe choice, for a middleware ask that wanted more than a yes; recorded)
+    and ``args`` (an approval's edited arguments, or ``None`` to run the call as asked)."""
 
     request_id: str
     approved: bool
@@ -42,6 +48,7 @@ class CheckInDecision:
     note: str | None = None
     at: str
     value: Any = None
+    args: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (``note``/``value`` omitted when absent)."""
@@ -55,12 +62,16 @@ class CheckInDecision:
         out["at"] = self.at
         if self.value is not None:
             out["value"] = self.value
+        if self.args is not None:
+            out["args"] = self.args
         return out
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInDecision:
         """Read a decision back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(data, path, required=("request_id", "approved", "by", "at"), optional=("note", "value"))
+        d = _wire.as_dict(
+            data, path, required=("request_id", "approved", "by", "at"), optional=("note", "value", "args")
+        )
         return cls(
             request_id=_wire.required_string(d, "request_id", path),
             approved=_wire.boolean(d, "approved", path),
@@ -68,6 +79,7 @@ class CheckInDecision:
             note=_wire.string(d, "note", path, optional=True),
             at=_wire.required_string(d, "at", path),
             value=_wire.json_value(d, "value", path) if "value" in d else None,
+            args=_wire.json_object(d, "args", path) if "args" in d else None,
         )
 
 
@@ -77,6 +89,8 @@ def now_iso() -> str:
 
 
 def _request_id(request: object, verb: str) -> str:
+    if isinstance(request, Mapping) and "id" not in request:  # a stored pause's data: its request inside
+        request = request.get("check_in") or request.get("ask") or request
     rid = request.get("id") if isinstance(request, Mapping) else getattr(request, "id", None)
     if not isinstance(rid, str) or not rid:
         raise DecisionInputError(
@@ -94,6 +108,7 @@ def _decide(
     note: str | None,
     value: Any,
     at: str | None,
+    args: Any = None,
 ) -> CheckInDecision:
     rid = _request_id(request, verb)
     if not isinstance(by, str) or not by.strip():
@@ -105,6 +120,17 @@ def _decide(
             f"{verb}(value=...): a decision's value must be JSON-safe (it travels in the "
             f"checkpoint); got {describe_shape(value)}"
         )
+    if value is not None and _is_check_in(request):
+        raise DecisionInputError(
+            f"{verb}(value=...): a tool check-in's decision takes no value — the tool runs with its "
+            f"arguments, or is declined. To change what runs, approve with args={{...}}; to explain, "
+            f"pass note=...; got value={describe_shape(value)}"
+        )
+    if args is not None and (not isinstance(args, Mapping) or not is_json_safe(dict(args))):
+        raise DecisionInputError(
+            f"{verb}(args=...): edited arguments are a JSON-safe dict of the tool's arguments; "
+            f"got {describe_shape(args)}"
+        )
     if at is not None and not isinstance(at, str):
         raise DecisionInputError(f"{verb}(at=...): a timestamp is an ISO-8601 string; got {describe_shape(at)}")
     return CheckInDecision(
@@ -114,16 +140,32 @@ def _decide(
         note=note or None,
         at=at if at is not None else now_iso(),
         value=value,
+        args=None if args is None else dict(args),
     )
 
 
+def _is_check_in(request: object) -> bool:
+    """Is ``request`` a tool's check-in (typed, or its dict form with an evidence pack)?"""
+    if isinstance(request, Mapping):
+        return "evidence" in request or "check_in" in request
+    return isinstance(request, CheckInRequest)
+
+
 def check_in_approved(
-    *, request: object, by: str, note: str | None = None, value: Any = None, at: str | None = None
+    *,
+    request: object,
+    by: str,
+    note: str | None = None,
+    value: Any = None,
+    at: str | None = None,
+    args: dict[str, Any] | None = None,
 ) -> CheckInDecision:
-    """Approve the paused request: the call runs on resume. Raises ``DecisionInputError``
-    (a ``TypeError``) for a request without an id, an empty ``by``, a non-string note or
-    a value that is not JSON-safe. An empty note counts as none."""
-    return _decide("check_in_approved", True, request, by, note, value, at)
+    """Approve the paused request: the call runs on resume — with ``args`` instead of the
+    asked arguments when given (they must pass the tool's schema; the record keeps both).
+    Raises ``DecisionInputError`` (a ``TypeError``) for a request without an id, an empty
+    ``by``, a non-string note, a value that is not JSON-safe, a ``value`` on a tool
+    check-in, or ``args`` that are not a JSON-safe dict. An empty note counts as none."""
+    return _decide("check_in_approved", True, request, by, note, value, at, args)
 
 
 def check_in_declined(
@@ -207,8 +249,8 @@ def verify_decision(
     if current_request_id is not None and current_request_id != pending_request_id:
         raise ResumeDecisionError(
             f"this decision answers request '{rid}', but the call it was asked about has "
-            f"changed since the ask (its tool, arguments, call id or identity differ), so it "
-            f"cannot approve what would run now.",
+            f"changed since the ask (its run, pause position, tool, arguments, call id or identity differ), "
+            f"so it cannot approve what would run now.",
             problem="changed-call",
             request_id=rid,
             pending_request_id=pending_request_id,

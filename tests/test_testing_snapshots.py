@@ -91,3 +91,14 @@ def test_the_extension_refuses_what_is_not_a_run() -> None:
     """Only a ``RunResult`` or a ``Trace`` can be snapshotted."""
     with pytest.raises(TypeError, match=r"^trace_snapshot compares a RunResult or a Trace, got dict$"):
         TraceSnapshotExtension().serialize({})
+
+
+def test_run_bound_opaque_ids_are_numbered_by_first_appearance() -> None:
+    """Ids like ``cki_<32 hex>`` vary with the run: the snapshot text numbers them, keeping equality."""
+    rid_a, rid_b = "cki_" + "a" * 32, "ask_" + "0123456789abcdef" * 2
+
+    def stage(scope: Any) -> None:
+        scope.ids = [rid_a, rid_b, rid_a]
+
+    text = render_trace(flow_chart("S", stage, "s").build().run().trace())
+    assert '"ids": ["<cki#1>", "<ask#2>", "<cki#1>"]' in text and rid_a not in text and rid_b not in text

@@ -4,7 +4,9 @@ Laws: no stage body runs twice — the paused stage's ``resume`` half runs inste
 ``execute``; a mount frame re-enters its subflow from the stored state (the input mapper is
 not run again) and merges it back when it completes; a fork frame resumes the paused child
 and then goes on after the fork. A ``resume`` half may return ``pause_again(data)`` to pause
-once more at the same stage. The resume event fires before anything runs.
+once more at the same stage. The resume event fires before anything runs. A pausable with
+an ``answer`` half records the answer first, as its own commit (its own runtime id), so the
+resume's writes have the recorded answer among their causal inputs.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any)
     traverser.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None))
 
 
+async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, ...], given: Any) -> None:
+    """Run ``node``'s ``answer`` half over ``given`` and commit it (a stage that raises fails the run)."""
+    rid = traverser.stamp(node, visit=False)
+    _output, txn, error = await traverser.call_stage(node, node.answer, rid, namespace, given)
+    traverser.commit(node, rid, txn)
+    if error is not None:
+        traverser.fail(node, rid, error)
+        raise error
+    traverser.executed(node, rid, "answer")
+
+
 async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
     """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
     if index == 0 and traverser.run.observers.wants("on_resume"):
@@ -51,6 +64,8 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
     hop: Hop = (None, None, None)
     try:
         if frame.kind == "stage":
+            if node.answer is not None:
+                await _record_answer(traverser, node, namespace, given)
             rid = traverser.stamp(node, visit=False)
             assert node.resume is not None
             output, txn, error = await traverser.call_stage(node, node.resume, rid, namespace, given)

@@ -17,12 +17,19 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   (``writer/deep/DeepStart``); names are qualified here from ``ctx.subflow_id``,
   unless the engine already qualified them.
 
+* A pausable's ``answer`` half (not in footprintjs) is told as ``Recorded the answer at X.``
+  followed by its operations, without a stage number: the resumed stage keeps its own.
+* ``notes`` (not in footprintjs) tells a sentence of the caller's right after the write of a
+  noted key — ``notes={"human_decisions": tell}`` makes ``tell(value)`` a depth-1 ``note``
+  entry without a step number (``None`` tells nothing; a teller that raises tells nothing).
+  The value is the one the write event carries, so the run's redaction applies to it.
+
 Sentence wording lives in :mod:`flowchart.recorders.sentences`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -58,7 +65,7 @@ class NarrativeEntry:
     """One narrative line with where it came from.
 
     ``type`` is one of ``stage step condition fork selector subflow loop break error
-    pause resume emit``; ``depth`` is 0 for headline entries, 1 for the steps and
+    pause resume answer emit note``; ``depth`` is 0 for headline entries, 1 for the steps and
     conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
     """
 
@@ -110,6 +117,7 @@ class NarrativeRecorder:
     max_value_length: int = 80
     format_value: Callable[[Any, int], str] = summarize_value
     id: str = "narrative"
+    notes: Mapping[str, Callable[[Any], str | None]] = attrs.field(factory=dict, repr=False)
     _records: list[_Entry] = attrs.field(factory=list, init=False, repr=False)
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
@@ -159,8 +167,11 @@ class NarrativeRecorder:
             self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value)
 
     def on_write(self, event: WriteEvent) -> None:
-        """Buffer a set, update or delete."""
+        """Buffer a set, update or delete (and the note of a noted key)."""
         self._buffer(event.ctx.runtime_stage_id, "write", event.key, event.value, event.operation)
+        tell = self.notes.get(event.key) if self.notes else None
+        if tell is not None and event.operation != "delete":
+            self._note(event.ctx.runtime_stage_id, event.key, tell, event.value)
 
     def on_emit(self, event: EmitEvent) -> None:
         """Buffer an emitted event; it takes a step number like reads and writes."""
@@ -170,6 +181,11 @@ class NarrativeRecorder:
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
+        if event.stage_type == "answer":  # not a stage of its own: no number, no visit
+            name = _qualify(event.stage_name, event.ctx)
+            self._push("answer", 0, f"Recorded the answer at {name}.", event.ctx, stage_name=name)
+            self._flush(event.ctx, name)
+            return
         if event.stage_type not in _LINE_STAGE_TYPES:
             return  # deciders write theirs in on_decision; selector/mount/fork get none
         ctx = event.ctx
@@ -260,7 +276,16 @@ class NarrativeRecorder:
         ops = self._pending.get(runtime_stage_id)
         if ops is None:
             ops = self._pending[runtime_stage_id] = []
-        ops.append((kind, key, summary, len(ops) + 1, operation))
+        ops.append((kind, key, summary, ops[-1][3] + 1 if ops else 1, operation))
+
+    def _note(self, runtime_stage_id: str, key: str, tell: Callable[[Any], str | None], value: Any) -> None:
+        try:
+            text = tell(value)
+        except Exception:
+            return
+        if isinstance(text, str) and text:
+            ops = self._pending.setdefault(runtime_stage_id, [])
+            ops.append(("note", key, text, ops[-1][3] if ops else 0, "set"))
 
     def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
         flow_key = ctx.subflow_id or ""
@@ -282,6 +307,9 @@ class NarrativeRecorder:
         for kind, key, summary, step, operation in ops:
             if kind == "emit":
                 push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
+                continue
+            if kind == "note":
+                push(("note", 1, summary, stage_name, ctx, key, None))
                 continue
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
@@ -313,13 +341,15 @@ def narrative(
     max_value_length: int = 80,
     format_value: Callable[[Any, int], str] | None = None,
     include_emits: bool = True,
+    notes: Mapping[str, Callable[[Any], str | None]] | None = None,
 ) -> NarrativeRecorder:
     """A new :class:`NarrativeRecorder` (footprintjs ``narrative()`` options, snake_case).
 
     ``format_value(value, max_len)`` replaces :func:`summarize_value` for every value
     the narrative prints. ``include_emits=False`` leaves ``ctx.emit`` events out of the
     narrative (and out of its step numbers): the agent uses it, because its events repeat
-    what the commits already say.
+    what the commits already say. ``notes`` maps a state key to ``tell(value) -> sentence``,
+    told right after each write of that key (see the module docstring).
     """
     recorder_class = NarrativeRecorder if include_emits else _SilentEmitsRecorder
     return recorder_class(
@@ -327,4 +357,5 @@ def narrative(
         include_values=include_values,
         max_value_length=max_value_length,
         format_value=format_value or summarize_value,
+        notes=dict(notes or {}),
     )

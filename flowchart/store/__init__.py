@@ -22,6 +22,7 @@ from .protocol import (
     Status,
     StoreError,
 )
+from .questions import register_question_reader
 from .schema import SCHEMA_VERSION
 from .sqlite import SqliteStore
 
@@ -41,4 +42,5 @@ __all__ = [
     "SqliteStore",
     "Status",
     "StoreError",
+    "register_question_reader",
 ]

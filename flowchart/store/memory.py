@@ -27,6 +27,7 @@ from .protocol import (
     check_status,
     renumber,
 )
+from .questions import read_question
 
 
 @attrs.define
@@ -72,7 +73,8 @@ class MemoryStore:
         return RunRecord(
             run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
             input=codec.decode(row.input), commit_log=tuple(codec.decode_commit(c) for c in row.commits),
-            checkpoint=codec.decode_checkpoint(row.checkpoint), question=codec.decode(row.question),
+            checkpoint=codec.decode_checkpoint(row.checkpoint),
+            question=read_question(row.kind, codec.decode(row.question)),
             output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
             narrative=tuple(row.narrative), created_at=row.created_at, updated_at=row.updated_at,
             has_answer=row.has_answer, answer=codec.decode(row.answer),

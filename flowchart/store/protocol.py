@@ -89,8 +89,9 @@ class RunRecord:
 
     ``commit_log`` is the whole log across segments (``idx`` == position, folding from
     ``{}``); ``checkpoint`` is set while paused and while an answer waits to be applied;
-    ``question`` is the pending pause data (for an agent: ``kind`` and the
-    ``check_in`` request with its evidence, or the middleware ``ask``) while paused;
+    ``question`` is the pending question while paused: the typed request when the run's
+    kind has a question reader (an agent's ``CheckInRequest`` or ``MiddlewareAsk``; see
+    ``questions``), else the pause data as stored;
     ``answer`` is the recorded answer not yet applied (``has_answer``); ``answered`` the
     request ids answered so far; ``narrative`` the lines of every segment so far;
     ``failure`` why a ``failed`` run failed (``None`` for runs stored before it was

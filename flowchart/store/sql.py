@@ -35,6 +35,7 @@ from .protocol import (
     check_status,
     renumber,
 )
+from .questions import read_question
 from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
@@ -154,7 +155,8 @@ class SqlStore:
         return RunRecord(
             run_id=run_id, status=row[3], kind=row[1], chart_fingerprint=fingerprint,
             input=codec.decode(row[4]), commit_log=log, checkpoint=codec.decode_checkpoint(row[5]),
-            question=codec.decode(row[6]), output=codec.decode(row[9]), error=row[10], answered=ids,
+            question=read_question(row[1], codec.decode(row[6])), output=codec.decode(row[9]), error=row[10],
+            answered=ids,
             narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(row[8]), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),

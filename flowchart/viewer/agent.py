@@ -1,9 +1,10 @@
 """The agent panels' data: model calls, tool results, the ledger, check-ins and pauses.
 
-Law: everything here is READ from the trace — the final (replayed) state's ``history`` and
-``middleware_decisions`` and ``tool_errors`` (the exceptions of tools that raised), the
-initial state's ``paused_tool_call`` (a resumed run) and the
-checkpoint's ``pause_data`` (a paused run) — never recomputed or guessed. A value the
+Law: everything here is READ from the trace — the final (replayed) state's ``history``,
+``middleware_decisions``, ``human_decisions`` (who answered each pause, as committed) and
+``tool_errors`` (the exceptions of tools that raised), the initial state's
+``paused_tool_call`` (a resumed run) and the checkpoint's ``pause_data`` (a paused run) —
+never recomputed or guessed. A value the
 trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
 repaired. ``written_at`` links a history message or ledger row to the commit whose ``append``
 added it or whose ``set`` first made the list that long (``None`` when it came with the initial
@@ -19,6 +20,7 @@ from ..commits import Commit
 
 HISTORY = "history"
 LEDGER = "middleware_decisions"
+HUMAN = "human_decisions"
 PAUSED = "paused_tool_call"
 TOOL_ERRORS = "tool_errors"
 
@@ -70,19 +72,26 @@ def _check_in(pause: Any) -> dict[str, Any] | None:
     return None
 
 
-def _decision_lines(narrative: Sequence[str] | None) -> list[str]:
-    return [line for line in narrative or () if line.startswith("[emit] checkin.decision")]
+def _answer_to(rows: Any, at: list[int | None], paused: dict[str, Any]) -> tuple[Any, int | None]:
+    """The ``human_decisions`` row (and its commit) that answered the pause ``paused`` describes."""
+    if not isinstance(rows, list):
+        return None, None
+    for i in range(len(rows) - 1, -1, -1):
+        row = rows[i]
+        same_call = isinstance(row, dict) and row.get("tool_call_id") == paused.get("tool_call_id")
+        if same_call and paused.get("request_id") in (None, row.get("request_id")):
+            return row, at[i] if i < len(at) else None
+    return None, None
 
 
 def agent_panels(
     final_state: dict[str, Any],
     initial_state: dict[str, Any],
     commits: Sequence[Commit],
-    narrative: Sequence[str] | None,
     pause_data: Any,
 ) -> dict[str, Any] | None:
     """The agent panels' payload, or ``None`` when the run is not an agent run."""
-    if HISTORY not in final_state and LEDGER not in final_state:
+    if HISTORY not in final_state and LEDGER not in final_state and HUMAN not in final_state:
         return None
     out: dict[str, Any] = {"notes": []}
     history = final_state.get(HISTORY)
@@ -105,6 +114,13 @@ def agent_panels(
         out["tool_errors_at"] = written_at(commits, TOOL_ERRORS, initial_state.get(TOOL_ERRORS))
     elif TOOL_ERRORS in final_state:
         out["notes"].append(f"tool_errors is not a list in this trace: {str(errors)[:80]}")
+    human = final_state.get(HUMAN)
+    human_at = written_at(commits, HUMAN, initial_state.get(HUMAN))
+    if isinstance(human, list):
+        out["decisions"] = human
+        out["decisions_at"] = human_at
+    elif HUMAN in final_state:
+        out["notes"].append(f"human_decisions is not a list in this trace: {str(human)[:80]}")
     request = _check_in(pause_data)
     if request is not None:
         out["check_in"] = {"request": request, "status": "pending", "decision": None}
@@ -122,7 +138,8 @@ def agent_panels(
                 ),
                 None,
             )
-        out["resumed"] = {"paused": paused, "decision_lines": _decision_lines(narrative), "result": result}
+        decision, decision_at = _answer_to(human, human_at, paused)
+        out["resumed"] = {"paused": paused, "decision": decision, "decision_at": decision_at, "result": result}
     return out
 
 

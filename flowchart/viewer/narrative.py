@@ -2,7 +2,8 @@
 
 Law: a trace keeps its narrative as plain lines, so the mapping is a best-effort parse
 that never invents text. At subflow depth 0 a block starts at ``Stage N:`` (a stage or a
-decider), ``Execution paused at`` (the paused stage tells nothing else), ``Entering ...``
+decider), ``Execution paused at`` (the paused stage tells nothing else), ``Recorded the
+answer at`` (a pausable's answer commit), ``Entering ...``
 (a subflow mount: everything up to the matching ``Exiting`` line belongs to it),
 ``[Selected]:`` or ``[Parallel]:``; an ``On pass N ...`` line
 starts the block that follows it; lines before the first block join the first block.
@@ -36,7 +37,7 @@ class Block:
 
 
 def _shape(line: str) -> str | None:
-    if _STAGE.match(line) or line.startswith("Execution paused at "):
+    if _STAGE.match(line) or line.startswith(("Execution paused at ", "Recorded the answer at ")):
         return "stage"
     if line.startswith("Entering "):
         return "subflow"

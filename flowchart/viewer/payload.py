@@ -122,9 +122,7 @@ def build_payload(trace: Trace) -> dict[str, Any]:
         "choices": [c.decision for c in trace.commit_log],
         "why": why_chains(trace, keys),
         "subflows": _subflows(trace),
-        "agent": agent_panels(
-            final, trace.initial_state, trace.commit_log, trace.narrative, pause["data"] if pause else None
-        ),
+        "agent": agent_panels(final, trace.initial_state, trace.commit_log, pause["data"] if pause else None),
         "pause": pause,
         "failure": None if trace.failure is None else trace.failure.to_dict(),
     }

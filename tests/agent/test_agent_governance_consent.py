@@ -241,16 +241,21 @@ def test_a_reused_decision_is_refused() -> None:
     assert caught.value.problem == "already-used"
 
 
-def test_the_same_call_in_another_run_can_be_approved() -> None:
-    """Request ids fingerprint the call: an identical call in a second run is a new pause to answer."""
+def test_the_same_call_in_another_run_is_another_request() -> None:
+    """Request ids bind the run: an identical call in a second run is a new request, which the
+    first run's decision cannot answer; its own decision can, once."""
     body = Counter(lambda a: "refunded")
     agent, _ = build([REFUND_CALL, "Done.", REFUND_CALL, "Done again."], refund_tool(body, check_in="always"))
     first = agent.run("refund A1")
     assert isinstance(first, Paused) and first.check_in is not None
-    assert agent.resume(first.checkpoint, check_in_approved(request=first.check_in, by="alice", at=AT)) == "Done."
+    first_decision = check_in_approved(request=first.check_in, by="alice", at=AT)
+    assert agent.resume(first.checkpoint, first_decision) == "Done."
     second = agent.run("refund A1")
     assert isinstance(second, Paused) and second.check_in is not None
-    assert second.check_in.id == first.check_in.id
+    assert second.check_in.id != first.check_in.id
+    with pytest.raises(ResumeDecisionError) as caught:
+        agent.resume(second.checkpoint, first_decision)
+    assert caught.value.problem == "already-used" and len(body.runs) == 1
     assert (
         agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done again."
     )
@@ -296,7 +301,8 @@ def test_a_changed_call_is_refused() -> None:
     assert caught.value.problem == "changed-call"
     assert str(caught.value) == (
         f"this decision answers request '{out.ask.id}', but the call it was asked about has changed since the ask "
-        "(its tool, arguments, call id or identity differ), so it cannot approve what would run now."
+        "(its run, pause position, tool, arguments, call id or identity differ), so it cannot approve what would "
+        "run now."
     )
     assert body.runs == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -89,13 +90,17 @@ def test_the_checkpoint_holds_no_functions() -> None:
     assert isinstance(out, Paused)
     data = out.checkpoint.to_dict()
     assert Checkpoint.from_dict(data).to_dict() == data
-    assert data["shared_state"]["paused_tool_call"] == {
+    paused = data["shared_state"]["paused_tool_call"]
+    assert paused == {
         "kind": "ask_human",
         "tool_call_id": "c1",
         "tool_name": "confirm",
         "args": {"question": "?"},
+        "request_id": paused["request_id"],
+        "position": {"iteration": 1, "step": "tool-calls#3"},
         "index": 0,
     }
+    assert re.fullmatch(r"hum_[0-9a-f]{32}", paused["request_id"])
 
 
 def test_ask_human_data_must_be_json_safe() -> None:
@@ -143,12 +148,14 @@ def test_mid_batch_pause_keeps_the_later_calls() -> None:
 
 
 def test_resumed_run_commit_log_continues_the_chart() -> None:
-    """The resumed run commits tool-calls (resume), then call-llm, route, final."""
+    """The resumed run commits tool-calls twice (the recorded answer, then the resume), then
+    call-llm, route, final."""
     agent, _ = build([calls(call("c1", "confirm", question="?")), "ok"], confirm_tool(Confirm()))
     out = agent.run("go")
     assert isinstance(out, Paused)
     agent.resume(out.checkpoint, "yes")
-    assert [c.stage_id for c in agent.last_snapshot().commit_log] == ["tool-calls", "call-llm", "route", "final"]
+    log = agent.last_snapshot().commit_log
+    assert [c.stage_id for c in log] == ["tool-calls", "tool-calls", "call-llm", "route", "final"]
 
 
 def test_two_ask_human_calls_in_one_batch_pause_twice() -> None:

@@ -70,17 +70,26 @@ def test_the_request_id_is_an_opaque_deterministic_fingerprint() -> None:
         {"args": {"amount": 501}},
         {"tool_call_id": "t2"},
         {"identity": "u2"},
+        {"run_id": "run-b"},
+        {"position": {"iteration": 2, "step": "tool-calls#9"}},
+        {"position": {"iteration": 1, "step": "tool-calls#10"}},
     ],
 )
-def test_any_change_to_the_call_changes_the_id(change: dict[str, Any]) -> None:
-    """The id is bound to the tool, the args, the call id and the identity."""
+def test_any_change_to_the_call_its_run_or_its_position_changes_the_id(change: dict[str, Any]) -> None:
+    """The id is bound to the run, the pause's position, the tool, the args, the call id and the
+    identity: the same call in another run, or paused again later, is another request."""
     base: dict[str, Any] = {
         "tool": "refund",
         "args": {"amount": 500},
         "tool_call_id": "t1",
         "identity": "u1",
+        "run_id": "run-a",
+        "position": {"iteration": 1, "step": "tool-calls#9"},
     }
+    assert check_in_request_id(**base) == check_in_request_id(**base)
     assert check_in_request_id(**base) != check_in_request_id(**{**base, **change})
+    ask_base = {**base, "middleware": "gate"}
+    assert ask_request_id(**ask_base) != ask_request_id(**{**ask_base, **change})
 
 
 def test_the_id_does_not_depend_on_key_order() -> None:

@@ -129,9 +129,13 @@ def test_a_non_string_timestamp_is_refused() -> None:
 
 
 def test_a_decision_value_survives_json() -> None:
-    """A decision with a value round-trips through JSON text."""
-    decision = check_in_approved(request=REQUEST, by="a", value={"row": 3, "pick": ["x"]}, at=AT)
-    assert CheckInDecision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+    """A decision on an ask with a value, and one with edited args, round-trip through JSON text."""
+    ask = MiddlewareAsk("ask_1", "q?", None, "gate", "refund", {}, "t1")
+    valued = check_in_approved(request=ask, by="a", value={"row": 3, "pick": ["x"]}, at=AT)
+    edited = check_in_approved(request=REQUEST, by="a", args={"amount": 100}, at=AT)
+    for decision in (valued, edited):
+        assert CheckInDecision.from_dict(json.loads(json.dumps(decision.to_dict()))) == decision
+    assert edited.to_dict()["args"] == {"amount": 100}
 
 
 def test_declined_result_is_what_the_model_reads() -> None:
@@ -234,8 +238,8 @@ def test_a_decision_for_a_changed_call_is_refused() -> None:
     with pytest.raises(
         ValueError,
         match=rf"^this decision answers request '{asked}', but the call it was asked about has "
-        r"changed since the ask \(its tool, arguments, call id or identity differ\), so it cannot "
-        r"approve what would run now\.$",
+        r"changed since the ask \(its run, pause position, tool, arguments, call id or identity differ\), "
+        r"so it cannot approve what would run now\.$",
     ) as caught:
         verify_decision(decision_for(asked), pending_request_id=asked, current_request_id=now)
     assert caught.value.problem == "changed-call"  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from refund_agent import REFUNDS, refund_agent
 from agent import Paused
 from flowchart import replay
 from flowchart.store import RunNotFoundError, RunStore
-from governance import ResumeDecisionError, check_in_approved, check_in_declined
+from governance import CheckInRequest, ResumeDecisionError, check_in_approved, check_in_declined
 
 
 @pytest.fixture(autouse=True)
@@ -20,14 +20,15 @@ def _clear_refunds() -> None:
 
 
 def test_a_paused_agent_run_is_stored_with_its_question(make_store: Callable[[], RunStore]) -> None:
-    """run() returns Paused with run_id; the store holds the check-in request and its evidence."""
+    """run() returns Paused with run_id; the store gives the check-in request back TYPED, with its
+    evidence, so a process holding only the run id can decide on it."""
     out = refund_agent(make_store()).run("refund order A-1 150")
     assert isinstance(out, Paused) and out.run_id is not None and out.check_in is not None
     record = make_store().get(out.run_id)
     assert (record.kind, record.status, record.input) == ("agent", "paused", {"input_message": "refund order A-1 150"})
-    assert record.question["kind"] == "check_in"
-    assert record.question["check_in"]["id"] == out.check_in.id
-    assert record.question["check_in"]["evidence"] == out.check_in.evidence.to_dict()
+    assert record.question == out.check_in
+    assert isinstance(record.question, CheckInRequest)
+    assert check_in_approved(request=record.question, by="alice").request_id == out.check_in.id
     assert record.narrative and record.checkpoint == out.checkpoint
 
 
@@ -118,3 +119,32 @@ def test_a_non_decision_answer_is_refused_before_anything_is_recorded(store: Run
     with pytest.raises(DecisionRequiredError, match="answered with a DECISION"):
         agent.resume_run(paused.run_id, "yes")
     assert store.get(paused.run_id).status == "paused" and store.get(paused.run_id).answered == frozenset()
+
+
+def test_a_decision_for_one_run_never_approves_another_run_with_an_identical_call(
+    make_store: Callable[[], RunStore],
+) -> None:
+    """Two runs pause on the very same call (same tool, args, call id, identity): their request
+    ids differ, and run A's decision is refused on run B, which stays paused; nothing runs."""
+    agent = refund_agent(make_store())
+    run_a, run_b = agent.run("refund order A-1 150"), agent.run("refund order A-1 150")
+    assert isinstance(run_a, Paused) and isinstance(run_b, Paused) and run_a.check_in and run_b.check_in
+    assert run_a.check_in.args == run_b.check_in.args and run_a.check_in.id != run_b.check_in.id
+    decision_for_a = check_in_approved(request=run_a.check_in, by="alice")
+    with pytest.raises(ResumeDecisionError) as caught:
+        refund_agent(make_store()).resume_run(run_b.run_id or "", decision_for_a)
+    assert caught.value.problem == "another-request"
+    assert make_store().get(run_b.run_id or "").status == "paused" and REFUNDS == []
+
+
+def test_a_process_holding_only_the_run_id_decides_from_the_stored_question(
+    make_store: Callable[[], RunStore],
+) -> None:
+    """``check_in_approved(request=store.get(id).question, ...)`` in another store view finishes the run."""
+    paused = refund_agent(make_store()).run("refund order A-1 150")
+    assert isinstance(paused, Paused) and paused.run_id
+    question = make_store().get(paused.run_id).question
+    final = refund_agent(make_store()).resume_run(paused.run_id, check_in_approved(request=question, by="dana"))
+    assert final == "Done: refunded 150.00 on A-1" and len(REFUNDS) == 1
+    rows = replay(make_store().get(paused.run_id).commit_log)["human_decisions"]
+    assert [(r["by"], r["request_id"]) for r in rows] == [("dana", paused.check_in.id if paused.check_in else "")]

@@ -41,7 +41,7 @@ def test_advance_does_what_the_record_says(store: RunStore) -> None:
     assert advance(agent, run_id) == "paused"
     assert advance(agent, run_id) == "paused"  # delivered twice: the run waits for a person
     question = store.get(run_id).question
-    durable.answer_in(store, run_id, check_in_approved(request=question["check_in"], by="ops"))
+    durable.answer_in(store, run_id, check_in_approved(request=question, by="ops"))
     assert advance(agent, run_id) == "done"
     assert advance(agent, run_id) == "done"
     assert [f"{run_id}:call-1"] == REFUNDS
@@ -80,7 +80,7 @@ def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str,
         def all_done() -> bool:
             for record in store.list(status="paused"):
                 if record.run_id not in answered:
-                    decision = check_in_approved(request=record.question["check_in"], by="ops")
+                    decision = check_in_approved(request=record.question, by="ops")
                     answer_and_enqueue(app, store, record.run_id, decision)
                     answered.add(record.run_id)
             return len(store.list(status="done")) == len(ids)

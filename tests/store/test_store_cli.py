@@ -169,3 +169,41 @@ def test_the_console_script_answers_from_another_process(db: str, tmp_path: Path
     assert second.returncode == 2 and second.stderr.startswith("agent: error:") and "Traceback" not in second.stderr
     assert (tmp_path / "refunds.log").read_text().splitlines() == [f"{run_id}:call-1"]
     assert SqliteStore(db).get(run_id).status == "done"
+
+
+def test_show_prints_who_decided(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """After an approval, ``runs show`` prints the decision's sentence and ``--json`` its row."""
+    run_id = _paused_id(db)
+    argv = ["runs", "approve", run_id, "--by", "alice", "--note", "ok", "--agent", "refund_agent:refund_agent"]
+    assert _run(capsys, *argv, "--db", db)[0] == 0
+    code, out, _ = _run(capsys, "runs", "show", run_id, "--db", db)
+    assert code == 0
+    assert "decided:\n  alice approved refund(order_id=A-1, amount=150.0): ok (at " in out
+    code, out, _ = _run(capsys, "runs", "show", run_id, "--json", "--db", db)
+    (row,) = json.loads(out)["human_decisions"]
+    assert (row["by"], row["approved"], row["note"], row["tool"]) == ("alice", True, "ok", "refund")
+
+
+def test_approving_the_demo_again_after_it_pauses_again_finishes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo agent resumed through the CLI replays its script and pauses on the same call again:
+    that later pause is a NEW request, so a second approve finishes the run (it never gets stuck)."""
+    from examples import support_agent as demo
+
+    path = str(tmp_path / "demo.db")
+    first = demo.build_agent(SqliteStore(path)).run(demo.QUESTION)
+    assert isinstance(first, Paused) and first.run_id and first.check_in
+    argv = ["runs", "approve", first.run_id, "--by", "alice", "--agent", "examples.support_agent:build_agent"]
+    code, out, err = _run(capsys, *argv, "--db", path)
+    assert code == 0, err
+    again = SqliteStore(path).get(first.run_id).question
+    assert again.id != first.check_in.id
+    assert out.strip() == (
+        f"run {first.run_id}: approved by alice; paused again on request {again.id}: "
+        'check-in: issue_refund {"amount": 129.0, "order_id": "A-1001"}'
+    )
+    code, out, err = _run(capsys, *argv, "--db", path)
+    assert code == 0, err
+    assert out.startswith(f"run {first.run_id}: approved by alice; done: ")  # the iteration budget ends it
+    assert SqliteStore(path).get(first.run_id).answered == frozenset({first.check_in.id, again.id})

@@ -123,6 +123,15 @@ def test_the_agent_panels_list_model_calls_and_the_ledger(viewer: Open, support:
     view.check_clean()
 
 
+def test_the_resumed_run_says_who_approved(viewer: Open, support: tuple[Trace, Trace]) -> None:
+    """The resumed demo's check-in section names alice, what she approved, and links her commit."""
+    view = viewer(support[1], "support-decided")
+    text = view.page.locator("#agent-panel p.human-decision.approved").first.text_content() or ""
+    assert text.startswith("alice approved issue_refund(") and "duplicate charge" in text
+    assert view.page.locator("#agent-panel p.human-decision b.by").first.text_content() == "alice"
+    view.check_clean()
+
+
 def test_a_paused_run_shows_the_check_in_evidence_and_the_pending_question(
     viewer: Open, support: tuple[Trace, Trace]
 ) -> None:

@@ -156,3 +156,13 @@ def test_decision_evidence_comes_from_the_commit_even_without_a_narrative() -> N
     assert [r["matched"] for r in choice["evidence"]["rules"]] == [True]
     others = [c for c, commit in zip(payload["choices"], trace.commit_log, strict=True) if commit.stage_id != "route"]
     assert others == [None] * (len(trace.commit_log) - 1)
+
+
+def test_the_resumed_demo_shows_who_approved_on_the_commit_that_recorded_it() -> None:
+    """The agent panel's resumed section carries alice's decision row and the commit that wrote it."""
+    _paused, resumed = off_loop(support_traces)
+    agent = build_payload(resumed)["agent"]
+    decision, at = agent["resumed"]["decision"], agent["resumed"]["decision_at"]
+    assert (decision["by"], decision["approved"], decision["tool"]) == ("alice", True, "issue_refund")
+    assert resumed.commit_log[at].written_keys == ("human_decisions",)
+    assert agent["decisions"] == [decision] and agent["decisions_at"] == [at]

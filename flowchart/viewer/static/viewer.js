@@ -332,6 +332,14 @@
     });
     return out;
   }
+  function humanView(d, at) {
+    const verdict = d.gate === "ask_human" ? "answered" : d.approved === true ? "approved" : "declined";
+    return el("p", { class: `human-decision ${verdict}` }, el("b", { class: "by" }, String(d.by ?? "a person")), ` ${verdict} ${d.tool}(`, valueView(d.args), ")",
+      has(d, "after") ? el("span", { class: "before-after" }, " edited to ", el("ins", null, valueView(d.after))) : "",
+      has(d, "answer") ? el("span", null, ": ", valueView(d.answer)) : "",
+      d.note ? el("span", null, ` — note: ${d.note}`) : "", d.at ? el("span", { class: "muted" }, ` · at ${d.at}`) : "",
+      at !== null && at !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at) }, ` #${at}`) : "");
+  }
   function toolErrorsView(rows, at) {
     return el("ol", { class: "tool-errors" }, rows.map((r, i) => isObj(r)
       ? el("li", { class: "tool-error" }, el("b", null, `${r.tool_name} · ${r.error_type}`), ` (call ${r.tool_call_id}, iteration ${r.iteration})`,
@@ -367,12 +375,15 @@
     if (A.tool_errors) panel.append(section(`Tool errors (${A.tool_errors.length}) — the model read only the message`, toolErrorsView(A.tool_errors, A.tool_errors_at)));
     if (A.check_in) panel.append(checkInView(A.check_in.request, "Check-in — waiting for a decision"));
     if (A.resumed) {
-      const r = A.resumed, p = r.paused;
-      panel.append(section("Check-in answered (this run resumed it)",
+      const r = A.resumed, p = r.paused, d = r.decision;
+      const title = p.kind === "ask_human" ? "Question answered" : p.kind === "ask" ? "Ask answered" : "Check-in answered";
+      panel.append(section(`${title} (this run resumed it)`,
         el("p", null, `${p.kind} on ${p.tool_name} `, valueView(p.args), ` · request ${p.request_id || "?"}`),
-        r.decision_lines.map((t) => el("p", { class: "muted" }, t)),
+        isObj(d) ? humanView(d, r.decision_at) : el("p", { class: "muted" }, "no human decision recorded"),
         r.result ? el("p", { class: "decision" }, el("b", null, "result: "), valueView(r.result.content)) : el("p", { class: "muted" }, "no tool result recorded")));
     }
+    if (A.decisions) panel.append(section(`Human decisions (${A.decisions.length})`,
+      el("ol", { class: "human-decisions" }, A.decisions.map((d, i) => el("li", null, isObj(d) ? humanView(d, A.decisions_at[i]) : valueView(d))))));
   }
 
   // -- start -----------------------------------------------------------------------------------
