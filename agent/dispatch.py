@@ -267,7 +267,8 @@ async def answer_paused(
     if not approved:
         return declined_result(note), False
     info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-                        history=tuple(peek(scope, "history")), identity=_identity(scope), source=tool.source)  # fmt: skip
+                        history=tuple(peek(scope, "history")), identity=_identity(scope),
+                        source=tool.source)  # fmt: skip
     rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
     record_rows(scope, ctx, rest.rows)
     if rest.verdict != "allow":

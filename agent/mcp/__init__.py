@@ -6,7 +6,7 @@ ordinary ``Tool``s (every gate applies; ``source`` is the server's name). Tools 
 Importing ``agent`` never needs this package; importing this one needs ``mcp``.
 """
 
-from .client import McpConnectionError, McpTools, McpToolError, mcp_tools
+from .client import McpConnectionError, McpToolError, McpTools, mcp_tools
 from .server import NEEDS_A_PERSON, McpServer, mcp_server
 
 __all__ = [

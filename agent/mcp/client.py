@@ -18,8 +18,9 @@ Laws:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import Any
@@ -27,7 +28,6 @@ from typing import Any
 try:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamablehttp_client
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("agent.mcp needs the MCP SDK: pip install 'pyfootprint[mcp]'") from exc
 
@@ -105,10 +105,8 @@ class _Session:
                 if done is not None:
                     await asyncio.wait({done}, timeout=10)
 
-            try:
+            with contextlib.suppress(Exception):  # a session that died already has nothing to close
                 wait(self.thread.submit(finish), 15)
-            except Exception:
-                pass
             self.closing = None
         self.thread.stop()
 
@@ -211,7 +209,7 @@ def mcp_tools(
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"mcp_tools(url=...): expected an http:// or https:// URL, got {url!r}")
         where = url
-        transport = streamablehttp_client(url, headers=dict(headers or {}))
+        transport = _http_transport(url, dict(headers or {}))
     session = _Session(where)
     try:
         server_name, listed = wait(session.thread.submit(lambda: session.open(transport)), timeout)
@@ -225,6 +223,19 @@ def mcp_tools(
         session.close()
         raise
     return McpTools(tools, source, session)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP: the SDK's client on an httpx client this session owns (and closes)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 def _tool(session: _Session, spec: Any, source: str, prefix: str, timeout: float | None, check_in: Any) -> Tool:

@@ -31,7 +31,9 @@ class RuleProvider:
             return LLMResponse(content=f"Done: {results[-1]['content']}")
         text = request.messages[0]["content"]
         if "wipe" in text:
-            return LLMResponse(content="", tool_calls=(ToolCall("w1", "wipe", {"table": "orders"}),), finish_reason="tool_use")
+            return LLMResponse(
+                content="", tool_calls=(ToolCall("w1", "wipe", {"table": "orders"}),), finish_reason="tool_use"
+            )
         return LLMResponse(
             content="Refunding.", tool_calls=(ToolCall("r1", "refund", {"order_id": "A1"}),), finish_reason="tool_use"
         )
