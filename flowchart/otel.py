@@ -32,7 +32,7 @@ try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
     from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # without the extra: say which one to install
     raise ImportError(
         "flowchart.otel needs OpenTelemetry: pip install 'pyfootprint[otel]' (opentelemetry-api, opentelemetry-sdk)"
     ) from exc

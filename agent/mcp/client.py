@@ -28,7 +28,7 @@ from typing import Any
 try:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # without the extra: say which one to install
     raise ImportError("agent.mcp needs the MCP SDK: pip install 'pyfootprint[mcp]'") from exc
 
 import attrs

@@ -21,7 +21,7 @@ from typing import Any
 
 try:
     from mcp.server.fastmcp import FastMCP
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:  # without the extra: say which one to install
     raise ImportError("agent.mcp needs the MCP SDK: pip install 'pyfootprint[mcp]'") from exc
 
 import attrs
