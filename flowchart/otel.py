@@ -146,10 +146,8 @@ class OtelRecorder:
 
     def _open_stage(self, run: _Run, ctx: Any) -> Span:
         parent = self._parent(run, ctx.subflow_path)
-        span = self._tracer.start_span(ctx.stage_name, context=trace.set_span_in_context(parent))
-        span.set_attribute("flowchart.stage.id", ctx.stage_id)
-        span.set_attribute("flowchart.stage.runtime_id", ctx.runtime_stage_id)
-        return span
+        attributes = {"flowchart.stage.id": ctx.stage_id, "flowchart.stage.runtime_id": ctx.runtime_stage_id}
+        return self._tracer.start_span(ctx.stage_name, context=trace.set_span_in_context(parent), attributes=attributes)
 
     def on_stage_start(self, event: StageEvent) -> None:
         run = self._runs.get(event.ctx.run_id)
@@ -177,15 +175,18 @@ class OtelRecorder:
         if span is None:
             return
         commit = event.commit
-        span.set_attribute("flowchart.commit.idx", commit.idx)
-        span.set_attribute("flowchart.stage.reads", list(commit.reads))
-        span.set_attribute("flowchart.stage.writes", list(commit.written_keys))
+        attributes: dict[str, Any] = {
+            "flowchart.commit.idx": commit.idx,
+            "flowchart.stage.reads": commit.reads,
+            "flowchart.stage.writes": commit.written_keys,
+        }
         if commit.redacted_paths:
-            span.set_attribute("flowchart.stage.redacted", list(commit.redacted_paths))
+            attributes["flowchart.stage.redacted"] = commit.redacted_paths
         if self._values:
             for op in commit.trace:
                 if op.verb != "delete":
-                    span.set_attribute(f"flowchart.write.{'.'.join(op.path)}", _json(op.value))
+                    attributes[f"flowchart.write.{'.'.join(op.path)}"] = _json(op.value)
+        span.set_attributes(attributes)
         if mount is not None and mount[0] == rid:  # the mount's one commit is its output merge: it is done
             del run.mounts[mount_path]
             span.end()
@@ -248,9 +249,10 @@ class OtelRecorder:
         stage = run.stages.get(event.ctx.runtime_stage_id) or run.span
         if name == _LLM_START:
             model = str(payload.get("model", ""))
-            span = self._tracer.start_span(f"chat {model}", context=trace.set_span_in_context(stage))
-            span.set_attribute("gen_ai.operation.name", "chat")
-            span.set_attribute("gen_ai.request.model", model)
+            attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+            span = self._tracer.start_span(
+                f"chat {model}", context=trace.set_span_in_context(stage), attributes=attributes
+            )
             run.genai[f"llm:{event.ctx.runtime_stage_id}"] = span
         elif name == _LLM_END:
             span = run.genai.pop(f"llm:{event.ctx.runtime_stage_id}", None)
@@ -281,10 +283,14 @@ class OtelRecorder:
 
     def _tool_span(self, run: _Run, stage: Span, payload: dict[str, Any]) -> None:
         tool = str(payload.get("tool_name", ""))
-        span = self._tracer.start_span(f"execute_tool {tool}", context=trace.set_span_in_context(stage))
-        span.set_attribute("gen_ai.operation.name", "execute_tool")
-        span.set_attribute("gen_ai.tool.name", tool)
-        span.set_attribute("gen_ai.tool.call.id", str(payload.get("tool_call_id", "")))
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": str(payload.get("tool_call_id", "")),
+        }
+        span = self._tracer.start_span(
+            f"execute_tool {tool}", context=trace.set_span_in_context(stage), attributes=attributes
+        )
         run.genai[f"tool:{payload.get('tool_call_id', '')}"] = span
 
     def _span_event(self, run: _Run, stage: Span, name: str, payload: dict[str, Any]) -> None:
