@@ -135,3 +135,11 @@ def test_mcp_tools_needs_exactly_one_transport() -> None:
         mcp_tools(url="ftp://x")
     with pytest.raises(ValueError, match=r"^mcp_tools\(command=...\): expected a list of non-empty strings"):
         mcp_tools(command="python server.py")
+
+
+async def test_mcp_tools_work_from_arun_inside_the_callers_loop(inventory: McpTools, log_path: Path) -> None:
+    """await agent.arun in a running loop reaches the session's own loop without blocking this one."""
+    before = len(served(log_path))
+    agent, _ = build([calls(call("c1", "stock", sku="Q", warehouse="east")), "One lot."], *inventory)
+    assert await agent.arun("stock of Q in east?") == "One lot."
+    assert served(log_path)[before:] == [{"tool": "stock", "args": {"sku": "Q", "warehouse": "east"}}]
