@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -218,3 +219,18 @@ def test_otel_recorder_refuses_something_that_is_not_a_tracer_provider() -> None
     """otel_recorder(tracer_provider=...) names what it got when it is not a provider."""
     with pytest.raises(TypeError, match=r"^otel_recorder\(tracer_provider=...\): expected an OpenTelemetry"):
         otel_recorder("jaeger")
+
+
+async def test_a_sync_run_inside_a_running_loop_keeps_the_callers_span_as_parent() -> None:
+    """chart.run() called inside a running loop runs in a helper thread, in a copy of the
+    caller's context: the run span is still the caller's span's child."""
+    provider, exporter = memory_provider()
+
+    async def slow_seed(scope: Any) -> None:
+        await asyncio.sleep(0)
+        scope.x = 1
+
+    chart = flow_chart("Seed", slow_seed, "seed").build()
+    with provider.get_tracer("web").start_as_current_span("GET /async"):
+        chart.run(recorders=[otel_recorder(provider)])
+    assert tree(exporter.get_finished_spans()) == [["GET /async", [["flowchart.run", ["Seed"]]]]]
