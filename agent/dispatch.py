@@ -346,7 +346,8 @@ def make_tool_calls(cfg: AgentConfig) -> Pausable:
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = dict(scope[PAUSED_KEY])
         del scope[PAUSED_KEY]
-        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "kind": paused["kind"]})
+        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "tool_name": paused["tool_name"],
+                                       "kind": paused["kind"]})  # fmt: skip
         calls = peek(scope, "llm_latest_tool_calls")
         index = paused["index"]
         text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], answer, scope.iteration)

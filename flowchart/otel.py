@@ -60,6 +60,7 @@ _TOOL_START, _TOOL_END = "tool.start", "tool.end"
 _TURN_START = "turn.start"
 _CHECKIN_REQUEST, _CHECKIN_DECISION = "checkin.request", "checkin.decision"
 _MIDDLEWARE_DECISION = "middleware.decision"
+_PAUSE_RESUME = "pause.resume"
 _MIDDLEWARE_FIELDS = ("middleware", "moment", "outcome", "tool_name", "tool_call_id")
 _MAX_VALUE = 4096
 
@@ -264,16 +265,16 @@ class OtelRecorder:
                 if payload.get("finish_reason"):
                     span.set_attribute("gen_ai.response.finish_reasons", [str(payload["finish_reason"])])
                 span.end()
-        elif name == _TOOL_START or (name == _CHECKIN_DECISION and payload.get("approved") is True):
-            # an approved check-in runs the tool now, in the resumed run: its span starts here
+        elif name in (_TOOL_START, _PAUSE_RESUME):
+            # a resumed run goes on with the paused call: its span starts with the answer
             self._tool_span(run, stage, payload)
-            if name == _CHECKIN_DECISION:
+            if name == _PAUSE_RESUME:
                 self._span_event(run, stage, name, payload)
         elif name == _TOOL_END:
             span = run.genai.pop(f"tool:{payload.get('tool_call_id', '')}", None)
             if span is not None:
                 if payload.get("error"):
-                    span.set_status(Status(StatusCode.ERROR, "the tool raised"))
+                    span.set_status(Status(StatusCode.ERROR, "the tool failed or did not run"))
                 span.end()
         elif name == _TURN_START:
             run.span.update_name("invoke_agent")
@@ -302,6 +303,8 @@ class OtelRecorder:
             target.add_event("human.decision", _fields(payload, ("tool_name", "tool_call_id", "approved", "by")))
         elif name == _MIDDLEWARE_DECISION:
             target.add_event("middleware.decision", _fields(payload, _MIDDLEWARE_FIELDS))
+        elif name == _PAUSE_RESUME:  # a person's answer is being applied (its verdict follows)
+            target.add_event("human.answer", _fields(payload, ("kind", "tool_call_id")))
 
 
 def otel_recorder(tracer_provider: Any = None, *, values: bool = False) -> OtelRecorder:

@@ -189,11 +189,10 @@ def test_an_agent_with_a_paused_check_in_exports_genai_spans_and_links_the_resum
     [link] = resumed.links
     assert link.context.span_id == paused_run.context.span_id
     assert resumed.context.trace_id != paused_run.context.trace_id  # a new trace, linked (not nested)
-    decision = by_name(exporter, "execute_tool refund").events[0]
-    assert (decision.name, dict(decision.attributes)) == (
-        "human.decision",
-        {"tool_name": "refund", "tool_call_id": "c1", "approved": True, "by": "alice"},
-    )
+    assert [(e.name, dict(e.attributes)) for e in by_name(exporter, "execute_tool refund").events] == [
+        ("human.answer", {"kind": "check_in", "tool_call_id": "c1"}),
+        ("human.decision", {"tool_name": "refund", "tool_call_id": "c1", "approved": True, "by": "alice"}),
+    ]
 
 
 def test_a_tool_that_raises_sets_error_status_on_its_tool_span() -> None:
@@ -234,3 +233,45 @@ async def test_a_sync_run_inside_a_running_loop_keeps_the_callers_span_as_parent
     with provider.get_tracer("web").start_as_current_span("GET /async"):
         chart.run(recorders=[otel_recorder(provider)])
     assert tree(exporter.get_finished_spans()) == [["GET /async", [["flowchart.run", ["Seed"]]]]]
+
+
+def test_an_answered_middleware_ask_shows_the_answer_and_the_askers_verdict() -> None:
+    """A middleware ask: the pause is a span event; on resume the call's span carries the
+    answer and the asker's allow (filed by the person's approval), and the tool runs in it."""
+    from types import SimpleNamespace
+
+    from governance import allow, ask
+
+    def risk(c: Any) -> Any:
+        return ask("Refund over 100?") if c.args["amount"] > 100 else allow()
+
+    provider, exporter = memory_provider()
+    agent, _ = build(
+        [REFUND_CALL, "Done."],
+        refund_tool(),
+        recorders=[otel_recorder(provider)],
+        configure=lambda b: b.tool_middleware(SimpleNamespace(name="risk", on_tool_call=risk)),
+    )
+    out = agent.run("refund A1")
+    assert isinstance(out, Paused) and out.ask is not None
+    tool = by_name(exporter, "execute_tool refund")
+    assert [(e.name, dict(e.attributes)) for e in tool.events] == [
+        (
+            "middleware.decision",
+            {
+                "middleware": "risk",
+                "moment": "before-tool",
+                "outcome": "ask",
+                "tool_name": "refund",
+                "tool_call_id": "c1",
+            },
+        )
+    ]
+    exporter.clear()
+    assert agent.resume(out.checkpoint, check_in_approved(request=out.ask, by="bob")) == "Done."
+    resumed_tool = by_name(exporter, "execute_tool refund")
+    assert resumed_tool.status.status_code is StatusCode.UNSET
+    assert [(e.name, e.attributes.get("outcome"), e.attributes.get("kind")) for e in resumed_tool.events] == [
+        ("human.answer", None, "ask"),
+        ("middleware.decision", "allow", None),
+    ]
