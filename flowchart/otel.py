@@ -63,6 +63,7 @@ _MIDDLEWARE_DECISION = "middleware.decision"
 _PAUSE_RESUME = "pause.resume"
 _MIDDLEWARE_FIELDS = ("middleware", "moment", "outcome", "tool_name", "tool_call_id")
 _MAX_VALUE = 4096
+_MAX_PAUSED = 10_000
 
 
 class _Run:
@@ -124,6 +125,8 @@ class OtelRecorder:
             span.add_event("flowchart.pause", attributes)
         run.span.add_event("flowchart.pause", attributes)
         self._paused[event.ctx.run_id] = (run.span.get_span_context(), getattr(run.span, "name", "flowchart.run"))
+        if len(self._paused) > _MAX_PAUSED:  # runs never resumed here must not grow a long-lived recorder
+            del self._paused[next(iter(self._paused))]
         self._close_run(event.ctx.run_id, "paused")
 
     def _close_run(self, run_id: str, status: str) -> None:

@@ -275,3 +275,22 @@ def test_an_answered_middleware_ask_shows_the_answer_and_the_askers_verdict() ->
         ("human.answer", None, "ask"),
         ("middleware.decision", "allow", None),
     ]
+
+
+def test_a_stored_run_resumed_by_run_id_links_to_its_paused_segment() -> None:
+    """With a run store, resume_run(run_id, ...) continues the stored run: the new segment's span
+    names the paused segment's engine run id and links to its span."""
+    from flowchart.store import MemoryStore
+
+    provider, exporter = memory_provider()
+    agent, _ = build(
+        [REFUND_CALL, "Done."], refund_tool(check_in="always"), recorders=[otel_recorder(provider)], store=MemoryStore()
+    )
+    out = agent.run("refund A1")
+    assert isinstance(out, Paused) and out.run_id is not None
+    paused_run = by_name(exporter, "invoke_agent")
+    exporter.clear()
+    assert agent.resume_run(out.run_id, check_in_approved(request=out.check_in, by="alice")) == "Done."
+    resumed = by_name(exporter, "invoke_agent")
+    assert resumed.attributes["flowchart.resumed_from"] == paused_run.attributes["flowchart.run_id"]
+    assert [link.context.span_id for link in resumed.links] == [paused_run.context.span_id]
