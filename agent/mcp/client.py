@@ -217,12 +217,13 @@ def mcp_tools(
         session.close()
         raise
     source = name or server_name
+    owner = McpTools([], source, session)
     try:
-        tools = [_tool(session, spec, source, prefix, timeout, check_in) for spec in listed]
+        owner.extend(_tool(owner, spec, source, prefix, timeout, check_in) for spec in listed)
     except ToolDefinitionError:
-        session.close()
+        owner.close()
         raise
-    return McpTools(tools, source, session)
+    return owner
 
 
 @contextlib.asynccontextmanager
@@ -238,10 +239,12 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
         yield streams
 
 
-def _tool(session: _Session, spec: Any, source: str, prefix: str, timeout: float | None, check_in: Any) -> Tool:
+def _tool(owner: McpTools, spec: Any, source: str, prefix: str, timeout: float | None, check_in: Any) -> Tool:
+    """One MCP tool as a ``Tool``; its ``execute`` holds ``owner``, so the server lives as long as any tool."""
     remote = spec.name
 
     async def execute(args: dict[str, Any], _ctx: Any) -> Any:
+        session = owner._session
         if session.closed:
             raise McpConnectionError(f"MCP server {session.where} is closed: its tools cannot be called any more")
         return await session.thread.call(lambda: session.call(remote, args, timeout))

@@ -143,3 +143,22 @@ async def test_mcp_tools_work_from_arun_inside_the_callers_loop(inventory: McpTo
     agent, _ = build([calls(call("c1", "stock", sku="Q", warehouse="east")), "One lot."], *inventory)
     assert await agent.arun("stock of Q in east?") == "One lot."
     assert served(log_path)[before:] == [{"tool": "stock", "args": {"sku": "Q", "warehouse": "east"}}]
+
+
+def test_the_server_lives_as_long_as_the_agent_that_holds_its_tools() -> None:
+    """Tools handed straight to a builder keep their server alive; when the agent is gone, so is it."""
+    import gc
+    import weakref
+
+    tools = mcp_tools(command=[sys.executable, SERVER])
+    owner = weakref.ref(tools)
+    session = tools._session
+    agent, _ = build([calls(call("c1", "stock", sku="AB")), "14."], *tools)
+    del tools
+    gc.collect()
+    assert owner() is not None and not owner().closed  # type: ignore[union-attr]
+    assert agent.run("stock of AB?") == "14."
+    assert agent.last_snapshot().shared_state["history"][2]["content"] == "AB@main: 14 in stock"
+    del agent, _
+    gc.collect()
+    assert owner() is None and session.closed
