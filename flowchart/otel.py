@@ -31,7 +31,7 @@ from typing import Any
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
-    from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
+    from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 except ImportError as exc:  # without the extra: say which one to install
     raise ImportError(
         "flowchart.otel needs OpenTelemetry: pip install 'pyfootprint[otel]' (opentelemetry-api, opentelemetry-sdk)"
@@ -255,7 +255,7 @@ class OtelRecorder:
             model = str(payload.get("model", ""))
             attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
             span = self._tracer.start_span(
-                f"chat {model}", context=trace.set_span_in_context(stage), attributes=attributes
+                f"chat {model}", context=trace.set_span_in_context(stage), kind=SpanKind.CLIENT, attributes=attributes
             )
             run.genai[f"llm:{event.ctx.runtime_stage_id}"] = span
         elif name == _LLM_END:
@@ -277,6 +277,7 @@ class OtelRecorder:
             span = run.genai.pop(f"tool:{payload.get('tool_call_id', '')}", None)
             if span is not None:
                 if payload.get("error"):
+                    span.set_attribute("error.type", "tool_error")
                     span.set_status(Status(StatusCode.ERROR, "the tool failed or did not run"))
                 span.end()
         elif name == _TURN_START:
@@ -328,6 +329,7 @@ def otel_recorder(tracer_provider: Any = None, *, values: bool = False) -> OtelR
 def _fail(span: Span, error: BaseException | None, message: str) -> None:
     if error is not None:
         span.record_exception(error)
+        span.set_attribute("error.type", type(error).__qualname__)
     span.set_status(Status(StatusCode.ERROR, message))
 
 

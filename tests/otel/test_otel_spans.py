@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from agent_helpers import build, call, calls, refund_tool
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from otel_helpers import memory_provider, tree
 
 from agent import AgentBuildError, Paused
@@ -113,6 +113,7 @@ def test_a_failing_stage_sets_error_status_on_its_span_and_the_run() -> None:
     boom_span, run = by_name(exporter, "Boom"), by_name(exporter, "flowchart.run")
     assert boom_span.status.status_code is StatusCode.ERROR
     assert [e.name for e in boom_span.events] == ["exception"]
+    assert boom_span.attributes["error.type"] == "ValueError"
     assert (run.status.status_code, run.attributes["flowchart.run.status"]) == (StatusCode.ERROR, "failed")
     assert by_name(exporter, "Seed").status.status_code is StatusCode.UNSET
 
@@ -151,6 +152,7 @@ def test_an_agent_with_a_paused_check_in_exports_genai_spans_and_links_the_resum
         ["invoke_agent", ["Seed", ["CallLLM", ["chat mock"]], "Route", ["ToolCalls", ["execute_tool refund"]]]]
     ]
     chat = by_name(exporter, "chat mock")
+    assert chat.kind is SpanKind.CLIENT
     assert {k: v for k, v in chat.attributes.items() if k.startswith("gen_ai.")} == {
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "mock",
@@ -204,7 +206,8 @@ def test_a_tool_that_raises_sets_error_status_on_its_tool_span() -> None:
 
     agent, _ = build([REFUND_CALL, "Sorry."], refund_tool(broken), recorders=[otel_recorder(provider)])
     assert agent.run("refund A1") == "Sorry."
-    assert by_name(exporter, "execute_tool refund").status.status_code is StatusCode.ERROR
+    tool = by_name(exporter, "execute_tool refund")
+    assert (tool.status.status_code, tool.attributes["error.type"]) == (StatusCode.ERROR, "tool_error")
     assert by_name(exporter, "invoke_agent").status.status_code is StatusCode.UNSET
 
 
