@@ -297,3 +297,22 @@ def test_a_stored_run_resumed_by_run_id_links_to_its_paused_segment() -> None:
     resumed = by_name(exporter, "invoke_agent")
     assert resumed.attributes["flowchart.resumed_from"] == paused_run.attributes["flowchart.run_id"]
     assert [link.context.span_id for link in resumed.links] == [paused_run.context.span_id]
+
+
+def test_a_selectors_chosen_branches_run_under_a_fork_span() -> None:
+    """A selector: the branches it chose (and only those) are children of ``fork <selector>``."""
+    provider, exporter = memory_provider()
+    chart = (
+        flow_chart("Seed", seed, "seed")
+        .add_selector_function("Pick", lambda scope: ["a", "b"], "pick")
+        .add_function_branch("a", "A", write_z)
+        .add_function_branch("b", "B", write_z)
+        .add_function_branch("c", "C", write_z)
+        .end()
+        .add_function("After", add_one, "after")
+        .build()
+    )
+    chart.run(recorders=[otel_recorder(provider)])
+    assert tree(exporter.get_finished_spans()) == [
+        ["flowchart.run", ["Seed", "Pick", ["fork Pick", ["A", "B"]], "After"]]
+    ]
