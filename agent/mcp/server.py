@@ -88,6 +88,8 @@ class McpServer:
             raise RuntimeError(f"run {run_id} failed: {record.error}")
         if record.status == "paused" and not record.has_answer:
             return _needs_a_person(durable.paused(agent, run_id))
+        if not record.has_answer and record.checkpoint is not None:
+            return f'run {run_id} is still running: call this tool again with run_id="{run_id}" later.'
         out = await durable.advance_run(agent, run_id)
         return _needs_a_person(out) if isinstance(out, Paused) else out
 

@@ -68,6 +68,27 @@ def test_the_agent_is_one_mcp_tool_and_a_check_in_needs_a_person_then_answers(tm
     assert text(again) == "Done: refunded A1"
 
 
+def test_an_answer_recorded_in_the_store_is_applied_when_the_caller_asks_again(tmp_path: Path) -> None:
+    """A decision recorded in the store but not applied (as a queue's approve does): asking again
+    with run_id applies it in the served process and answers; a third ask reads the stored answer."""
+    from agent.durable import answer_in
+
+    db = tmp_path / "runs.db"
+    _, first = asyncio.run(ask_over_stdio(db, {"message": "refund order A1"}))
+    request_id = re.search(r"\(check-in (cki_[0-9a-f]+)\)", text(first))
+    assert request_id is not None
+    store = SqliteStore(db)
+    [record] = store.list()
+    _, waiting = asyncio.run(ask_over_stdio(db, {"run_id": record.run_id}))
+    assert text(waiting).startswith("needs a person: the tool 'refund' must be approved")
+    answer_in(store, record.run_id, check_in_approved(request={"id": request_id.group(1)}, by="alice"))
+    recorded = store.get(record.run_id)
+    assert (recorded.status, recorded.has_answer) == ("running", True)  # recorded, not applied
+    _, applied, again = asyncio.run(ask_over_stdio(db, {"run_id": record.run_id}, {"run_id": record.run_id}))
+    assert (text(applied), text(again)) == ("Done: refunded A1", "Done: refunded A1")
+    assert store.get(record.run_id).status == "done"
+
+
 def test_a_middleware_ask_is_refused_as_a_denial_naming_the_middleware(tmp_path: Path) -> None:
     """Over MCP nobody can answer an ask: it becomes a denial by that middleware, in the ledger too."""
     db = tmp_path / "runs.db"
