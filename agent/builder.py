@@ -24,6 +24,7 @@ import attrs
 
 from flowchart import Checkpoint, FlowChart, Pausable, Redaction, RunResult, flow_chart, narrative
 from flowchart.chart import drive, run_coroutine
+from flowchart.events import ALL_HOOKS
 from governance import (
     HUMAN_DECISIONS,
     MessageDeniedError,
@@ -147,8 +148,10 @@ class Agent:
         narrative: bool = True,
         redaction: Redaction | None = None,
         timeout: float | None = None,
+        recorders: tuple[Any, ...] = (),
     ) -> None:
         self.config = cfg
+        self.recorders = recorders
         self.narrative = narrative
         self.redaction = redaction
         self.timeout = timeout
@@ -174,6 +177,7 @@ class Agent:
         narrative: bool = True,
         redaction: Redaction | None = None,
         timeout: float | None = None,
+        recorders: Iterable[Any] = (),
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -183,11 +187,13 @@ class Agent:
         traces, narrative), e.g. ``Redaction(fields={"middleware_decisions": ["before"]})``.
         ``timeout`` bounds each ``run``/``resume`` in seconds: when it expires the model call
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
+        ``recorders`` are flowchart recorders attached to every run and resume of the agent
+        (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout,
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -204,6 +210,7 @@ class Agent:
         )
         if self._events.active:
             recorders.append(self._events)
+        recorders.extend(self.recorders)
         return recorders
 
     # -- running --------------------------------------------------------------------------
@@ -382,6 +389,12 @@ class AgentBuilder:
                 validate_permission_checker(settings["permission_checker"])
         except (TypeError, ValueError) as exc:
             raise AgentBuildError(str(exc)) from None
+        for recorder in settings["recorders"]:
+            if not any(callable(getattr(recorder, hook, None)) for hook in ALL_HOOKS):
+                raise AgentBuildError(
+                    f"Agent.create(recorders=...): {type(recorder).__name__} has no recorder hook "
+                    "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
+                )
         cfg = AgentConfig(
             provider=provider, model=settings["model"], system_prompt=self._system, tools=dict(self._tools),
             tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
@@ -390,5 +403,6 @@ class AgentBuilder:
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
         return Agent(
-            cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout
-        )
+            cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
+            recorders=settings["recorders"],
+        )  # fmt: skip

@@ -8,7 +8,7 @@ is why a checkpoint from one agent resumes on a freshly built identical agent.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -45,6 +45,9 @@ class AgentConfig:
     max_tokens: int | None
     permission_checker: Any
     stream: bool
+    #: what a middleware ``ask`` does: "pause" the run, or "refuse" it as a denial naming the middleware
+    #: (an agent served over MCP, which cannot wait for a person: ``agent.mcp.mcp_server``)
+    ask_policy: Literal["pause", "refuse"] = "pause"
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:

@@ -145,6 +145,7 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
         ToolCallInfo(
             tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
             history=tuple(peek(scope, "history")), identity=_identity(scope), result=result, error=error,
+            source=site.tool.source,
         ),
     )  # fmt: skip
     record_rows(scope, site.ctx, verdict.rows)
@@ -188,9 +189,10 @@ async def dispatch_call(
             return CallOutcome(text=verdict.model_text)
     if cfg.tool_middleware:
         info = ToolCallInfo(
-            tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity
-        )
-        chain = await run_tool_chain(cfg.tool_middleware, info)
+            tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity,
+            source=tool.source,
+        )  # fmt: skip
+        chain = await run_tool_chain(cfg.tool_middleware, info, ask_policy=cfg.ask_policy)
         record_rows(scope, ctx, chain.rows)
         if chain.verdict == "deny":
             return CallOutcome(text=chain.reason)
@@ -295,7 +297,8 @@ async def answer_paused(
     if not approved:
         return declined_result(note), False
     info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-                        history=tuple(peek(scope, "history")), identity=_identity(scope))  # fmt: skip
+                        history=tuple(peek(scope, "history")), identity=_identity(scope),
+                        source=tool.source)  # fmt: skip
     rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
     record_rows(scope, ctx, rest.rows)
     if rest.verdict != "allow":
@@ -373,7 +376,8 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = dict(scope[PAUSED_KEY])
         del scope[PAUSED_KEY]
-        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "kind": paused["kind"]})
+        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "tool_name": paused["tool_name"],
+                                       "kind": paused["kind"]})  # fmt: skip
         calls = peek(scope, "llm_latest_tool_calls")
         index = paused["index"]
         row = scope[HUMAN_DECISIONS][-1]  # the answer as recorded by record_answer: what decides

@@ -60,6 +60,8 @@ class Tool:
     execute: Callable[..., Any]
     check_in: Any = None
     is_async: bool = False
+    #: where the tool came from (``ToolCallInfo.source``): ``None`` in code, an MCP server's name
+    source: str | None = None
 
     def schema(self) -> dict[str, Any]:
         """What the model is offered: ``{"name", "description", "input_schema"}``."""

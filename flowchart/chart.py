@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import hashlib
 import json
@@ -63,7 +64,8 @@ def run_coroutine(make: Any, needs_loop: bool) -> Any:
     except RuntimeError:
         return asyncio.run(make(True))
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowchart-run") as pool:
-        return pool.submit(asyncio.run, make(True)).result()
+        # the helper thread runs in a copy of the caller's context (its current span, its contextvars)
+        return pool.submit(contextvars.copy_context().run, asyncio.run, make(True)).result()
 
 
 class FlowChart:

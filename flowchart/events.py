@@ -255,9 +255,11 @@ class PauseEvent:
 
 @attrs.frozen
 class ResumeEvent:
-    """A paused run was resumed at ``stage_name``; ``has_input`` says whether input came."""
+    """A paused run was resumed at ``stage_name``; ``has_input`` says whether input came;
+    ``paused_run_id`` is the run id the checkpoint was taken in (the resumed run gets a new one)."""
 
     ctx: TraversalContext
     stage_name: str
     stage_id: str
     has_input: bool
+    paused_run_id: str = ""

@@ -52,6 +52,9 @@ class ToolCallInfo:
     identity: Any = None
     result: Any = None
     error: bool = False
+    #: where the tool came from: ``None`` for a tool defined in code, the server's name for an
+    #: MCP tool (``agent.mcp.mcp_tools``), so a middleware can treat outside tools differently
+    source: str | None = None
 
 
 @attrs.frozen

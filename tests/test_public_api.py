@@ -13,6 +13,8 @@ CONTRACT = {
     ),
     "agent": "Agent define_tool Paused ask_human",
     "agent.providers": "scripted mock openai_compatible anthropic ollama",
+    "agent.mcp": "mcp_tools mcp_server",
+    "flowchart.otel": "otel_recorder",
     "governance": (
         "allow deny ask ToolMiddleware MessageMiddleware check_in_approved check_in_declined CheckInRequest "
         "CheckInDecision lexical_driver_scorer MessageDeniedError ResumeDecisionError DecisionRequiredError"

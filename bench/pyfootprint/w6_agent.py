@@ -10,6 +10,10 @@ Rows:
   all), and the answer.
 - *real Agent, narrative=False*: the same without the narrative recorder the Agent attaches
   by default.
+- *real Agent + otel_recorder*: the headline row with ``Agent.create(recorders=[otel_recorder(p)])``,
+  once exporting over OTLP/HTTP to a receiver on 127.0.0.1 (batch processor, as in
+  production; see ``otel_sink``) and once into memory (the recorder + SDK cost alone).
+  Skipped when the ``[otel]`` extra is not installed.
 - *flowchart chart (SPEC shape)*: the SPEC.md chart (Seed → CallLLM → Route → ToolCalls ⟲ →
   Final) on the bare engine, the same shape LangGraph and footprintjs run; with and without
   the narrative recorder. The gap between the two rows is the agent layer's cost.
@@ -97,7 +101,7 @@ def run_chart(chart: Any, with_narrative: bool = False) -> None:
 # --- the real Agent -----------------------------------------------------------------------
 
 
-def build_agent(with_narrative: bool = True) -> Any:
+def build_agent(with_narrative: bool = True, recorders: tuple[Any, ...] = ()) -> Any:
     """An Agent with the ``add`` tool and a fresh scripted provider for exactly one run.
 
     ``with_narrative=False`` passes ``narrative=False`` (not in API.md: an extra of this repo).
@@ -116,7 +120,9 @@ def build_agent(with_narrative: bool = True) -> Any:
     ]
     replies.append(ANSWER)
     provider = scripted(replies)
-    options = {} if with_narrative else {"narrative": False}
+    options: dict[str, Any] = {} if with_narrative else {"narrative": False}
+    if recorders:
+        options["recorders"] = recorders
     builder = Agent.create(provider=provider, model="mock", **options)
     agent = builder.tool(add).max_iterations(2 * TOOL_TURNS).build()
     return agent, provider
@@ -150,12 +156,47 @@ def agent_row(cfg: Settings, out: list[Record], with_narrative: bool = True) -> 
     row(out, "W6", variant, samples, per=TOOL_TURNS, unit="us/iter")
 
 
+def otel_rows(cfg: Settings, out: list[Record]) -> None:
+    """The headline row with the OpenTelemetry recorder: OTLP/HTTP to 127.0.0.1, and in memory."""
+    try:
+        from bench.pyfootprint import otel_sink
+        from flowchart.otel import otel_recorder
+    except ImportError as exc:
+        skip(out, "W6", "real Agent + otel_recorder", f"the [otel] extra is not installed ({exc})")
+        return
+    server = otel_sink.start_receiver()
+    provider = otel_sink.otlp_provider(server)
+    recorder = otel_recorder(provider)
+    box = {"pair": build_agent(recorders=(recorder,))}
+
+    def renew() -> None:
+        box["pair"] = build_agent(recorders=(recorder,))
+
+    samples = cfg.bench(lambda: run_agent(*box["pair"]), after=renew)
+    provider.force_flush()
+    row(out, "W6", "real Agent + otel_recorder (OTLP/HTTP, batch)", samples, per=TOOL_TURNS, unit="us/iter",
+        otlp_requests=server.requests, otlp_bytes=server.bytes)  # fmt: skip
+    provider.shutdown()
+    server.shutdown()
+    memory, exporter = otel_sink.memory_provider()
+    recorder = otel_recorder(memory)
+    box["pair"] = build_agent(recorders=(recorder,))
+
+    def renew_memory() -> None:
+        exporter.clear()
+        box["pair"] = build_agent(recorders=(recorder,))
+
+    samples = cfg.bench(lambda: run_agent(*box["pair"]), after=renew_memory)
+    row(out, "W6", "real Agent + otel_recorder (in-memory exporter)", samples, per=TOOL_TURNS, unit="us/iter")
+
+
 def main(quick: bool = False) -> list[Record]:
     """Emit the W6 rows."""
     cfg = settings(quick)
     out: list[Record] = []
     agent_row(cfg, out)
     agent_row(cfg, out, with_narrative=False)
+    otel_rows(cfg, out)
     chart = build_chart()
     samples = cfg.bench(lambda: run_chart(chart))
     row(out, "W6", "flowchart chart (SPEC shape)", samples, per=TOOL_TURNS, unit="us/iter")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .traversal import Hop, Traverser
 
 
-def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any) -> None:
+def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any, paused_run_id: str = "") -> None:
     """Fire ``on_resume`` for the paused stage before anything runs (footprintjs order)."""
     chart, prefix, path = traverser.chart, traverser.prefix, list(traverser.subflow_path)
     for frame in frames[:-1]:
@@ -38,7 +38,7 @@ def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any)
         subflow_path=tuple(path),
         depth=len(path),
     )
-    traverser.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None))
+    traverser.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None, paused_run_id))
 
 
 async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, ...], given: Any) -> None:
@@ -55,7 +55,7 @@ async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, 
 async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
     """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
     if index == 0 and traverser.run.observers.wants("on_resume"):
-        announce_resume(traverser, frames, given)
+        announce_resume(traverser, frames, given, str(getattr(checkpoint, "run_id", "")))
     frame = frames[index]
     node = traverser.chart.find(frame.stage_id[len(traverser.prefix) :])
     cont = frame.continuation_node(traverser.chart, traverser.prefix)
