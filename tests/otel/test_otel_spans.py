@@ -183,9 +183,14 @@ def test_an_agent_with_a_paused_check_in_exports_genai_spans_and_links_the_resum
     assert agent.resume(out.checkpoint, check_in_approved(request=out.check_in, by="alice")) == "Done."
     spans = exporter.get_finished_spans()
     assert tree(spans) == [
-        ["invoke_agent", [["ToolCalls", ["execute_tool refund"]], ["CallLLM", ["chat mock"]], "Route",
+        ["invoke_agent", ["ToolCalls", ["ToolCalls", ["execute_tool refund"]], ["CallLLM", ["chat mock"]], "Route",
                           ["Final", ["PrepareFinal", "BreakFinal"]]]]
     ]  # fmt: skip
+    # the first ToolCalls span is the commit that records alice's answer, before the tool runs
+    answer_span, tool_stage = (s for s in spans if s.name == "ToolCalls")
+    assert answer_span.attributes["flowchart.stage.type"] == "answer"
+    assert "human_decisions" in answer_span.attributes["flowchart.stage.writes"]
+    assert "history" in tool_stage.attributes["flowchart.stage.writes"]
     resumed = by_name(exporter, "invoke_agent")
     assert resumed.attributes["flowchart.resumed_from"] == out.checkpoint.run_id
     [link] = resumed.links
