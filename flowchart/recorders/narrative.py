@@ -151,6 +151,10 @@ class NarrativeRecorder:
         """The narrative text, one line per entry."""
         return [entry[2] for entry in self._records]
 
+    def entries_since(self, start: int) -> list[tuple[str, int, str]]:
+        """The entries after the first ``start``: what a live reader (a stream) has not seen yet."""
+        return [(kind, depth, text) for kind, depth, text, *_ in self._records[start:]]
+
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
         self._records.clear()
