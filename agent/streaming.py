@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .builder import Agent
 
 
-@attrs.frozen
+@attrs.define
 class Token(StreamEvent):
     """One piece of the model's reply as the provider streamed it (``Agent.create(stream=True)``)."""
 
@@ -54,7 +54,7 @@ class Token(StreamEvent):
     text: str = ""
 
 
-@attrs.frozen
+@attrs.define
 class ModelCallDone(StreamEvent):
     """A model call returned: its ``content``, how many ``tool_calls``, ``usage`` and finish reason."""
 
@@ -67,7 +67,7 @@ class ModelCallDone(StreamEvent):
     finish_reason: str | None = None
 
 
-@attrs.frozen
+@attrs.define
 class ToolCall(StreamEvent):
     """The model called ``tool_name`` with ``args`` (before any gate decided)."""
 
@@ -79,7 +79,7 @@ class ToolCall(StreamEvent):
     iteration: int = 0
 
 
-@attrs.frozen
+@attrs.define
 class ToolResult(StreamEvent):
     """What came of a tool call: the tool's result, or why it did not run (``error``)."""
 
@@ -107,25 +107,20 @@ EMIT_KINDS = {
 }
 
 
-def _where(ctx: TraversalContext) -> tuple[str, str, str]:
-    return ctx.stage_name, ctx.stage_id, ctx.runtime_stage_id
-
-
 def translate(ctx: TraversalContext, name: str, payload: Any) -> StreamEvent | None:
     """The typed stream event for agent event ``name`` (see ``EMIT_KINDS``)."""
-    where = _where(ctx)
     if name == events.LLM_TOKEN:
-        return Token(*where, payload["iteration"], payload["index"], payload["text"])
+        return Token(ctx, payload["iteration"], payload["index"], payload["text"])
     if name == events.LLM_END:
         return ModelCallDone(
-            *where, payload["iteration"], payload["content"], payload["tool_calls"], payload["usage"],
+            ctx, payload["iteration"], payload["content"], payload["tool_calls"], payload["usage"],
             payload.get("finish_reason"),
         )  # fmt: skip
     if name == events.TOOL_START:
-        return ToolCall(*where, payload["tool_name"], payload["tool_call_id"], payload["args"], payload["iteration"])
+        return ToolCall(ctx, payload["tool_name"], payload["tool_call_id"], payload["args"], payload["iteration"])
     if name == events.TOOL_END:
         return ToolResult(
-            *where, payload["tool_name"], payload["tool_call_id"], str(payload["result"]), bool(payload["error"])
+            ctx, payload["tool_name"], payload["tool_call_id"], str(payload["result"]), bool(payload["error"])
         )
     return None
 

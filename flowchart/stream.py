@@ -48,9 +48,9 @@ class RunCancelledError(RunError):
 class Cancelled:
     """The record of a run whose stream's consumer left early.
 
-    ``stage`` is the runtime id of the stage in progress when the cancellation took
-    effect (it committed what it had written); ``commit_log`` the run's top-level
-    commits, that stage's included.
+    ``stage`` is the runtime id of the last stage that committed — the one in progress
+    when the cancellation took effect, which committed what it had written — and
+    ``commit_log`` the run's top-level commits, that stage's included.
     """
 
     reason: str
@@ -98,6 +98,7 @@ class _Core:
 
     async def guarded(self) -> Any:
         """The run, recording a cancellation the consumer asked for."""
+        self.tap.guard()
         try:
             return await self.plan.arun(self.tap)
         except asyncio.CancelledError:
@@ -106,8 +107,8 @@ class _Core:
             raise
 
     def record_cancel(self) -> None:
-        tap = self.tap
-        self.cancelled = Cancelled(CANCEL_REASON, tap.last_stage, tuple(tap.commits))
+        commits = tuple(self.tap.commits)
+        self.cancelled = Cancelled(CANCEL_REASON, commits[-1].runtime_stage_id if commits else None, commits)
         if self.plan.on_cancel is not None:
             self.plan.on_cancel(self.cancelled)
 
@@ -147,7 +148,16 @@ class RunStream:
         return self._core.cancelled
 
     def __iter__(self) -> Iterator[StreamEvent]:
-        return self
+        if self._started or self._core.plan.needs_loop:
+            return self
+        # a run that never awaits runs to its end here; its events are then read at C speed
+        self._started = True
+        self._run_direct()
+        events = list(self._buffer)
+        self._buffer.clear()
+        if events and isinstance(events[-1], _Raise):
+            return _replay(events)
+        return iter(events)
 
     def __next__(self) -> StreamEvent:
         while not self._buffer:
@@ -215,13 +225,15 @@ class RunStream:
         self._pump()
 
     def _run_direct(self) -> None:
-        try:
-            result = self._core.plan.run(self._core.tap)
-        except BaseException:
-            self._finished = True
-            raise
-        self._buffer.append(self._core.closing(result))
         self._finished = True
+        core = self._core
+        core.tap.sink = self._buffer.append  # nothing waits on a run that never awaits
+        try:
+            result = core.plan.run(core.tap)
+        except Exception as exc:  # the events before the failure come first
+            self._buffer.append(_Raise(exc))
+            return
+        self._buffer.append(core.closing(result))
 
     def _pump(self) -> None:
         loop, task = self._loop, self._task
@@ -244,6 +256,14 @@ class RunStream:
                 return
             raise error
         self._buffer.append(self._core.closing(task.result()))
+
+
+def _replay(events: list[Any]) -> Iterator[StreamEvent]:
+    """The events of a run that raised, then its error."""
+    for event in events:
+        if isinstance(event, _Raise):
+            raise event.error
+        yield event
 
 
 def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
@@ -460,12 +480,9 @@ def chart_plan(
     return StreamPlan(make_tap, arun, run, needs_loop, final_event, on_cancel)
 
 
-def final_event(result: Any, tap: StreamTap) -> Final:
-    """The closing event of a chart stream: at the run's last commit, carrying the ``RunResult``."""
-    last = tap.commits[-1] if tap.commits else None
-    if last is None:
-        return Final("", "", "", result)
-    return Final(last.stage, last.stage_id, last.runtime_stage_id, result)
+def final_event(result: Any, _tap: StreamTap) -> Final:
+    """The closing event of a chart stream, carrying the ``RunResult`` (it is about no one stage)."""
+    return Final(None, result)
 
 
 def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from .events import TraversalContext
 from .values import NotJsonSafe, copy_json
 
 
@@ -39,34 +40,60 @@ def json_view(value: Any) -> Any:
         return repr(value)
 
 
-@attrs.frozen
+@attrs.define
 class StreamEvent:
-    """What every stream event has: its ``kind`` and the stage it happened in."""
+    """What every stream event has: its ``kind`` and the stage it happened in (``ctx``).
+
+    Events are values: read them, never change them. (They are plain slotted attrs
+    classes rather than frozen ones, and keep the engine's ``TraversalContext`` rather
+    than copies of its fields, because a stream makes one per recorder event and a
+    frozen class costs three times as much to make.)
+    """
 
     kind: ClassVar[str] = "event"
 
-    stage: str
-    stage_id: str
-    runtime_stage_id: str
+    ctx: TraversalContext | None = attrs.field(repr=False)
+
+    @property
+    def stage(self) -> str:
+        """The stage's name (``""`` for ``final``, which is about the whole run)."""
+        return self.ctx.stage_name if self.ctx is not None else ""
+
+    @property
+    def stage_id(self) -> str:
+        """The stage's full id (``subflow/stage`` inside a subflow)."""
+        return self.ctx.stage_id if self.ctx is not None else ""
+
+    @property
+    def runtime_stage_id(self) -> str:
+        """The execution's id, ``stage_id#N``: the same one its commit carries."""
+        return self.ctx.runtime_stage_id if self.ctx is not None else ""
+
+    def fields(self) -> dict[str, Any]:
+        """The event's own fields (what ``to_dict`` adds after the stage)."""
+        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.name != "ctx"}
 
     def to_dict(self) -> dict[str, Any]:
         """``{"kind", "stage", "stage_id", "runtime_stage_id", ...the event's own fields}``."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for field in attrs.fields(type(self)):
-            out[field.name] = json_view(getattr(self, field.name))
+        out: dict[str, Any] = {
+            "kind": self.kind, "stage": self.stage, "stage_id": self.stage_id,
+            "runtime_stage_id": self.runtime_stage_id,
+        }  # fmt: skip
+        for name, value in self.fields().items():
+            out[name] = json_view(value)
         return out
 
 
-@attrs.frozen
+@attrs.define
 class StageStarted(StreamEvent):
     """A stage body is about to run (``on_stage_start``)."""
 
     kind: ClassVar[str] = "stage"
 
 
-@attrs.frozen
+@attrs.define
 class CommitMade(StreamEvent):
-    """A stage committed: ``commit`` is the log entry (``to_dict()`` shows its ops)."""
+    """A stage committed: ``commit`` is the log entry (``to_dict()`` shows it whole)."""
 
     kind: ClassVar[str] = "commit"
 
@@ -78,20 +105,37 @@ class CommitMade(StreamEvent):
         return [op.to_dict() for op in self.commit.trace]
 
 
-@attrs.frozen
+@attrs.define
 class NarrativeLine(StreamEvent):
-    """One narrative line (``type`` is ``stage | step | condition | ...``, as ``rec.entries()``)."""
+    """One narrative line: ``type`` (``stage | step | condition | ...``), ``depth``, ``text``."""
 
     kind: ClassVar[str] = "narrative"
 
-    type: str = ""
-    depth: int = 0
-    text: str = ""
+    entry: tuple[str, int, str] = ("", 0, "")
+
+    @property
+    def type(self) -> str:
+        """The entry type, as in ``rec.entries()``."""
+        return self.entry[0]
+
+    @property
+    def depth(self) -> int:
+        """0 for a stage line, 1 for the lines under it."""
+        return self.entry[1]
+
+    @property
+    def text(self) -> str:
+        """The sentence (footprintjs wording)."""
+        return self.entry[2]
+
+    def fields(self) -> dict[str, Any]:
+        """``type``, ``depth`` and ``text``."""
+        return {"type": self.type, "depth": self.depth, "text": self.text}
 
 
-@attrs.frozen
+@attrs.define
 class DecisionMade(StreamEvent):
-    """A decider chose ``chosen`` (a selector: ``selected``), with the rule evidence."""
+    """A decider chose ``chosen`` (a selector: every selected branch id), with the rule evidence."""
 
     kind: ClassVar[str] = "decision"
 
@@ -100,7 +144,7 @@ class DecisionMade(StreamEvent):
     evidence: dict[str, Any] | None = None
 
 
-@attrs.frozen
+@attrs.define
 class Emitted(StreamEvent):
     """``ctx.emit(name, payload)`` inside a stage."""
 
@@ -110,7 +154,7 @@ class Emitted(StreamEvent):
     payload: Any = None
 
 
-@attrs.frozen
+@attrs.define
 class StageFailed(StreamEvent):
     """A stage raised; the stream raises the same error after this event."""
 
@@ -119,7 +163,7 @@ class StageFailed(StreamEvent):
     message: str = ""
 
 
-@attrs.frozen
+@attrs.define
 class PauseRequested(StreamEvent):
     """A pausable stage paused the run; ``question`` is its pause data."""
 
@@ -128,7 +172,7 @@ class PauseRequested(StreamEvent):
     question: Any = None
 
 
-@attrs.frozen
+@attrs.define
 class Final(StreamEvent):
     """The run ended (or paused): ``result`` is exactly what ``run()`` returns."""
 
@@ -137,12 +181,10 @@ class Final(StreamEvent):
     result: Any = None
     view: Callable[[Any], dict[str, Any]] | None = attrs.field(default=None, repr=False, eq=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{"kind": "final", ...}`` with the result's JSON view (paused, output, run id)."""
-        out: dict[str, Any] = {"kind": self.kind, "stage": self.stage, "stage_id": self.stage_id,
-                               "runtime_stage_id": self.runtime_stage_id}  # fmt: skip
+    def fields(self) -> dict[str, Any]:
+        """The result's JSON view: ``paused``, ``output`` (the pause data when paused), ``run_id``."""
         view = self.view or result_view
-        return out | view(self.result)
+        return view(self.result)
 
 
 def result_view(result: Any) -> dict[str, Any]:

@@ -9,8 +9,9 @@ Laws:
   right after that hook's own event. Nothing is narrated twice.
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
   ``modes=`` filter also saves the work of the kinds it leaves out.
-- The tap keeps the top-level commits it saw (the run's commit log, as the engine
-  appends it), so a run the consumer cancelled still has a record.
+- A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
+  keeps the top-level commits it saw (the run's commit log, as the engine appends
+  it), so a run the consumer cancelled still has a record.
 - Once the consumer has asked to cancel, the next stage does not start: the tap raises
   ``asyncio.CancelledError`` from ``on_stage_start`` (a ``BaseException``, which the
   recorder guard does not swallow), and the run unwinds as a cancelled task does.
@@ -22,7 +23,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, TraversalContext
+from .events import ALL_HOOKS, DATA_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -42,10 +43,6 @@ EmitTranslator = Callable[[TraversalContext, str, Any], StreamEvent | None]
 EmitKinds = Mapping[str, str]
 
 
-def _where(ctx: TraversalContext) -> tuple[str, str, str]:
-    return ctx.stage_name, ctx.stage_id, ctx.runtime_stage_id
-
-
 class StreamTap:
     """One run's stream recorder. Attach it in place of the run's narrative recorder."""
 
@@ -63,10 +60,10 @@ class StreamTap:
         self.narrative = narrative
         self.translate = translate
         self.emit_kinds = emit_kinds or {}
-        #: the top-level commit log as the engine appended it
+        #: the top-level commit log as the engine appended it (kept while ``guards``)
         self.commits: list[Any] = []
-        #: the runtime id of the last stage that started (where a cancellation took effect)
-        self.last_stage: str | None = None
+        #: True when the run can be cancelled mid-way (it awaits): commits are kept, stage starts checked
+        self.guards = False
         self.cancel_requested = False
         self._seen = 0
         self._bind_all()
@@ -74,6 +71,11 @@ class StreamTap:
     def wrap(self, narrative: NarrativeRecorder) -> None:
         """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
         self.narrative = narrative
+        self._bind_all()
+
+    def guard(self) -> None:
+        """Make the run cancellable: keep its commits and check for a cancel before each stage."""
+        self.guards = True
         self._bind_all()
 
     # -- binding -----------------------------------------------------------------------------
@@ -92,7 +94,7 @@ class StreamTap:
         theirs = getattr(self.narrative, hook, None) if self.narrative is not None else None
         if not callable(theirs):
             return mine
-        if "narrative" not in self.kinds:
+        if "narrative" not in self.kinds or hook in DATA_HOOKS:  # data hooks only buffer: no line yet
             return theirs if mine is None else _both(mine, theirs)
         lines = self._lines
 
@@ -107,9 +109,9 @@ class StreamTap:
     def _own_hook(self, hook: str) -> Callable[[Any], None] | None:
         kinds = self.kinds
         if hook == "on_stage_start":
-            return self._stage_start
+            return self._stage_start if "stage" in kinds or self.guards else None
         if hook == "on_commit":
-            return self._commit
+            return self._commit if "commit" in kinds or self.guards else None
         if hook in ("on_decision", "on_selected"):
             return self._decision if "decision" in kinds else None
         if hook == "on_emit":
@@ -125,22 +127,20 @@ class StreamTap:
     def _stage_start(self, event: Any) -> None:
         if self.cancel_requested:
             raise asyncio.CancelledError("the stream's consumer cancelled the run")
-        ctx = event.ctx
-        self.last_stage = ctx.runtime_stage_id
         if "stage" in self.kinds:
-            self.sink(StageStarted(*_where(ctx)))
+            self.sink(StageStarted(event.ctx))
 
     def _commit(self, event: Any) -> None:
         ctx = event.ctx
-        if not ctx.subflow_path:
+        if self.guards and not ctx.subflow_path:
             self.commits.append(event.commit)
         if "commit" in self.kinds:
-            self.sink(CommitMade(*_where(ctx), event.commit))
+            self.sink(CommitMade(ctx, event.commit))
 
     def _decision(self, event: Any) -> None:
         chosen = (event.chosen_id,) if hasattr(event, "chosen_id") else tuple(event.selected_ids)
         rationale = getattr(event, "rationale", None)
-        self.sink(DecisionMade(*_where(event.ctx), chosen, rationale, event.evidence))
+        self.sink(DecisionMade(event.ctx, chosen, rationale, event.evidence))
 
     def _emit(self, event: Any) -> None:
         ctx = event.ctx
@@ -151,14 +151,14 @@ class StreamTap:
                     self.sink(typed)
             return
         if "emit" in self.kinds:
-            self.sink(Emitted(*_where(ctx), event.name, event.payload))
+            self.sink(Emitted(ctx, event.name, event.payload))
 
     def _error(self, event: Any) -> None:
         if event.channel == "flow":
-            self.sink(StageFailed(*_where(event.ctx), event.message))
+            self.sink(StageFailed(event.ctx, event.message))
 
     def _pause(self, event: Any) -> None:
-        self.sink(PauseRequested(*_where(event.ctx), event.pause_data))
+        self.sink(PauseRequested(event.ctx, event.pause_data))
 
     def _lines(self, ctx: TraversalContext) -> None:
         assert self.narrative is not None
@@ -166,10 +166,9 @@ class StreamTap:
         if not fresh:
             return
         self._seen += len(fresh)
-        where = _where(ctx)
         sink = self.sink
-        for kind, depth, text in fresh:
-            sink(NarrativeLine(*where, kind, depth, text))
+        for entry in fresh:
+            sink(NarrativeLine(ctx, entry))
 
 
 def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
