@@ -157,16 +157,15 @@ def test_a_decision_event_carries_the_chosen_branch_and_its_evidence() -> None:
 
 def test_a_selector_decision_lists_every_selected_branch() -> None:
     """A selector streams one decision event whose ``chosen`` lists every selected branch."""
+    rules = [{"when": {"x": {"gt": 1}}, "then": "a"}, {"when": {"x": {"gt": 2}}, "then": "b"}]
     chart = (
         flow_chart("Seed", lambda scope: scope.__setattr__("x", 5), "seed")
-        .add_selector_function(
-            "Pick", lambda scope: select(scope, [{"when": {"x": {"gt": 1}}, "then": "a"}, {"when": {"x": {"gt": 2}}, "then": "b"}]), "pick"
-        )
+        .add_selector_function("Pick", lambda scope: select(scope, rules), "pick")
         .add_function_branch("a", "A", lambda scope: None)
         .add_function_branch("b", "B", lambda scope: None)
         .end()
         .build()
-    )  # fmt: skip
+    )
     decisions = [e for e in chart.stream(modes="decisions") if e.kind == "decision"]
     assert [d.chosen for d in decisions] == [("a", "b")]
 
@@ -222,7 +221,8 @@ def _ask(scope: Any) -> Any:
 def test_a_paused_run_streams_the_question_then_a_final_paused_result() -> None:
     """A pause streams a ``pause`` event with the question, then ``final`` whose result is paused
     and holds the checkpoint to resume from."""
-    chart = flow_chart("Seed", _seed, "seed").add_pausable_function("Ask", Pausable(execute=_ask, resume=lambda s, a: None), "ask").build()  # fmt: skip
+    asking = Pausable(execute=_ask, resume=lambda scope, answer: None)
+    chart = flow_chart("Seed", _seed, "seed").add_pausable_function("Ask", asking, "ask").build()
     events = list(chart.stream(modes=[]))
     assert [e.kind for e in events] == ["pause", "final"]
     assert events[0].question == {"question": "Approve?"}
