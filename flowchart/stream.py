@@ -86,6 +86,26 @@ _END = object()
 RUN_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
 
 
+class _Feed:
+    """The events waiting for the consumer, and the future that wakes a consumer waiting for one.
+
+    It holds no reference back to the stream, so dropping the stream (a ``break`` out of a
+    ``for`` loop) finalises it at once and cancels the run.
+    """
+
+    __slots__ = ("buffer", "wake")
+
+    def __init__(self) -> None:
+        self.buffer: deque[Any] = deque()
+        self.wake: asyncio.Future[None] | None = None
+
+    def push(self, event: StreamEvent) -> None:
+        self.buffer.append(event)
+        wake = self.wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+
 class _Core:
     """The state every driver shares: the tap, the outcome, the cancellation record."""
 
@@ -125,9 +145,9 @@ class RunStream:
     """
 
     def __init__(self, plan: StreamPlan) -> None:
-        self._buffer: deque[Any] = deque()
-        self._core = _Core(plan, self._push)
-        self._wake: asyncio.Future[None] | None = None
+        self._feed = _Feed()
+        self._buffer = self._feed.buffer
+        self._core = _Core(plan, self._feed.push)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._thread: _ThreadDriver | None = None
@@ -201,12 +221,6 @@ class RunStream:
                 self.close()
 
     # -- driving -------------------------------------------------------------------------------------
-    def _push(self, event: StreamEvent) -> None:
-        self._buffer.append(event)
-        wake = self._wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)
-
     def _advance(self) -> None:
         core = self._core
         if not self._started:
@@ -239,9 +253,9 @@ class RunStream:
         loop, task = self._loop, self._task
         assert loop is not None and task is not None
         if not task.done():
-            self._wake = loop.create_future()
-            loop.run_until_complete(asyncio.wait((task, self._wake), return_when=asyncio.FIRST_COMPLETED))
-            self._wake = None
+            wake = self._feed.wake = loop.create_future()
+            loop.run_until_complete(asyncio.wait((task, wake), return_when=asyncio.FIRST_COMPLETED))
+            self._feed.wake = None
             if not task.done():
                 return
         self._finished = True
@@ -345,9 +359,9 @@ class AsyncRunStream:
     """
 
     def __init__(self, plan: StreamPlan) -> None:
-        self._buffer: deque[Any] = deque()
-        self._core = _Core(plan, self._push)
-        self._wake: asyncio.Future[None] | None = None
+        self._feed = _Feed()
+        self._buffer = self._feed.buffer
+        self._core = _Core(plan, self._feed.push)
         self._task: asyncio.Task[Any] | None = None
         self._finished = False
 
@@ -400,20 +414,14 @@ class AsyncRunStream:
             self._core.tap.cancel_requested = True
             task.cancel()
 
-    def _push(self, event: StreamEvent) -> None:
-        self._buffer.append(event)
-        wake = self._wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)
-
     async def _advance(self) -> None:
         if self._task is None:
             self._task = asyncio.ensure_future(self._core.guarded())
         task = self._task
         if not task.done():
-            self._wake = asyncio.get_running_loop().create_future()
-            await asyncio.wait((task, self._wake), return_when=asyncio.FIRST_COMPLETED)
-            self._wake = None
+            wake = self._feed.wake = asyncio.get_running_loop().create_future()
+            await asyncio.wait((task, wake), return_when=asyncio.FIRST_COMPLETED)
+            self._feed.wake = None
             if not task.done():
                 return
         self._finished = True

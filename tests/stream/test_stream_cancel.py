@@ -67,10 +67,12 @@ def test_breaking_out_cancels_the_run_and_the_stage_in_progress_commits() -> Non
 
 def test_dropping_the_iterator_cancels_as_closing_does() -> None:
     """A ``for`` loop over ``chart.stream()`` that breaks drops the stream: the run is cancelled
-    all the same (no stage after the waiting one runs)."""
-    for event in waiting_chart().stream(modes="updates"):
+    at once all the same (the stored run is already marked when the loop is left)."""
+    store = MemoryStore()
+    for event in waiting_chart().stream(store=store, run_id="r-drop", modes="updates"):
         if event.kind == "commit":
             break
+    assert store.get("r-drop").status == "failed"
     assert RAN == ["first", "waits"]
 
 
