@@ -170,6 +170,9 @@ def _enum_schema(values: list[Any], where: str) -> dict[str, Any]:
 
 
 def _name(tp: Any) -> str:
+    """``set[int]`` for a generic, else the class name."""
+    if typing.get_origin(tp) is not None:
+        return repr(tp).removeprefix("typing.")
     return getattr(tp, "__name__", None) or repr(tp)
 
 
