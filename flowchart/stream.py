@@ -58,10 +58,15 @@ class Cancelled:
     commit_log: tuple[Commit, ...]
 
     @property
-    def message(self) -> str:
-        """``RunCancelledError: ...`` as a stored run records it."""
+    def error(self) -> RunCancelledError:
+        """The cancellation as an error (what a stored run records as failed)."""
         where = f" during stage '{self.stage}'" if self.stage else " before its first stage"
-        return f"RunCancelledError: {self.reason}{where}"
+        return RunCancelledError(f"{self.reason}{where}", stage_id=self.stage)
+
+    @property
+    def message(self) -> str:
+        """``RunCancelledError: ...``: the error as a stored run records it."""
+        return f"{type(self.error).__name__}: {self.error}"
 
 
 @attrs.frozen
