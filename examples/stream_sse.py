@@ -58,7 +58,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802 (the http.server hook name)
+    def do_GET(self) -> None:
         url = urlparse(self.path)
         message = parse_qs(url.query).get("message", [""])[0]
         if url.path != "/chat" or not message.strip():
@@ -78,7 +78,7 @@ class ChatHandler(BaseHTTPRequestHandler):
                 except (BrokenPipeError, ConnectionResetError):
                     break  # the client left: leaving the with block cancels the run
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the http.server signature)
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: no access log on stderr."""
 
 

@@ -49,9 +49,10 @@ def read_sse(response: httpx.Response) -> list[dict[str, Any]]:
 def test_the_sse_endpoint_streams_tokens_tools_and_the_final_answer(base_url: str) -> None:
     """GET /chat streams text/event-stream: the tool call and result, the answer's tokens, the
     model calls, and last a final event whose output is the answer the tokens spell."""
-    with httpx.Client(timeout=10) as client, client.stream(
-        "GET", f"{base_url}/chat", params={"message": "Weather in Paris?"}
-    ) as response:
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream("GET", f"{base_url}/chat", params={"message": "Weather in Paris?"}) as response,
+    ):
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
         messages = read_sse(response)
