@@ -111,7 +111,7 @@ class NarrativeLine(StreamEvent):
 
     kind: ClassVar[str] = "narrative"
 
-    entry: tuple[str, int, str] = ("", 0, "")
+    entry: tuple[Any, ...] = ("", 0, "")
 
     @property
     def type(self) -> str:

@@ -5,8 +5,8 @@ Laws:
   the recorder hook it stands for, when that hook fires, and handed to the sink at once
   — so the order of the stream is the order recorders see.
 - Narrative lines come from the run's OWN narrative recorder, which the tap wraps: each
-  hook is passed on to the narrative first-hand and the lines it wrote are streamed
-  right after that hook's own event. Nothing is narrated twice.
+  hook is passed on to the narrative (after the hook's own event is streamed) and every
+  line is streamed the moment the narrative writes it. Nothing is narrated twice.
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
   ``modes=`` filter also saves the work of the kinds it leaves out.
 - A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, DATA_HOOKS, TraversalContext
+from .events import ALL_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -65,12 +65,15 @@ class StreamTap:
         #: True when the run can be cancelled mid-way (it awaits): commits are kept, stage starts checked
         self.guards = False
         self.cancel_requested = False
-        self._seen = 0
         self._bind_all()
+        if narrative is not None and "narrative" in kinds:
+            narrative.follow(self._line)
 
     def wrap(self, narrative: NarrativeRecorder) -> None:
         """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
         self.narrative = narrative
+        if "narrative" in self.kinds:
+            narrative.follow(self._line)
         self._bind_all()
 
     def guard(self) -> None:
@@ -94,17 +97,7 @@ class StreamTap:
         theirs = getattr(self.narrative, hook, None) if self.narrative is not None else None
         if not callable(theirs):
             return mine
-        if "narrative" not in self.kinds or hook in DATA_HOOKS:  # data hooks only buffer: no line yet
-            return theirs if mine is None else _both(mine, theirs)
-        lines = self._lines
-
-        def narrated(event: Any) -> None:
-            if mine is not None:
-                mine(event)
-            theirs(event)
-            lines(event.ctx)
-
-        return narrated
+        return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
 
     def _own_hook(self, hook: str) -> Callable[[Any], None] | None:
         kinds = self.kinds
@@ -160,15 +153,8 @@ class StreamTap:
     def _pause(self, event: Any) -> None:
         self.sink(PauseRequested(event.ctx, event.pause_data))
 
-    def _lines(self, ctx: TraversalContext) -> None:
-        assert self.narrative is not None
-        fresh = self.narrative.entries_since(self._seen)
-        if not fresh:
-            return
-        self._seen += len(fresh)
-        sink = self.sink
-        for entry in fresh:
-            sink(NarrativeLine(ctx, entry))
+    def _line(self, entry: tuple[Any, ...]) -> None:
+        self.sink(NarrativeLine(entry[4], entry))
 
 
 def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
