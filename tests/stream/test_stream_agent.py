@@ -179,3 +179,16 @@ def test_a_stored_agent_stream_read_to_the_end_is_done(tmp_path: Path) -> None:
     final = list(agent.stream("Weather in Paris?", modes=[]))[-1]
     (record,) = store.list()
     assert (record.status, record.output) == ("done", final.result)
+
+
+def test_the_sync_agent_stream_works_inside_a_running_event_loop() -> None:
+    """``agent.stream`` called from a coroutine (a notebook cell, a handler) on an agent that
+    needs a loop (a streaming provider) runs its turn in a helper thread and streams it whole."""
+    agent = make_agent(stream=True)
+
+    async def inside() -> list[Any]:
+        return list(agent.stream("Weather in Paris?", modes=["messages", "tools"]))
+
+    events = asyncio.run(inside())
+    assert [e.kind for e in events][:3] == ["model_call", "tool_call", "tool_result"]
+    assert events[-1].result == "".join(e.text for e in events if e.kind == "token") == "It is sunny in Paris."
