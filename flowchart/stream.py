@@ -103,13 +103,18 @@ def final_event(result: Any, _tap: StreamTap) -> Final:
 
 
 def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
-    """Record a stored run as cancelled by its consumer: failed, with the commits it made."""
+    """Record a stored run as cancelled by its consumer: failed, with the commits it made, its
+    narrative so far and the failure (``RunCancelledError``, the stage it stopped in)."""
     from .store.protocol import Segment
 
     current = store.get(run_id)
     if current.status != "running":
         return
-    store.commit(run_id, Segment(current.next_seq, "failed", record.commit_log, error=record.message))
+    segment = Segment(
+        current.next_seq, "failed", record.commit_log, error=record.message, narrative=record.narrative,
+        failure=record.failure,
+    )  # fmt: skip
+    store.commit(run_id, segment)
 
 
 async def astart_stored(chart: FlowChart, store: Any, input: Any, run_id: str, **options: Any) -> Any:
@@ -118,7 +123,10 @@ async def astart_stored(chart: FlowChart, store: Any, input: Any, run_id: str, *
     from .store.runs import aadvance
 
     run_input = _run_input(input)
-    store.create(run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec)
+    store.create(
+        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        redaction=options.get("redaction"),
+    )  # fmt: skip
 
     async def step(record: Any) -> Any:
         result = await chart.arun(record.input, **options)

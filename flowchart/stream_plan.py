@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .errors import RunError
+from .failure import RunFailure
 from .stream_events import Final, StreamEvent
 from .stream_tap import StreamTap
 
@@ -40,13 +41,15 @@ class Cancelled:
     """The record of a run whose stream's consumer left early.
 
     ``stage`` is the runtime id of the last stage that committed — the one in progress
-    when the cancellation took effect, which committed what it had written — and
-    ``commit_log`` the run's top-level commits, that stage's included.
+    when the cancellation took effect, which committed what it had written —,
+    ``commit_log`` the run's top-level commits, that stage's included, and ``narrative``
+    the run's narrative so far (when the stream had one).
     """
 
     reason: str
     stage: str | None
     commit_log: tuple[Commit, ...]
+    narrative: tuple[str, ...] = ()
 
     @property
     def error(self) -> RunCancelledError:
@@ -58,6 +61,12 @@ class Cancelled:
     def message(self) -> str:
         """``RunCancelledError: ...``: the error as a stored run records it."""
         return f"{type(self.error).__name__}: {self.error}"
+
+    @property
+    def failure(self) -> RunFailure:
+        """The ``RunFailure`` a stored run keeps: the error and the stage it stopped in."""
+        stage_id = self.commit_log[-1].stage_id if self.commit_log else None
+        return RunFailure.of(self.error, stage_id, self.stage)
 
 
 @attrs.frozen
@@ -121,8 +130,10 @@ class Core:
             raise
 
     def record_cancel(self) -> None:
-        commits = tuple(self.tap.commits)
-        self.cancelled = Cancelled(CANCEL_REASON, commits[-1].runtime_stage_id if commits else None, commits)
+        tap = self.tap
+        commits = tuple(tap.commits)
+        lines = tuple(tap.narrative.lines()) if tap.narrative is not None else ()
+        self.cancelled = Cancelled(CANCEL_REASON, commits[-1].runtime_stage_id if commits else None, commits, lines)
         if self.plan.on_cancel is not None:
             self.plan.on_cancel(self.cancelled)
 

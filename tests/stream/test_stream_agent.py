@@ -170,6 +170,7 @@ def test_breaking_out_of_an_agent_stream_cancels_the_stored_run(tmp_path: Path) 
         "RunCancelledError: the run was cancelled by the stream's consumer during stage 'call-llm#"
     )
     assert [c.stage_id for c in record.commit_log] == ["seed", "call-llm", "route", "tool-calls", "call-llm"]
+    assert record.narrative[0] == "Stage 1: The process began with Seed."  # the narrative so far is kept
 
 
 def test_a_stored_agent_stream_read_to_the_end_is_done(tmp_path: Path) -> None:
