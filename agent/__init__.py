@@ -12,6 +12,7 @@ from agent.builder import (
     PolicyHaltError,
     build_agent_chart,
 )
+from agent.function_tools import tool
 from agent.paused import Paused
 from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
 
@@ -28,4 +29,5 @@ __all__ = [
     "ask_human",
     "build_agent_chart",
     "define_tool",
+    "tool",
 ]

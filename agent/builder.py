@@ -25,6 +25,7 @@ import attrs
 from flowchart import Checkpoint, FlowChart, Pausable, Redaction, RunResult, flow_chart, narrative
 from flowchart.chart import drive, run_coroutine
 from flowchart.events import ALL_HOOKS
+from flowchart.stream import AsyncRunStream, RunStream
 from governance import (
     HUMAN_DECISIONS,
     MessageDeniedError,
@@ -35,7 +36,7 @@ from governance import (
 from governance.permissions import validate_permission_checker
 
 from . import durable
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, AgentConfig
+from .config import AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
@@ -202,7 +203,7 @@ class Agent:
         self._events.on(name, listener)
         return self
 
-    def _recorders(self) -> list[Any]:
+    def _recorders(self, attach: Any = None) -> list[Any]:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
         recorders: list[Any] = (
@@ -211,7 +212,7 @@ class Agent:
         if self._events.active:
             recorders.append(self._events)
         recorders.extend(self.recorders)
-        return recorders
+        return recorders if attach is None else attach(recorders)  # a stream's tap (agent.streaming)
 
     # -- running --------------------------------------------------------------------------
     @property
@@ -229,14 +230,31 @@ class Agent:
 
     async def arun(self, message: str, identity: Any = None) -> str | Paused:
         """``run`` inside the caller's event loop."""
-        if not isinstance(message, str) or not message.strip():
-            raise ValueError("agent.run(message): the message must be a non-empty string")
-        run_input = {STATE_INPUT_MESSAGE: message}
-        if identity is not None:
-            run_input[STATE_INPUT_IDENTITY] = identity
+        return await self._arun_turn(durable.make_input(message, identity))
+
+    def stream(self, message: str, identity: Any = None, *, modes: Any = None) -> RunStream:
+        """Run one turn and iterate its events as they happen (see docs/streaming.md).
+
+        The last event is ``final``, whose ``result`` is what ``run`` returns (the answer
+        or ``Paused``); ``modes`` picks event kinds; leaving the loop early cancels the run.
+        """
+        from .streaming import agent_plan
+
+        return RunStream(agent_plan(self, message, identity, modes))
+
+    def astream(self, message: str, identity: Any = None, *, modes: Any = None) -> AsyncRunStream:
+        """``stream`` on the caller's event loop: ``async for event in agent.astream(...)``."""
+        from .streaming import agent_plan
+
+        return AsyncRunStream(agent_plan(self, message, identity, modes))
+
+    async def _arun_turn(
+        self, run_input: dict[str, Any], attach: Any = None, run_id: str | None = None
+    ) -> str | Paused:
+        """One turn on ``run_input``; ``attach(recorders)`` adds a stream's tap to the recorders."""
         if self.store is not None:
-            return await durable.start(self, run_input)
-        recorders = self._recorders()
+            return await durable.start(self, run_input, run_id, attach=attach)
+        recorders = self._recorders(attach)
         result = await self.chart.arun(
             run_input,
             recorders=recorders,

@@ -76,10 +76,10 @@ def advance_now(agent: Agent, run_id: str) -> str | Paused:
     return drive(advance_run(agent, run_id))
 
 
-async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str | Paused:
+async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = None, attach: Any = None) -> str | Paused:
     """Record a new run of ``agent`` on ``run_input`` and advance it to its pause or end."""
     run_id = create(agent, run_input, run_id)
-    return await advance_run(agent, run_id)
+    return await advance_run(agent, run_id, attach)
 
 
 def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str:
@@ -132,12 +132,13 @@ async def resume(agent: Agent, run_id: str, decision: Any) -> str | Paused:
     return await advance_run(agent, run_id)
 
 
-async def advance_run(agent: Agent, run_id: str) -> str | Paused:
-    """Run the next segment of a stored agent run (start, or resume with the recorded answer)."""
+async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:
+    """Run the next segment of a stored agent run (start, or resume with the recorded answer);
+    ``attach(recorders)`` adds a stream's tap (``agent.streaming``)."""
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
-        recorders = agent._recorders()
+        recorders = agent._recorders(attach)
         options: dict[str, Any] = {
             "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
             "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,

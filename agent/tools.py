@@ -69,14 +69,29 @@ class Tool:
 
 
 def define_tool(
+    fn: Callable[..., Any] | None = None,
+    /,
     *,
-    name: str,
-    description: str,
-    input_schema: Mapping[str, Any],
-    execute: Callable[..., Any],
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    execute: Callable[..., Any] | None = None,
     check_in: Any = None,
 ) -> Tool:
-    """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result."""
+    """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result.
+
+    ``define_tool(fn)`` builds it from a typed function instead, as ``@tool`` does
+    (``agent.function_tools``): ``name``/``description`` then override the function's.
+    """
+    if fn is not None:
+        if input_schema is not None or execute is not None:
+            raise ToolDefinitionError(
+                "define_tool(fn, ...): a function brings its own schema and body; "
+                "drop input_schema= and execute= (or drop fn)"
+            )
+        from .function_tools import tool_from_function
+
+        return tool_from_function(fn, name=name, description=description, check_in=check_in)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ToolDefinitionError(f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'")
     if not isinstance(description, str) or not description.strip():

@@ -110,6 +110,12 @@ for ((pass = 1; pass <= PASSES; pass++)); do
   done
 done
 
+# Streaming overhead (agent.stream beside agent.run, one process): its own file, ratios included.
+if [[ " $ONLY " == *" W6 "* ]]; then
+  say "W6-stream pyfootprint: $PF_PY -m bench.pyfootprint.stream_overhead"
+  "$PF_PY" -m bench.pyfootprint.stream_overhead >"$ROOT/bench/results/stream_overhead.jsonl" || FAILED=1
+fi
+
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -117,6 +123,10 @@ done
   echo "Settings: BENCH_QUICK=${BENCH_QUICK:-0}, BENCH_BUDGET_S=${BENCH_BUDGET_S:-default}, passes=$PASSES."
   echo
   "$PF_PY" "$ROOT/bench/report.py" "$OUT"
+  if [[ -s "$ROOT/bench/results/stream_overhead.jsonl" ]]; then
+    echo
+    echo "Streaming overhead (W6, agent.stream ÷ agent.run): $(tail -n 1 "$ROOT/bench/results/stream_overhead.jsonl")"
+  fi
 } >"$MD"
 cat "$MD"
 say "wrote $OUT and $MD"

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .redaction import Redaction
     from .result import RunResult
     from .store.protocol import RunStore
+    from .stream import AsyncRunStream, RunStream
 
 
 def spec_fingerprint(spec: Any) -> str:
@@ -236,6 +237,39 @@ class FlowChart:
             self, input, env=env, recorders=recorders, max_iterations=max_iterations,
             timeout=timeout, redaction=redaction, concurrent=True,
         )  # fmt: skip
+
+    def stream(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        modes: Iterable[str] | str | None = None,
+        store: RunStore | None = None,
+        run_id: str | None = None,
+        **run_options: Any,
+    ) -> RunStream:
+        """Run the chart and iterate its events as they happen (see docs/streaming.md).
+
+        ``run_options`` are ``run()``'s (env, recorders, max_iterations, timeout,
+        redaction); ``modes`` picks event kinds. The last event is ``final``, whose
+        ``result`` is the ``RunResult``; leaving the loop early cancels the run.
+        """
+        from .stream import RunStream, chart_plan
+
+        return RunStream(chart_plan(self, input, modes, run_options, store, run_id))
+
+    def astream(
+        self,
+        input: Mapping[str, Any] | None = None,
+        *,
+        modes: Iterable[str] | str | None = None,
+        store: RunStore | None = None,
+        run_id: str | None = None,
+        **run_options: Any,
+    ) -> AsyncRunStream:
+        """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
+        from .stream import AsyncRunStream, chart_plan
+
+        return AsyncRunStream(chart_plan(self, input, modes, run_options, store, run_id))
 
     def resume(
         self,

@@ -6,7 +6,9 @@ import importlib
 
 import pytest
 
-WORKLOADS = ["w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent"]
+WORKLOADS = [
+    "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "stream_overhead",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", WORKLOADS)

@@ -151,6 +151,13 @@ class NarrativeRecorder:
         """The narrative text, one line per entry."""
         return [entry[2] for entry in self._records]
 
+    def follow(self, on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
+        """Also hand every entry to ``on_entry`` the moment it is written (a live reader: a stream).
+
+        The entry is the record tuple ``(type, depth, text, stage_name, ctx, key, step)``.
+        """
+        self._records = _Followed(self._records, on_entry)
+
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
         self._records.clear()
@@ -326,6 +333,18 @@ class NarrativeRecorder:
         step: int | None = None,
     ) -> None:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
+
+
+class _Followed(list):
+    """The narrative's entry list, telling a live reader of each entry as it is appended."""
+
+    def __init__(self, entries: list[Any], on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
+        super().__init__(entries)
+        self.on_entry = on_entry
+
+    def append(self, entry: Any) -> None:
+        super().append(entry)
+        self.on_entry(entry)
 
 
 @attrs.define

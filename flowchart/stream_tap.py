@@ -1,0 +1,165 @@
+"""The stream tap: a recorder that turns the engine's recorder events into stream events.
+
+Laws:
+- Streams are the recorder protocol made iterable: every stream event is built inside
+  the recorder hook it stands for, when that hook fires, and handed to the sink at once
+  — so the order of the stream is the order recorders see.
+- Narrative lines come from the run's OWN narrative recorder, which the tap wraps: each
+  hook is passed on to the narrative (after the hook's own event is streamed) and every
+  line is streamed the moment the narrative writes it. Nothing is narrated twice.
+- Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
+  ``modes=`` filter also saves the work of the kinds it leaves out.
+- A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
+  keeps the top-level commits it saw (the run's commit log, as the engine appends
+  it), so a run the consumer cancelled still has a record.
+- Once the consumer has asked to cancel, the next stage does not start: the tap raises
+  ``asyncio.CancelledError`` from ``on_stage_start`` (a ``BaseException``, which the
+  recorder guard does not swallow), and the run unwinds as a cancelled task does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .events import ALL_HOOKS, TraversalContext
+from .recorders.narrative import NarrativeRecorder
+from .stream_events import (
+    CommitMade,
+    DecisionMade,
+    Emitted,
+    NarrativeLine,
+    PauseRequested,
+    StageFailed,
+    StageStarted,
+    StreamEvent,
+)
+
+Sink = Callable[[StreamEvent], None]
+#: turns an ``ctx.emit`` event into a typed stream event (``None``: a plain ``emit`` event)
+EmitTranslator = Callable[[TraversalContext, str, Any], StreamEvent | None]
+#: the stream-event kinds an emit translator can produce, by emit name
+EmitKinds = Mapping[str, str]
+
+
+class StreamTap:
+    """One run's stream recorder. Attach it in place of the run's narrative recorder."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        kinds: frozenset[str],
+        *,
+        narrative: NarrativeRecorder | None = None,
+        translate: EmitTranslator | None = None,
+        emit_kinds: EmitKinds | None = None,
+    ) -> None:
+        self.sink = sink
+        self.kinds = kinds
+        self.narrative = narrative
+        self.translate = translate
+        self.emit_kinds = emit_kinds or {}
+        #: the top-level commit log as the engine appended it (kept while ``guards``)
+        self.commits: list[Any] = []
+        #: True when the run can be cancelled mid-way (it awaits): commits are kept, stage starts checked
+        self.guards = False
+        self.cancel_requested = False
+        self._bind_all()
+        if narrative is not None and "narrative" in kinds:
+            narrative.follow(self._line)
+
+    def wrap(self, narrative: NarrativeRecorder) -> None:
+        """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
+        self.narrative = narrative
+        if "narrative" in self.kinds:
+            narrative.follow(self._line)
+        self._bind_all()
+
+    def guard(self) -> None:
+        """Make the run cancellable: keep its commits and check for a cancel before each stage."""
+        self.guards = True
+        self._bind_all()
+
+    # -- binding -----------------------------------------------------------------------------
+    def _bind_all(self) -> None:
+        for hook in ALL_HOOKS:
+            bound = self._bind(hook)
+            if bound is not None:
+                setattr(self, hook, bound)
+        if self.narrative is not None:  # readers of the run's narrative (traces, snapshots) find it here
+            self.lines = self.narrative.lines
+            self.entries = self.narrative.entries
+            self.records = self.narrative.records
+
+    def _bind(self, hook: str) -> Callable[[Any], None] | None:
+        mine = self._own_hook(hook)
+        theirs = getattr(self.narrative, hook, None) if self.narrative is not None else None
+        if not callable(theirs):
+            return mine
+        return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
+
+    def _own_hook(self, hook: str) -> Callable[[Any], None] | None:
+        kinds = self.kinds
+        if hook == "on_stage_start":
+            return self._stage_start if "stage" in kinds or self.guards else None
+        if hook == "on_commit":
+            return self._commit if "commit" in kinds or self.guards else None
+        if hook in ("on_decision", "on_selected"):
+            return self._decision if "decision" in kinds else None
+        if hook == "on_emit":
+            wanted = "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values())
+            return self._emit if wanted else None
+        if hook == "on_error":
+            return self._error
+        if hook == "on_pause":
+            return self._pause
+        return None
+
+    # -- the hooks -----------------------------------------------------------------------------
+    def _stage_start(self, event: Any) -> None:
+        if self.cancel_requested:
+            raise asyncio.CancelledError("the stream's consumer cancelled the run")
+        if "stage" in self.kinds:
+            self.sink(StageStarted(event.ctx))
+
+    def _commit(self, event: Any) -> None:
+        ctx = event.ctx
+        if self.guards and not ctx.subflow_path:
+            self.commits.append(event.commit)
+        if "commit" in self.kinds:
+            self.sink(CommitMade(ctx, event.commit))
+
+    def _decision(self, event: Any) -> None:
+        chosen = (event.chosen_id,) if hasattr(event, "chosen_id") else tuple(event.selected_ids)
+        rationale = getattr(event, "rationale", None)
+        self.sink(DecisionMade(event.ctx, chosen, rationale, event.evidence))
+
+    def _emit(self, event: Any) -> None:
+        ctx = event.ctx
+        if self.translate is not None and event.name in self.emit_kinds:
+            if self.emit_kinds[event.name] in self.kinds:
+                typed = self.translate(ctx, event.name, event.payload)
+                if typed is not None:
+                    self.sink(typed)
+            return
+        if "emit" in self.kinds:
+            self.sink(Emitted(ctx, event.name, event.payload))
+
+    def _error(self, event: Any) -> None:
+        if event.channel == "flow":
+            self.sink(StageFailed(event.ctx, event.message))
+
+    def _pause(self, event: Any) -> None:
+        self.sink(PauseRequested(event.ctx, event.pause_data))
+
+    def _line(self, entry: tuple[Any, ...]) -> None:
+        self.sink(NarrativeLine(entry[4], entry))
+
+
+def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
+    def call(event: Any) -> None:
+        first(event)
+        second(event)
+
+    return call
