@@ -12,6 +12,7 @@ from agent.builder import (
     PolicyHaltError,
     build_agent_chart,
 )
+from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.paused import Paused
 from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
 
@@ -20,6 +21,8 @@ __all__ = [
     "AgentBuildError",
     "AgentBuilder",
     "AgentSnapshot",
+    "AnswerExplanation",
+    "ExplainError",
     "Paused",
     "PolicyHaltError",
     "Tool",
@@ -28,4 +31,5 @@ __all__ = [
     "ask_human",
     "build_agent_chart",
     "define_tool",
+    "explain_answer",
 ]
