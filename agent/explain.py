@@ -285,13 +285,18 @@ def _tool_calls_by_id(history: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _call_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The call a human-decision row answered (nested under ``call`` or flat in the row)."""
+    call = row.get("call")
+    return call if isinstance(call, dict) else row
+
+
 def _human_for(decisions: Iterable[Any], call_id: str) -> list[dict[str, Any]]:
     found = []
     for row in decisions:
         if not isinstance(row, dict):
             continue
-        call = row.get("call") if isinstance(row.get("call"), dict) else row
-        if call.get("tool_call_id") == call_id:
+        if _call_of(row).get("tool_call_id") == call_id:
             found.append(row)
     return found
 
@@ -304,7 +309,7 @@ def human_line(row: dict[str, Any]) -> str:
         text += f" at {row['at']}"
     if row.get("note"):
         text += f" ({quote(str(row['note']), 60)})"
-    edited = row.get("edited_args") or (row.get("call") or {}).get("edited_args")
+    edited = row.get("edited_args") or _call_of(row).get("edited_args")
     if edited is not None:
         text += f", args edited to {json.dumps(edited, ensure_ascii=False)}"
     return text
@@ -374,7 +379,7 @@ def _decisions(steps: Sequence[_Step], upto: int) -> list[str]:
         humans = step.after.get(HUMAN_KEY) or []
         for row in humans[seen_humans:]:
             if isinstance(row, dict):
-                call = row.get("call") if isinstance(row.get("call"), dict) else row
+                call = _call_of(row)
                 name = call.get("tool") or call.get("tool_name") or "the call"
                 out.append(f"{step.commit.runtime_stage_id}: {name} {human_line(row)}")
         seen_humans = max(seen_humans, len(humans))
@@ -417,7 +422,8 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         is_final = bool(final_state.get("final_content"))
     else:
         if not 1 <= call <= len(calls):
-            raise ExplainError(f"call {call} is out of range: the run made {len(calls)} model call(s) (1..{len(calls)})")
+            made = len(calls)
+            raise ExplainError(f"call {call} is out of range: the run made {made} model call(s) (1..{made})")
         step, chosen = calls[call - 1]
         answer_text, is_final = chosen.content, False
     history = step.before.get("history") or []

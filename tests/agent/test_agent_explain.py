@@ -67,9 +67,7 @@ def test_a_rewritten_input_names_the_middleware_that_rewrote_it() -> None:
 
 def test_a_rewritten_tool_result_names_the_after_tool_middleware() -> None:
     """An after-tool middleware that changed a result is listed under that result."""
-    shout = SimpleNamespace(
-        name="shout", on_tool_result=lambda c: allow(str(c.result).upper(), why="house style")
-    )
+    shout = SimpleNamespace(name="shout", on_tool_result=lambda c: allow(str(c.result).upper(), why="house style"))
     agent, _ = build(
         [calls(call("c1", "weather", city="Oslo")), "Cold."],
         weather_tool(),
@@ -118,7 +116,7 @@ def test_drivers_rank_the_message_sharing_most_words_with_the_answer() -> None:
     agent, _ = build([calls(call("c1", "weather", city="Rome")), "Rome: sunny today."], weather_tool(), system=None)
     agent.run("Weather in Rome please?")
     lines = _explained(agent, drivers=True)
-    assert lines[-1] == "Most likely driver: message 3 (tool result of weather(city=\"Rome\") [c1]), overlap 0.667"
+    assert lines[-1] == 'Most likely driver: message 3 (tool result of weather(city="Rome") [c1]), overlap 0.667'
 
 
 def test_call_n_explains_an_earlier_model_call() -> None:
