@@ -221,7 +221,7 @@ def _int(value: Any) -> int | None:
 
 
 def _model_calls(steps: Sequence[_Step]) -> list[tuple[_Step, ModelCall]]:
-    calls = []
+    calls: list[tuple[_Step, ModelCall]] = []
     for step in steps:
         if step.commit.stage_id != "call-llm":
             continue
