@@ -32,15 +32,13 @@ import attrs
 
 from flowchart import Commit, Trace
 from flowchart.commits import apply_commit
-from governance import LEDGER_KEY
+from governance import HUMAN_DECISIONS, LEDGER_KEY, call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""
-
-HUMAN_KEY = "human_decisions"
 
 
 class ExplainError(ValueError):
@@ -173,14 +171,6 @@ def quote(text: str, limit: int = SNIPPET) -> str:
     return '"' + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + '"'
 
 
-def call_text(name: str, args: Any) -> str:
-    """``name(k=v, ...)`` with JSON values (what a person reads as "the call")."""
-    if not isinstance(args, dict):
-        return f"{name}({snippet(args, 60)})"
-    inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
-    return f"{name}({inner})"
-
-
 # -- reading the record -------------------------------------------------------------------------
 @attrs.frozen
 class _Step:
@@ -191,8 +181,8 @@ class _Step:
     after: dict[str, Any]
 
 
-def _fold(log: Sequence[Commit]) -> list[_Step]:
-    state: dict[str, Any] = {}
+def _fold(log: Sequence[Commit], initial: dict[str, Any]) -> list[_Step]:
+    state: dict[str, Any] = dict(initial)
     steps = []
     for commit in log:
         before = dict(state)
@@ -201,19 +191,21 @@ def _fold(log: Sequence[Commit]) -> list[_Step]:
     return steps
 
 
-def _load(source: Any) -> tuple[str | None, list[Commit]]:
-    """The run id and commit log of a ``Trace``, a trace path, a ``RunRecord`` or a ``RunResult``."""
+def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any]]:
+    """The run id, commit log and initial state of a ``Trace``, a trace path, a ``RunRecord`` or a
+    ``RunResult`` (a resumed segment starts from the paused state: its ``initial_state``)."""
     if isinstance(source, str | Path):
         source = Trace.load(source)
     if isinstance(source, Trace):
-        return source.run_id, list(source.commit_log)
+        return source.run_id, list(source.commit_log), dict(source.initial_state)
     log = getattr(source, "commit_log", None)
     if log is None:
         raise TypeError(
             f"explain_answer takes a Trace, a trace file path, a stored RunRecord or a RunResult, "
             f"got {type(source).__name__}"
         )
-    return getattr(source, "run_id", None), list(log)
+    initial = getattr(source, "initial_state", None)
+    return getattr(source, "run_id", None), list(log), dict(initial) if isinstance(initial, dict) else {}
 
 
 def _int(value: Any) -> int | None:
@@ -263,9 +255,11 @@ def _usage(before: Any, after: Any) -> int | None:
     return a - b if a is not None and b is not None else None
 
 
-def _origins(steps: Sequence[_Step]) -> list[_Step]:
-    """For each history index, the step that first put a message there."""
-    origin: list[_Step] = []
+def _origins(steps: Sequence[_Step], initial: dict[str, Any]) -> list[_Step | None]:
+    """For each history index, the step that first put a message there (``None``: it was in the
+    state the trace starts from, e.g. the paused half of a resumed run)."""
+    history = initial.get("history")
+    origin: list[_Step | None] = [None] * (len(history) if isinstance(history, list) else 0)
     for step in steps:
         history = step.after.get("history")
         if isinstance(history, list):
@@ -285,33 +279,30 @@ def _tool_calls_by_id(history: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _call_of(row: dict[str, Any]) -> dict[str, Any]:
-    """The call a human-decision row answered (nested under ``call`` or flat in the row)."""
-    call = row.get("call")
-    return call if isinstance(call, dict) else row
-
-
 def _human_for(decisions: Iterable[Any], call_id: str) -> list[dict[str, Any]]:
     found = []
     for row in decisions:
         if not isinstance(row, dict):
             continue
-        if _call_of(row).get("tool_call_id") == call_id:
+        if row.get("tool_call_id") == call_id:
             found.append(row)
     return found
 
 
 def human_line(row: dict[str, Any]) -> str:
-    """``approved by alice at <at> ("note")`` (edited args noted)."""
+    """``approved by alice at <at> ("note")``; an edit, an ask's middleware or a reply noted."""
+    if row.get("gate") == "ask_human":
+        return f"a person answered {snippet(row.get('answer'), 60)}"
     verb = "approved" if row.get("approved") else "declined"
     text = f"{verb} by {row.get('by')}"
     if row.get("at"):
         text += f" at {row['at']}"
     if row.get("note"):
         text += f" ({quote(str(row['note']), 60)})"
-    edited = row.get("edited_args") or _call_of(row).get("edited_args")
-    if edited is not None:
-        text += f", args edited to {json.dumps(edited, ensure_ascii=False)}"
+    if row.get("gate") == "ask" and row.get("middleware"):
+        text += f", asked by middleware {row['middleware']}"
+    if "after" in row:
+        text += f", args edited to {json.dumps(row['after'], ensure_ascii=False)}"
     return text
 
 
@@ -333,17 +324,18 @@ def _ledger_lines(rows: Iterable[Any], *, call_id: str | None = None, moment: st
 
 
 def _describe(
-    index: int, message: dict[str, Any], origin: _Step, state: dict[str, Any], calls_by_idx: dict[int, int]
+    index: int, message: dict[str, Any], origin: _Step | None, state: dict[str, Any], calls_by_idx: dict[int, int]
 ) -> SentMessage:
     role = str(message.get("role"))
     content = message.get("content", "")
     ledger = state.get(LEDGER_KEY) or []
-    humans = state.get(HUMAN_KEY) or []
-    if origin.commit.stage_id == "seed" and role == "user":
+    humans = state.get(HUMAN_DECISIONS) or []
+    seeded = origin.commit.stage_id == "seed" if origin is not None else index == 1
+    if seeded and role == "user":
         return SentMessage(
             index, role, "the user's message", snippet(content), tuple(_ledger_lines(ledger, moment="input"))
         )
-    if origin.commit.stage_id == "wrap-up" or (role == "user" and content == WRAP_UP_INSTRUCTION):
+    if role == "user" and content == WRAP_UP_INSTRUCTION:
         return SentMessage(index, role, "wrap-up instruction (the iteration budget ran out)", snippet(content))
     if role == "assistant":
         asked = ", ".join(call_text(str(c.get("name")), c.get("args")) for c in message.get("tool_calls") or ())
@@ -358,30 +350,32 @@ def _describe(
         details += _ledger_lines(ledger, call_id=str(call_id))
         label = f"tool result of {call_text(str(name), call.get('args', {}))} [{call_id}]"
         return SentMessage(index, role, label, snippet(content), tuple(details), tool_call_id=str(call_id))
-    return SentMessage(index, role, f"{role} message from {origin.commit.runtime_stage_id}", snippet(content))
+    where = origin.commit.runtime_stage_id if origin is not None else "before this trace"
+    return SentMessage(index, role, f"{role} message from {where}", snippet(content))
 
 
-def _asking_call(origin: _Step, calls_by_idx: dict[int, int]) -> int | None:
+def _asking_call(origin: _Step | None, calls_by_idx: dict[int, int]) -> int | None:
     """The number of the last model call committed before ``origin`` (the one that asked)."""
+    if origin is None:
+        return None
     earlier = [idx for idx in calls_by_idx if idx < origin.commit.idx]
     return calls_by_idx[max(earlier)] if earlier else None
 
 
 def _decisions(steps: Sequence[_Step], upto: int) -> list[str]:
+    """Route choices, human answers and denials committed at steps ``0..upto`` (positions)."""
     out: list[str] = []
-    seen_humans = 0
-    for step in steps:
-        if step.commit.idx > upto:
-            break
+    seen_humans = len(steps[0].before.get(HUMAN_DECISIONS) or []) if steps else 0
+    for step in steps[: upto + 1]:
         decision = step.commit.decision
         if step.commit.stage_id == "route" and isinstance(decision, dict):
             out.append(f"{step.commit.runtime_stage_id}: chose {decision.get('chosen')} — {_rationale(decision)}")
-        humans = step.after.get(HUMAN_KEY) or []
+        humans = step.after.get(HUMAN_DECISIONS) or []
         for row in humans[seen_humans:]:
             if isinstance(row, dict):
-                call = _call_of(row)
-                name = call.get("tool") or call.get("tool_name") or "the call"
-                out.append(f"{step.commit.runtime_stage_id}: {name} {human_line(row)}")
+                sentence = decision_sentence(row) or human_line(row)
+                when = f" (at {row['at']})" if row.get("at") else ""
+                out.append(f"{step.commit.runtime_stage_id}: {sentence}{when}")
         seen_humans = max(seen_humans, len(humans))
     ledger = steps[min(upto, len(steps) - 1)].after.get(LEDGER_KEY) or [] if steps else []
     out += [f"{row.get('tool_name') or row.get('phase')}: {line}" for row, line in _denials(ledger)]
@@ -410,8 +404,8 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
     ``source`` is a ``Trace``, a trace file path, a stored ``RunRecord`` (through
     ``record_trace``'s redaction when you pass its trace instead) or a ``RunResult``.
     """
-    run_id, log = _load(source)
-    steps = _fold(log)
+    run_id, log, initial = _load(source)
+    steps = _fold(log, initial)
     calls = _model_calls(steps)
     if not calls:
         raise ExplainError("the record holds no model call (no 'call-llm' commit): there is no answer to explain")
@@ -427,7 +421,7 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         step, chosen = calls[call - 1]
         answer_text, is_final = chosen.content, False
     history = step.before.get("history") or []
-    origins = _origins(steps[: step.commit.idx + 1])
+    origins = _origins(steps[: steps.index(step) + 1], initial)
     calls_by_idx = {s.commit.idx: c.number for s, c in calls}
     sent: list[SentMessage] = []
     prompt = final_state.get("system_prompt")
@@ -448,7 +442,7 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         is_final=is_final,
         answer=str(answer_text),
         sent=tuple(sent),
-        decisions=tuple(_decisions(steps, step.commit.idx if call is not None else len(steps) - 1)),
+        decisions=tuple(_decisions(steps, steps.index(step) if call is not None else len(steps) - 1)),
         drivers=drivers,
     )
 

@@ -46,9 +46,9 @@ def test_a_tool_result_names_its_call_and_the_model_call_that_asked() -> None:
     assert lines[2:5] == [
         "It was sent 3 message(s):",
         '  1. the user\'s message: "Weather in Paris?"',
-        '  2. model call 1 asked for weather(city="Paris"): ""',
+        '  2. model call 1 asked for weather(city=Paris): ""',
     ]
-    assert lines[5] == '  3. tool result of weather(city="Paris") [c1]: "Paris: sunny"'
+    assert lines[5] == '  3. tool result of weather(city=Paris) [c1]: "Paris: sunny"'
     assert "model call 2 of 2" in lines[1]
 
 
@@ -76,7 +76,7 @@ def test_a_rewritten_tool_result_names_the_after_tool_middleware() -> None:
     )
     agent.run("Oslo?")
     lines = _explained(agent)
-    at = lines.index('  3. tool result of weather(city="Oslo") [c1]: "OSLO: SUNNY"')
+    at = lines.index('  3. tool result of weather(city=Oslo) [c1]: "OSLO: SUNNY"')
     assert lines[at + 1] == "       after-tool middleware: changed by shout (house style)"
 
 
@@ -92,7 +92,7 @@ def test_a_denied_call_shows_the_denial_as_result_and_decision() -> None:
     agent.run("Refund A")
     lines = _explained(agent)
     at = next(i for i, line in enumerate(lines) if line.startswith("  3. tool result of refund"))
-    assert lines[at] == '  3. tool result of refund(order_id="A", amount=5) [r1]: "refunds are closed"'
+    assert lines[at] == '  3. tool result of refund(order_id=A, amount=5) [r1]: "refunds are closed"'
     assert lines[at + 1] == "       before-tool middleware: denied by guard (refunds are closed)"
     assert "  - refund: denied by guard (refunds are closed)" in lines
 
@@ -116,7 +116,7 @@ def test_drivers_rank_the_message_sharing_most_words_with_the_answer() -> None:
     agent, _ = build([calls(call("c1", "weather", city="Rome")), "Rome: sunny today."], weather_tool(), system=None)
     agent.run("Weather in Rome please?")
     lines = _explained(agent, drivers=True)
-    assert lines[-1] == 'Most likely driver: message 3 (tool result of weather(city="Rome") [c1]), overlap 0.667'
+    assert lines[-1] == "Most likely driver: message 3 (tool result of weather(city=Rome) [c1]), overlap 0.667"
 
 
 def test_call_n_explains_an_earlier_model_call() -> None:
@@ -178,3 +178,62 @@ def test_agent_why_without_a_model_call_is_one_error_line(tmp_path: Any, capsys:
     assert capsys.readouterr().err.strip() == (
         "agent: error: the record holds no model call (no 'call-llm' commit): there is no answer to explain"
     )
+
+
+def _approve_and_explain(approved: bool, **decision: Any) -> list[str]:
+    from governance import check_in_approved, check_in_declined
+
+    agent, _ = build(
+        [calls(call("r1", "refund", order_id="A-7", amount=500)), "Handled."],
+        refund_tool(check_in="always"),
+        system=None,
+    )
+    paused = agent.run("Refund A-7")
+    make = check_in_approved if approved else check_in_declined
+    answer = make(request=paused.check_in, by="alice", at="2026-12-01T10:00:00Z", **decision)
+    assert agent.resume(paused.checkpoint, answer) == "Handled."
+    return _explained(agent)
+
+
+def test_an_approved_check_in_says_who_approved_under_the_tool_result() -> None:
+    """The tool result of an approved call carries "approved by alice at …" and the decision is on the way."""
+    lines = _approve_and_explain(True, note="ok by policy")
+    at = lines.index('  3. tool result of refund(order_id=A-7, amount=500) [r1]: "refunded 500 on A-7"')
+    assert lines[at + 1] == '       approved by alice at 2026-12-01T10:00:00Z ("ok by policy")'
+    sentence = "alice approved refund(order_id=A-7, amount=500): ok by policy (at 2026-12-01T10:00:00Z)"
+    assert any(line.endswith(f": {sentence}") for line in lines)
+
+
+def test_a_declined_check_in_says_who_declined_and_what_the_model_read() -> None:
+    """A declined call never ran: the model read the decline, and the line names who declined."""
+    lines = _approve_and_explain(False, note="too large")
+    at = next(i for i, line in enumerate(lines) if line.startswith("  3. tool result of refund"))
+    assert lines[at] == '  3. tool result of refund(order_id=A-7, amount=500) [r1]: "declined by human: too large"'
+    assert lines[at + 1] == '       declined by alice at 2026-12-01T10:00:00Z ("too large")'
+
+
+def test_an_edited_approval_shows_the_edited_args() -> None:
+    """An approval that edited the call says so, with the args the tool really ran with."""
+    lines = _approve_and_explain(True, args={"order_id": "A-7", "amount": 100})
+    at = next(i for i, line in enumerate(lines) if line.startswith("  3. tool result of refund"))
+    assert lines[at].endswith('"refunded 100 on A-7"')
+    assert (
+        lines[at + 1]
+        == '       approved by alice at 2026-12-01T10:00:00Z, args edited to {"order_id": "A-7", "amount": 100}'
+    )
+
+
+def test_an_ask_human_reply_is_named_as_a_persons_answer() -> None:
+    """A tool that asked a person: the reply is the result the model read, and the line says a person gave it."""
+    from agent import ask_human, define_tool
+
+    def confirm(args: dict[str, Any], ctx: Any) -> str:
+        return str(ask_human({"question": "Ship it?"}))
+
+    tool = define_tool(name="confirm", description="Ask a person.", input_schema={"type": "object"}, execute=confirm)
+    agent, _ = build([calls(call("h1", "confirm")), "Shipped."], tool, system=None)
+    paused = agent.run("Ship?")
+    assert agent.resume(paused.checkpoint, "yes") == "Shipped."
+    lines = _explained(agent)
+    at = lines.index('  3. tool result of confirm() [h1]: "yes"')
+    assert lines[at + 1] == '       a person answered "yes"'
