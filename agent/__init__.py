@@ -12,6 +12,7 @@ from agent.builder import (
     PolicyHaltError,
     build_agent_chart,
 )
+from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
 from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
@@ -21,6 +22,8 @@ __all__ = [
     "AgentBuildError",
     "AgentBuilder",
     "AgentSnapshot",
+    "AnswerExplanation",
+    "ExplainError",
     "Paused",
     "PolicyHaltError",
     "Tool",
@@ -29,5 +32,6 @@ __all__ = [
     "ask_human",
     "build_agent_chart",
     "define_tool",
+    "explain_answer",
     "tool",
 ]

@@ -5,6 +5,8 @@
     agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
+    agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
+                                                      why the answer is what it is, in content
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
@@ -277,6 +279,29 @@ def cmd_decline(args: argparse.Namespace) -> str:
     return _answer(args, False)
 
 
+def cmd_why(args: argparse.Namespace) -> str:
+    """``why``: the answer's provenance (a trace file, or a run id in the store)."""
+    from flowchart import causal_chain
+
+    from .explain import ExplainError, explain_answer
+
+    source: Any = args.target
+    if not os.path.exists(args.target):
+        from flowchart.store.export import record_trace
+
+        source = record_trace(open_store(args).get(args.target))
+    if args.keys:
+        from flowchart import Trace
+
+        trace = source if isinstance(source, Trace) else Trace.load(source)
+        return causal_chain(trace.commit_log, "final_content").format()
+    try:
+        explanation = explain_answer(source, call=args.call, drivers=args.drivers)
+    except ExplainError as exc:
+        raise CliError(str(exc)) from None
+    return json.dumps(explanation.to_dict(), ensure_ascii=False, indent=2) if args.json else explanation.format()
+
+
 # -- parsing ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
@@ -316,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", metavar="MODULE:ATTR",
         help="the agent whose redaction the trace applies (default: the rule stored with the run)",
     )  # fmt: skip
+    text = "Explain why the answer is what it is: the model call, what it was sent and where each message came from."
+    why = groups.add_parser("why", help=text, description=text, parents=[store_options])
+    why.set_defaults(handler=cmd_why)
+    why.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
+    why.add_argument("--call", type=int, metavar="N", help="explain model call N (1-based) instead of the answer")
+    why.add_argument("--drivers", action="store_true", help="rank the messages by the words they share with it")
+    why.add_argument("--keys", action="store_true", help="print the key-level causal chain of final_content instead")
+    why.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 

@@ -55,6 +55,12 @@ class AgentConfig:
         return [tool.schema() for tool in self.tools.values()]
 
     @property
+    def model_record(self) -> dict[str, str]:
+        """``{"provider", "model"}`` as the record names the model that answers (``llm_model``)."""
+        provider = getattr(self.provider, "name", None) or type(self.provider).__name__
+        return {"provider": str(provider), "model": self.model}
+
+    @property
     def governed(self) -> bool:
         """True when any middleware or a permission checker is configured."""
         return bool(self.tool_middleware or self.message_middleware or self.permission_checker is not None)

@@ -83,6 +83,9 @@ def make_seed(cfg: AgentConfig) -> Any:
             scope[key] = value
         if identity is not None:
             scope.identity = identity
+        if cfg.system_prompt:
+            # what the model is told is part of the record (``agent why`` quotes it)
+            scope.system_prompt = cfg.system_prompt
         ctx.emit(events.TURN_START, {"user_message": content})
         if denied is not None:
             deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
@@ -130,6 +133,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
         scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
         scope.llm_latest_content = response.content
+        if raw_read(scope, "llm_model") is None:  # which model answers: recorded once per run
+            scope.llm_model = cfg.model_record
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)

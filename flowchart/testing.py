@@ -117,10 +117,39 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         return str(root / SNAPSHOT_DIR / test_location.basename)
 
 
+class TextSnapshotExtension(SingleFileSnapshotExtension):
+    """A syrupy extension: one ``.txt`` file per snapshot of a ``str`` in ``<rootdir>/snapshots/``
+    (an explanation, a narrative, CLI output), opaque ids numbered as in traces."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "text.txt"
+
+    def serialize(self, data: Any, **_options: Any) -> str:
+        """The text itself, with a final newline (anything but a ``str`` is refused)."""
+        if not isinstance(data, str):
+            raise TypeError(f"text_snapshot compares a str, got {type(data).__name__}")
+        return _number_opaque_ids(data.rstrip("\n") + "\n")
+
+    dirname = TraceSnapshotExtension.dirname
+
+
+@pytest.fixture
+def text_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    """syrupy's ``snapshot`` for plain text, kept in the top-level ``snapshots/`` folder."""
+    return snapshot.use_extension(TextSnapshotExtension)
+
+
 @pytest.fixture
 def trace_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     """syrupy's ``snapshot`` with the trace extension: ``assert result == trace_snapshot``."""
     return snapshot.use_extension(TraceSnapshotExtension)
 
 
-__all__ = ["SNAPSHOT_DIR", "TraceSnapshotExtension", "render_trace", "trace_snapshot"]
+__all__ = [
+    "SNAPSHOT_DIR",
+    "TextSnapshotExtension",
+    "TraceSnapshotExtension",
+    "render_trace",
+    "text_snapshot",
+    "trace_snapshot",
+]

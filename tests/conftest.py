@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flowchart import FlowChart, decide, flow_chart
-from flowchart.testing import trace_snapshot  # noqa: F401
+from flowchart.testing import text_snapshot, trace_snapshot  # noqa: F401
 
 
 def _application(scope: Any, ctx: Any) -> None:

@@ -11,7 +11,7 @@ CONTRACT = {
         "flow_chart Pausable decide select narrative replay causal_chain Redaction FlowChart RunResult "
         "Commit Checkpoint Trace StageContext FlowchartError BuildError RunError CheckpointError"
     ),
-    "agent": "Agent define_tool Paused ask_human tool",
+    "agent": "Agent define_tool Paused ask_human tool explain_answer",
     "agent.providers": "scripted mock openai_compatible anthropic ollama",
     "agent.mcp": "mcp_tools mcp_server",
     "flowchart.otel": "otel_recorder",

@@ -71,7 +71,8 @@ def test_wrap_up_disabled_means_no_wrap_up_stage() -> None:
 
 
 def test_seed_writes_the_initial_state() -> None:
-    """Seed commits the contract's keys with their initial values, in one commit."""
+    """Seed commits the contract's keys with their initial values, in one commit (and the
+    system prompt the model will be sent, so the record says what the model was told)."""
     agent, _ = build(["Hello."])
     agent.run("Hi")
     seed = agent.last_snapshot().commit_log[0].to_dict()
@@ -85,6 +86,7 @@ def test_seed_writes_the_initial_state() -> None:
         "final_content": "",
         "total_input_tokens": 0,
         "total_output_tokens": 0,
+        "system_prompt": "You help.",
     }
 
 
