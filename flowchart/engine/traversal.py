@@ -85,6 +85,10 @@ class _StageRecorder:
                 value, hidden = self._shown(key, value)
             self.observers.emit("on_read", ReadEvent(self.ctx, key, value, hidden))
 
+    def missing(self, key: str) -> None:
+        if self.reads:
+            self.observers.emit("on_read", ReadEvent(self.ctx, key, None, missing=True))
+
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.writes:
             hidden = False

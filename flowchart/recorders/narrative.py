@@ -162,9 +162,10 @@ class NarrativeRecorder:
     # ── data channel: buffered until the stage's headline ──────────────────────
 
     def on_read(self, event: ReadEvent) -> None:
-        """Buffer a read (a read without a key is not narrated)."""
+        """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
         if event.key:
-            self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value)
+            summary = "undefined" if event.missing else None
+            self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value, summary=summary)
 
     def on_write(self, event: WriteEvent) -> None:
         """Buffer a set, update or delete (and the note of a noted key)."""
@@ -269,10 +270,19 @@ class NarrativeRecorder:
 
     # ── helpers ────────────────────────────────────────────────────────────────
 
-    def _buffer(self, runtime_stage_id: str, kind: str, key: str, value: Any, operation: str = "set") -> None:
+    def _buffer(
+        self,
+        runtime_stage_id: str,
+        kind: str,
+        key: str,
+        value: Any,
+        operation: str = "set",
+        summary: str | None = None,
+    ) -> None:
         # summarised now, not at flush: a value read from the scope may be a live view
         # that the stage goes on to mutate, and the step must show it as it was read
-        summary = self.format_value(value, self.max_value_length)
+        if summary is None:
+            summary = self.format_value(value, self.max_value_length)
         ops = self._pending.get(runtime_stage_id)
         if ops is None:
             ops = self._pending[runtime_stage_id] = []

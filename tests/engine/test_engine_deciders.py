@@ -230,7 +230,7 @@ def test_decide_empty_filter_never_matches():
 
 
 def test_decide_missing_key_fails_its_condition():
-    """A condition on a key that is not in the state fails (actual ``null``)."""
+    """A condition on a key that is not in the state fails (actual ``undefined``, as in footprintjs)."""
     seen: list[Any] = []
 
     def check(scope):
@@ -240,7 +240,7 @@ def test_decide_missing_key_fails_its_condition():
 
     decider_chart(check).run()
     assert seen == [
-        {"key": "nope", "op": "eq", "threshold": None, "actual_summary": "null", "result": False, "redacted": False}
+        {"key": "nope", "op": "eq", "threshold": None, "actual_summary": "undefined", "result": False, "redacted": False}
     ]
 
 
