@@ -251,12 +251,19 @@ class Transaction:
         return tuple(self._reads)
 
     # -- tracking callbacks -----------------------------------------------------------------
-    def _touch(self, key: str, change: int) -> None:
+    def _touch(self, key: str, change: int, fields: tuple[str, ...] | None = None) -> None:
         if key in self.readonly:
             raise _readonly(key)
         self._touched[key] = self._touched.get(key, 0) | change
         if self.observer is not None:
-            self.observer.write(key, self._working.get(key), "update" if change == MERGE else "set")
+            value = self._working.get(key)
+            if change != MERGE:
+                self.observer.write(key, value, "set")
+                return
+            if fields is not None and type(value) is TrackedDict:
+                # a nested merge is told by what it changed: the touched fields only
+                value = {field: dict.__getitem__(value, field) for field in fields if dict.__contains__(value, field)}
+            self.observer.write(key, value, "update")
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)
