@@ -73,8 +73,10 @@ async def run_children(
                 also_paused.append(traverser.prefix + child.id)
                 continue
             ns = (*namespace, "runs", child.id)
+            # the continuation is the stage after the parent (footprintjs records it); the
+            # resume never follows it from the child — the fork frame goes on after the fork
             frame = ResumeFrame.at(
-                traverser.prefix + child.id, "stage", None, traverser.prefix + parent.id, ns, traverser.prefix
+                traverser.prefix + child.id, "stage", parent.next, traverser.prefix + parent.id, ns, traverser.prefix
             )
             pause = traverser.pause(child, rid, output, frame)
             continue

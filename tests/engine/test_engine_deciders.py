@@ -240,7 +240,14 @@ def test_decide_missing_key_fails_its_condition():
 
     decider_chart(check).run()
     assert seen == [
-        {"key": "nope", "op": "eq", "threshold": None, "actual_summary": "undefined", "result": False, "redacted": False}
+        {
+            "key": "nope",
+            "op": "eq",
+            "threshold": None,
+            "actual_summary": "undefined",
+            "result": False,
+            "redacted": False,
+        }
     ]
 
 
