@@ -5,8 +5,9 @@ an unknown branch id falls back to the default branch, or is an error naming the
 the id and the branches there are; a selector's unknown ids are an error listing what is
 available, and an empty selection runs nothing. Both errors are footprintjs's sentence
 (the stage's NAME, footprintjs's nouns) followed by the fix; as in footprintjs they
-write no narrative line (no ``on_error``): the run fails with them (``on_run_failed``). What the stage returned is recorded on
-its commit (``decision_record``), so a trace can say why a branch was taken.
+write no narrative line (no ``on_error``): the run fails with them (``on_run_failed``).
+What the stage returned is recorded on its commit (``decision_record``), so a trace can
+say why a branch was taken.
 """
 
 from __future__ import annotations
