@@ -4,6 +4,7 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
+from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
 from flowchart.causal import causal_chain
 from flowchart.chart import FlowChart
@@ -59,8 +60,12 @@ __all__ = [
     "Trace",
     "__version__",
     "causal_chain",
+    "commit_value_at",
     "decide",
     "failed_run",
+    "find_commit",
+    "find_commits",
+    "find_last_writer",
     "flow_chart",
     "narrative",
     "pause_again",
