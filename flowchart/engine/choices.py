@@ -40,9 +40,9 @@ def decision_record(output: Any) -> dict[str, Any]:
         return {key: repr(value) for key, value in record.items()}
 
 
-def _unreported(traverser: Traverser, error: RunError) -> None:
-    """Fail the run with ``error`` without a stage error event (footprintjs fires none)."""
-    traverser.run.reported_errors.add(id(error))
+def _unreported(traverser: Traverser, node: StageNode, rid: str, error: RunError) -> None:
+    """Fail the run with ``error`` at ``node`` without a stage error event (footprintjs fires none)."""
+    traverser.run.reported_errors[id(error)] = (traverser.prefix + node.id, rid)
 
 
 def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, cont: StageNode | None) -> Hop:
@@ -64,7 +64,7 @@ def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, 
                 "or call set_default(branch_id)",
                 stage_id=traverser.prefix + node.id,
             )
-            _unreported(traverser, error)
+            _unreported(traverser, node, rid, error)
             raise error
         branch = node.branches[node.default_branch]
     chosen = branch
@@ -101,7 +101,7 @@ def choose_selected(traverser: Traverser, node: StageNode, rid: str, output: Any
             f"Available: {', '.join(node.branches)} — return ids of its branches only",
             stage_id=traverser.prefix + node.id,
         )
-        _unreported(traverser, error)
+        _unreported(traverser, node, rid, error)
         raise error
     chosen = [node.branches[i] for i in dict.fromkeys(ids)]
     traverser.flow(
