@@ -114,6 +114,19 @@ class FlowChart:
                 return True
         return False
 
+    @functools.cached_property
+    def subflows(self) -> dict[str, FlowChart]:
+        """The mounted subflow charts by mount id (nested ones as ``outer/inner``), footprintjs ``subflows``."""
+        found: dict[str, FlowChart] = {}
+        for node in iter_nodes(self._root):
+            if node.mount is None:
+                continue
+            inner = node.mount.chart
+            found[node.id] = inner
+            for nested_id, nested in inner.subflows.items():
+                found[f"{node.id}/{nested_id}"] = nested
+        return found
+
     def stage_ids(self) -> list[str]:
         """Every stage id of this chart (not of its subflows), in a stable order."""
         return [n.id for n in iter_nodes(self._root) if n.kind != "loop"]

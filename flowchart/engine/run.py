@@ -22,7 +22,10 @@ from .observers import Observers
 
 @attrs.frozen
 class SubflowResult:
-    """What a subflow mount left: its final state, its own commit log and its initial state."""
+    """What a subflow mount left: its final state, its own commit log and its initial state.
+
+    ``subflow_name`` is the mount's name (footprintjs ``subflowName``).
+    """
 
     mount_id: str
     runtime_stage_id: str
@@ -30,6 +33,7 @@ class SubflowResult:
     commit_log: tuple[Any, ...]
     initial: dict[str, Any]
     output: Any = None
+    subflow_name: str = ""
 
 
 class Run:
