@@ -6,6 +6,7 @@ run can be replayed, narrated, backtracked and snapshot-tested. See docs/concept
 
 from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
+from flowchart.cancel import CancelToken, RunCancelledError
 from flowchart.causal import causal_chain
 from flowchart.chart import FlowChart
 from flowchart.commits import Commit, Op, replay
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BranchList",
     "BuildError",
+    "CancelToken",
     "Checkpoint",
     "CheckpointError",
     "Commit",
@@ -49,6 +51,7 @@ __all__ = [
     "Pausable",
     "ReadonlyInputError",
     "Redaction",
+    "RunCancelledError",
     "RunError",
     "RunFailure",
     "RunResult",

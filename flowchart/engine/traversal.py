@@ -315,6 +315,8 @@ class Traverser:
                 continue
             if run.deadline is not None:
                 run.check_deadline(self.prefix + node.id)
+            if run.cancel is not None:
+                run.cancel.check(self.prefix + node.id)
             source = node
             output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
             if self.stopped:
