@@ -74,7 +74,10 @@ def test_a_later_loop_pass_keeps_the_stage_name():
         .build()
     )
     log = chart.run().commit_log
-    assert [(c.stage, c.runtime_stage_id) for c in log if c.stage_id == "work"] == [("Work", "work#0"), ("Work", "work#3")]
+    assert [(c.stage, c.runtime_stage_id) for c in log if c.stage_id == "work"] == [
+        ("Work", "work#0"),
+        ("Work", "work#3"),
+    ]
 
 
 def test_a_key_written_twice_in_one_stage_commits_one_net_op():
