@@ -374,3 +374,20 @@ def test_missing_reads_join_the_commit_reads():
 
     result = flow_chart("Work", work, "work").build().run()
     assert result.commit_log[0].reads == ("a", "b", "c")
+
+
+def test_scope_get_returns_the_value_or_the_default():
+    """``scope.get(k, default)`` reads a present key and defaults a missing one; ``scope["get"]`` still works."""
+    from flowchart import flow_chart
+
+    seen = []
+
+    def seed(scope):
+        scope.a = 1
+        scope["get"] = "a key named get"
+
+    def work(scope):
+        seen.extend([scope.get("a"), scope.get("zz", 5), scope.get("zz"), scope["get"]])
+
+    flow_chart("Seed", seed, "seed").add_function("Work", work, "work").build().run()
+    assert seen == [1, 5, None, "a key named get"]
