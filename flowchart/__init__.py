@@ -4,7 +4,9 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
+from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
+from flowchart.cancel import CancelToken, RunCancelledError
 from flowchart.causal import causal_chain
 from flowchart.chart import FlowChart
 from flowchart.commits import Commit, Op, replay
@@ -35,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BranchList",
     "BuildError",
+    "CancelToken",
     "Checkpoint",
     "CheckpointError",
     "Commit",
@@ -48,6 +51,7 @@ __all__ = [
     "Pausable",
     "ReadonlyInputError",
     "Redaction",
+    "RunCancelledError",
     "RunError",
     "RunFailure",
     "RunResult",
@@ -59,8 +63,12 @@ __all__ = [
     "Trace",
     "__version__",
     "causal_chain",
+    "commit_value_at",
     "decide",
     "failed_run",
+    "find_commit",
+    "find_commits",
+    "find_last_writer",
     "flow_chart",
     "narrative",
     "pause_again",

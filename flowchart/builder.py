@@ -5,6 +5,10 @@ Laws:
   for branches; ``description`` is keyword-only everywhere (never silently ignored).
 - Every structural mistake is collected while building and raised by ``build()`` as a
   ``BuildError`` naming the stage and the fix — so a chart either builds whole or not at all.
+  Where footprintjs has a message for the mistake, it comes first, in footprintjs's words
+  (the stage NAME it quotes, Python method names), then `` — `` and the fix.
+- A decider and a selector on one node are mutually exclusive (as in footprintjs): a
+  selector right after a decider is refused rather than chained after it.
 """
 
 from __future__ import annotations
@@ -129,6 +133,13 @@ class FlowChartBuilder:
         self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, fail_fast: bool = False
     ) -> BranchList:
         """Append a selector: ``fn`` returns branch ids (or a ``select()`` result) to run in parallel."""
+        cursor = self._cursor
+        if cursor is not None and cursor.kind == "decider":
+            self._problem(
+                f"decider and selector are mutually exclusive at '{cursor.name}' — add a stage between "
+                "them (add_function) if the selector should run after the decider's branch",
+                cursor.id,
+            )
         node = self._node("selector", name, fn, stage_id, description)
         node.fail_fast = fail_fast
         self._append(node)
@@ -151,6 +162,17 @@ class FlowChartBuilder:
                 )
                 continue
             child_id, child_name, fn = entry
+            if not child_id:
+                self._problem(
+                    f"child id required under '{parent.name}' — give each (id, name, fn) child a non-empty id",
+                    parent.id,
+                )
+                continue
+            if any(c.id == child_id for c in parent.children):
+                self._problem(
+                    f"duplicate child id '{child_id}' under '{parent.name}' — give each child its own id", parent.id
+                )
+                continue
             node = self._node("stage", child_name, fn if callable(fn) else None, child_id, None)
             if not callable(fn):
                 self._problem(f"fork child '{child_id}' under '{parent.id}' has no function", child_id)
@@ -195,6 +217,11 @@ class FlowChartBuilder:
         if parent is None:
             self._problem("add_subflow_chart needs a stage before it: call flow_chart(name, fn, id) first")
             return self
+        if any(c.id == stage_id for c in parent.children):
+            self._problem(
+                f"duplicate child id '{stage_id}' under '{parent.name}' — give each child its own id", parent.id
+            )
+            return self
         node = _mount_node(
             self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
         )
@@ -211,7 +238,7 @@ class FlowChartBuilder:
             return self
         if self._closed_by is not None:
             self._problem(
-                f"loop_to already defined at '{cursor.id}' (to '{self._closed_by}'): a chain loops once — "
+                f"loop_to already defined at '{cursor.name}' — a chain loops once (to '{self._closed_by}'): "
                 "remove the second loop_to",
                 cursor.id,
             )
@@ -228,7 +255,7 @@ class FlowChartBuilder:
         from .chart import FlowChart
 
         if self._root is None:
-            raise BuildError("empty builder: start it with flow_chart(name, fn, id) before build()")
+            raise BuildError("empty tree; call start() first — start the chart with flow_chart(name, fn, id)")
         if self._open_list is not None:
             self._open_list._validate()
         for node in self._ids.values():
@@ -243,8 +270,8 @@ class FlowChartBuilder:
             target_node = self._ids.get(target)
             if target_node is None:
                 self._problem(
-                    f"loop_to('{target}') from '{source.id}': target not found — pass the id of a stage "
-                    "declared in this chart (not its name)",
+                    f"loop_to('{target}') target not found — did you pass a stage name instead of id? — "
+                    f"from '{source.id}', pass the id of a stage declared in this chart",
                     source.id,
                 )
             elif target not in self._chain_ids:
@@ -275,7 +302,7 @@ class BranchList:
         node = self._node
         if branch_id in node.branches:
             self._builder._problem(
-                f"duplicate {self._kind} branch id '{branch_id}' under '{node.id}' — give each branch its own id",
+                f"duplicate {self._kind} branch id '{branch_id}' under '{node.name}' — give each branch its own id",
                 node.id,
             )
             return self
@@ -367,7 +394,7 @@ class BranchList:
         node = self._node
         if not node.branches:
             self._builder._problem(
-                f"{self._kind} at '{node.id}' requires at least one branch — add one with add_function_branch",
+                f"{self._kind} at '{node.name}' requires at least one branch — add one with add_function_branch",
                 node.id,
             )
         if node.default_branch is not None and node.default_branch not in node.branches:

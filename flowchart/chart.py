@@ -28,6 +28,7 @@ from .nodes import StageNode, iter_nodes
 if TYPE_CHECKING:
     import networkx as nx
 
+    from .cancel import CancelToken
     from .pause import Checkpoint
     from .redaction import Redaction
     from .result import RunResult
@@ -115,6 +116,19 @@ class FlowChart:
                 return True
         return False
 
+    @functools.cached_property
+    def subflows(self) -> dict[str, FlowChart]:
+        """The mounted subflow charts by mount id (nested ones as ``outer/inner``), footprintjs ``subflows``."""
+        found: dict[str, FlowChart] = {}
+        for node in iter_nodes(self._root):
+            if node.mount is None:
+                continue
+            inner = node.mount.chart
+            found[node.id] = inner
+            for nested_id, nested in inner.subflows.items():
+                found[f"{node.id}/{nested_id}"] = nested
+        return found
+
     def stage_ids(self) -> list[str]:
         """Every stage id of this chart (not of its subflows), in a stable order."""
         return [n.id for n in iter_nodes(self._root) if n.kind != "loop"]
@@ -187,6 +201,7 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        cancel: CancelToken | None = None,
         store: RunStore | None = None,
         run_id: str | None = None,
     ) -> RunResult:
@@ -204,13 +219,13 @@ class FlowChart:
 
             return run_chart(
                 self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction,
+                timeout=timeout, redaction=redaction, cancel=cancel,
             )  # fmt: skip
 
         def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
             return start_run(
                 self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent,
+                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
             )  # fmt: skip
 
         return run_coroutine(make, self.needs_loop or timeout is not None)
@@ -224,18 +239,21 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run the chart inside the caller's event loop (fork children run concurrently).
 
         ``input`` is the read-only run input (``ctx.args``); ``env`` an environment that
         is never recorded; ``recorders`` observers; ``max_iterations`` the per-target loop
-        cap; ``timeout`` seconds for the whole run; ``redaction`` what to hide in recordings.
+        cap; ``timeout`` seconds for the whole run; ``redaction`` what to hide in recordings;
+        ``cancel`` a ``CancelToken`` whose ``cancel(reason)`` ends the run before its next
+        stage with ``RunCancelledError`` (the running stage's writes commit).
         """
         from .engine.runner import start_run
 
         return await start_run(
             self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True,
+            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
         )  # fmt: skip
 
     def stream(
@@ -281,6 +299,7 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        cancel: CancelToken | None = None,
     ) -> RunResult:
         """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
         from .engine.runner import resume_run
@@ -288,7 +307,7 @@ class FlowChart:
         def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
             return resume_run(
                 self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent,
+                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
             )  # fmt: skip
 
         return run_coroutine(make, self.needs_loop or timeout is not None)
@@ -333,11 +352,12 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        cancel: CancelToken | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
         from .engine.runner import resume_run
 
         return await resume_run(
             self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True,
+            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
         )  # fmt: skip

@@ -73,6 +73,12 @@ class _InputCapture:
         if self.inner is not None:
             self.inner.read(key, value)
 
+    def missing(self, key: str) -> None:
+        if key not in self.inputs:
+            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": self.hides(key)}
+        if self.inner is not None:
+            self.inner.missing(key)
+
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.inner is not None:
             self.inner.write(key, value, operation)
@@ -126,12 +132,14 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
                 result = bool(present and compare is not None and compare(actual, threshold))
             except TypeError:
                 result = False
+            # a key that is not there is footprintjs's ``undefined``, not ``null``
+            shown = summarize_value(actual) if present else "undefined"
             conditions.append(
                 {
                     "key": key,
                     "op": op,
                     "threshold": threshold,
-                    "actual_summary": EVENT_PLACEHOLDER if redacted else summarize_value(actual),
+                    "actual_summary": EVENT_PLACEHOLDER if redacted else shown,
                     "result": result,
                     "redacted": redacted,
                 }

@@ -100,12 +100,17 @@ class StageEvent:
 
 @attrs.frozen
 class ReadEvent:
-    """A stage read a state key (``value`` is redacted when the key is)."""
+    """A stage read a state key (``value`` is redacted when the key is).
+
+    ``missing`` is True for a read of a key that is not in the state (footprintjs's
+    ``undefined``); ``value`` is then ``None``.
+    """
 
     ctx: TraversalContext
     key: str
     value: Any
     redacted: bool = False
+    missing: bool = False
 
 
 @attrs.frozen

@@ -10,6 +10,10 @@ Laws:
   ``set``; a removed key a ``delete``.
 - Inside a fork or selector child the transaction has a namespace (``("runs", id)``):
   reads look there first and fall back to the root, writes land there.
+- A read of a key that is not there is a read too (footprintjs's ``undefined``): the key
+  joins the stage's reads and observers hear ``missing(key)``, then the Python error
+  (``KeyError`` / ``AttributeError``) is raised. ``"k" in scope`` records ``k`` among
+  the reads, and tells observers only when ``k`` is absent.
 - Nothing here copies the whole state: reading a primitive is a dict lookup, reading a
   container makes a shallow tracked view, a commit touches only the changed keys.
 """
@@ -32,6 +36,8 @@ class ScopeObserver(Protocol):
     """What a transaction tells while a stage runs (the engine's recorder bridge)."""
 
     def read(self, key: str, value: Any) -> None: ...
+
+    def missing(self, key: str) -> None: ...
 
     def write(self, key: str, value: Any, operation: str) -> None: ...
 
@@ -129,12 +135,12 @@ class Transaction:
         if value is _MISSING:
             value = self._committed(key)
             if value is _MISSING:
-                raise KeyError(key)
+                raise self._miss(key)
             kind = type(value)
             if kind is dict or kind is list:
                 value = self._view(key, value)
         elif value is _DELETED:
-            raise KeyError(key)
+            raise self._miss(key)
         elif type(value) is dict or type(value) is list:
             value = self._view(key, value)
         if key not in self._reads:
@@ -142,6 +148,23 @@ class Transaction:
         if self.observer is not None:
             self.observer.read(key, value)
         return value
+
+    def _miss(self, key: str) -> KeyError:
+        """Record a read of the absent ``key`` and return the error to raise."""
+        if key not in self._reads:
+            self._reads[key] = None
+        if self.observer is not None:
+            self.observer.missing(key)
+        return KeyError(key)
+
+    def contains(self, key: str) -> bool:
+        """``key in scope``: True when ``key`` holds a value; the check is recorded as a read."""
+        if key not in self._reads:
+            self._reads[key] = None
+        found = self.has(key)
+        if not found and self.observer is not None:
+            self.observer.missing(key)
+        return found
 
     def _view(self, key: str, value: Any) -> Any:
         view = wrap(value, Owner(key, self._touch, self._reject))
@@ -228,12 +251,19 @@ class Transaction:
         return tuple(self._reads)
 
     # -- tracking callbacks -----------------------------------------------------------------
-    def _touch(self, key: str, change: int) -> None:
+    def _touch(self, key: str, change: int, fields: tuple[str, ...] | None = None) -> None:
         if key in self.readonly:
             raise _readonly(key)
         self._touched[key] = self._touched.get(key, 0) | change
         if self.observer is not None:
-            self.observer.write(key, self._working.get(key), "update" if change == MERGE else "set")
+            value = self._working.get(key)
+            if change != MERGE:
+                self.observer.write(key, value, "set")
+                return
+            if fields is not None and type(value) is TrackedDict:
+                # a nested merge is told by what it changed: the touched fields only
+                value = {field: dict.__getitem__(value, field) for field in fields if dict.__contains__(value, field)}
+            self.observer.write(key, value, "update")
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)
@@ -322,7 +352,14 @@ class Scope:
         self._fc_txn.delete(key)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._fc_txn.has(key)
+        return isinstance(key, str) and self._fc_txn.contains(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``scope[key]``, or ``default`` when ``key`` is not in the state (the miss is recorded)."""
+        try:
+            return self._fc_txn.get(key)
+        except KeyError:
+            return default
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._fc_txn.keys())

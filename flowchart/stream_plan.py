@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .errors import RunError
+from .cancel import RunCancelledError
 from .failure import RunFailure
 from .stream_events import Final, StreamEvent
 from .stream_tap import StreamTap
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from .commits import Commit
 
 CANCEL_REASON = "the run was cancelled by the stream's consumer"
-
-
-class RunCancelledError(RunError):
-    """A run stopped because the consumer of its stream left the loop (what a stored run records)."""
 
 
 @attrs.frozen
@@ -55,7 +51,7 @@ class Cancelled:
     def error(self) -> RunCancelledError:
         """The cancellation as an error (what a stored run records as failed)."""
         where = f" during stage '{self.stage}'" if self.stage else " before its first stage"
-        return RunCancelledError(f"{self.reason}{where}", stage_id=self.stage)
+        return RunCancelledError(f"{self.reason}{where}", stage_id=self.stage, reason=self.reason)
 
     @property
     def message(self) -> str:

@@ -26,8 +26,9 @@ MERGE = 1  # a dict key assigned: the top-level key may commit as a merge patch
 APPEND = 2  # items appended to the top-level list itself: it may commit as an append of the tail
 SET = 4  # anything else: the top-level key commits as a set of its whole new value
 
-#: ``touch(key, change)``: tells the owning transaction that ``key`` changed
-Touch = Callable[[str, int], None]
+#: ``touch(key, change, fields)``: tells the owning transaction that ``key`` changed;
+#: ``fields`` are the keys of the top-level dict that a ``MERGE`` changed (else ``None``)
+Touch = Callable[[str, int, "tuple[str, ...] | None"], None]
 
 
 def _checked(owner: Owner, value: Any) -> Any:
@@ -39,22 +40,33 @@ def _checked(owner: Owner, value: Any) -> Any:
 
 
 class Owner:
-    """Links every view under one top-level key back to the transaction that owns it."""
+    """Links every view under one top-level key back to the transaction that owns it.
 
-    __slots__ = ("_reject", "key", "touch")
+    ``field`` is the key of the top-level dict that the view sits under (``None`` for the
+    top-level view itself), so a nested change can say which part of the value it changed.
+    """
 
-    def __init__(self, key: str, touch: Touch, reject: Callable[[str, NotJsonSafe], None]) -> None:
+    __slots__ = ("_reject", "field", "key", "touch")
+
+    def __init__(
+        self, key: str, touch: Touch, reject: Callable[[str, NotJsonSafe], None], field: str | None = None
+    ) -> None:
         self.key = key
         self.touch = touch
         self._reject = reject
+        self.field = field
+
+    def under(self, field: str) -> Owner:
+        """The owner of the views below ``field`` of the top-level dict."""
+        return Owner(self.key, self.touch, self._reject, field)
 
     def reject(self, exc: NotJsonSafe) -> None:
         """Refuse a non-JSON-safe value put into a view under this key (raises, naming the key)."""
         self._reject(self.key, exc)
 
-    def changed(self, change: int) -> None:
+    def changed(self, change: int, fields: tuple[str, ...] | None = None) -> None:
         """Record that a view under this key changed (``MERGE``, ``APPEND`` or ``SET``)."""
-        self.touch(self.key, change)
+        self.touch(self.key, change, fields)
 
 
 def wrap(value: Any, owner: Owner) -> Any:
@@ -95,7 +107,8 @@ class TrackedDict(dict):
     def _child(self, key: str, value: Any) -> Any:
         kind = type(value)
         if kind is dict or kind is list:
-            value = wrap(value, self._fc_owner)
+            owner = self._fc_owner
+            value = wrap(value, owner.under(key) if owner.field is None else owner)
             dict.__setitem__(self, key, value)
             self._fc_wrapped = True
         return value
@@ -124,8 +137,9 @@ class TrackedDict(dict):
     def __setitem__(self, key: str, value: Any) -> None:
         if type(key) is not str:
             self._fc_owner.reject(NotJsonSafe(f"a non-string dict key {key!r}", ""))
-        dict.__setitem__(self, key, _checked(self._fc_owner, value))
-        self._fc_owner.changed(MERGE)
+        owner = self._fc_owner
+        dict.__setitem__(self, key, _checked(owner, value))
+        owner.changed(MERGE, (key,) if owner.field is None else (owner.field,))
 
     def __delitem__(self, key: str) -> None:
         dict.__delitem__(self, key)
@@ -137,8 +151,16 @@ class TrackedDict(dict):
         return self[key]
 
     def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
+        """Assign every key, then report ONE change (footprintjs's ``$update`` of a patch)."""
+        patch = dict(*args, **kwargs)
+        if not patch:
+            return
+        owner = self._fc_owner
+        for key, value in patch.items():
+            if type(key) is not str:
+                owner.reject(NotJsonSafe(f"a non-string dict key {key!r}", ""))
+            dict.__setitem__(self, key, _checked(owner, value))
+        owner.changed(MERGE, tuple(patch) if owner.field is None else (owner.field,))
 
     def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[misc]
         self.update(other)

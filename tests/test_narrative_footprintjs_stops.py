@@ -155,13 +155,13 @@ def options_chart() -> Any:
     return flow_chart("Seed", seed, "seed").add_function("Work", work, "work").build()
 
 
-#: the Work stage's steps in Python: the nested assignment reads ``obj`` first and
-#: reports the whole merged dict, where JS ``$update`` reports only ``{gamma}``
+#: the Work stage's steps in Python: the nested assignment reads ``obj`` first (JS
+#: ``$update`` does not read); the update itself is told by what changed, ``{gamma}``
 WORK_STEPS = {
     "options_no_steps": [
         'Read msg = "a fairly long message here"',
         "Read obj = {alpha, beta}",
-        "Update obj = {alpha, beta, gamma}",
+        "Update obj = {gamma}",
         "Delete msg",
     ],
     "options_no_values": [
@@ -173,7 +173,7 @@ WORK_STEPS = {
     "options_short": [
         'Step 1: Read msg = "a fairly ..."',
         "Step 2: Read obj = {2 keys}",
-        "Step 3: Update obj = {3 keys}",
+        "Step 3: Update obj = {gamma}",
         "Step 4: Delete msg",
     ],
 }

@@ -61,7 +61,9 @@ def _event(raw: dict[str, Any]) -> tuple[str, Any]:
     ctx = _ctx(raw["ctx"])
     built: Any
     if hook == "onRead":
-        built = ev.ReadEvent(ctx, raw["key"], raw.get("value"), raw.get("redacted", False))
+        # the tracer leaves "value" out for a read of a missing key (JS undefined)
+        missing = "value" not in raw
+        built = ev.ReadEvent(ctx, raw["key"], raw.get("value"), raw.get("redacted", False), missing)
     elif hook == "onWrite":
         op = raw["operation"]
         built = ev.WriteEvent(ctx, raw["key"], raw.get("value"), op, raw.get("redacted", False))

@@ -3,8 +3,11 @@
 Laws: the stage has already committed (a decider commits BEFORE its branch is resolved);
 an unknown branch id falls back to the default branch, or is an error naming the decider,
 the id and the branches there are; a selector's unknown ids are an error listing what is
-available, and an empty selection runs nothing. What the stage returned is recorded on
-its commit (``decision_record``), so a trace can say why a branch was taken.
+available, and an empty selection runs nothing. Both errors are footprintjs's sentence
+(the stage's NAME, footprintjs's nouns) followed by the fix; as in footprintjs they
+write no narrative line (no ``on_error``): the run fails with them (``on_run_failed``).
+What the stage returned is recorded on its commit (``decision_record``), so a trace can
+say why a branch was taken.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def decision_record(output: Any) -> dict[str, Any]:
         return {key: repr(value) for key, value in record.items()}
 
 
+def _unreported(traverser: Traverser, node: StageNode, rid: str, error: RunError) -> None:
+    """Fail the run with ``error`` at ``node`` without a stage error event (footprintjs fires none)."""
+    traverser.run.reported_errors[id(error)] = (traverser.prefix + node.id, rid)
+
+
 def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, cont: StageNode | None) -> Hop:
     """Resolve a decider's output to a branch and hop there (the decider already committed)."""
     if traverser.stopped:
@@ -51,11 +59,12 @@ def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, 
     if branch is None:
         if node.default_branch is None:
             error = RunError(
-                f"Decider '{node.id}' returned branch ID {branch_id!r} which doesn't match any branch "
-                f"({', '.join(node.branches)}) and no default branch is set",
+                f"Scope-based decider '{node.name}' returned branch ID '{branch_id}' which doesn't match any "
+                f"child and no default branch is set — return one of its branch ids ({', '.join(node.branches)}) "
+                "or call set_default(branch_id)",
                 stage_id=traverser.prefix + node.id,
             )
-            traverser.fail(node, rid, error)
+            _unreported(traverser, node, rid, error)
             raise error
         branch = node.branches[node.default_branch]
     chosen = branch
@@ -88,11 +97,11 @@ def choose_selected(traverser: Traverser, node: StageNode, rid: str, output: Any
     unknown = [i for i in ids if i not in node.branches]
     if unknown:
         error = RunError(
-            f"Selector '{node.id}' returned unknown branch IDs: {', '.join(map(str, unknown))}. "
-            f"Available: {', '.join(node.branches)}",
+            f"Scope-based selector '{node.name}' returned unknown child IDs: {', '.join(map(str, unknown))}. "
+            f"Available: {', '.join(node.branches)} — return ids of its branches only",
             stage_id=traverser.prefix + node.id,
         )
-        traverser.fail(node, rid, error)
+        _unreported(traverser, node, rid, error)
         raise error
     chosen = [node.branches[i] for i in dict.fromkeys(ids)]
     traverser.flow(

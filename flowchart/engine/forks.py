@@ -4,7 +4,8 @@ Laws: each child runs in its own namespace ``runs/<child_id>`` and sees the comm
 state plus its own writes; children run concurrently when the run has an event loop;
 their commits are applied and appended in DECLARATION order once all have settled, so the
 log is the same on every run. With ``fail_fast=False`` a child's error is collected in the
-fork's output bundle; with ``fail_fast=True`` it fails the run. A child that pauses pauses
+fork's output bundle (``{"id", "result": <the exception>, "is_error": True}``, as
+footprintjs keeps the Error object); with ``fail_fast=True`` it fails the run. A child that pauses pauses
 the run once its siblings are done; two children pausing at once is refused.
 """
 
@@ -65,15 +66,17 @@ async def run_children(
             assert isinstance(error, Exception)
             traverser.fail(child, rid, error)
             first_error = first_error or error
-            bundle[child.id] = {"id": child.id, "result": f"{type(error).__name__}: {error}", "is_error": True}
+            bundle[child.id] = {"id": child.id, "result": error, "is_error": True}
             continue
         if child.kind == "pausable" and output is not None:
             if pause is not None:
                 also_paused.append(traverser.prefix + child.id)
                 continue
             ns = (*namespace, "runs", child.id)
+            # the continuation is the stage after the parent (footprintjs records it); the
+            # resume never follows it from the child — the fork frame goes on after the fork
             frame = ResumeFrame.at(
-                traverser.prefix + child.id, "stage", None, traverser.prefix + parent.id, ns, traverser.prefix
+                traverser.prefix + child.id, "stage", parent.next, traverser.prefix + parent.id, ns, traverser.prefix
             )
             pause = traverser.pause(child, rid, output, frame)
             continue

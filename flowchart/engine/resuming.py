@@ -3,10 +3,12 @@
 Laws: no stage body runs twice — the paused stage's ``resume`` half runs instead of its
 ``execute``; a mount frame re-enters its subflow from the stored state (the input mapper is
 not run again) and merges it back when it completes; a fork frame resumes the paused child
-and then goes on after the fork. A ``resume`` half may return ``pause_again(data)`` to pause
-once more at the same stage. The resume event fires before anything runs. A pausable with
-an ``answer`` half records the answer first, as its own commit (its own runtime id), so the
-resume's writes have the recorded answer among their causal inputs.
+and then goes on after the fork (the child's recorded continuation, the stage after its
+parent, is never followed from the child itself). A ``resume`` half may return
+``pause_again(data)`` to pause once more at the same stage. The resume event fires before
+anything runs. A pausable with an ``answer`` half records the answer first, as its own
+commit (its own runtime id), so the resume's writes have the recorded answer among their
+causal inputs.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
         announce_resume(traverser, frames, given, str(getattr(checkpoint, "run_id", "")))
     frame = frames[index]
     node = traverser.chart.find(frame.stage_id[len(traverser.prefix) :])
-    cont = frame.continuation_node(traverser.chart, traverser.prefix)
+    # a fork or selector child goes nowhere after itself: its parent's frame goes on
+    in_fork = index > 0 and frames[index - 1].kind == "fork"
+    cont = None if in_fork else frame.continuation_node(traverser.chart, traverser.prefix)
     namespace = tuple(frame.namespace)
     repause: PauseSignal | None = None
     hop: Hop = (None, None, None)

@@ -22,7 +22,10 @@ from .observers import Observers
 
 @attrs.frozen
 class SubflowResult:
-    """What a subflow mount left: its final state, its own commit log and its initial state."""
+    """What a subflow mount left: its final state, its own commit log and its initial state.
+
+    ``subflow_name`` is the mount's name (footprintjs ``subflowName``).
+    """
 
     mount_id: str
     runtime_stage_id: str
@@ -30,12 +33,14 @@ class SubflowResult:
     commit_log: tuple[Any, ...]
     initial: dict[str, Any]
     output: Any = None
+    subflow_name: str = ""
 
 
 class Run:
     """The state of one run (or one resume) that every level of the traversal shares."""
 
     __slots__ = (
+        "cancel",
         "concurrent",
         "counter",
         "current_stage",
@@ -66,6 +71,7 @@ class Run:
         counter: int = 0,
         visit_counts: Mapping[str, int] | None = None,
         loop_counts: Mapping[str, int] | None = None,
+        cancel: Any = None,
     ) -> None:
         if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
             raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
@@ -75,6 +81,8 @@ class Run:
         self.max_iterations = max_iterations
         self.timeout = timeout
         self.deadline = None if timeout is None else time.monotonic() + timeout
+        #: the run's ``CancelToken`` (``None``: not cancellable, nothing checked)
+        self.cancel = cancel
         self.redaction = redaction or NO_REDACTION
         #: ``redaction.active``, asked once per run rather than per stage
         self.redacting = self.redaction.active

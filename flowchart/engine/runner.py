@@ -56,20 +56,23 @@ def _make_run(
     redaction: Redaction | None,
     concurrent: bool,
     checkpoint: Checkpoint | None = None,
+    cancel: Any = None,
 ) -> Run:
     recorders = list(recorders)
     observers = Observers(recorders) if recorders else NO_OBSERVERS
     if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if cancel is not None and not callable(getattr(cancel, "check", None)):
+        raise TypeError(f"cancel must be a flowchart.CancelToken, got {type(cancel).__name__}")
     if checkpoint is None:
         return Run(
             observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
-            redaction=redaction, concurrent=concurrent,
+            redaction=redaction, concurrent=concurrent, cancel=cancel,
         )  # fmt: skip
     return Run(
         observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
         redaction=redaction, concurrent=concurrent, counter=checkpoint.execution_count,
-        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts,
+        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts, cancel=cancel,
     )  # fmt: skip
 
 
@@ -144,11 +147,12 @@ async def start_run(
     timeout: float | None,
     redaction: Redaction | None,
     concurrent: bool,
+    cancel: Any = None,
 ) -> RunResult:
     """Run ``chart`` from its root."""
     run_input = _run_input(input)
     recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, cancel=cancel)
     top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
@@ -244,6 +248,7 @@ async def resume_run(
     timeout: float | None,
     redaction: Redaction | None,
     concurrent: bool,
+    cancel: Any = None,
 ) -> RunResult:
     """Resume a paused run of ``chart`` from ``checkpoint`` with ``input``."""
     checkpoint = check_checkpoint(chart, checkpoint)
@@ -252,7 +257,7 @@ async def resume_run(
     except NotJsonSafe as exc:
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
     recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint, cancel)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))

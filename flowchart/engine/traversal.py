@@ -85,6 +85,10 @@ class _StageRecorder:
                 value, hidden = self._shown(key, value)
             self.observers.emit("on_read", ReadEvent(self.ctx, key, value, hidden))
 
+    def missing(self, key: str) -> None:
+        if self.reads:
+            self.observers.emit("on_read", ReadEvent(self.ctx, key, None, missing=True))
+
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.writes:
             hidden = False
@@ -123,6 +127,8 @@ class Traverser:
         self.stop_reason: str | None = None
         #: the last context built, with its node and rid: one stage's events share it
         self._last_context: tuple[StageNode, str, TraversalContext] | None = None
+        #: the latest runtime id stamped per node (the loop event names the stage that looped)
+        self._rids: dict[int, str] = {}
 
     # -- small helpers -------------------------------------------------------------------
     def full_id(self, node: StageNode) -> str:
@@ -137,7 +143,9 @@ class Traverser:
         full = self.prefix + node.id
         if visit:
             run.visit_counts[full] = run.visit_counts.get(full, 0) + 1
-        return f"{full}#{index}"
+        rid = f"{full}#{index}"
+        self._rids[id(node)] = rid
+        return rid
 
     def context(self, node: StageNode, rid: str, fork_branch: str | None = None) -> TraversalContext:
         """The traversal context stamped on events about ``node``.
@@ -300,12 +308,16 @@ class Traverser:
         """Run ``node`` and everything after it on this level; return the last stage output."""
         output = None
         run = self.run
+        source: StageNode | None = None
         while node is not None:
             if node.kind == "loop":
-                node, cont, invoker = self.take_loop(node), None, None
+                node, cont, invoker = self.take_loop(node, source), None, None
                 continue
             if run.deadline is not None:
                 run.check_deadline(self.prefix + node.id)
+            if run.cancel is not None:
+                run.cancel.check(self.prefix + node.id)
+            source = node
             output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
             if self.stopped:
                 break
@@ -320,8 +332,12 @@ class Traverser:
             self.flow("on_next", node, rid, lambda c: NextEvent(c, node.name, nxt.name, nxt.description))
         return nxt, cont, None
 
-    def take_loop(self, stub: StageNode) -> StageNode:
-        """Take a ``loop_to`` edge: count it against the cap and return the target node."""
+    def take_loop(self, stub: StageNode, source: StageNode | None = None) -> StageNode:
+        """Take a ``loop_to`` edge: count it against the cap and return the target node.
+
+        The loop event belongs to ``source``, the stage that took the edge (its id and
+        runtime id, as in footprintjs); it names the target.
+        """
         target_id = stub.loop_to or stub.id
         full = self.prefix + target_id
         run = self.run
@@ -335,14 +351,17 @@ class Traverser:
         run.loop_counts[full] = count
         target: StageNode = self.chart.find(target_id)
         if run.observers.wants("on_loop"):
-            ctx = TraversalContext(
-                run_id=run.run_id,
-                stage_id=full,
-                runtime_stage_id=f"{full}#{run.counter}",
-                stage_name=target.name,
-                subflow_path=self.subflow_path,
-                depth=len(self.subflow_path),
-            )
+            if source is not None and id(source) in self._rids:
+                ctx = self.context(source, self._rids[id(source)])
+            else:  # a resumed stage's loop: no stage of this walk took it
+                ctx = TraversalContext(
+                    run_id=run.run_id,
+                    stage_id=full,
+                    runtime_stage_id=f"{full}#{run.counter}",
+                    stage_name=target.name,
+                    subflow_path=self.subflow_path,
+                    depth=len(self.subflow_path),
+                )
             run.observers.emit("on_loop", LoopEvent(ctx, target.name, full, count, target.description))
         return target
 

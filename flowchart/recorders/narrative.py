@@ -24,7 +24,8 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   entry without a step number (``None`` tells nothing; a teller that raises tells nothing).
   The value is the one the write event carries, so the run's redaction applies to it.
 
-Sentence wording lives in :mod:`flowchart.recorders.sentences`.
+Sentence wording lives in :mod:`flowchart.recorders.sentences`; a ``renderer`` (see
+:mod:`flowchart.recorders.rendering`) may rephrase stage lines and steps.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from flowchart.events import (
     WriteEvent,
 )
 from flowchart.recorders import sentences
+from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 from flowchart.recorders.summary import js_object_keys, summarize_value
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
@@ -85,8 +87,9 @@ class NarrativeEntry:
 
 
 #: a buffered scope operation waiting for its stage's headline:
-#: ``(kind, key, summary, step, operation)``, kind one of read | write | emit
-_Op = tuple[str, str, str, int, str]
+#: ``(kind, key, summary, step, operation, raw)``, kind one of read | write | emit; ``raw``
+#: is the value itself, kept only when a renderer's ``render_op`` will ask for it
+_Op = tuple[str, str, str, int, str, Any]
 
 #: one entry as stored: ``(type, depth, text, stage_name, ctx, key, step_number)``; the
 #: :class:`NarrativeEntry` records are built from these only when :meth:`records` asks
@@ -118,11 +121,18 @@ class NarrativeRecorder:
     format_value: Callable[[Any, int], str] = summarize_value
     id: str = "narrative"
     notes: Mapping[str, Callable[[Any], str | None]] = attrs.field(factory=dict, repr=False)
+    renderer: Any = None
     _records: list[_Entry] = attrs.field(factory=list, init=False, repr=False)
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    _render_op: Any = attrs.field(default=None, init=False, repr=False)
+    _render_stage: Any = attrs.field(default=None, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._render_op = hook(self.renderer, "render_op")
+        self._render_stage = hook(self.renderer, "render_stage")
 
     # ── reading the narrative ──────────────────────────────────────────────────
 
@@ -147,6 +157,15 @@ class NarrativeRecorder:
             for kind, depth, text, stage_name, ctx, key, step in self._records
         ]
 
+    def entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
+        """The entries one execution step produced (footprintjs ``getEntriesForStep``)."""
+        return [r for r in self.records() if r.runtime_stage_id == runtime_stage_id]
+
+    @property
+    def step_count(self) -> int:
+        """How many distinct execution steps produced entries (footprintjs ``stepCount``)."""
+        return len({entry[4].runtime_stage_id for entry in self._records})
+
     def lines(self) -> list[str]:
         """The narrative text, one line per entry."""
         return [entry[2] for entry in self._records]
@@ -169,9 +188,10 @@ class NarrativeRecorder:
     # ── data channel: buffered until the stage's headline ──────────────────────
 
     def on_read(self, event: ReadEvent) -> None:
-        """Buffer a read (a read without a key is not narrated)."""
+        """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
         if event.key:
-            self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value)
+            summary = "undefined" if event.missing else None
+            self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value, summary=summary)
 
     def on_write(self, event: WriteEvent) -> None:
         """Buffer a set, update or delete (and the note of a noted key)."""
@@ -233,11 +253,16 @@ class NarrativeRecorder:
             stage_name=event.name,
         )
         mapped = event.state if isinstance(event.state, dict) else {}
-        for key in js_object_keys(mapped):
+        render = self._render_op
+        for number, key in enumerate(js_object_keys(mapped), 1):
             value = mapped[key]
-            text = f"Input: {key}"
-            if self.include_values:
-                text += f" = {self.format_value(value, self.max_value_length)}"
+            summary = self.format_value(value, self.max_value_length)
+            text = f"Input: {key} = {summary}" if self.include_values else f"Input: {key}"
+            if render is not None:
+                custom = render(OpRenderContext("write", key, value, summary, "set", number))
+                if custom == "":
+                    continue
+                text = text if custom is None else custom
             self._push("step", 1, text, ctx, stage_name=event.name, key=key)
 
     def on_subflow_exit(self, event: SubflowEvent) -> None:
@@ -276,14 +301,24 @@ class NarrativeRecorder:
 
     # ── helpers ────────────────────────────────────────────────────────────────
 
-    def _buffer(self, runtime_stage_id: str, kind: str, key: str, value: Any, operation: str = "set") -> None:
+    def _buffer(
+        self,
+        runtime_stage_id: str,
+        kind: str,
+        key: str,
+        value: Any,
+        operation: str = "set",
+        summary: str | None = None,
+    ) -> None:
         # summarised now, not at flush: a value read from the scope may be a live view
         # that the stage goes on to mutate, and the step must show it as it was read
-        summary = self.format_value(value, self.max_value_length)
+        if summary is None:
+            summary = self.format_value(value, self.max_value_length)
         ops = self._pending.get(runtime_stage_id)
         if ops is None:
             ops = self._pending[runtime_stage_id] = []
-        ops.append((kind, key, summary, ops[-1][3] + 1 if ops else 1, operation))
+        step = ops[-1][3] + 1 if ops else 1
+        ops.append((kind, key, summary, step, operation, value if self._render_op is not None else None))
 
     def _note(self, runtime_stage_id: str, key: str, tell: Callable[[Any], str | None], value: Any) -> None:
         try:
@@ -292,7 +327,7 @@ class NarrativeRecorder:
             return
         if isinstance(text, str) and text:
             ops = self._pending.setdefault(runtime_stage_id, [])
-            ops.append(("note", key, text, ops[-1][3] if ops else 0, "set"))
+            ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
     def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
         flow_key = ctx.subflow_id or ""
@@ -300,7 +335,12 @@ class NarrativeRecorder:
         self._stage_counters[flow_key] = number
         first = flow_key not in self._started
         self._started.add(flow_key)
-        text = sentences.stage(number, name, description, first=first, passes=passes)
+        text = None
+        if self._render_stage is not None:
+            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+            text = self._render_stage(stage_ctx)
+        if text is None:
+            text = sentences.stage(number, name, description, first=first, passes=passes)
         self._push("stage", 0, text, ctx, stage_name=name)
         self._flush(ctx, name)
 
@@ -311,13 +351,22 @@ class NarrativeRecorder:
         push = self._records.append
         numbered, values = self.include_step_numbers, self.include_values
         describe = sentences.operation
-        for kind, key, summary, step, operation in ops:
+        render = self._render_op
+        for kind, key, summary, step, operation, raw in ops:
             if kind == "emit":
                 push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
                 continue
             if kind == "note":
                 push(("note", 1, summary, stage_name, ctx, key, None))
                 continue
+            if render is not None:
+                op_kind: Any = kind
+                custom = render(OpRenderContext(op_kind, key, raw, summary, operation, step))
+                if custom == "":
+                    continue  # the renderer leaves this step out
+                if custom is not None:
+                    push(("step", 1, custom, stage_name, ctx, key, step))
+                    continue
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
 
@@ -361,8 +410,14 @@ def narrative(
     format_value: Callable[[Any, int], str] | None = None,
     include_emits: bool = True,
     notes: Mapping[str, Callable[[Any], str | None]] | None = None,
+    id: str = "narrative",
+    renderer: Any = None,
 ) -> NarrativeRecorder:
     """A new :class:`NarrativeRecorder` (footprintjs ``narrative()`` options, snake_case).
+
+    ``id`` names the recorder (footprintjs attaches recorders by id); ``renderer`` is an
+    object with ``render_stage`` / ``render_op`` hooks that rephrase stage lines and steps
+    (:mod:`flowchart.recorders.rendering`).
 
     ``format_value(value, max_len)`` replaces :func:`summarize_value` for every value
     the narrative prints. ``include_emits=False`` leaves ``ctx.emit`` events out of the
@@ -377,4 +432,6 @@ def narrative(
         max_value_length=max_value_length,
         format_value=format_value or summarize_value,
         notes=dict(notes or {}),
+        id=id,
+        renderer=renderer,
     )

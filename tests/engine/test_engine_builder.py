@@ -48,7 +48,7 @@ def test_decider_without_branches_is_refused():
     """A decider with no branch cannot choose anything."""
     builder = flow_chart("Seed", noop, "seed").add_decider_function("Check", noop, "check").end()
     with pytest.raises(BuildError, match=exact(
-        "decider at 'check' requires at least one branch — add one with add_function_branch"
+        "decider at 'Check' requires at least one branch — add one with add_function_branch"
     )):  # fmt: skip
         builder.build()
 
@@ -57,7 +57,7 @@ def test_selector_without_branches_is_refused():
     """A selector with no branch cannot select anything."""
     builder = flow_chart("Seed", noop, "seed").add_selector_function("Pick", noop, "pick").end()
     with pytest.raises(BuildError, match=exact(
-        "selector at 'pick' requires at least one branch — add one with add_function_branch"
+        "selector at 'Pick' requires at least one branch — add one with add_function_branch"
     )):  # fmt: skip
         builder.build()
 
@@ -65,7 +65,7 @@ def test_selector_without_branches_is_refused():
 def test_unclosed_branch_list_is_still_validated():
     """Forgetting ``end()`` does not skip the branch checks."""
     branches = flow_chart("Seed", noop, "seed").add_decider_function("Check", noop, "check")
-    with pytest.raises(BuildError, match=r"^decider at 'check' requires at least one branch"):
+    with pytest.raises(BuildError, match=r"^decider at 'Check' requires at least one branch"):
         branches._builder.build()
 
 
@@ -79,7 +79,7 @@ def test_duplicate_branch_id_is_refused():
         .end()
     )
     with pytest.raises(BuildError, match=exact(
-        "duplicate decider branch id 'a' under 'check' — give each branch its own id"
+        "duplicate decider branch id 'a' under 'Check' — give each branch its own id"
     )):  # fmt: skip
         builder.build()
 
@@ -112,8 +112,8 @@ def test_unknown_loop_target_is_refused():
     """``loop_to`` must name a stage id of this chart."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("Seed")
     with pytest.raises(BuildError, match=exact(
-        "loop_to('Seed') from 'work': target not found — pass the id of a stage declared in this "
-        "chart (not its name)"
+        "loop_to('Seed') target not found — did you pass a stage name instead of id? — from 'work', "
+        "pass the id of a stage declared in this chart"
     )):  # fmt: skip
         builder.build()
 
@@ -122,7 +122,7 @@ def test_second_loop_to_is_refused():
     """A chain loops once: a second ``loop_to`` is a mistake."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("seed").loop_to("work")
     with pytest.raises(BuildError, match=exact(
-        "loop_to already defined at 'work' (to 'seed'): a chain loops once — remove the second loop_to"
+        "loop_to already defined at 'Work' — a chain loops once (to 'seed'): remove the second loop_to"
     )):  # fmt: skip
         builder.build()
 
@@ -216,7 +216,7 @@ def test_selector_cannot_have_a_default():
 def test_build_on_an_empty_builder_is_refused():
     """A builder with no root stage cannot build."""
     with pytest.raises(BuildError, match=exact(
-        "empty builder: start it with flow_chart(name, fn, id) before build()"
+        "empty tree; call start() first — start the chart with flow_chart(name, fn, id)"
     )):  # fmt: skip
         FlowChartBuilder().build()
 

@@ -89,8 +89,8 @@ def test_unknown_branch_without_default_raises_naming_decider_and_branch():
         return "zzz"
 
     with pytest.raises(RunError, match=exact(
-        "Decider 'check' returned branch ID 'zzz' which doesn't match any branch (a, b) and no "
-        "default branch is set"
+        "Scope-based decider 'Check' returned branch ID 'zzz' which doesn't match any child and no "
+        "default branch is set — return one of its branch ids (a, b) or call set_default(branch_id)"
     )) as info:  # fmt: skip
         decider_chart(check).run(recorders=[tape])
     assert info.value.stage_id == "check"
@@ -101,7 +101,7 @@ def test_unknown_branch_without_default_raises_naming_decider_and_branch():
 def test_decision_default_not_among_branches_raises():
     """``decide(..., default)`` naming no branch is the same unknown-branch error."""
     chart = decider_chart(lambda s: decide(s, [], "nope"))
-    with pytest.raises(RunError, match=r"^Decider 'check' returned branch ID 'nope' which doesn't match"):
+    with pytest.raises(RunError, match=r"^Scope-based decider 'Check' returned branch ID 'nope' which doesn't match"):
         chart.run()
 
 
@@ -230,7 +230,7 @@ def test_decide_empty_filter_never_matches():
 
 
 def test_decide_missing_key_fails_its_condition():
-    """A condition on a key that is not in the state fails (actual ``null``)."""
+    """A condition on a key that is not in the state fails (actual ``undefined``, as in footprintjs)."""
     seen: list[Any] = []
 
     def check(scope):
@@ -240,7 +240,14 @@ def test_decide_missing_key_fails_its_condition():
 
     decider_chart(check).run()
     assert seen == [
-        {"key": "nope", "op": "eq", "threshold": None, "actual_summary": "null", "result": False, "redacted": False}
+        {
+            "key": "nope",
+            "op": "eq",
+            "threshold": None,
+            "actual_summary": "undefined",
+            "result": False,
+            "redacted": False,
+        }
     ]
 
 
@@ -319,7 +326,8 @@ def test_selector_accepts_a_select_result():
 def test_selector_unknown_ids_raise_listing_the_available_ones():
     """An id no branch has is an error that lists the available branches."""
     with pytest.raises(RunError, match=exact(
-        "Selector 'pick' returned unknown branch IDs: x, y. Available: a, b, c"
+        "Scope-based selector 'Pick' returned unknown child IDs: x, y. Available: a, b, c — "
+        "return ids of its branches only"
     )):  # fmt: skip
         selector_chart(lambda s: ["a", "x", "y"]).run()
 

@@ -127,9 +127,11 @@ def test_fail_fast_false_collects_child_errors_in_the_fork_output():
 
     chart = flow_chart("Seed", noop, "seed").add_list_of_function([("ok", "Ok", ok), ("bad", "Bad", bad)])
     result = chart.build().run()
+    failed = result.output["bad"]["result"]
+    assert isinstance(failed, ValueError) and str(failed) == "child broke"
     assert result.output == {
         "ok": {"id": "ok", "result": "ok", "is_error": False},
-        "bad": {"id": "bad", "result": "ValueError: child broke", "is_error": True},
+        "bad": {"id": "bad", "result": failed, "is_error": True},
     }
     assert [c.stage_id for c in result.commit_log] == ["seed", "ok", "bad"]
     assert result.state == {"runs": {"ok": {"fine": True}, "bad": {"partial": 1}}}

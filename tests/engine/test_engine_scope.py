@@ -334,3 +334,60 @@ def test_equal_but_differently_typed_values_are_changes():
         float,
         bool,
     ]
+
+
+def test_nested_write_event_carries_only_the_changed_fields():
+    """A nested assignment reports ``update`` with the touched top-level field; ``update()`` one event."""
+    from flowchart import flow_chart
+
+    class Writes:
+        def __init__(self):
+            self.seen = []
+
+        def on_write(self, event):
+            self.seen.append((event.key, event.operation, event.value))
+
+    def seed(scope):
+        scope.profile = {"name": "Ann", "prefs": {"a": 1}}
+
+    def work(scope):
+        scope.profile["prefs"]["b"] = 2
+        scope.profile.update({"name": "Anne", "city": "Oslo"})
+
+    rec = Writes()
+    flow_chart("Seed", seed, "seed").add_function("Work", work, "work").build().run(recorders=[rec])
+    assert rec.seen[1:] == [
+        ("profile", "update", {"prefs": {"a": 1, "b": 2}}),
+        ("profile", "update", {"name": "Anne", "city": "Oslo"}),
+    ]
+
+
+def test_missing_reads_join_the_commit_reads():
+    """``getattr`` with a default, ``in`` and ``scope.get`` on absent keys record those keys as reads."""
+    from flowchart import flow_chart
+
+    def work(scope):
+        getattr(scope, "a", None)
+        assert "b" not in scope
+        assert scope.get("c", 7) == 7
+        scope.done = True
+
+    result = flow_chart("Work", work, "work").build().run()
+    assert result.commit_log[0].reads == ("a", "b", "c")
+
+
+def test_scope_get_returns_the_value_or_the_default():
+    """``scope.get(k, default)`` reads a present key and defaults a missing one; ``scope["get"]`` still works."""
+    from flowchart import flow_chart
+
+    seen = []
+
+    def seed(scope):
+        scope.a = 1
+        scope["get"] = "a key named get"
+
+    def work(scope):
+        seen.extend([scope.get("a"), scope.get("zz", 5), scope.get("zz"), scope["get"]])
+
+    flow_chart("Seed", seed, "seed").add_function("Work", work, "work").build().run()
+    assert seen == [1, 5, None, "a key named get"]

@@ -207,3 +207,23 @@ def test_input_mapper_error_commits_the_mount_then_raises():
     with pytest.raises(ZeroDivisionError, match=exact("no input")):
         chart.build().run(recorders=[tape])
     assert tape.ids == ["seed#0", "sf#1"]
+
+
+def test_chart_subflows_lists_mounted_charts_by_mount_id():
+    """``chart.subflows`` maps each mount id (nested ones prefixed) to its chart."""
+    from flowchart import flow_chart
+
+    deep = flow_chart("Deep", lambda s: None, "deep").build()
+    inner = flow_chart("In", lambda s: None, "in").add_subflow_chart_next("d", deep).build()
+    chart = flow_chart("Seed", lambda s: None, "seed").add_subflow_chart_next("sf", inner, mount_name="Inner").build()
+    assert chart.subflows == {"sf": inner, "sf/d": deep}
+    assert flow_chart("Seed", lambda s: None, "seed").build().subflows == {}
+
+
+def test_subflow_result_names_its_mount():
+    """``SubflowResult.subflow_name`` is the mount's name."""
+    from flowchart import flow_chart
+
+    inner = flow_chart("In", lambda s: None, "in").build()
+    chart = flow_chart("Seed", lambda s: None, "seed").add_subflow_chart_next("sf", inner, mount_name="Inner").build()
+    assert chart.run().subflow_results["sf"].subflow_name == "Inner"
