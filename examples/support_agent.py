@@ -173,11 +173,15 @@ def main() -> int:
     print(QUESTION)
     first_agent = build_agent(store)
     first = first_agent.run(QUESTION)
+    # the trace is saved whatever the run did (a real model may answer without pausing)
+    paused = isinstance(first, Paused)
+    first_trace = RUNS / ("support.paused.trace.json" if paused else "support.trace.json")
+    first_agent.last_snapshot().result.trace().save(first_trace)
     if not isinstance(first, Paused):
         print(first)
+        print(f"trace      : {first_trace}")
         return 0
     show_pause(first)
-    first_agent.last_snapshot().result.trace().save(RUNS / "support.paused.trace.json")
     record = store.get(first.run_id)
     print(f"stored run : {record.run_id} ({record.status}) in {RUNS / 'runs.db'}")
 
