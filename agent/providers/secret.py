@@ -9,12 +9,16 @@ echoed whole, in part, or across a cut never survives. Keys shorter than 8 chara
 not secrets worth the name and are never masked — masking them would rewrite ordinary
 words ("maximum" with a key ``"x"``). :func:`scrub_chain` drops the exception chain that
 would otherwise carry an ``httpx`` request (and its ``Authorization`` header) along with
-an error.
+an error. The transport's own debug log (``httpx``/``httpcore``, which prints response
+headers a server may echo the key in) is masked too, by a filter that costs nothing while
+those loggers are not enabled.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
+import weakref
 from typing import Any, NoReturn
 
 MASK = "***"
@@ -31,12 +35,13 @@ class Secret:
     Pickling is refused: a pickle would carry the key in clear.
     """
 
-    __slots__ = ("_value",)
+    __slots__ = ("__weakref__", "_value")
 
     def __init__(self, value: str) -> None:
         if not isinstance(value, str) or not value:
             raise TypeError("Secret(value): expected a non-empty str")
         object.__setattr__(self, "_value", value)
+        _LIVE.add(self)
 
     def reveal(self) -> str:
         """The key itself, for the one place that builds the authentication header."""
@@ -69,9 +74,51 @@ class Secret:
         return self
 
 
+#: every key alive in this process, for the transport-log filter
+_LIVE: weakref.WeakSet[Secret] = weakref.WeakSet()
+
+#: the loggers of the HTTP stack; a filter on a logger sees only that logger's own records
+TRANSPORT_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+)
+
+
+class _MaskKeys(logging.Filter):
+    """Masks every live key out of a transport log record (runs only for records emitted)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        keys = [secret.reveal() for secret in list(_LIVE)]
+        if keys:
+            text = record.getMessage()
+            masked = text
+            for key in keys:
+                masked = redact(masked, key)
+            if masked != text:
+                record.msg, record.args = masked, None
+        return True
+
+
+_FILTER = _MaskKeys("agent.providers.secret")
+
+
+def mask_transport_logs() -> None:
+    """Install the key-masking filter on the HTTP stack's loggers (idempotent)."""
+    for name in TRANSPORT_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
 def secret_from(value: str | None) -> Secret | None:
     """Wrap a non-empty key; ``None`` or ``""`` mean no key."""
-    return Secret(value) if value else None
+    if not value:
+        return None
+    mask_transport_logs()
+    return Secret(value)
 
 
 def redact(text: str, secret: str | Secret | None) -> str:
