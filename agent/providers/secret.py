@@ -41,7 +41,7 @@ class Secret:
         if not isinstance(value, str) or not value:
             raise TypeError("Secret(value): expected a non-empty str")
         object.__setattr__(self, "_value", value)
-        _LIVE.add(self)
+        _LIVE[id(self)] = self
 
     def reveal(self) -> str:
         """The key itself, for the one place that builds the authentication header."""
@@ -74,8 +74,9 @@ class Secret:
         return self
 
 
-#: every key alive in this process, for the transport-log filter
-_LIVE: weakref.WeakSet[Secret] = weakref.WeakSet()
+#: every key alive in this process, for the transport-log filter; keyed by identity, since
+#: equal keys held by two providers are two entries (a WeakSet would keep only one)
+_LIVE: weakref.WeakValueDictionary[int, Secret] = weakref.WeakValueDictionary()
 
 #: the loggers of the HTTP stack; a filter on a logger sees only that logger's own records
 TRANSPORT_LOGGERS = (
@@ -91,7 +92,7 @@ class _MaskKeys(logging.Filter):
     """Masks every live key out of a transport log record (runs only for records emitted)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        keys = [secret.reveal() for secret in list(_LIVE)]
+        keys = {secret.reveal() for secret in list(_LIVE.values())}
         if keys:
             text = record.getMessage()
             masked = text
