@@ -31,6 +31,7 @@ class Exchange:
     raw: bytes = b""
     seconds: float = 0.0
     client_hung_up: bool = False
+    done: threading.Event = attrs.field(factory=threading.Event, repr=False, eq=False)
 
     @property
     def json(self) -> Any:
@@ -83,10 +84,9 @@ class RecordingProxy:
                     if name.lower() not in ("transfer-encoding", "content-length", "connection", "server", "date"):
                         self.send_header(name, value)
                 self.end_headers()  # HTTP/1.0: the body ends when the connection closes
-                chunks: list[bytes] = []
                 try:
                     while chunk := answer.read1(65536):
-                        chunks.append(chunk)
+                        exchange.raw += chunk  # recorded before the client can act on it
                         self.wfile.write(chunk)
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
@@ -94,8 +94,8 @@ class RecordingProxy:
                     proxy.hung_up.set()
                 finally:
                     upstream_conn.close()
-                    exchange.raw = b"".join(chunks)
                     exchange.seconds = time.monotonic() - started
+                    exchange.done.set()
                     self.close_connection = True
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -104,9 +104,11 @@ class RecordingProxy:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
-    def take(self) -> list[Exchange]:
-        """The exchanges so far, cleared for the next test."""
+    def take(self, timeout: float = 120.0) -> list[Exchange]:
+        """The exchanges so far (each finished: its answer fully read), cleared for the next test."""
         taken, self.exchanges = self.exchanges, []
+        for exchange in taken:
+            exchange.done.wait(timeout)
         self.hung_up.clear()
         return taken
 

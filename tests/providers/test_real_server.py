@@ -56,14 +56,31 @@ def real_server() -> Iterator[RecordingProxy]:
         proxy = RecordingProxy(upstream.removesuffix("/v1"))
         yield proxy
         proxy.close()
+    # what the run showed: one line per call (test, status, seconds), for the notes in docs/providers.md
+    lines = [f"{test}\t{e.status}\t{e.seconds:.1f}s\t{'hung up' if e.client_hung_up else ''}" for test, e in CALLS]
+    (local_llm.CACHE / "real-server-calls.tsv").write_text("\n".join(lines) + "\n")
+
+
+CALLS: list[tuple[str, Exchange]] = []
 
 
 @pytest.fixture
-def wire(real_server: RecordingProxy) -> Iterator[RecordingProxy]:
+def wire(real_server: RecordingProxy, request: pytest.FixtureRequest) -> Iterator[RecordingProxy]:
     """The proxy with an empty record for this test."""
     real_server.take()
+    taken = real_server.take
+    seen: list[Exchange] = []
+
+    def take(timeout: float = 120.0) -> list[Exchange]:
+        exchanges = taken(timeout)
+        seen.extend(exchanges)
+        return exchanges
+
+    real_server.take = take  # type: ignore[method-assign]
     yield real_server
-    real_server.take()
+    real_server.take = taken  # type: ignore[method-assign]
+    seen.extend(taken())
+    CALLS.extend((request.node.name, e) for e in seen if e.path == "/v1/chat/completions")
 
 
 def provider(wire: RecordingProxy, **options: Any) -> Any:
@@ -140,11 +157,11 @@ def test_a_tool_round_trip_with_tool_choice(wire: RecordingProxy) -> None:
     agent = (
         Agent.create(provider=provider(wire, tool_choice="weather"), model=MODEL, temperature=0.0, max_tokens=16)
         .tool(weather)
-        .max_iterations(1)
+        .max_iterations(2)  # call 1 → the tool runs; call 2 → budget spent → the wrap-up call
         .build()
     )
     answer = agent.run("Weather in Paris?")
-    first, wrap_up = chat_posts(wire.take())
+    first, second, wrap_up = chat_posts(wire.take())
     forced = {"type": "function", "function": {"name": "weather"}}
     assert first.body["tool_choice"] == forced and [t["function"]["name"] for t in first.body["tools"]] == ["weather"]
     assert first.status == 200
@@ -152,7 +169,8 @@ def test_a_tool_round_trip_with_tool_choice(wire: RecordingProxy) -> None:
     assert raw_call["function"]["name"] == "weather"
     assert runs == [json.loads(raw_call["function"]["arguments"])]  # the args the server sent, parsed
     # the second request: the tool-calling turn with "" content (null was refused), then the result
-    assistant, result = wrap_up.body["messages"][1:3]
+    assert second.body["tool_choice"] == forced and second.status == 200
+    assistant, result = second.body["messages"][1:3]
     assert assistant == {
         "role": "assistant",
         "content": "",
@@ -191,9 +209,15 @@ def test_an_argument_the_model_got_wrong_is_fed_back_not_run(wire: RecordingProx
         execute=lambda args, ctx: ran.append(args) or "refunded",
     )
     agent = (
-        Agent.create(provider=provider(wire, tool_choice="refund"), model=MODEL, temperature=0.0, max_tokens=16)
+        Agent.create(
+            provider=provider(wire, tool_choice="refund"),
+            model=MODEL,
+            temperature=0.0,
+            max_tokens=16,
+            wrap_up_at_max_iterations=False,
+        )
         .tool(refund)
-        .max_iterations(1)
+        .max_iterations(2)  # call 1 → refused args fed back; call 2 → budget spent, no wrap-up
         .build()
     )
     agent.run("Refund my order.")
