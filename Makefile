@@ -4,7 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest bench docs clean
+# the prebuilt llama-cpp-python wheel `make demo-local` installs when present (else it builds from source)
+LLAMA_WHEEL_DIR ?= ../shared/wheels
+
+.PHONY: demo demo-local test lint pytest bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +17,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) examples/support_agent.py
+
+# the same demo on a real local model server (llama.cpp + SmolLM2-135M, in .cache/local-llm)
+demo-local: $(STAMP)
+	LLAMA_WHEEL_DIR=$(LLAMA_WHEEL_DIR) $(PY) examples/local_llm.py demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check flowchart agent governance tests examples bench

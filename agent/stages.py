@@ -8,6 +8,10 @@ Laws:
   schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
   ``history`` (``tool-calls`` does). Retries the provider made are appended to
   ``llm_retries`` (``{"iteration", "attempt", "reason", "delay"}``); no retry, no key.
+  Usage the provider did not report is unknown, not 0: the call is left out of
+  ``total_input_tokens``/``total_output_tokens`` and ``usage_not_reported`` says which
+  iterations' calls those totals miss ("usage not reported for iteration 2"); every call
+  reported, no key.
 - ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
@@ -18,6 +22,7 @@ Laws:
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from flowchart import StageContext, decide
@@ -130,8 +135,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             )
         response = await _complete(cfg, request, ctx, iteration)
         usage = response.usage
-        scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
-        scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
+        if usage is not None:
+            scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
+            scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
+        else:
+            record_unreported_usage(scope, iteration)
         scope.llm_latest_content = response.content
         if raw_read(scope, "llm_model") is None:  # which model answers: recorded once per run
             scope.llm_model = cfg.model_record
@@ -139,18 +147,27 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
         if observed:
-            ctx.emit(
-                events.LLM_END,
-                {
-                    "iteration": iteration,
-                    "content": response.content,
-                    "tool_calls": len(response.tool_calls),
-                    "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-                    "finish_reason": response.finish_reason,
-                },
-            )
+            payload: dict[str, Any] = {
+                "iteration": iteration,
+                "content": response.content,
+                "tool_calls": len(response.tool_calls),
+            }
+            if usage is not None:  # unknown usage is absent, never a made-up 0
+                payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+            payload["finish_reason"] = response.finish_reason
+            ctx.emit(events.LLM_END, payload)
 
     return call_llm
+
+
+USAGE_NOT_REPORTED = "usage_not_reported"
+
+
+def record_unreported_usage(scope: Scope, iteration: int) -> None:
+    """Say, in the state (so in the commit log and the narrative), which calls the totals miss."""
+    numbers = [*re.findall(r"\d+", peek(scope, USAGE_NOT_REPORTED, "")), str(iteration)]
+    word = "iteration" if len(numbers) == 1 else "iterations"
+    scope[USAGE_NOT_REPORTED] = f"usage not reported for {word} {', '.join(numbers)}"
 
 
 def record_retries(scope: Scope, iteration: int, retries: Any) -> None:
@@ -201,7 +218,8 @@ def make_route(cfg: AgentConfig) -> Any:
         if cfg.wrap_up and cfg.tools:
             rules.append(
                 {
-                    "when": lambda s: pending > 0 and "wrap_up_asked" not in s,
+                    # reads the budget it judges, so the narrative shows that evidence
+                    "when": lambda s: pending > 0 and s.iteration >= s.max_iterations and "wrap_up_asked" not in s,
                     "then": "wrap-up",
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
@@ -256,15 +274,15 @@ def make_wrap_up() -> Any:
 def prepare_final(scope: Scope, ctx: StageContext) -> None:
     """``final/prepare-final``: the answer is the latest model content."""
     scope.final_content = scope.llm_latest_content
-    ctx.emit(
-        events.TURN_END,
-        {
-            "final_content": scope.final_content,
-            "iterations": scope.iteration,
-            "total_input_tokens": scope.total_input_tokens,
-            "total_output_tokens": scope.total_output_tokens,
-        },
-    )
+    payload = {
+        "final_content": scope.final_content,
+        "iterations": scope.iteration,
+        "total_input_tokens": scope.total_input_tokens,
+        "total_output_tokens": scope.total_output_tokens,
+    }
+    if USAGE_NOT_REPORTED in scope:  # the totals above miss these calls
+        payload[USAGE_NOT_REPORTED] = scope[USAGE_NOT_REPORTED]
+    ctx.emit(events.TURN_END, payload)
 
 
 def break_final(scope: Scope, ctx: StageContext) -> str:
@@ -274,13 +292,16 @@ def break_final(scope: Scope, ctx: StageContext) -> str:
 
 
 def final_input(parent: Any) -> dict[str, Any]:
-    """What the final subflow starts from: the answer and the totals."""
-    return {
+    """What the final subflow starts from: the answer and the totals (and what they miss)."""
+    seeded = {
         "llm_latest_content": parent["llm_latest_content"],
         "iteration": parent["iteration"],
         "total_input_tokens": parent["total_input_tokens"],
         "total_output_tokens": parent["total_output_tokens"],
     }
+    if USAGE_NOT_REPORTED in parent:
+        seeded[USAGE_NOT_REPORTED] = parent[USAGE_NOT_REPORTED]
+    return seeded
 
 
 def final_output(sub_state: Any, _parent: Any) -> dict[str, Any]:

@@ -111,7 +111,9 @@ def make_provider(turn: int) -> Any:
     model = os.environ.get("MODEL")
     if kind == "openai":
         return openai_compatible(
-            base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), model=model or "gpt-4o-mini"
+            base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            model=model or "gpt-4o-mini",
+            timeout=float(os.environ.get("OPENAI_TIMEOUT", "60")),  # a local CPU model can take minutes
         )
     if kind == "anthropic":
         return anthropic(model=model or "claude-3-5-haiku-latest")
@@ -131,6 +133,7 @@ def build_agent(store: SqliteStore | None = None, turn: int = 0) -> Agent:
             provider=make_provider(turn),
             model=os.environ.get("MODEL", "scripted"),
             store=store,
+            max_tokens=int(os.environ.get("MAX_TOKENS", "0")) or None,  # a small local model rambles
             # the raw input and the text a middleware rewrote stay out of every recording
             redaction=Redaction(keys={"input_message"}, fields={"middleware_decisions": ["before"]}),
         )
@@ -173,11 +176,15 @@ def main() -> int:
     print(QUESTION)
     first_agent = build_agent(store)
     first = first_agent.run(QUESTION)
+    # the trace is saved whatever the run did (a real model may answer without pausing)
+    paused = isinstance(first, Paused)
+    first_trace = RUNS / ("support.paused.trace.json" if paused else "support.trace.json")
+    first_agent.last_snapshot().result.trace().save(first_trace)
     if not isinstance(first, Paused):
         print(first)
+        print(f"trace      : {first_trace}")
         return 0
     show_pause(first)
-    first_agent.last_snapshot().result.trace().save(RUNS / "support.paused.trace.json")
     record = store.get(first.run_id)
     print(f"stored run : {record.run_id} ({record.status}) in {RUNS / 'runs.db'}")
 

@@ -3,10 +3,13 @@
 Law of this file: every byte a real provider exchanges goes through
 :meth:`HTTPProvider._open`, which (1) posts JSON with a timeout, (2) retries a bounded
 number of times with exponential backoff on 429, 5xx and dropped connections, recording
-each retry, and (3) turns every failure into a :mod:`agent.providers.errors` class whose
-message names the address and says what to do — never a bare httpx traceback, never the
-API key. ``httpx`` is imported lazily, so ``import agent.providers`` works without the
-``http`` extra. Wire formats belong to the provider modules, not here.
+each retry — never a 500 whose body says the request itself is malformed — and (3) turns
+every failure into a :mod:`agent.providers.errors` class whose message names the address
+and says what to do — never a bare httpx traceback, never the API key: server text is
+masked before it is cut (:mod:`agent.providers._said`), and every exception leaving
+:meth:`HTTPProvider._open` has its chain scrubbed of httpx requests (and their headers).
+``httpx`` is imported lazily, so ``import agent.providers`` works without the ``http``
+extra. Wire formats belong to the provider modules, not here.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from agent.providers._said import excerpt, is_request_invalid, server_message
 from agent.providers.errors import (
     ContextTooLongError,
     ModelNotFoundError,
@@ -31,11 +35,12 @@ from agent.providers.errors import (
     ProviderConnectionError,
     ProviderDependencyError,
     ProviderError,
+    ProviderProtocolError,
     ProviderResponseError,
     ProviderTimeoutError,
-    redact,
 )
-from agent.providers.types import LLMRequest, RetryRecord
+from agent.providers.secret import Secret, redact, scrub_chain
+from agent.providers.types import LLMRequest, RetryRecord, Usage
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -46,7 +51,6 @@ _CONTEXT_TOO_LONG = re.compile(
     r"|too many tokens|exceeds? the (?:available )?context",
     re.IGNORECASE,
 )
-_EXCERPT = 300
 
 
 def load_httpx() -> ModuleType:
@@ -71,23 +75,6 @@ def base_url_from(value: str | None, *, default: str, what: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise ProviderConfigError(f"{what} must start with http:// or https://, got {url!r}")
     return url.rstrip("/")
-
-
-@attrs.frozen(repr=False)
-class Secret:
-    """An API key that never shows itself: ``repr`` and ``str`` print ``***``."""
-
-    value: str
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
-def secret_from(value: str | None) -> Secret | None:
-    """Wrap a non-empty key; ``None`` or ``""`` mean no key."""
-    return Secret(value) if value else None
 
 
 @attrs.frozen
@@ -132,20 +119,18 @@ def parse_args(raw: object) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def _server_message(text: str) -> str:
-    """The human part of an error body: ``error.message``, ``error`` or the raw text."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error", data.get("message"))
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        if error is not None:
-            text = error if isinstance(error, str) else json.dumps(error)
-    text = " ".join(text.split())
-    return text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else "")
+def usage_from(raw: object, input_key: str, output_key: str) -> Usage | None:
+    """Token counts from a wire ``usage`` object, or ``None`` when the server did not report both.
+
+    A missing object or count is unknown, never 0: totals built from a made-up 0 would be
+    silently wrong.
+    """
+    if not isinstance(raw, dict):
+        return None
+    counts = raw.get(input_key), raw.get(output_key)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return None
+    return Usage(int(raw[input_key]), int(raw[output_key]))
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -197,11 +182,20 @@ class HTTPProvider:
         return model
 
     def _redact(self, text: str) -> str:
-        return redact(text, self.api_key.value if self.api_key else None)
+        return redact(text, self.api_key)
 
-    def _malformed(self, url: str, detail: str) -> ProviderResponseError:
-        return ProviderResponseError(
+    def _malformed(self, url: str, detail: str) -> ProviderProtocolError:
+        """The answer is not the wire format this provider speaks; ``detail`` names the field."""
+        return ProviderProtocolError(
             self._redact(f"{self.name}: unexpected response from {url}: {detail}"),
+            provider=self.name,
+            url=url,
+        )
+
+    def _server_error(self, url: str, detail: str) -> ProviderResponseError:
+        """The server reported an error inside an answer (a stream's error event)."""
+        return ProviderResponseError(
+            f"{self.name}: unexpected response from {url}: {excerpt(self._redact(detail))}",
             provider=self.name,
             url=url,
         )
@@ -218,12 +212,12 @@ class HTTPProvider:
         try:
             return json.loads(text)
         except ValueError:
-            excerpt = text if isinstance(text, str) else text.decode("utf-8", "replace")
-            raise self._malformed(url, f"not JSON: {excerpt[:_EXCERPT]!r}") from None
+            raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+            raise self._malformed(url, f"not JSON: {excerpt(self._redact(raw))!r}") from None
 
     def _status_error(self, status: int, body: str, url: str, model: str, retries: list[RetryRecord]) -> ProviderError:
         """Classify a failed HTTP status into the error hierarchy, with a hint."""
-        said = _server_message(body)
+        said = server_message(self._redact(body))  # masked before it is read or cut
         ctx: dict[str, Any] = {"provider": self.name, "url": url, "status": status}
         ctx["retries"] = retries
         if status in (401, 403):
@@ -243,6 +237,8 @@ class HTTPProvider:
             message += f" — {self._not_found_hint()}"
         elif status == 429:
             message += " — rate limited; wait and retry, or lower the request rate"
+        elif is_request_invalid(said):
+            message += " — the server refused the request's shape (not retried: it would fail again)"
         return ProviderResponseError(self._redact(message + _gave_up(retries)), **ctx)
 
     def _headers(self, stream: bool) -> dict[str, str]:
@@ -268,9 +264,28 @@ class HTTPProvider:
         caller reads the body are mapped too (a stream is never retried once it began:
         its tokens may already have been shown).
         """
+        try:
+            async with self._exchange(url, body, model, retries, stream=stream) as response:
+                yield response
+        except BaseException as exc:
+            # An httpx error (raised, or chained under ours) holds its request, headers
+            # and all: none of it leaves this boundary.
+            scrub_chain(exc)
+            raise
+
+    @contextlib.asynccontextmanager
+    async def _exchange(
+        self,
+        url: str,
+        body: dict[str, Any],
+        model: str,
+        retries: list[RetryRecord],
+        *,
+        stream: bool,
+    ) -> AsyncIterator[Any]:
+        """:meth:`_open` without the scrubbing: send, retry, classify."""
         httpx = load_httpx()
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        headers = self._headers(stream)
         attempt = 0
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout), verify=_tls_context()) as client:
             while True:
@@ -278,7 +293,7 @@ class HTTPProvider:
                 retry_after: float | None = None
                 status, text = 0, ""
                 try:
-                    request = client.build_request("POST", url, content=payload, headers=headers)
+                    request = client.build_request("POST", url, content=payload, headers=self._headers(stream))
                     response = await client.send(request, stream=True)
                 except httpx.TimeoutException:
                     raise self._timeout_error(url, retries) from None
@@ -312,7 +327,7 @@ class HTTPProvider:
                         text = ""
                     finally:
                         await response.aclose()
-                    if status not in RETRY_STATUSES:
+                    if status not in RETRY_STATUSES or (status == 500 and is_request_invalid(text)):
                         raise self._status_error(status, text, url, model, retries)
                     reason = f"HTTP {status}"
                     retry_after = _retry_after(response.headers)

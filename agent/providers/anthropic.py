@@ -35,10 +35,11 @@ from agent.providers._http import (
     Sleep,
     base_url_from,
     parse_args,
-    secret_from,
     sse_events,
+    usage_from,
 )
 from agent.providers.errors import ProviderConfigError
+from agent.providers.secret import secret_from
 from agent.providers.types import (
     FinishReason,
     LLMRequest,
@@ -149,7 +150,7 @@ class AnthropicProvider(HTTPProvider):
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = super()._headers(stream)
         if self.api_key is not None:
-            headers["x-api-key"] = self.api_key.value
+            headers["x-api-key"] = self.api_key.reveal()
         headers["anthropic-version"] = self.version
         return headers
 
@@ -173,11 +174,10 @@ class AnthropicProvider(HTTPProvider):
             blocks = data["content"]
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
             calls = tuple(_tool_call(b) for b in blocks if b.get("type") == "tool_use")
-            usage = data.get("usage") or {}
             return LLMResponse(
                 content=text,
                 tool_calls=calls,
-                usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+                usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
                 finish_reason=_finish(data.get("stop_reason"), bool(calls)),
                 model=data.get("model"),
             )
@@ -198,7 +198,8 @@ class AnthropicProvider(HTTPProvider):
         retries: list[RetryRecord] = []
         text: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}  # tool_use blocks by content index
-        tokens_in = tokens_out = 0
+        tokens_in: int | None = None
+        tokens_out: int | None = None
         reason, answered_by, done = None, None, False
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
@@ -206,13 +207,13 @@ class AnthropicProvider(HTTPProvider):
                 kind = event.get("type") if isinstance(event, dict) else None
                 if kind == "error":
                     detail = json.dumps(event.get("error"))
-                    raise self._malformed(self.url, f"stream error: {detail}")
+                    raise self._server_error(self.url, f"stream error: {detail}")
                 if kind == "message_start":
                     message = event.get("message") or {}
                     answered_by = message.get("model")
                     usage = message.get("usage") or {}
-                    tokens_in = int(usage.get("input_tokens") or 0)
-                    tokens_out = int(usage.get("output_tokens") or 0)
+                    tokens_in = _count(usage.get("input_tokens"), tokens_in)
+                    tokens_out = _count(usage.get("output_tokens"), tokens_out)
                 elif kind == "content_block_start":
                     block = event.get("content_block") or {}
                     if block.get("type") == "tool_use":
@@ -230,7 +231,7 @@ class AnthropicProvider(HTTPProvider):
                 elif kind == "message_delta":
                     reason = (event.get("delta") or {}).get("stop_reason") or reason
                     usage = event.get("usage") or {}
-                    tokens_out = int(usage.get("output_tokens") or tokens_out)
+                    tokens_out = _count(usage.get("output_tokens"), tokens_out)
                 elif kind == "message_stop":
                     done = True
                     break
@@ -240,11 +241,16 @@ class AnthropicProvider(HTTPProvider):
         yield LLMResponse(
             content="".join(text),
             tool_calls=calls,
-            usage=Usage(tokens_in, tokens_out),
+            usage=None if tokens_in is None or tokens_out is None else Usage(tokens_in, tokens_out),
             finish_reason=_finish(reason, bool(calls)),
             model=answered_by,
             retries=tuple(retries),
         )
+
+
+def _count(raw: object, known: int | None) -> int | None:
+    """A token count from a stream event; one that is not a count keeps what was known."""
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else known
 
 
 def anthropic(

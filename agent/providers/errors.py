@@ -3,7 +3,7 @@
 Law of this file: a provider never lets an HTTP-layer exception escape. Each failure is
 one of the classes below, its message names the provider and the address it talked to
 and ends with an actionable hint, and no message, ``repr`` or attribute ever carries the
-API key (callers pass the key as ``secret`` and it is replaced by ``***``).
+API key (text that may echo it passes :func:`agent.providers.secret.redact` first).
 
 ::
 
@@ -15,6 +15,7 @@ API key (callers pass the key as ``secret`` and it is replaced by ``***``).
         ├── ModelNotFoundError        404 for the model: the server does not know that model
         ├── ContextTooLongError       the request does not fit in the model's context window
         ├── ProviderResponseError     any other refusal (4xx/5xx after retries) or a malformed body
+        │   └── ProviderProtocolError the body is not the wire format spoken (names the field)
         └── ScriptExhaustedError      the scripted provider has no reply left for a request
 
     ValueError
@@ -32,17 +33,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.providers.types import RetryRecord
-
-
-def redact(text: str, secret: str | None) -> str:
-    """Return ``text`` with every occurrence of ``secret`` replaced by ``***``.
-
-    Servers sometimes echo the key they were sent ("Incorrect API key provided: sk-...");
-    everything that goes into an error message passes through here first.
-    """
-    if secret:
-        return text.replace(secret, "***")
-    return text
 
 
 class ProviderError(RuntimeError):
@@ -95,6 +85,15 @@ class ContextTooLongError(ProviderError):
 
 class ProviderResponseError(ProviderError):
     """Any other refusal from the server, or a body that is not the expected wire format."""
+
+
+class ProviderProtocolError(ProviderResponseError):
+    """The server answered, but not in the wire format the provider speaks.
+
+    The message names the field that had another shape (``message.content``, a stream
+    line without ``message``, ...) — a sign that ``base_url`` points at another API or
+    that the server speaks another version of it.
+    """
 
 
 class ScriptExhaustedError(ProviderError):

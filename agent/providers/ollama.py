@@ -14,8 +14,12 @@ answer (one JSON object, or one JSON object per line when streaming) becomes exa
   ``max_tokens`` travel as ``options.temperature`` / ``options.num_predict``;
 - answer: ``message.content``, ``message.tool_calls`` (Ollama sends no ids: we mint
   ``call_<turn>_<n>``, unique within a run because ``turn`` is the number of messages
-  sent), usage from ``prompt_eval_count`` / ``eval_count``, ``done_reason`` ``stop`` →
-  ``stop`` (``tool_use`` when calls are present), ``length`` → ``max_tokens``.
+  sent), usage from ``prompt_eval_count`` / ``eval_count`` (``None`` when either is
+  missing), ``done_reason`` ``stop`` → ``stop`` (``tool_use`` when calls are present),
+  ``length`` → ``max_tokens``;
+- a stream line of another shape (no ``message`` object before the ``done`` line, a
+  ``message.content`` that is not a string, ``message.tool_calls`` that is not a list) is a
+  :class:`ProviderProtocolError` naming the field — never a silent ``""``.
 
 Point it at a local model with ``ollama serve`` and ``ollama pull <model>``; the address
 comes from ``base_url``, else ``OLLAMA_HOST``, else ``http://localhost:11434``.
@@ -31,7 +35,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from agent.providers._http import HTTPProvider, RetryPolicy, Sleep, base_url_from, parse_args
+from agent.providers._http import HTTPProvider, RetryPolicy, Sleep, base_url_from, parse_args, usage_from
 from agent.providers.types import (
     FinishReason,
     LLMRequest,
@@ -116,8 +120,25 @@ def _finish(raw: object, has_calls: bool) -> FinishReason:
     return "tool_use" if has_calls and reason == "stop" else reason
 
 
-def _usage(data: dict[str, Any]) -> Usage:
-    return Usage(int(data.get("prompt_eval_count") or 0), int(data.get("eval_count") or 0))
+def _usage(data: dict[str, Any]) -> Usage | None:
+    return usage_from(data, "prompt_eval_count", "eval_count")
+
+
+def _line_shape_error(chunk: dict[str, Any], number: int) -> str | None:
+    """What is wrong with stream line ``number`` (1-based), or ``None`` when it is /api/chat's shape."""
+    keys = ", ".join(sorted(chunk)) or "none"
+    message = chunk.get("message")
+    if message is None:
+        if chunk.get("done") is True:
+            return None  # a final line may carry only the counts
+        return f"stream line {number} has no 'message' object (keys: {keys}) — is base_url an Ollama /api/chat server?"
+    if not isinstance(message, dict):
+        return f"stream line {number}: 'message' is {type(message).__name__}, expected an object"
+    if not isinstance(message.get("content", ""), str):
+        return f"stream line {number}: 'message.content' is {type(message['content']).__name__}, expected a string"
+    if not isinstance(message.get("tool_calls") or [], list):
+        return f"stream line {number}: 'message.tool_calls' is {type(message['tool_calls']).__name__}, expected a list"
+    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -151,7 +172,7 @@ class OllamaProvider(HTTPProvider):
         """
         try:
             if "error" in data:
-                raise self._malformed(self.url, f"error: {data['error']}")
+                raise self._server_error(self.url, f"error: {data['error']}")
             message = data["message"]
             calls = _tool_calls(message.get("tool_calls") or [], turn)
             return LLMResponse(
@@ -179,14 +200,19 @@ class OllamaProvider(HTTPProvider):
         final: dict[str, Any] = {}
         body = encode_request(req, model, stream=True)
         async with self._open(self.url, body, model, retries, stream=True) as response:
+            number = 0
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
+                number += 1
                 chunk = self._loads(self.url, line)
                 if not isinstance(chunk, dict):
                     raise self._malformed(self.url, f"line is not an object: {line!r}")
                 if "error" in chunk:
-                    raise self._malformed(self.url, f"error: {chunk['error']}")
+                    raise self._server_error(self.url, f"error: {chunk['error']}")
+                problem = _line_shape_error(chunk, number)
+                if problem is not None:
+                    raise self._malformed(self.url, problem)
                 message = chunk.get("message") or {}
                 if message.get("content"):
                     yield Token(index=len(text), text=message["content"])

@@ -5,9 +5,16 @@ Law of this file: an :class:`LLMRequest` becomes exactly one ``POST
 exactly one :class:`LLMResponse`:
 
 - the system prompt travels as the first ``{"role": "system"}`` message;
-- tools as ``{"type": "function", "function": {"name", "description", "parameters"}}``;
+- tools as ``{"type": "function", "function": {"name", "description", "parameters"}}``,
+  with ``tool_choice`` — ``"auto"`` unless the provider was given another — whenever tools
+  are offered (OpenAI defaults to "auto"; llama.cpp's server, without it, leaves the tools
+  out of the prompt); a tool name becomes ``{"type": "function", "function": {"name"}}``.
+  No tools, no ``tool_choice``;
+- ``extra_body`` fields (server-specific: ``top_k``, ``seed``, ``grammar``, ...) are added
+  to every body; they may not set a field this module writes;
 - assistant turns that called tools carry ``tool_calls`` whose ``arguments`` are
-  JSON-encoded strings (``content`` is ``null`` when the turn has no text);
+  JSON-encoded strings, and ``content`` ``""`` when the turn has no text (never ``null``:
+  strict servers refuse it);
 - tool results as ``{"role": "tool", "tool_call_id", "content"}``;
 - ``max_tokens`` (not ``max_completion_tokens``: every compatible server knows it);
 - finish reasons ``stop``/``tool_calls``/``length``/``content_filter`` → ``stop``/
@@ -15,7 +22,8 @@ exactly one :class:`LLMResponse`:
   whatever the server said (some servers say ``stop``);
 - arguments that are not a JSON object never crash: the call gets ``args={}`` and
   ``args_error`` (see :class:`ToolCall`);
-- usage from ``prompt_tokens`` / ``completion_tokens``.
+- usage from ``prompt_tokens`` / ``completion_tokens``; ``None`` (unknown) when the answer
+  has no usage (many servers send none when streaming).
 """
 
 from __future__ import annotations
@@ -34,9 +42,11 @@ from agent.providers._http import (
     Sleep,
     base_url_from,
     parse_args,
-    secret_from,
     sse_events,
+    usage_from,
 )
+from agent.providers.errors import ProviderConfigError
+from agent.providers.secret import secret_from
 from agent.providers.types import (
     FinishReason,
     LLMRequest,
@@ -78,7 +88,7 @@ def encode_messages(req: LLMRequest) -> list[dict[str, Any]]:
             out.append(
                 {
                     "role": "assistant",
-                    "content": message.get("content") or None,
+                    "content": message.get("content") or "",
                     "tool_calls": [
                         {
                             "id": call["id"],
@@ -97,9 +107,41 @@ def encode_messages(req: LLMRequest) -> list[dict[str, Any]]:
     return out
 
 
-def encode_request(req: LLMRequest, model: str, *, stream: bool = False) -> dict[str, Any]:
-    """The exact JSON body sent to ``/chat/completions``."""
+TOOL_CHOICES = ("auto", "none", "required")
+
+#: the fields :func:`encode_request` writes; ``extra_body`` may not set them
+RESERVED_FIELDS = frozenset(
+    {"model", "messages", "tools", "tool_choice", "temperature", "max_tokens", "stream", "stream_options"}
+)
+
+
+def _tool_choice(choice: str, req: LLMRequest) -> str | dict[str, Any]:
+    if choice in TOOL_CHOICES:
+        return choice
+    offered = [tool["name"] for tool in req.tools]
+    if choice not in offered:
+        raise ProviderConfigError(
+            f"openai_compatible: tool_choice={choice!r} names no tool of this request "
+            f"(offered: {', '.join(offered)}); use one of them or {', '.join(TOOL_CHOICES)}"
+        )
+    return {"type": "function", "function": {"name": choice}}
+
+
+def encode_request(
+    req: LLMRequest,
+    model: str,
+    *,
+    stream: bool = False,
+    tool_choice: str | None = None,
+    extra_body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The exact JSON body sent to ``/chat/completions``.
+
+    ``tool_choice`` (``"auto"`` when ``None``) is sent only when the request offers tools.
+    """
     body: dict[str, Any] = {"model": model, "messages": encode_messages(req)}
+    if extra_body:
+        body.update(extra_body)
     if req.tools:
         body["tools"] = [
             {
@@ -112,6 +154,7 @@ def encode_request(req: LLMRequest, model: str, *, stream: bool = False) -> dict
             }
             for tool in req.tools
         ]
+        body["tool_choice"] = _tool_choice(tool_choice or "auto", req)
     if req.temperature is not None:
         body["temperature"] = req.temperature
     if req.max_tokens is not None:
@@ -139,20 +182,54 @@ def _finish(raw: object, has_calls: bool) -> FinishReason:
     return reason
 
 
-def _usage(raw: object) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+def _usage(raw: object) -> Usage | None:
+    return usage_from(raw, "prompt_tokens", "completion_tokens")
+
+
+def _check_tool_choice(_self: object, _attribute: object, value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ProviderConfigError(
+            f"openai_compatible: tool_choice must be 'auto', 'none', 'required' or a tool name, got {value!r}"
+        )
+
+
+def _check_extra_body(_self: object, _attribute: object, value: dict[str, Any] | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ProviderConfigError(
+            f"openai_compatible: extra_body must be a dict of field names to JSON values, got {value!r}"
+        )
+    taken = sorted(RESERVED_FIELDS.intersection(value))
+    if taken:
+        raise ProviderConfigError(
+            f"openai_compatible: extra_body may not set {', '.join(taken)} — the provider writes "
+            "those from the request (use tool_choice=, or the agent's temperature/max_tokens)"
+        )
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ProviderConfigError(f"openai_compatible: extra_body must be JSON-safe ({exc})") from None
 
 
 @attrs.frozen(kw_only=True)
 class OpenAICompatibleProvider(HTTPProvider):
-    """A Chat Completions endpoint; build it with :func:`openai_compatible`."""
+    """A Chat Completions endpoint; build it with :func:`openai_compatible`.
+
+    ``tool_choice`` and ``extra_body`` are as for :func:`openai_compatible`.
+    """
+
+    tool_choice: str | None = attrs.field(default=None, validator=_check_tool_choice)
+    extra_body: dict[str, Any] | None = attrs.field(default=None, validator=_check_extra_body, hash=False)
+
+    def encode(self, req: LLMRequest, model: str, *, stream: bool = False) -> dict[str, Any]:
+        """The exact body this provider posts for ``req``."""
+        return encode_request(req, model, stream=stream, tool_choice=self.tool_choice, extra_body=self.extra_body)
 
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = super()._headers(stream)
         if self.api_key is not None:
-            headers["authorization"] = f"Bearer {self.api_key.value}"
+            headers["authorization"] = f"Bearer {self.api_key.reveal()}"
         return headers
 
     def _connect_hint(self) -> str:
@@ -194,17 +271,18 @@ class OpenAICompatibleProvider(HTTPProvider):
     async def complete(self, req: LLMRequest) -> LLMResponse:
         """Send ``req`` and return the model's answer, with any retries recorded."""
         model = self._model_for(req)
-        data, retries = await self._post(self.url, encode_request(req, model), model)
+        data, retries = await self._post(self.url, self.encode(req, model), model)
         return attrs.evolve(self.decode(data, len(req.messages)), retries=retries)
 
     async def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:
         """Send ``req`` with ``stream: true``; yield tokens, then the assembled response."""
         model = self._model_for(req)
-        body = encode_request(req, model, stream=True)
+        body = self.encode(req, model, stream=True)
         retries: list[RetryRecord] = []
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}  # by the stream's tool-call index
-        usage, reason, answered_by, done = Usage(), None, None, False
+        usage: Usage | None = None
+        reason, answered_by, done = None, None, False
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
                 if data.strip() == "[DONE]":
@@ -214,10 +292,10 @@ class OpenAICompatibleProvider(HTTPProvider):
                 if not isinstance(chunk, dict):
                     raise self._malformed(self.url, f"stream chunk is not an object: {data!r}")
                 if "error" in chunk:
-                    raise self._malformed(self.url, f"stream error: {json.dumps(chunk['error'])}")
+                    raise self._server_error(self.url, f"stream error: {json.dumps(chunk['error'])}")
                 answered_by = chunk.get("model") or answered_by
                 if chunk.get("usage"):
-                    usage = _usage(chunk["usage"])
+                    usage = _usage(chunk["usage"]) or usage
                 for choice in chunk.get("choices") or []:
                     delta = choice.get("delta") or {}
                     if delta.get("content"):
@@ -255,6 +333,8 @@ def openai_compatible(
     retry: RetryPolicy | None = None,
     sleep: Sleep = asyncio.sleep,
     name: str = "openai_compatible",
+    tool_choice: str | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> OpenAICompatibleProvider:
     """A provider for any OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -263,6 +343,10 @@ def openai_compatible(
     local servers need none). ``model``, when given, overrides the request's model.
     ``timeout`` is per request in seconds; ``retry`` bounds retries (see
     :class:`RetryPolicy`); ``sleep`` is awaited between retries (inject one in tests).
+    ``tool_choice`` is sent whenever tools are offered: ``"auto"`` (the default),
+    ``"none"``, ``"required"`` or the name of one offered tool (that tool must be called).
+    ``extra_body`` adds server-specific fields to every request (``{"top_k": 40}``); it may
+    not set a field the provider writes. Both are checked here (:class:`ProviderConfigError`).
     """
     return OpenAICompatibleProvider(
         name=name,
@@ -276,4 +360,6 @@ def openai_compatible(
         timeout=timeout,
         retry=retry or RetryPolicy(),
         sleep=sleep,
+        tool_choice=tool_choice,
+        extra_body=dict(extra_body) if isinstance(extra_body, dict) else extra_body,
     )

@@ -132,7 +132,7 @@ class ScriptedProvider:
             return template
         return attrs.evolve(
             template,
-            usage=Usage(_input_tokens(req), template.usage.output_tokens),
+            usage=Usage(_input_tokens(req), template.usage.output_tokens if template.usage else 0),
             model=req.model,
         )
 

@@ -107,7 +107,9 @@ class LLMResponse:
     """What a model answered.
 
     ``content`` is the text (``""`` when the model only called tools); ``tool_calls`` the
-    calls in the model's order; ``usage`` the tokens spent; ``finish_reason`` one of
+    calls in the model's order; ``usage`` the tokens spent, or ``None`` when the server did
+    not report them (unknown is not 0: the agent leaves such a call out of its totals and
+    records ``usage_not_reported``); ``finish_reason`` one of
     ``stop | tool_use | max_tokens | content_filter``; ``model`` the model the server
     says answered (``None`` when unknown); ``retries`` the retries the provider made
     before this answer (empty for the scripted provider and for first-try successes).
@@ -115,7 +117,7 @@ class LLMResponse:
 
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = Usage()
+    usage: Usage | None = Usage()
     finish_reason: FinishReason = attrs.field(default="stop", validator=attrs.validators.in_(FINISH_REASONS))
     model: str | None = None
     retries: tuple[RetryRecord, ...] = ()

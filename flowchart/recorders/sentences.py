@@ -90,7 +90,9 @@ def decision(
                     f"{_conditions(matched)}, and chose {chosen}."
                 )
             else:
-                body = f"It examined{_label(matched)}: {_inputs(matched)}, and chose {chosen}."
+                # a rule that read nothing has no ": inputs" part (footprintjs prints ": ,")
+                inputs = _inputs(matched)
+                body = f"It examined{_label(matched)}{': ' + inputs if inputs else ''}, and chose {chosen}."
         else:
             errored = sum(1 for r in rules if "match_error" in r and r["match_error"] is not None)
             note = f" ({errored} rule{'s' if errored > 1 else ''} threw errors)" if errored else ""

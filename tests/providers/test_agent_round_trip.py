@@ -66,7 +66,7 @@ def _openai_body(stream: bool) -> dict[str, Any]:
             {"role": "user", "content": QUESTION},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "call_abc",
@@ -83,6 +83,7 @@ def _openai_body(stream: bool) -> dict[str, Any]:
                 "function": {"name": "weather", "description": DESCRIPTION, "parameters": CITY_SCHEMA},
             }
         ],
+        "tool_choice": "auto",
     }
     if stream:
         body |= {"stream": True, "stream_options": {"include_usage": True}}

@@ -45,6 +45,7 @@ EXPECTED = {
     "ProviderConnectionError",
     "ProviderDependencyError",
     "ProviderError",
+    "ProviderProtocolError",
     "ProviderResponseError",
     "ProviderTimeoutError",
     "RetryPolicy",

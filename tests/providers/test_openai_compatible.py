@@ -74,7 +74,7 @@ async def test_request_body_and_headers_on_the_wire(server: WireServer) -> None:
             {"role": "user", "content": "Weather in Paris?"},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "c1",
@@ -95,6 +95,7 @@ async def test_request_body_and_headers_on_the_wire(server: WireServer) -> None:
                 },
             }
         ],
+        "tool_choice": "auto",
         "temperature": 0.2,
         "max_tokens": 50,
     }
