@@ -56,14 +56,15 @@ class Token(StreamEvent):
 
 @attrs.define
 class ModelCallDone(StreamEvent):
-    """A model call returned: its ``content``, how many ``tool_calls``, ``usage`` and finish reason."""
+    """A model call returned: its ``content``, how many ``tool_calls``, ``usage`` (``None`` when
+    the provider did not report it: unknown, not zero) and finish reason."""
 
     kind: ClassVar[str] = "model_call"
 
     iteration: int = 0
     content: str = ""
     tool_calls: int = 0
-    usage: dict[str, int] = attrs.field(factory=dict)
+    usage: dict[str, int] | None = None
     finish_reason: str | None = None
 
 
@@ -113,7 +114,7 @@ def translate(ctx: TraversalContext, name: str, payload: Any) -> StreamEvent | N
         return Token(ctx, payload["iteration"], payload["index"], payload["text"])
     if name == events.LLM_END:
         return ModelCallDone(
-            ctx, payload["iteration"], payload["content"], payload["tool_calls"], payload["usage"],
+            ctx, payload["iteration"], payload["content"], payload["tool_calls"], payload.get("usage"),
             payload.get("finish_reason"),
         )  # fmt: skip
     if name == events.TOOL_START:

@@ -58,7 +58,9 @@ def test_a_call_without_usage_is_left_out_of_the_totals_and_said(server: WireSer
     assert ops_at(agent, "usage_not_reported") == [
         ("call-llm", {"path": ["usage_not_reported"], "verb": "set", "value": "usage not reported for iteration 1"})
     ]
-    assert 'Step 3: Write usage_not_reported = "usage not reported for iteration 1"' in agent.last_snapshot().narrative
+    # the call-llm stage first reads the (absent) key — a recorded, narrated read — then writes it
+    said = [line for line in agent.last_snapshot().narrative if "Write usage_not_reported" in line]
+    assert [line.split(": ", 1)[1] for line in said] == ['Write usage_not_reported = "usage not reported for iteration 1"']
     assert ["usage" in payload for _name, payload in events] == [False, True]
 
 
@@ -102,7 +104,8 @@ def test_reported_usage_writes_no_key(server: WireServer) -> None:
 
 
 def test_the_wrap_up_decision_is_narrated_with_the_budget_it_read() -> None:
-    """Budget spent, a call pending: the wrap-up rule's narration shows ``iteration=1, max_iterations=1``."""
+    """Budget spent, a call pending: the wrap-up rule's narration shows what it read — the budget
+    and the (absent, so ``undefined``) ``wrap_up_asked`` flag — never an empty ``": ,"``."""
     weather = define_tool(name="weather", description="d", input_schema=CITY_SCHEMA, execute=WeatherTool())
     call = {"id": "c1", "name": "weather", "args": {"city": "Paris"}}
     agent = (
@@ -115,7 +118,7 @@ def test_the_wrap_up_decision_is_narrated_with_the_budget_it_read() -> None:
     conditions = [line for line in agent.last_snapshot().narrative if line.startswith("[Condition]")]
     assert conditions[0] == (
         '[Condition]: It examined "max_iterations reached with tool calls pending — asking for a wrap-up": '
-        "iteration=1, max_iterations=1, and chose WrapUp."
+        "iteration=1, max_iterations=1, wrap_up_asked=undefined, and chose WrapUp."
     )
     assert all(": ," not in line for line in agent.last_snapshot().narrative)
 
