@@ -12,7 +12,6 @@ no pickle, no eval, no import by name.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal, get_args, get_origin
 
 import attrs
@@ -28,6 +27,8 @@ from cattrs.gen import make_dict_structure_fn
 
 from .errors import CheckpointError
 from .pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from .untrusted import check, parse
+from .untrusted import step as _step
 from .values import NotJsonSafe, copy_json
 
 _JSON_NAMES = {
@@ -140,16 +141,6 @@ def make_converter() -> cattrs.Converter:
 
 CONVERTER = make_converter()
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def _step(index: Any) -> str:
-    if type(index) is int:
-        return f"[{index}]"
-    if isinstance(index, str) and _PLAIN_KEY.match(index):
-        return f".{index}"
-    return f"[{json.dumps(index, ensure_ascii=False)}]"
-
 
 def _describe(exc: BaseException, tp: Any) -> str:
     if isinstance(exc, KeyError):
@@ -195,11 +186,9 @@ def dumps(data: Any) -> str:
 
 
 def loads(text: str | bytes, *, what: str) -> Any:
-    """Parse JSON or raise ``CheckpointError`` naming the position."""
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    """Parse untrusted JSON within the limits of ``flowchart.untrusted`` or raise
+    ``CheckpointError`` naming the position or path."""
+    return parse(text, what=what)
 
 
 def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict[str, Any]:
@@ -209,10 +198,13 @@ def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict
     return copy_json(data) if copy else data
 
 
-def structure_checkpoint(data: Any) -> Checkpoint:
-    """JSON-safe dict → Checkpoint, validated field by field."""
+def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
+    """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
+    ``loads``, which already held it to the limits)."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
+    if not checked:
+        check(data, what="checkpoint")
     version = data.get("version")
     if type(version) is int and version != CHECKPOINT_VERSION:
         raise CheckpointError(

@@ -80,3 +80,25 @@ def checkpoints(draw: st.DrawFn) -> Checkpoint:
         loop_counts=draw(counts),
         frames=frames,
     )
+
+
+@st.composite
+def chart_specs(draw: st.DrawFn, depth: int = 2) -> dict[str, Any]:
+    """A spec of ``chart.spec``'s shape: unique ids, every reference naming a stage of its level."""
+    ids = draw(st.lists(st.text("abcdefgh-", min_size=1, max_size=6), min_size=1, max_size=4, unique=True))
+    stages: list[dict[str, Any]] = []
+    for stage_id in ids:
+        kind = draw(st.sampled_from(["stage", "decider", "selector", "pausable"] + (["subflow"] if depth else [])))
+        stage: dict[str, Any] = {"id": stage_id, "name": draw(st.text(max_size=8)), "kind": kind}
+        if draw(st.booleans()):
+            stage["description"] = draw(st.text(max_size=12))
+        target = draw(st.none() | st.sampled_from(ids))
+        if target is not None:
+            stage["loop_to" if draw(st.booleans()) else "next"] = target
+        if kind in ("decider", "selector"):
+            stage["branches"] = draw(st.dictionaries(st.text("xyz", min_size=1, max_size=3), st.sampled_from(ids)))
+        if kind == "subflow":
+            stage.update(subflow=draw(chart_specs(depth - 1)), propagate_break=draw(st.booleans()))
+            stage["array_merge"] = "concat"
+        stages.append(stage)
+    return {"root": ids[0], "name": draw(st.text(max_size=8)), "stages": stages}
