@@ -261,11 +261,39 @@ def check_consistency(cp: Checkpoint) -> None:
                 raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
 
 
+def check_counters(cp: Checkpoint) -> None:
+    """The control fields agree with each other and with the pause: every execution took one
+    number from ``execution_count``, so it is at least the number of visits (a lower one would
+    hand out runtime ids already used); the paused stage and every level it is inside ran; a
+    loop target was looped to no more often than it ran."""
+    visits = cp.visit_counts
+    total = sum(visits.values())
+    if cp.execution_count < total:
+        raise _refuse(
+            f"execution_count {cp.execution_count} is lower than the {total} stage visits in visit_counts: "
+            "the resumed run would repeat runtime ids already used",
+            "$.execution_count",
+        )
+    for index, frame in enumerate(cp.frames):
+        if visits.get(frame.stage_id, 0) < 1:
+            raise _refuse(
+                f"'{frame.stage_id}' is on the resume path (frames[{index}]) but visit_counts says it never ran",
+                f"$.visit_counts{_step(frame.stage_id)}",
+            )
+    for target, loops in cp.loop_counts.items():
+        if loops > visits.get(target, 0):
+            raise _refuse(
+                f"'{target}' was looped to {loops} time(s) but ran {visits.get(target, 0)}",
+                f"$.loop_counts{_step(target)}",
+            )
+
+
 __all__ = [
     "CONVERTER",
     "Expected",
     "ResumeFrame",
     "check_consistency",
+    "check_counters",
     "dumps",
     "json_type",
     "load_error",
