@@ -75,6 +75,9 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
     index = _field(paused, "index", int, _PAUSED)
     _check_pause_data(checkpoint.pause_data, kind, call_id, tool)
     calls = _field(state, "llm_latest_tool_calls", list, _STATE)
+    for n, each in enumerate(calls):  # every call of the batch is dispatched after the resume
+        _check_call(each, f"{_STATE}.llm_latest_tool_calls[{n}]")
+    _field(state, "llm_latest_content", str, _STATE)
     if not 0 <= index < len(calls):
         raise _refuse(f"index {index} is not a call of the batch (it has {len(calls)})", f"{_PAUSED}.index")
     where = f"{_STATE}.llm_latest_tool_calls[{index}]"
@@ -123,14 +126,49 @@ def _check_pause_data(data: Any, kind: str, call_id: str, tool: str) -> None:
         )
 
 
+def _check_call(value: Any, where: str) -> None:
+    """One model tool call as ``call-llm`` writes it: ``id``, ``name``, ``args`` (or ``args_error``)."""
+    if type(value) is not dict:
+        from flowchart.serde import json_type
+
+        raise _refuse(f"expected an object, got {json_type(value)}", where)
+    _field(value, "id", str, where)
+    _field(value, "name", str, where)
+    if "args_error" in value:
+        _field(value, "args_error", str, where)
+    elif "args" in value:
+        _field(value, "args", dict, where)
+
+
+_ROLES = ("user", "assistant", "tool", "system")
+
+
+def _check_messages(history: list[Any]) -> None:
+    """Every message as the stages write it: an object with a known ``role`` and string ``content``."""
+    for n, message in enumerate(history):
+        where = f"{_STATE}.history[{n}]"
+        if type(message) is not dict:
+            from flowchart.serde import json_type
+
+            raise _refuse(f"expected a message object, got {json_type(message)}", where)
+        role = _field(message, "role", str, where)
+        if role not in _ROLES:
+            raise _refuse(f"expected one of {', '.join(map(repr, _ROLES))}, got {role!r}", f"{where}.role")
+        _field(message, "content", str, where)
+        if role == "tool":
+            _field(message, "tool_call_id", str, where)
+        if role == "assistant" and "tool_calls" in message:
+            for i, each in enumerate(_field(message, "tool_calls", list, where)):
+                _check_call(each, f"{where}.tool_calls[{i}]")
+
+
 def _check_history(history: list[Any], calls: list[Any], index: int) -> None:
     """The batch in ``history``: the assistant turn asking for ``calls``, then ``index`` results."""
+    _check_messages(history)
     turn = next((i for i in range(len(history) - 1, -1, -1) if _role(history[i]) == "assistant"), None)
     if turn is None:
         raise _refuse("no assistant turn asks for the paused batch", f"{_STATE}.history")
-    asked = history[turn].get("tool_calls")
-    ids = [c.get("id") for c in asked] if type(asked) is list and all(type(c) is dict for c in asked) else None
-    if ids != [c.get("id") if type(c) is dict else None for c in calls]:
+    if [c["id"] for c in history[turn].get("tool_calls", [])] != [c["id"] for c in calls]:
         raise _refuse("the last assistant turn does not ask for the paused batch", f"{_STATE}.history[{turn}]")
     answered = history[turn + 1 :]
     if len(answered) != index or any(_role(m) != "tool" for m in answered):
