@@ -3,7 +3,8 @@
 Law: a checkpoint, trace file or stored row is parsed and walked within fixed limits
 before anything structures, stores or runs it — containers nest at most ``MAX_DEPTH``
 levels, integers have at most ``MAX_INT_DIGITS`` digits, there is no NaN or Infinity
-(nor a number too large for a float), and an object never repeats a key (JSON parsers
+(nor a number too large for a float: all three are non-finite floats once parsed, and
+refused as such), and an object never repeats a key (JSON parsers
 disagree on which copy wins; this one refuses). Each violation is ONE
 ``CheckpointError`` whose message and ``path`` name where it is
 (``Invalid checkpoint: duplicate key 'amount' @ $.shared_state.amount``) — never a
@@ -11,7 +12,8 @@ disagree on which copy wins; this one refuses). Each violation is ONE
 value that loads and then fails later (in ``to_json``, in a resume, in a viewer).
 
 The walk is iterative (no recursion, whatever the input) and pays for paths only when
-something is wrong.
+something is wrong; the parser runs with no per-number hook (a second, marking parse
+happens only for an integer past the interpreter's own digit limit).
 """
 
 from __future__ import annotations
@@ -57,17 +59,6 @@ def _parse_int(text: str) -> Any:
     return int(text)
 
 
-def _parse_float(text: str) -> Any:
-    value = float(text)
-    if math.isfinite(value):
-        return value
-    return _Refused(f"the number {text[:40]} is too large for a float")
-
-
-def _parse_constant(name: str) -> Any:
-    return _Refused(f"{name} is not JSON (write null, a number or a string)")
-
-
 def parse(text: str | bytes, *, what: str) -> Any:
     """Parse ``text`` as JSON within the limits; ``CheckpointError`` names what and where."""
     duplicates: dict[int, str] = {}
@@ -84,13 +75,14 @@ def parse(text: str | bytes, *, what: str) -> Any:
         return out
 
     try:
-        data = json.loads(
-            text,
-            object_pairs_hook=pairs,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
-        )
+        try:
+            data = json.loads(text, object_pairs_hook=pairs)
+        except ValueError as exc:
+            if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+                raise
+            # an integer past the interpreter's digit limit: parse again, marking it where it is
+            duplicates.clear()
+            data = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except RecursionError:
         raise _refuse(what, f"nested deeper than {MAX_DEPTH} levels", "$") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

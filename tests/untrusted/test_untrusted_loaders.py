@@ -89,34 +89,25 @@ def test_an_integer_of_more_than_4300_digits_is_refused() -> None:
     assert Checkpoint.from_json(with_state("big", "9" * MAX_INT_DIGITS)).shared_state["big"] == int("9" * 4300)
 
 
-@pytest.mark.parametrize(
-    ("raw", "message"),
-    [
-        ("NaN", r"NaN is not JSON \(write null, a number or a string\)"),
-        ("-Infinity", r"-Infinity is not JSON \(write null, a number or a string\)"),
-        ("1e999", r"the number 1e999 is too large for a float"),
-    ],
-)
-def test_nan_and_infinity_are_refused_at_load(raw: str, message: str) -> None:
+@pytest.mark.parametrize(("raw", "shown"), [("NaN", "nan"), ("-Infinity", "-inf"), ("1e999", "inf")])
+def test_nan_and_infinity_are_refused_at_load(raw: str, shown: str) -> None:
     """NaN, Infinity and a float that overflows are refused at load, not accepted and failing in ``to_json``."""
-    with pytest.raises(CheckpointError, match=rf"^Invalid checkpoint: {message} @ \$\.shared_state\.x$"):
+    with pytest.raises(
+        CheckpointError,
+        match=rf"^Invalid checkpoint: expected a JSON value: a non-finite float \({shown}\) @ \$\.shared_state\.x$",
+    ):
         Checkpoint.from_json(with_state("x", raw))
 
 
 def test_a_non_finite_float_in_a_typed_field_is_refused() -> None:
-    """``paused_at: 1e999`` (a float field, not a JSON value field) is refused too."""
-    text = checkpoint_text()
-    data = json.loads(text)
+    """``paused_at: 1e999`` (a float field, not a JSON value field) is refused too, from text and from a dict."""
+    data = json.loads(checkpoint_text())
     data["paused_at"] = "__HOLE__"
-    with pytest.raises(
-        CheckpointError, match=r"^Invalid checkpoint: the number 1e999 is too large for a float @ \$\.paused_at$"
-    ):
+    message = r"^Invalid checkpoint: expected a JSON value: a non-finite float \(inf\) @ \$\.paused_at$"
+    with pytest.raises(CheckpointError, match=message):
         Checkpoint.from_json(json.dumps(data).replace('"__HOLE__"', "1e999"))
     data["paused_at"] = float("inf")
-    with pytest.raises(
-        CheckpointError,
-        match=r"^Invalid checkpoint: expected a JSON value: a non-finite float \(inf\) @ \$\.paused_at$",
-    ):
+    with pytest.raises(CheckpointError, match=message):
         Checkpoint.from_dict(data)
 
 
