@@ -1,6 +1,6 @@
 """The fuzz campaign over every loader of untrusted input (outside the suite; minutes, not seconds).
 
-    .venv/bin/python -m bench.fuzz_loaders [N]      # N mutated inputs per target (default 4000)
+    .venv/bin/python -m bench.fuzz_loaders [N [SEED]]   # N mutated inputs per target (default 4000)
 
 Targets, each fed ``mutate(base, rng)`` (``tests/mutations.py``) of a real document:
 ``Checkpoint.from_json`` (then ``to_json`` and a second load of what it accepted);
@@ -133,7 +133,7 @@ def main(argv: list[str]) -> int:
     """Run the campaign and print the table; exit 1 when anything OTHER happened."""
     n = int(argv[0]) if argv else 4000
     started = time.perf_counter()
-    outcomes = run(n)
+    outcomes = run(n, int(argv[1])) if len(argv) > 1 else run(n)
     total = sum(sum(c.values()) for c in outcomes.values())
     other = sum(c["OTHER"] for c in outcomes.values())
     for target, counts in outcomes.items():
