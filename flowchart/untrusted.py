@@ -4,10 +4,11 @@ Law: a checkpoint, trace file or stored row is parsed and walked within fixed li
 before anything structures, stores or runs it — containers nest at most ``MAX_DEPTH``
 levels, integers have at most ``MAX_INT_DIGITS`` digits, there is no NaN or Infinity
 (nor a number too large for a float: all three are non-finite floats once parsed, and
-refused as such), and an object never repeats a key (JSON parsers
-disagree on which copy wins; this one refuses). Each violation is ONE
+refused as such), and an object never repeats a key (JSON parsers disagree on which copy
+wins; this one refuses). Each violation is ONE
 ``CheckpointError`` whose message and ``path`` name where it is
-(``Invalid checkpoint: duplicate key 'amount' @ $.shared_state.amount``) — never a
+(``Invalid checkpoint: duplicate key 'amount' (an object names each key once) @
+$.shared_state.order.amount``) — never a
 ``RecursionError`` or a ``ValueError`` from deep inside the interpreter, and never a
 value that loads and then fails later (in ``to_json``, in a resume, in a viewer).
 
@@ -62,6 +63,7 @@ def _parse_int(text: str) -> Any:
 def parse(text: str | bytes, *, what: str) -> Any:
     """Parse ``text`` as JSON within the limits; ``CheckpointError`` names what and where."""
     duplicates: dict[int, str] = {}
+    flagged: list[dict[str, Any]] = []  # kept alive, so no later object can reuse a flagged id
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
@@ -70,6 +72,7 @@ def parse(text: str | bytes, *, what: str) -> Any:
             for key, _ in items:
                 if key in seen:
                     duplicates[id(out)] = key
+                    flagged.append(out)
                     break
                 seen.add(key)
         return out
@@ -82,6 +85,7 @@ def parse(text: str | bytes, *, what: str) -> Any:
                 raise
             # an integer past the interpreter's digit limit: parse again, marking it where it is
             duplicates.clear()
+            flagged.clear()
             data = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except RecursionError:
         raise _refuse(what, f"nested deeper than {MAX_DEPTH} levels", "$") from None
