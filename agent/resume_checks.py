@@ -73,6 +73,10 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
     tool = _field(paused, "tool_name", str, _PAUSED)
     _field(paused, "args", dict, _PAUSED)
     index = _field(paused, "index", int, _PAUSED)
+    if "position" in paused:  # where the pause happened: bound into the request id
+        position = _field(paused, "position", dict, _PAUSED)
+        _field(position, "iteration", int, f"{_PAUSED}.position")
+        _field(position, "step", str, f"{_PAUSED}.position")
     _check_pause_data(checkpoint.pause_data, kind, call_id, tool)
     calls = _field(state, "llm_latest_tool_calls", list, _STATE)
     for n, each in enumerate(calls):  # every call of the batch is dispatched after the resume
