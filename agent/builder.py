@@ -40,6 +40,7 @@ from .config import AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
+from .resume_checks import check_resumable
 from .stages import (
     break_final,
     final_input,
@@ -274,6 +275,7 @@ class Agent:
         """``resume`` inside the caller's event loop."""
         # refused here before anything runs; the tool-calls stage marks the request answered
         # (AnswerBook) before its tool can run, so a failing resume cannot be retried into a rerun
+        check_resumable(checkpoint, self.config, self.chart)
         resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
         recorders = self._recorders()
         result = await self.chart.aresume(

@@ -40,6 +40,7 @@ from governance import ResumeDecisionError, pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
+from .resume_checks import check_resumable
 
 if TYPE_CHECKING:
     from .builder import Agent
@@ -97,12 +98,15 @@ def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -
 
 def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
     """Check ``decision`` against the stored pause and record it once (the database decides)."""
-    return answer_in(_store(agent), run_id, decision, tools=agent.config.tools)
+    return answer_in(_store(agent), run_id, decision, tools=agent.config.tools, agent=agent)
 
 
-def answer_in(store: RunStore, run_id: str, decision: Any, tools: Mapping[str, Tool] | None = None) -> RunRecord:
+def answer_in(
+    store: RunStore, run_id: str, decision: Any, tools: Mapping[str, Tool] | None = None, agent: Agent | None = None
+) -> RunRecord:
     """``answer`` on a store directly (no agent needed: the pause is in the checkpoint; with
-    the agent's ``tools`` edited args are checked against the tool's schema here too)."""
+    the agent's ``tools`` edited args are checked against the tool's schema here too, and with
+    the ``agent`` the checkpoint is checked against its chart and config first)."""
     record = store.get(run_id)
     if record.status != "paused" or record.checkpoint is None:
         raise ResumeDecisionError(
@@ -112,6 +116,7 @@ def answer_in(store: RunStore, run_id: str, decision: Any, tools: Mapping[str, T
             request_id=getattr(decision, "request_id", ""),
             pending_request_id="",
         )
+    check_resumable(record.checkpoint, *((agent.config, agent.chart) if agent is not None else ()))
     resume_input, request_id = check_answer(record.checkpoint, decision, record.answered, run_id=run_id, tools=tools)
     try:
         return store.answer(

@@ -8,7 +8,8 @@
     │   └── ForkError                                one or more fork children failed
     ├── ScopeWriteError(FlowchartError, ValueError)  a stage wrote something it may not
     │   └── ReadonlyInputError                       a stage wrote a run-input key
-    └── CheckpointError(FlowchartError, ValueError)  a checkpoint or trace is malformed or foreign
+    └── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
+                                                     foreign, past a limit, or fails its signature
 
 Each error carries the context it was raised in (stage id, key) as attributes.
 """
@@ -69,7 +70,8 @@ class ReadonlyInputError(ScopeWriteError):
 
 
 class CheckpointError(FlowchartError, ValueError):
-    """A checkpoint or trace file is malformed, of an unknown version, or from another chart."""
+    """A checkpoint, trace file or stored row is malformed, of an unknown version, from another
+    chart, past a limit of ``flowchart.untrusted``, or fails its signature; ``path`` names where."""
 
     def __init__(self, message: str, *, path: str | None = None, detail: Any = None) -> None:
         super().__init__(message)

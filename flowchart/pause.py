@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .nodes import StageNode
 
 CHECKPOINT_VERSION = 1
+SIGNED_PURPOSE = "pyfootprint checkpoint v1"
 FrameKind = Literal["stage", "mount", "fork"]
 
 
@@ -196,11 +197,17 @@ class Checkpoint:
 
         return unstructure_checkpoint(self)
 
-    def to_json(self) -> str:
-        """Compact, deterministic JSON text (keys in field order)."""
-        from .serde import dumps, unstructure_checkpoint
+    def to_json(self, *, key: bytes | None = None) -> str:
+        """Compact, deterministic JSON text (keys in field order).
 
-        return dumps(unstructure_checkpoint(self, copy=False))
+        With ``key`` the text ends with a ``"signature"`` (HMAC-SHA256 of the text, see
+        ``flowchart.signing``) that ``from_json(text, key=key)`` verifies.
+        """
+        from .serde import dumps, unstructure_checkpoint
+        from .signing import sign
+
+        text = dumps(unstructure_checkpoint(self, copy=False))
+        return text if key is None else sign(text, key, SIGNED_PURPOSE)
 
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
@@ -210,8 +217,19 @@ class Checkpoint:
         return structure_checkpoint(data)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Checkpoint:
-        """Parse JSON text and load it like ``from_dict`` (never executes anything)."""
-        from .serde import loads
+    def from_json(cls, text: str | bytes, *, key: bytes | None = None) -> Checkpoint:
+        """Parse JSON text and load it like ``from_dict`` (never executes anything).
 
-        return cls.from_dict(loads(text, what="checkpoint"))
+        With ``key`` the text must carry a valid signature (``to_json(key=key)``), checked
+        before the text is parsed; a missing or wrong one is a ``CheckpointError``. Without
+        ``key`` a signed text is refused too: it names the key it needs.
+        """
+        from .serde import loads, structure_checkpoint
+        from .signing import refuse_signed, unsign
+
+        if key is not None:
+            text = unsign(text, key, SIGNED_PURPOSE, what="checkpoint")
+        data = loads(text, what="checkpoint")
+        if key is None:
+            refuse_signed(data, what="checkpoint", how="Checkpoint.from_json(text, key=...)")
+        return structure_checkpoint(data, checked=True)

@@ -12,7 +12,6 @@ no pickle, no eval, no import by name.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal, get_args, get_origin
 
 import attrs
@@ -28,6 +27,8 @@ from cattrs.gen import make_dict_structure_fn
 
 from .errors import CheckpointError
 from .pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from .untrusted import check, parse
+from .untrusted import step as _step
 from .values import NotJsonSafe, copy_json
 
 _JSON_NAMES = {
@@ -140,16 +141,6 @@ def make_converter() -> cattrs.Converter:
 
 CONVERTER = make_converter()
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def _step(index: Any) -> str:
-    if type(index) is int:
-        return f"[{index}]"
-    if isinstance(index, str) and _PLAIN_KEY.match(index):
-        return f".{index}"
-    return f"[{json.dumps(index, ensure_ascii=False)}]"
-
 
 def _describe(exc: BaseException, tp: Any) -> str:
     if isinstance(exc, KeyError):
@@ -195,11 +186,9 @@ def dumps(data: Any) -> str:
 
 
 def loads(text: str | bytes, *, what: str) -> Any:
-    """Parse JSON or raise ``CheckpointError`` naming the position."""
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    """Parse untrusted JSON within the limits of ``flowchart.untrusted`` or raise
+    ``CheckpointError`` naming the position or path."""
+    return parse(text, what=what)
 
 
 def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict[str, Any]:
@@ -209,10 +198,13 @@ def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict
     return copy_json(data) if copy else data
 
 
-def structure_checkpoint(data: Any) -> Checkpoint:
-    """JSON-safe dict → Checkpoint, validated field by field."""
+def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
+    """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
+    ``loads``, which already held it to the limits)."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
+    if not checked:
+        check(data, what="checkpoint")
     version = data.get("version")
     if type(version) is int and version != CHECKPOINT_VERSION:
         raise CheckpointError(
@@ -269,11 +261,39 @@ def check_consistency(cp: Checkpoint) -> None:
                 raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
 
 
+def check_counters(cp: Checkpoint) -> None:
+    """The control fields agree with each other and with the pause: every execution took one
+    number from ``execution_count``, so it is at least the number of visits (a lower one would
+    hand out runtime ids already used); the paused stage and every level it is inside ran; a
+    loop target was looped to no more often than it ran."""
+    visits = cp.visit_counts
+    total = sum(visits.values())
+    if cp.execution_count < total:
+        raise _refuse(
+            f"execution_count {cp.execution_count} is lower than the {total} stage visits in visit_counts: "
+            "the resumed run would repeat runtime ids already used",
+            "$.execution_count",
+        )
+    for index, frame in enumerate(cp.frames):
+        if visits.get(frame.stage_id, 0) < 1:
+            raise _refuse(
+                f"'{frame.stage_id}' is on the resume path (frames[{index}]) but visit_counts says it never ran",
+                f"$.visit_counts{_step(frame.stage_id)}",
+            )
+    for target, loops in cp.loop_counts.items():
+        if loops > visits.get(target, 0):
+            raise _refuse(
+                f"'{target}' was looped to {loops} time(s) but ran {visits.get(target, 0)}",
+                f"$.loop_counts{_step(target)}",
+            )
+
+
 __all__ = [
     "CONVERTER",
     "Expected",
     "ResumeFrame",
     "check_consistency",
+    "check_counters",
     "dumps",
     "json_type",
     "load_error",

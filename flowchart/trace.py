@@ -49,6 +49,8 @@ from .serde import (
     make_converter,
     structure_checkpoint,
 )
+from .spec_shape import check_spec
+from .untrusted import MAX_DEPTH, check
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -194,7 +196,7 @@ class Trace:
     @classmethod
     def from_json(cls, text: str | bytes) -> Trace:
         """Parse JSON text and load it like ``from_dict`` (never executes anything)."""
-        return structure_trace(loads(text, what="trace"))
+        return structure_trace(loads(text, what="trace"), checked=True)
 
     def save(self, path: str | Path) -> Path:
         """Write the trace as JSON (UTF-8, one trailing newline); return the path."""
@@ -270,16 +272,24 @@ def make_trace_converter() -> cattrs.Converter:
 CONVERTER = make_trace_converter()
 
 
-def structure_trace(data: Any) -> Trace:
-    """JSON-safe dict → Trace, validated field by field (fail closed)."""
+def structure_trace(data: Any, *, checked: bool = False) -> Trace:
+    """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
+    came from ``loads``, which already held it to the limits of ``flowchart.untrusted``."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
+    if not checked:
+        check(data, what="trace")
     version = data.get("version")
     if type(version) is int and version != TRACE_VERSION:
         raise CheckpointError(
             f"Invalid trace: unsupported version {version} @ $.version (this library reads version {TRACE_VERSION})",
             path="$.version",
         )
+    spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
+    if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
+        if spec_fingerprint(spec) != fingerprint:
+            raise _refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
+        check_spec(spec)
     body = dict(data)
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
@@ -296,7 +306,7 @@ def structure_trace(data: Any) -> Trace:
 
 def _nested_checkpoint(raw: Any) -> Checkpoint:
     try:
-        return structure_checkpoint(raw)
+        return structure_checkpoint(raw, checked=True)
     except CheckpointError as exc:
         path = "$.checkpoint" + (exc.path or "$")[1:]
         message = str(exc).replace("Invalid checkpoint: ", "Invalid trace: checkpoint: ", 1)
@@ -317,6 +327,8 @@ def _check_log(log: list[Commit], where: str) -> None:
         for n, op in enumerate(commit.trace):
             if not op.path:
                 raise _refuse("an op path must not be empty", f"{where}[{position}].trace[{n}].path")
+            if len(op.path) > MAX_DEPTH:
+                raise _refuse(f"an op path has at most {MAX_DEPTH} keys", f"{where}[{position}].trace[{n}].path")
             if op.verb == "delete" and op.value is not None:
                 raise _refuse("a delete op carries no value", f"{where}[{position}].trace[{n}].value")
             if op.verb == "append" and not isinstance(op.value, list):
@@ -324,8 +336,6 @@ def _check_log(log: list[Commit], where: str) -> None:
 
 
 def _check_consistency(trace: Trace) -> None:
-    if spec_fingerprint(trace.chart_spec) != trace.chart_fingerprint:
-        raise _refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
     _check_log(trace.commit_log, "$.commit_log")
     for rid, sub in trace.subflows.items():
         if sub.runtime_stage_id != rid:

@@ -66,7 +66,10 @@ def number(d: dict[str, Any], key: str, path: str) -> float:
     value = d.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise fail(f"{path}.{key}", f"expected a number, got {describe_shape(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past the float range (a wire value is untrusted)
+        raise fail(f"{path}.{key}", "expected a number, got an integer too large for a float") from None
 
 
 def boolean(d: dict[str, Any], key: str, path: str) -> bool:

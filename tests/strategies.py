@@ -57,18 +57,23 @@ def frame_paths(draw: st.DrawFn) -> list[ResumeFrame]:
 
 @st.composite
 def checkpoints(draw: st.DrawFn) -> Checkpoint:
-    """A checkpoint whose repeated fields agree with its frames (what ``from_dict`` accepts)."""
+    """A checkpoint whose repeated fields agree with its frames and whose counters agree with
+    each other (what ``from_dict`` accepts)."""
     frames = draw(frame_paths())
     leaf = frames[-1]
     mounts = [f.stage_id for f in frames if f.kind == "mount"]
+    visits = draw(counts)
+    for frame in frames:  # the paused stage and every level it is inside ran
+        visits[frame.stage_id] = visits.get(frame.stage_id, 0) + 1
+    loops = {t: draw(st.integers(0, n)) for t, n in visits.items() if draw(st.booleans())}
     return Checkpoint(
         shared_state=draw(json_objects()),
         paused_stage_id=leaf.stage_id,
         subflow_path=mounts,
         pause_data=draw(json_values()),
         subflow_states={m: draw(json_objects(8)) for m in mounts},
-        execution_count=draw(st.integers(min_value=0, max_value=10**9)),
-        visit_counts=draw(counts),
+        execution_count=sum(visits.values()) + draw(st.integers(min_value=0, max_value=10**9)),
+        visit_counts=visits,
         invoker_stage_id=leaf.invoker_stage_id,
         continuation_stage_id=leaf.continuation_stage_id,
         paused_at=draw(st.floats(allow_nan=False, allow_infinity=False)),
@@ -77,6 +82,28 @@ def checkpoints(draw: st.DrawFn) -> Checkpoint:
         run_id=draw(st.text(max_size=32)),
         run_input=draw(json_objects(8)),
         subflow_args={m: draw(json_objects(4)) for m in mounts},
-        loop_counts=draw(counts),
+        loop_counts=loops,
         frames=frames,
     )
+
+
+@st.composite
+def chart_specs(draw: st.DrawFn, depth: int = 2) -> dict[str, Any]:
+    """A spec of ``chart.spec``'s shape: unique ids, every reference naming a stage of its level."""
+    ids = draw(st.lists(st.text("abcdefgh-", min_size=1, max_size=6), min_size=1, max_size=4, unique=True))
+    stages: list[dict[str, Any]] = []
+    for stage_id in ids:
+        kind = draw(st.sampled_from(["stage", "decider", "selector", "pausable"] + (["subflow"] if depth else [])))
+        stage: dict[str, Any] = {"id": stage_id, "name": draw(st.text(max_size=8)), "kind": kind}
+        if draw(st.booleans()):
+            stage["description"] = draw(st.text(max_size=12))
+        target = draw(st.none() | st.sampled_from(ids))
+        if target is not None:
+            stage["loop_to" if draw(st.booleans()) else "next"] = target
+        if kind in ("decider", "selector"):
+            stage["branches"] = draw(st.dictionaries(st.text("xyz", min_size=1, max_size=3), st.sampled_from(ids)))
+        if kind == "subflow":
+            stage.update(subflow=draw(chart_specs(depth - 1)), propagate_break=draw(st.booleans()))
+            stage["array_merge"] = "concat"
+        stages.append(stage)
+    return {"root": ids[0], "name": draw(st.text(max_size=8)), "stages": stages}

@@ -11,7 +11,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import checkpoints, json_values
+from strategies import chart_specs, checkpoints, json_values
 
 import flowchart
 from flowchart import (
@@ -337,7 +337,7 @@ def commit_logs(draw: st.DrawFn) -> list[Commit]:
 @st.composite
 def traces(draw: st.DrawFn) -> Trace:
     """Random, valid traces (a checkpoint, when present, names the trace's chart)."""
-    spec = draw(st.dictionaries(NAMES, JSON, max_size=3))
+    spec = draw(chart_specs())
     fingerprint = spec_fingerprint(spec)
     checkpoint = draw(st.none() | checkpoints())
     if checkpoint is not None:
@@ -360,7 +360,7 @@ def traces(draw: st.DrawFn) -> Trace:
     )
 
 
-@settings(max_examples=75)
+@settings(max_examples=75, deadline=None)
 @given(trace=traces())
 def test_structure_of_unstructure_is_identity(trace: Trace) -> None:
     """Property: any valid trace survives ``to_json`` → ``from_json`` unchanged."""

@@ -23,7 +23,7 @@ from ..nodes import StageNode
 from ..pause import Checkpoint, PauseSignal
 from ..redaction import Redaction
 from ..result import RunResult
-from ..serde import check_consistency
+from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
 from .run import Run
@@ -174,6 +174,7 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
         )
     check_consistency(checkpoint)  # a hand-built or edited Checkpoint gets the from_dict checks
     _check_frames(chart, checkpoint)
+    check_counters(checkpoint)  # after the frames: their stages exist, now they must have run
     for name in ("subflow_states", "subflow_args"):
         _copy_field(checkpoint, name)
     return checkpoint

@@ -6,7 +6,10 @@ record, and a record must never make the write that ends a run fail. For the sam
 reason free text (an error message, a narrative line, who answered) that is not
 Unicode — a lone surrogate such as ``"\\ud800"`` — is stored with it escaped
 (``\\ud800``), where UTF-8 could not hold it. What is read back is validated: a row a
-store cannot read is a ``StoreError`` naming the run and the column.
+store cannot read is a ``StoreError`` naming the run and the column. A store made with
+``key=`` seals the columns a run is started, resumed and recorded from
+(``SIGNED_COLUMNS``: its input, its checkpoint, the recorded answer, each commit) with an
+HMAC bound to the run id and the column, and verifies each one as it reads it.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import json
 from typing import Any
 
 from ..commits import Commit
+from ..errors import CheckpointError
 from ..failure import RunFailure
 from ..pause import Checkpoint
 from ..redaction import Redaction
-from ..serde import dumps
+from ..serde import dumps, loads
+from ..signing import SIGNATURE_KEY, sign, unsign
 from ..values import NotJsonSafe, copy_json, escape_surrogates
 from .protocol import StoreError
 
@@ -42,8 +47,8 @@ def encode(value: Any) -> str:
 
 
 def decode(text: str | None) -> Any:
-    """The value ``encode`` wrote (``None`` for a NULL column)."""
-    return None if text is None else json.loads(text)
+    """The value ``encode`` wrote (``None`` for a NULL column), read as untrusted JSON."""
+    return None if text is None else loads(text, what="stored value")
 
 
 def encode_commit(commit: Commit) -> str:
@@ -53,7 +58,7 @@ def encode_commit(commit: Commit) -> str:
 
 def decode_commit(text: str) -> Commit:
     """Inverse of ``encode_commit``."""
-    return Commit.from_dict(json.loads(text))
+    return Commit.from_dict(loads(text, what="stored commit"))
 
 
 def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
@@ -96,3 +101,36 @@ def decode_failure(value: str | None, run_id: str) -> RunFailure | None:
         return RunFailure.from_dict(json.loads(value))
     except ValueError as exc:
         raise StoreError(f"run '{run_id}': its stored failure cannot be read ({exc})") from None
+
+
+# -- signed rows (a store made with key=...) ---------------------------------------------------
+STORE_PURPOSE = "pyfootprint store v1"
+SIGNED_COLUMNS = ("input", "checkpoint", "answer", "commit")
+_ENVELOPE = '{"signed":'
+
+
+def seal(text: str | None, key: bytes | None, run_id: str, column: str) -> str | None:
+    """``text`` as ``{"signed":<text>,"signature":"hmac-sha256:…"}``, bound to the run and column
+    (a row copied into another run, or into another column, does not verify). No key: ``text``."""
+    if text is None or key is None:
+        return text
+    return sign(f"{_ENVELOPE}{text}}}", key, f"{STORE_PURPOSE}\x00{run_id}\x00{column}")
+
+
+def unseal(text: str | None, key: bytes | None, run_id: str, column: str) -> str | None:
+    """The text ``seal`` wrapped, once its signature is verified (``CheckpointError`` if not)."""
+    what = f"stored run '{run_id}' ({column})"
+    if text is None:
+        return None
+    if key is None:
+        if text.startswith(_ENVELOPE) and SIGNATURE_KEY in text[-90:]:
+            raise CheckpointError(
+                f"Invalid {what}: the row is signed, but the store was opened without a key; "
+                "open it with the key it was written with (e.g. SqliteStore(path, key=...))",
+                path=f"$.{SIGNATURE_KEY}",
+            )
+        return text
+    body = unsign(text, key, f"{STORE_PURPOSE}\x00{run_id}\x00{column}", what=what)
+    if not body.startswith(_ENVELOPE):  # pragma: no cover - only a key holder can sign another shape
+        raise CheckpointError(f"Invalid {what}: not a signed row", path="$")
+    return body[len(_ENVELOPE) : -1]

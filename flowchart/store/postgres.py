@@ -38,11 +38,11 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     for_update = " FOR UPDATE"
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0, key: bytes | None = None) -> None:
         self._psycopg = _psycopg()
         self.dsn = dsn
         self._connect_timeout = connect_timeout
-        super().__init__(_safe(dsn))
+        super().__init__(_safe(dsn), key)
 
     def _open(self) -> Any:
         return self._psycopg.connect(self.dsn, autocommit=True, connect_timeout=int(self._connect_timeout))

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..redaction import Redaction
+from ..signing import check_key
 from . import codec
 from .protocol import (
     AlreadyAnsweredError,
@@ -50,8 +51,10 @@ class SqlStore:
     placeholder = "?"
     for_update = ""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, key: bytes | None = None) -> None:
         self._where = where
+        #: with a key, the input, checkpoint, answer and commit columns are signed (``codec.seal``)
+        self._key = None if key is None else check_key(key)
         self._lock = threading.RLock()
         self._db: Any = None
         self._pid = -1
@@ -143,8 +146,12 @@ class SqlStore:
 
     def _record(self, cur: Any, row: Any) -> RunRecord:
         run_id, fingerprint = row[0], row[2]
-        commits = self._run(cur, "SELECT body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
-        log = tuple(codec.decode_commit(body) for (body,) in commits.fetchall())
+        key = self._key
+        commits = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
+        log = tuple(
+            codec.decode_commit(str(codec.unseal(body, key, run_id, f"commit {seq}")))
+            for seq, body in commits.fetchall()
+        )
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())
         notes = self._run(cur, "SELECT narrative FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
@@ -154,11 +161,12 @@ class SqlStore:
             self._specs[fingerprint] = None if spec is None else codec.decode(spec[0])
         return RunRecord(
             run_id=run_id, status=row[3], kind=row[1], chart_fingerprint=fingerprint,
-            input=codec.decode(row[4]), commit_log=log, checkpoint=codec.decode_checkpoint(row[5]),
+            input=codec.decode(codec.unseal(row[4], key, run_id, "input")), commit_log=log,
+            checkpoint=codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint")),
             question=read_question(row[1], codec.decode(row[6])), output=codec.decode(row[9]), error=row[10],
             answered=ids,
             narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
-            answer=codec.decode(row[8]), chart_spec=self._specs[fingerprint],
+            answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
         )  # fmt: skip
 
@@ -193,7 +201,15 @@ class SqlStore:
                     cur,
                     "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
                     "redaction) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-                    (run_id, kind, chart_fingerprint, codec.encode(input), now, now, codec.encode_redaction(redaction)),
+                    (
+                        run_id,
+                        kind,
+                        chart_fingerprint,
+                        codec.seal(codec.encode(input), self._key, run_id, "input"),
+                        now,
+                        now,
+                        codec.encode_redaction(redaction),
+                    ),
                 )
         except Exception as exc:
             if self._is_unique_violation(exc):
@@ -224,10 +240,8 @@ class SqlStore:
         now = time.time()
         commits = renumber(segment.commits, segment.start_seq)
         for commit in commits:
-            self._run(
-                cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)",
-                (run_id, commit.idx, codec.encode_commit(commit)),
-            )  # fmt: skip
+            body = codec.seal(codec.encode_commit(commit), self._key, run_id, f"commit {commit.idx}")
+            self._run(cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)", (run_id, commit.idx, body))
         n = self._run(cur, "SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,)).fetchone()[0]
         self._run(
             cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
@@ -239,7 +253,8 @@ class SqlStore:
             "UPDATE runs SET status = ?, next_seq = ?, checkpoint = ?, question = ?, has_answer = 0, "
             "answer = NULL, output = ?, error = ?, failure = ?, updated_at = ? WHERE run_id = ?",
             (
-                segment.status, segment.start_seq + len(commits), codec.encode_checkpoint(segment.checkpoint),
+                segment.status, segment.start_seq + len(commits),
+                codec.seal(codec.encode_checkpoint(segment.checkpoint), self._key, run_id, "checkpoint"),
                 None if segment.status != "paused" else codec.encode(segment.question), output,
                 codec.text(segment.error), codec.encode_failure(segment.failure), now, run_id,
             ),
@@ -259,7 +274,7 @@ class SqlStore:
                 self._run(
                     cur, "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
                     "updated_at = ? WHERE run_id = ?",
-                    (codec.encode(answer), time.time(), run_id),
+                    (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
                 )  # fmt: skip
         except Exception as exc:
             if self._is_unique_violation(exc):

@@ -8,6 +8,8 @@ Laws:
 - ``synchronous`` stays at SQLite's default (FULL): a committed segment survives a
   power cut.
 - Busy writers wait (``timeout`` seconds, default 30) instead of failing at once.
+- ``key=b"..."`` signs the rows a run is started, resumed and recorded from (see
+  ``flowchart.store.codec``); a row changed outside the store then fails to load.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ from .sql import SqlStore
 class SqliteStore(SqlStore):
     """A run store in one SQLite file (created, and migrated, on first use)."""
 
-    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 30.0, key: bytes | None = None) -> None:
         self.path = str(path)
         self._timeout = timeout
-        super().__init__(self.path)
+        super().__init__(self.path, key)
 
     def _open(self) -> Any:
         db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)

@@ -61,8 +61,9 @@ def model_calls(history: list[Any], at: list[int | None]) -> list[dict[str, Any]
 
 
 def _answers(call: dict[str, Any], history: list[Any], message: dict[str, Any]) -> bool:
-    asked = history[call["message"]].get("tool_calls") or []
-    ids = {c.get("id") for c in asked if isinstance(c, dict)}
+    asked = history[call["message"]].get("tool_calls")
+    asked = asked if isinstance(asked, list) else []  # a trace is untrusted: any shape may come
+    ids = [c.get("id") for c in asked if isinstance(c, dict)]
     return message.get("tool_call_id") in ids or not ids
 
 

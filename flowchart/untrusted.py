@@ -1,0 +1,178 @@
+"""Untrusted JSON in: text or parsed data from outside the process, held within limits.
+
+Law: a checkpoint, trace file or stored row is parsed and walked within fixed limits
+before anything structures, stores or runs it — containers nest at most ``MAX_DEPTH``
+levels, integers have at most ``MAX_INT_DIGITS`` digits, there is no NaN or Infinity
+(nor a number too large for a float: all three are non-finite floats once parsed, and
+refused as such), and an object never repeats a key (JSON parsers disagree on which copy
+wins; this one refuses). Each violation is ONE
+``CheckpointError`` whose message and ``path`` name where it is
+(``Invalid checkpoint: duplicate key 'amount' (an object names each key once) @
+$.shared_state.order.amount``) — never a
+``RecursionError`` or a ``ValueError`` from deep inside the interpreter, and never a
+value that loads and then fails later (in ``to_json``, in a resume, in a viewer).
+
+The walk is iterative (no recursion, whatever the input) and pays for paths only when
+something is wrong; the parser runs with no per-number hook (a second, marking parse
+happens only for an integer past the interpreter's own digit limit).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .errors import CheckpointError
+
+MAX_DEPTH = 200
+"""Containers (objects, lists) may nest this deep in a loaded document, no deeper."""
+MAX_INT_DIGITS = 4300
+"""The most digits an integer may have (Python's own limit for ``int(str)``)."""
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def step(index: Any) -> str:
+    """One JSON-path step: ``[2]``, ``.name`` or ``["odd key"]``."""
+    if type(index) is int:
+        return f"[{index}]"
+    if isinstance(index, str) and _PLAIN_KEY.match(index):
+        return f".{index}"
+    return f"[{json.dumps(index, ensure_ascii=False)}]"
+
+
+class _Refused:
+    """What the parser's hooks put where a value is refused (found again by identity)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+def _parse_int(text: str) -> Any:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        return _Refused(f"an integer of {digits} digits (at most {MAX_INT_DIGITS} are allowed)")
+    return int(text)
+
+
+def parse(text: str | bytes, *, what: str) -> Any:
+    """Parse ``text`` as JSON within the limits; ``CheckpointError`` names what and where."""
+    duplicates: dict[int, str] = {}
+    flagged: list[dict[str, Any]] = []  # kept alive, so no later object can reuse a flagged id
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    duplicates[id(out)] = key
+                    flagged.append(out)
+                    break
+                seen.add(key)
+        return out
+
+    try:
+        try:
+            data = json.loads(text, object_pairs_hook=pairs)
+        except ValueError as exc:
+            if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+                raise
+            # an integer past the interpreter's digit limit: parse again, marking it where it is
+            duplicates.clear()
+            flagged.clear()
+            data = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
+    except RecursionError:
+        raise _refuse(what, f"nested deeper than {MAX_DEPTH} levels", "$") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    except ValueError as exc:  # bytes in an encoding json cannot detect, and the like
+        raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    check(data, what=what, duplicates=duplicates)
+    return data
+
+
+def _refuse(what: str, problem: str, path: str) -> CheckpointError:
+    shown = path if len(path) <= 120 else f"{path[:60]}…{path[-40:]}"  # error.path keeps it whole
+    return CheckpointError(f"Invalid {what}: {problem} @ {shown}", path=path)
+
+
+def _bad_leaf(value: Any) -> bool:
+    kind = type(value)
+    if kind is int:
+        return not -_INT_LIMIT < value < _INT_LIMIT
+    if kind is float:
+        return not math.isfinite(value)
+    return kind is _Refused
+
+
+def _clean(root: Any, duplicates: dict[int, str]) -> bool:
+    """The fast pass: True when nothing is wrong (no paths are built)."""
+    if _bad_leaf(root):
+        return False
+    level = [root] if type(root) in (dict, list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return False
+        deeper = []
+        for container in level:
+            if type(container) is dict:
+                if duplicates and id(container) in duplicates:
+                    return False
+                items = dict.values(container)
+            else:
+                items = container
+            for value in items:
+                kind = type(value)
+                if kind is dict or kind is list:
+                    deeper.append(value)
+                elif (kind is int or kind is float or kind is _Refused) and _bad_leaf(value):
+                    return False
+        level = deeper
+    return True
+
+
+def _problem(root: Any, duplicates: dict[int, str]) -> tuple[str, str]:
+    """The slow pass, run only when the fast one failed: the first problem in document order."""
+    stack: list[tuple[Any, str, int]] = [(root, "$", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        kind = type(value)
+        if kind is _Refused:
+            return value.what, path
+        if kind is int and _bad_leaf(value):
+            return f"an integer of more than {MAX_INT_DIGITS} digits", path
+        if kind is float and _bad_leaf(value):
+            return f"expected a JSON value: a non-finite float ({value})", path
+        if kind is not dict and kind is not list:
+            continue
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels", path
+        if kind is dict:
+            key = duplicates.get(id(value))
+            if key is not None:
+                return f"duplicate key {key!r} (an object names each key once)", path + step(key)
+            children = [(v, path + step(k), depth + 1) for k, v in dict.items(value)]
+        else:
+            children = [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+        stack.extend(reversed(children))
+    raise AssertionError("the fast pass found a problem the slow pass did not")  # pragma: no cover
+
+
+def check(data: Any, *, what: str, duplicates: dict[int, str] | None = None, path: str = "$") -> None:
+    """Refuse parsed (or hand-built) ``data`` that breaks a limit, naming the path."""
+    found = duplicates or {}
+    if _clean(data, found):
+        return
+    problem, where = _problem(data, found)
+    raise _refuse(what, problem, path + where[1:])
+
+
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "check", "parse", "step"]
