@@ -60,7 +60,8 @@ def test_a_call_without_usage_is_left_out_of_the_totals_and_said(server: WireSer
     ]
     # the call-llm stage first reads the (absent) key — a recorded, narrated read — then writes it
     said = [line for line in agent.last_snapshot().narrative if "Write usage_not_reported" in line]
-    assert [line.split(": ", 1)[1] for line in said] == ['Write usage_not_reported = "usage not reported for iteration 1"']
+    wrote = 'Write usage_not_reported = "usage not reported for iteration 1"'
+    assert [line.split(": ", 1)[1] for line in said] == [wrote]
     assert ["usage" in payload for _name, payload in events] == [False, True]
 
 
