@@ -4,6 +4,7 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
+from flowchart._version import __version__
 from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
 from flowchart.cancel import CancelToken, RunCancelledError
@@ -31,8 +32,6 @@ from flowchart.redaction import Redaction
 from flowchart.result import RunResult
 from flowchart.scope import Scope
 from flowchart.trace import Trace
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BranchList",

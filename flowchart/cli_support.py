@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from flowchart._version import __version__
+
 
 class CliError(Exception):
     """A user-facing failure: printed as one ``<prog>: error: ...`` line, exit 2."""
@@ -22,6 +24,10 @@ class CliError(Exception):
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors become one-line ``CliError``s."""
+
+    def add_version_option(self) -> None:
+        """``--version`` prints ``<prog> <package version>`` and exits 0."""
+        self.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")

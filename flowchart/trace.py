@@ -32,6 +32,7 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
+from ._version import __version__
 from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
@@ -107,8 +108,6 @@ class Trace:
     @classmethod
     def from_result(cls, result: RunResult) -> Trace:
         """The trace of a finished or paused run (see the module law for what is kept)."""
-        from . import __version__
-
         hides = _hides_of(result)
         subflows = {
             rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides), list(sub.commit_log))
