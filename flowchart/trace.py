@@ -32,7 +32,7 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-from ._version import __version__
+from ._version import package_version
 from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
@@ -123,7 +123,7 @@ class Trace:
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
         narrative = next((list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None)
         return cls(
-            library_version=__version__,
+            library_version=package_version(),
             run_id=result.run_id,
             chart_fingerprint=result.chart.fingerprint,
             chart_spec=copy_json(result.chart.spec),
