@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "flowchart.decide": 1,
     "flowchart.pause": 1,
     "flowchart.serde": 1,
+    "flowchart.failure": 1,
     # L2 structure
     "flowchart.chart": 2,
     "flowchart.builder": 2,
