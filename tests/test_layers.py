@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart.cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart.otel": 4,
     # L5 façade
     "flowchart": 5,
 }
