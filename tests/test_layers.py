@@ -61,6 +61,11 @@ LAYERS: dict[str, int] = {
     "flowchart.cli_support": 4,
     "flowchart.testing": 4,
     "flowchart.otel": 4,
+    "flowchart.stream": 4,
+    "flowchart.stream_drivers": 4,
+    "flowchart.stream_events": 4,
+    "flowchart.stream_plan": 4,
+    "flowchart.stream_tap": 4,
     # L5 façade
     "flowchart": 5,
 }
@@ -69,6 +74,7 @@ LAYERS: dict[str, int] = {
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("flowchart.chart", "flowchart.engine.runner"): "FlowChart.run/resume run the chart from the structure",
     ("flowchart.chart", "flowchart.store.runs"): "FlowChart.run(store=)/resume_run and the chart's _store memory",
+    ("flowchart.chart", "flowchart.stream"): "FlowChart.stream/astream start a stream from the structure",
     ("flowchart.decide", "flowchart.recorders"): "summarize_value lives in recorders/, not in the bottom layer",
     ("flowchart.result", "flowchart.trace"): "RunResult.trace() and Trace.from_result depend on each other",
 }
