@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "flowchart.decide": 1,
     "flowchart.pause": 1,
     "flowchart.serde": 1,
+    "flowchart.cancel": 1,
     "flowchart.failure": 1,
     # L2 structure
     "flowchart.chart": 2,
@@ -52,9 +53,11 @@ LAYERS: dict[str, int] = {
     # L4 records
     "flowchart.trace": 4,
     "flowchart.causal": 4,
+    "flowchart.analysis": 4,
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
     "flowchart.recorders.sentences": 4,
+    "flowchart.recorders.rendering": 4,
     "flowchart.store.*": 4,
     "flowchart.viewer.*": 4,
     "flowchart.cli": 4,

