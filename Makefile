@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # the prebuilt llama-cpp-python wheel `make demo-local` installs when present (else it builds from source)
 LLAMA_WHEEL_DIR ?= ../shared/wheels
 
-.PHONY: demo demo-local test lint pytest bench docs clean
+.PHONY: demo demo-local test lint pytest bench docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,8 @@ demo-local: $(STAMP)
 	LLAMA_WHEEL_DIR=$(LLAMA_WHEEL_DIR) $(PY) examples/local_llm.py demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check flowchart agent governance tests examples bench
-	$(VENV)/bin/ruff format --check flowchart agent governance tests examples bench
+	$(VENV)/bin/ruff check flowchart agent governance tests examples bench tools
+	$(VENV)/bin/ruff format --check flowchart agent governance tests examples bench tools
 	$(VENV)/bin/mypy flowchart agent governance
 
 pytest: $(STAMP)
@@ -35,8 +35,13 @@ test: lint pytest
 bench: $(STAMP)
 	bash bench/run.sh
 
+# every python block and console session of README.md and docs/*.md, run as pasted
 docs: $(STAMP)
-	@echo "docs are plain markdown under docs/; see docs/index.md"
+	$(VENV)/bin/pytest tests/test_docs_examples.py
+
+# docs/img/viewer.png from the current demo (headless /usr/bin/chromium through Playwright)
+screenshot: $(STAMP)
+	$(PY) tools/viewer_screenshot.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

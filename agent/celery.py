@@ -50,7 +50,10 @@ def _celery() -> Any:
     try:
         import celery
     except ImportError:
-        raise ImportError("agent.celery needs Celery: pip install 'pyfootprint[celery]'") from None
+        raise ImportError(
+            "agent.celery needs Celery: pip install 'celery[redis]' "
+            "(in a pyfootprint checkout: pip install -e '.[celery]')"
+        ) from None
     return celery
 
 

@@ -309,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
     parser = OneLineParser(prog="agent", description="Operate durable agent runs.")
+    parser.add_version_option()
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
     runs = groups.add_parser("runs", help="list, show, answer and export stored runs")
     commands = runs.add_subparsers(dest="command", required=True, metavar="COMMAND")

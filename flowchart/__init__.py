@@ -4,6 +4,7 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
+from flowchart._version import package_version
 from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
 from flowchart.cancel import CancelToken, RunCancelledError
@@ -32,7 +33,13 @@ from flowchart.result import RunResult
 from flowchart.scope import Scope
 from flowchart.trace import Trace
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    """``flowchart.__version__``, read from the distribution's metadata when first asked for."""
+    if name == "__version__":
+        return package_version()
+    raise AttributeError(f"module 'flowchart' has no attribute {name!r}")
+
 
 __all__ = [
     "BranchList",

@@ -129,6 +129,7 @@ def cmd_show(args: argparse.Namespace) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
     parser = OneLineParser(prog="flowchart", description="Replay, narrate and explain flowchart runs.")
+    parser.add_version_option()
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Any, text: str) -> argparse.ArgumentParser:

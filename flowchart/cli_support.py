@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from flowchart._version import package_version
+
 
 class CliError(Exception):
     """A user-facing failure: printed as one ``<prog>: error: ...`` line, exit 2."""
@@ -23,8 +25,23 @@ class CliError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors become one-line ``CliError``s."""
 
+    def add_version_option(self) -> None:
+        """``--version`` prints ``<prog> <package version>`` and exits 0."""
+        self.add_argument("--version", action=_VersionAction, help="print the version and exit")
+
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version is read only when asked for (see ``flowchart._version``)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> NoReturn:
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
 
 
 def import_target(target: str, usage: str) -> Any:

@@ -34,7 +34,8 @@ try:
     from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 except ImportError as exc:  # without the extra: say which one to install
     raise ImportError(
-        "flowchart.otel needs OpenTelemetry: pip install 'pyfootprint[otel]' (opentelemetry-api, opentelemetry-sdk)"
+        "flowchart.otel needs OpenTelemetry: pip install opentelemetry-api opentelemetry-sdk "
+        "(in a pyfootprint checkout: pip install -e '.[otel]')"
     ) from exc
 
 from .events import (

@@ -29,10 +29,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-from syrupy.location import PyTestLocation
+try:
+    import pytest
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+    from syrupy.location import PyTestLocation
+except ImportError as exc:
+    raise ImportError(
+        f"flowchart.testing needs pytest and syrupy ({exc}): pip install pytest syrupy "
+        "(in a pyfootprint checkout: pip install -e '.[testing]')"
+    ) from None
 
 from .commits import Commit
 from .result import RunResult

@@ -32,6 +32,7 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
+from ._version import package_version
 from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
@@ -109,8 +110,6 @@ class Trace:
     @classmethod
     def from_result(cls, result: RunResult) -> Trace:
         """The trace of a finished or paused run (see the module law for what is kept)."""
-        from . import __version__
-
         hides = _hides_of(result)
         subflows = {
             rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides), list(sub.commit_log))
@@ -126,7 +125,7 @@ class Trace:
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
         narrative = next((list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None)
         return cls(
-            library_version=__version__,
+            library_version=package_version(),
             run_id=result.run_id,
             chart_fingerprint=result.chart.fingerprint,
             chart_spec=copy_json(result.chart.spec),

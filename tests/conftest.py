@@ -1,17 +1,31 @@
-"""Project-wide fixtures: the trace snapshot fixture and a small loan-approval chart.
+"""Project-wide fixtures: the trace snapshot fixture, a small loan-approval chart, and the
+hypothesis profile the suite runs under.
 
 Being the top-level conftest, this file also puts ``tests/`` on ``sys.path`` (pytest's
 rootdir-relative import), which ``from strategies import ...`` relies on.
+
+Law of the profile: a property test fails because of what it found, never because the
+machine was busy. The ``ci`` profile (the default; pick another with
+``HYPOTHESIS_PROFILE``) has no per-example deadline and does not fail on the ``too_slow``
+health check — on two cores shared with other work, generating a trace or a commit log
+legitimately takes over a second. Every other health check stays on, and a test's own
+``@settings`` still wins for the options it names.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from flowchart import FlowChart, decide, flow_chart
 from flowchart.testing import text_snapshot, trace_snapshot  # noqa: F401
+
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+settings.register_profile("dev", print_blob=True)  # hypothesis's defaults: deadlines and every health check
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _application(scope: Any, ctx: Any) -> None:

@@ -1,7 +1,16 @@
-"""The ``flowchart`` command, driven through a real subprocess like a user would."""
+"""The ``flowchart`` command: what a user types, and exactly what it prints.
+
+Most commands run in this process through ``flowchart.cli.main(argv)`` — the function
+the console script and ``python -m flowchart.cli`` call — with stdout and stderr
+captured, so a property can try many runs without paying a Python start-up each. The
+tests that are about the process itself start a real one: the installed console script,
+and ``show``, which imports the user's module from the working directory.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -15,13 +24,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowchart import FlowChart, flow_chart, narrative, replay
+from flowchart.cli import main
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 COMMANDS = ["replay", "narrate", "why", "diff", "show", "view"]
 
 
 def flowchart_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m flowchart.cli ARGS`` and capture its output."""
+    """Run the command with ``ARGS`` and capture its exit status and output.
+
+    Without ``cwd`` it runs in this process (``main(argv)``); with ``cwd`` it runs
+    ``python -m flowchart.cli ARGS`` in that directory, as a user would.
+    """
+    if cwd is None:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+        return subprocess.CompletedProcess(["flowchart", *args], status, out.getvalue(), err.getvalue())
     return subprocess.run(
         [sys.executable, "-m", "flowchart.cli", *args],
         capture_output=True,

@@ -35,6 +35,8 @@ def test_the_packages_import_without_opentelemetry_or_mcp() -> None:
 def test_the_extras_say_which_extra_to_install() -> None:
     """Importing flowchart.otel or agent.mcp without the SDK names the extra to install."""
     otel = run("import flowchart.otel")
-    assert "pip install 'pyfootprint[otel]'" in otel.stderr
+    assert "pip install opentelemetry-api opentelemetry-sdk (in a pyfootprint checkout: pip install -e '.[otel]')" in (
+        otel.stderr
+    )
     mcp = run("import agent.mcp")
-    assert "pip install 'pyfootprint[mcp]'" in mcp.stderr
+    assert "pip install 'mcp>=1.30,<2' (in a pyfootprint checkout: pip install -e '.[mcp]')" in mcp.stderr

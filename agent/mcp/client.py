@@ -29,7 +29,9 @@ try:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 except ImportError as exc:  # without the extra: say which one to install
-    raise ImportError("agent.mcp needs the MCP SDK: pip install 'pyfootprint[mcp]'") from exc
+    raise ImportError(
+        "agent.mcp needs the MCP SDK: pip install 'mcp>=1.30,<2' (in a pyfootprint checkout: pip install -e '.[mcp]')"
+    ) from exc
 
 import attrs
 

@@ -22,7 +22,9 @@ from typing import Any
 try:
     from mcp.server.fastmcp import FastMCP
 except ImportError as exc:  # without the extra: say which one to install
-    raise ImportError("agent.mcp needs the MCP SDK: pip install 'pyfootprint[mcp]'") from exc
+    raise ImportError(
+        "agent.mcp needs the MCP SDK: pip install 'mcp>=1.30,<2' (in a pyfootprint checkout: pip install -e '.[mcp]')"
+    ) from exc
 
 import attrs
 

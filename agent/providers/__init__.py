@@ -6,7 +6,7 @@ real model in production; only the provider line changes. Every provider takes a
 scripted providers, awaitable for the HTTP ones) and may stream :class:`Token` events
 ending in that response (``stream``). Failures are :class:`ProviderError` s that name
 the address and say what to do. The HTTP providers import ``httpx`` only when used
-(``pip install 'pyfootprint[http]'``).
+(``pip install httpx``; in a checkout ``pip install -e '.[http]'``).
 """
 
 from agent.providers._http import RetryPolicy

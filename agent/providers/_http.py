@@ -58,7 +58,9 @@ def load_httpx() -> ModuleType:
     try:
         import httpx
     except ImportError:
-        raise ProviderDependencyError("the HTTP providers need httpx: pip install 'pyfootprint[http]'") from None
+        raise ProviderDependencyError(
+            "the HTTP providers need httpx: pip install httpx (in a pyfootprint checkout: pip install -e '.[http]')"
+        ) from None
     return httpx
 
 

@@ -23,7 +23,7 @@ API key (text that may echo it passes :func:`agent.providers.secret.redact` firs
     └── ProviderConfigError           a provider was misconfigured (no model, no key, bad URL)
 
     ImportError
-    └── ProviderDependencyError       an HTTP provider was used without ``pyfootprint[http]``
+    └── ProviderDependencyError       an HTTP provider was used without httpx (the ``http`` extra)
 """
 
 from __future__ import annotations

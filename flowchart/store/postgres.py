@@ -27,7 +27,8 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise ImportError(
-            "PostgresStore needs psycopg 3: pip install 'pyfootprint[postgres]' (or 'psycopg[binary]')"
+            "PostgresStore needs psycopg 3: pip install 'psycopg[binary]' (in a pyfootprint checkout: "
+            "pip install -e '.[postgres]')"
         ) from None
     return psycopg
 

@@ -85,7 +85,8 @@ def test_missing_httpx_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "httpx", None)  # makes `import httpx` raise ImportError
     with pytest.raises(
         ProviderDependencyError,
-        match=r"^the HTTP providers need httpx: pip install 'pyfootprint\[http\]'$",
+        match=r"^the HTTP providers need httpx: pip install httpx "
+        r"\(in a pyfootprint checkout: pip install -e '\.\[http\]'\)$",
     ):
         load_httpx()
 

@@ -73,9 +73,13 @@ def test_commit_rows_grow_with_the_diff_not_the_state(tmp_path: Path) -> None:
 
 
 def test_postgres_store_says_what_to_install_without_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without psycopg, PostgresStore raises ImportError naming the [postgres] extra."""
+    """Without psycopg, PostgresStore raises ImportError naming psycopg and the [postgres] extra."""
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ImportError, match=r"pip install 'pyfootprint\[postgres\]'"):
+    with pytest.raises(
+        ImportError,
+        match=r"^PostgresStore needs psycopg 3: pip install 'psycopg\[binary\]' "
+        r"\(in a pyfootprint checkout: pip install -e '\.\[postgres\]'\)$",
+    ):
         PostgresStore("postgresql://localhost/x")
 
 

@@ -1,0 +1,246 @@
+"""The layer map of docs/architecture.md, enforced on every import the code can run.
+
+Every ``import`` / ``from ... import`` of the three packages is read with ``ast`` —
+module level and inside functions alike; only imports under ``if TYPE_CHECKING:`` are
+left out (they never run). Importing ``a.b.c`` also runs the packages ``a.b`` (not the
+façade ``flowchart`` itself, whose import every submodule pays anyway), so those count
+as imported too.
+
+- ``flowchart`` never imports ``agent`` or ``governance``; ``governance`` never imports
+  ``agent``.
+- Inside ``flowchart``, a module imports only from its own layer or below (``LAYERS``),
+  and nothing imports the façade. Today's violations are listed by name in
+  ``KNOWN_UPWARD`` — the debt, documented: a new one fails, and so does a listed one
+  that is gone (then delete its line).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OURS = ("flowchart", "agent", "governance")
+
+# docs/architecture.md, "The layers of flowchart". A name ending in ".*" covers a package.
+LAYERS: dict[str, int] = {
+    # L0 values
+    "flowchart._version": 0,
+    "flowchart.errors": 0,
+    "flowchart.values": 0,
+    "flowchart.redaction": 0,
+    "flowchart.events": 0,
+    "flowchart.recorders.summary": 0,
+    # L1 state
+    "flowchart.commits": 1,
+    "flowchart.tracked": 1,
+    "flowchart.scope": 1,
+    "flowchart.nodes": 1,
+    "flowchart.context": 1,
+    "flowchart.decide": 1,
+    "flowchart.pause": 1,
+    "flowchart.serde": 1,
+    "flowchart.cancel": 1,
+    "flowchart.failure": 1,
+    # L2 structure
+    "flowchart.chart": 2,
+    "flowchart.builder": 2,
+    "flowchart.drawing": 2,
+    # L3 engine
+    "flowchart.engine.*": 3,
+    "flowchart.result": 3,
+    # L4 records
+    "flowchart.trace": 4,
+    "flowchart.causal": 4,
+    "flowchart.analysis": 4,
+    "flowchart.recorders": 4,
+    "flowchart.recorders.narrative": 4,
+    "flowchart.recorders.sentences": 4,
+    "flowchart.recorders.rendering": 4,
+    "flowchart.store.*": 4,
+    "flowchart.viewer.*": 4,
+    "flowchart.cli": 4,
+    "flowchart.cli_support": 4,
+    "flowchart.testing": 4,
+    "flowchart.otel": 4,
+    "flowchart.stream": 4,
+    "flowchart.stream_drivers": 4,
+    "flowchart.stream_events": 4,
+    "flowchart.stream_plan": 4,
+    "flowchart.stream_tap": 4,
+    # L5 façade
+    "flowchart": 5,
+}
+
+# (importer, imported): why it is there. Each is a function-level import hiding a cycle.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("flowchart.chart", "flowchart.engine.runner"): "FlowChart.run/resume run the chart from the structure",
+    ("flowchart.chart", "flowchart.store.runs"): "FlowChart.run(store=)/resume_run and the chart's _store memory",
+    ("flowchart.chart", "flowchart.stream"): "FlowChart.stream/astream start a stream from the structure",
+    ("flowchart.decide", "flowchart.recorders"): "summarize_value lives in recorders/, not in the bottom layer",
+    ("flowchart.result", "flowchart.trace"): "RunResult.trace() and Trace.from_result depend on each other",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(inner) for inner in ast.walk(node))
+    return hidden
+
+
+def imports_of(path: Path, name: str | None = None) -> set[str]:
+    """Every module of ours that running ``path`` (module ``name``) can import (parents included, façade excluded)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    name = name or module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    hidden = _type_checking_nodes(tree)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            targets = [base] if node.module else [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            if parts[0] in OURS:  # the module and its parent packages, but not the top-level package
+                found.update(".".join(parts[:i]) for i in range(min(2, len(parts)), len(parts) + 1))
+    found.discard(name)
+    return found
+
+
+def modules(package: str) -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((REPO / package).rglob("*.py"))}
+
+
+def _existing(name: str, known: dict[str, Path]) -> str | None:
+    """``name`` if it is a module, else the module it is an attribute of (``from pkg import fn``)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def layer_of(name: str) -> int | None:
+    if name in LAYERS:
+        return LAYERS[name]
+    for pattern, layer in LAYERS.items():
+        if pattern.endswith(".*") and (name == pattern[:-2] or name.startswith(pattern[:-1])):
+            return layer
+    return None
+
+
+def upward_imports() -> dict[tuple[str, str], tuple[int, int]]:
+    """(importer, imported) → (importer's layer, imported's layer), for every import that goes up."""
+    known = modules("flowchart")
+    found = {}
+    for name, path in known.items():
+        for target in imports_of(path):
+            imported = _existing(target, known)
+            if imported is None or not imported.startswith("flowchart"):
+                continue
+            below, above = layer_of(name), layer_of(imported)
+            if below is not None and above is not None and above > below:
+                found[(name, imported)] = (below, above)
+    # a package counts on its own only when no deeper module of it is the upward import
+    return {
+        (name, imported): layers
+        for (name, imported), layers in found.items()
+        if not any(other.startswith(imported + ".") for (importer, other) in found if importer == name)
+    }
+
+
+def test_flowchart_imports_neither_agent_nor_governance() -> None:
+    """The dependency law, on every import that can run: flowchart/ stands alone."""
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, path in modules("flowchart").items()
+        for target in imports_of(path)
+        if target.split(".")[0] in ("agent", "governance")
+    )
+    assert offenders == []
+
+
+def test_governance_never_imports_agent() -> None:
+    """The dependency law, on every import that can run: governance/ knows no agent."""
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, path in modules("governance").items()
+        for target in imports_of(path)
+        if target.split(".")[0] == "agent"
+    )
+    assert offenders == []
+
+
+def test_every_flowchart_module_has_a_layer() -> None:
+    """A new module is placed on the map (LAYERS here, the table in docs/architecture.md)."""
+    assert [name for name in modules("flowchart") if layer_of(name) is None] == []
+
+
+def test_no_flowchart_module_imports_a_higher_layer_beyond_the_known_debt() -> None:
+    """Each module imports only its own layer or below, except the listed, explained exceptions."""
+    new = {edge: layers for edge, layers in upward_imports().items() if edge not in KNOWN_UPWARD}
+    assert new == {}, "move the code down, or (with a reason) add the edge to KNOWN_UPWARD"
+
+
+def test_every_known_exception_still_exists() -> None:
+    """The debt list stays true: an exception that was fixed is deleted from KNOWN_UPWARD."""
+    assert sorted(set(KNOWN_UPWARD) - set(upward_imports())) == []
+
+
+def test_nothing_inside_flowchart_imports_the_facade() -> None:
+    """Submodules import each other, never ``flowchart/__init__.py`` (that would be a cycle through everything)."""
+    offenders = sorted(
+        name
+        for name, path in modules("flowchart").items()
+        if name != "flowchart" and "flowchart" in _direct_facade_imports(path)
+    )
+    assert offenders == []
+
+
+def _direct_facade_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    hidden = _type_checking_nodes(tree)
+    package_depth = len(module_name(path).split(".")) - (0 if path.name == "__init__.py" else 1)
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden or not isinstance(node, ast.ImportFrom):
+            continue
+        if (node.level == 0 and node.module == "flowchart") or (node.level == package_depth and node.module is None):
+            found.add("flowchart")
+    return found
+
+
+def test_the_import_reader_sees_lazy_relative_and_parent_imports(tmp_path: Path) -> None:
+    """The reader counts function-level, relative and parent-package imports, and skips TYPE_CHECKING ones."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from flowchart.trace import Trace\n"
+        "def run():\n    from .engine.runner import start_run\n"
+        "import governance\n"
+    )
+    path = tmp_path / "_layer_probe.py"
+    path.write_text(source, encoding="utf-8")
+    assert imports_of(path, "flowchart._layer_probe") == {"flowchart.engine", "flowchart.engine.runner", "governance"}
+
+
+def test_the_architecture_page_names_only_modules_that_exist() -> None:
+    """Every ``package/module.py`` the architecture page points to is a real file."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:flowchart|agent|governance)/[\w/]+\.py)`", text))
+    assert named and sorted(p for p in named if not (REPO / p).is_file()) == []
