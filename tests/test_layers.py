@@ -32,6 +32,9 @@ LAYERS: dict[str, int] = {
     "flowchart.redaction": 0,
     "flowchart.events": 0,
     "flowchart.recorders.summary": 0,
+    "flowchart.untrusted": 0,
+    "flowchart.signing": 0,
+    "flowchart.spec_shape": 1,
     # L1 state
     "flowchart.commits": 1,
     "flowchart.tracked": 1,
