@@ -11,6 +11,10 @@ Law (footprintjs's backward thin slice, ``backtrack.ts`` ``causalChain``, stage 
   the initial state (or a run input) and is listed in ``from_initial``.
 - Nodes are deduplicated by ``runtime_stage_id`` into a DAG and visited breadth first;
   ``nodes`` is that BFS order, root first. Each node keeps every edge to its parents.
+- A read key that nothing wrote and that the run did not start with (``initial``: the
+  initial state and the run input, when the caller knows them — ``Trace.why`` passes them)
+  was read while ABSENT (footprintjs's ``Read k = undefined``): it is listed in ``absent``,
+  not ``from_initial``, so the chain says the stage depended on the key being missing.
 - Limits: a node deeper than ``max_depth`` is not expanded and no more than
   ``max_nodes`` nodes are kept; either cut sets ``truncated`` (and says which).
 - A key that no commit wrote is not an error: the chain comes back empty with
@@ -64,6 +68,7 @@ class CausalNode:
     reads: tuple[str, ...]
     parents: tuple[CausalEdge, ...] = ()
     from_initial: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -71,8 +76,8 @@ class CausalNode:
         return f"{self.stage} ({self.runtime_stage_id})"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form with stable keys."""
-        return {
+        """JSON-safe form with stable keys (``absent`` only when a read found its key absent)."""
+        out: dict[str, Any] = {
             "idx": self.idx,
             "stage": self.stage,
             "stage_id": self.stage_id,
@@ -84,6 +89,9 @@ class CausalNode:
             "parents": [{"key": e.key, "runtime_stage_id": e.runtime_stage_id} for e in self.parents],
             "from_initial": list(self.from_initial),
         }
+        if self.absent:
+            out["absent"] = list(self.absent)
+        return out
 
 
 @attrs.frozen
@@ -119,7 +127,8 @@ class CausalChain:
 
         The first line is the root (``key ← Stage (rid) [wrote: ...]``); below each node
         come its parents, one per read key, indented. A node already printed is shown as
-        ``↳ rid (see above)``; a read key nothing wrote as ``key ← initial state``.
+        ``↳ rid (see above)``; a read key nothing wrote as ``key ← initial state``, or as
+        ``key ← absent (read as undefined)`` when the run did not start with it either.
         """
         if self.root is None:
             where = "the log is empty" if self.missing == "empty-log" else f"no commit up to #{self.at} wrote it"
@@ -129,11 +138,13 @@ class CausalChain:
         printed: set[str] = set()
         # (key, runtime id or None for "from the initial state", indent); a stack = depth first
         stack: list[tuple[str, str | None, int]] = [(self.key, self.root.runtime_stage_id, 0)]
+        absent = {k for n in self.nodes for k in n.absent}
         while stack:
             key, rid, indent = stack.pop()
             pad = "  " * indent
             if rid is None:
-                lines.append(f"{pad}{key} ← initial state")
+                source = "absent (read as undefined)" if key in absent else "initial state"
+                lines.append(f"{pad}{key} ← {source}")
             elif rid in printed:
                 lines.append(f"{pad}{key} ← ↳ {rid} (see above)")
             else:
@@ -142,7 +153,8 @@ class CausalChain:
                 wrote = ", ".join(node.wrote) or "nothing"
                 lines.append(f"{pad}{key} ← {node.label} [wrote: {wrote}]")
                 writers = {e.key: e.runtime_stage_id for e in node.parents if e.runtime_stage_id in by_id}
-                below = [(k, writers.get(k), indent + 1) for k in node.reads if k in writers or k in node.from_initial]
+                unwritten = (*node.from_initial, *node.absent)
+                below = [(k, writers.get(k), indent + 1) for k in node.reads if k in writers or k in unwritten]
                 stack.extend(reversed(below))
         if self.truncated:
             why = [
@@ -207,14 +219,17 @@ def causal_chain(
     *,
     max_depth: int = 20,
     max_nodes: int = 100,
+    initial: Iterable[str] | None = None,
 ) -> CausalChain:
     """Backtrack ``key``'s value as of commit ``at`` (``None`` = the end of the log).
 
     See the module docstring for the law. Raises ``IndexError`` when ``at`` is outside
     ``-1 .. len(log) - 1`` and ``ValueError`` for a negative ``max_depth`` or a
-    ``max_nodes`` below 1.
+    ``max_nodes`` below 1. ``initial`` names the keys the run started with (initial state and
+    run input); given, an unwritten read of any other key is reported as ``absent``.
     """
     log = list(commit_log)
+    started_with = None if initial is None else frozenset(initial)
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
         raise ValueError(f"max_depth must be an integer >= 0, got {max_depth!r}")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
@@ -250,6 +265,7 @@ def causal_chain(
             "linked_by": linked_by,
             "parents": [],
             "initial": [],
+            "absent": [],
         }
         order.append(rid)
         queue.append(rid)
@@ -262,7 +278,8 @@ def causal_chain(
         for read in log[position].reads:
             parent = writers.before(read, position)
             if parent is None:
-                entry["initial"].append(read)
+                missing = started_with is not None and read not in started_with
+                entry["absent" if missing else "initial"].append(read)
                 continue
             if depth >= max_depth:
                 by_depth = True
@@ -287,6 +304,7 @@ def causal_chain(
                 reads=commit.reads,
                 parents=tuple(entry["parents"]),
                 from_initial=tuple(entry["initial"]),
+                absent=tuple(entry["absent"]),
             )
         )
     return CausalChain(key, end, tuple(nodes), by_depth, by_nodes)

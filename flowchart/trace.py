@@ -156,7 +156,8 @@ class Trace:
 
     def why(self, key: str, at: int | None = None, **limits: int) -> CausalChain:
         """``causal_chain`` over this trace's log (``max_depth`` / ``max_nodes`` pass through)."""
-        return causal_chain(self.commit_log, key, at, **limits)
+        started_with = {*self.initial_state, *self.run_input}
+        return causal_chain(self.commit_log, key, at, initial=started_with, **limits)
 
     def diff(self, a: int, b: int) -> list[KeyChange]:
         """Top-level keys that differ between the states after commits ``a`` and ``b``.

@@ -247,3 +247,30 @@ def test_every_edge_points_to_the_last_earlier_writer(log: list[Commit], key: st
             assert all(edge.key not in log[i].written_keys for i in range(parent.idx + 1, node.idx))
         for read in node.from_initial:
             assert all(read not in log[i].written_keys for i in range(node.idx))
+
+
+def test_a_chain_says_a_stage_depended_on_a_key_being_absent() -> None:
+    """A stage that read a key nobody wrote and the run did not start with depended on it
+    being ABSENT: the trace's ``why`` lists it as absent (read as undefined), not as initial
+    state; a key the run started with stays ``initial state``."""
+    from flowchart import flow_chart
+
+    def seed(scope: Any) -> None:
+        scope.limit = 5
+
+    def choose(scope: Any) -> None:
+        override = getattr(scope, "override", None)  # absent: a recorded missing read
+        scope.mode = "manual" if override is not None else f"auto<{scope.limit}"
+
+    chart = flow_chart("Seed", seed, "seed").add_function("Choose", choose, "choose").build()
+    trace = chart.run().trace()
+    chain = trace.why("mode")
+    assert chain.root is not None and chain.root.absent == ("override",)
+    assert chain.format().splitlines() == [
+        "mode ← Choose (choose#1) [wrote: mode]",
+        "  override ← absent (read as undefined)",
+        "  limit ← Seed (seed#0) [wrote: limit]",
+    ]
+    from flowchart import causal_chain
+
+    assert causal_chain(trace.commit_log, "mode").root.from_initial == ("override",)  # type: ignore[union-attr]
