@@ -170,7 +170,8 @@ def _tool_error_lines(row: dict[str, Any]) -> list[str]:
 
 
 def cmd_show(args: argparse.Namespace) -> str:
-    """``runs show``: the run, its pending question with the evidence pack, the narrative so far."""
+    """``runs show``: the run, its pending question with the evidence pack, who decided, why a
+    finished agent run answered what it did (``agent why``), the narrative so far."""
     record = open_store(args).get(args.run)
     if args.json:
         return json.dumps(summary(record), ensure_ascii=False, indent=2)
@@ -211,6 +212,13 @@ def cmd_show(args: argparse.Namespace) -> str:
         for row in rows:
             when = f" (at {row['at']})" if isinstance(row, dict) and "at" in row else ""
             out.append(f"  {decision_sentence(row) or _compact(row)}{when}")
+    if record.status == "done" and any(c.stage_id == "call-llm" for c in record.commit_log):
+        from flowchart.store.export import record_trace
+
+        from .explain import explain_answer
+
+        out.append("why the answer (agent why):")
+        out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
     out.extend("  " + line for line in record.narrative)
     return "\n".join(out)

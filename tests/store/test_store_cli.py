@@ -184,6 +184,23 @@ def test_show_prints_who_decided(db: str, capsys: pytest.CaptureFixture[str]) ->
     assert (row["by"], row["approved"], row["note"], row["tool"]) == ("alice", True, "ok", "refund")
 
 
+def test_show_of_a_finished_agent_run_explains_its_answer(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A finished agent run's ``runs show`` has the ``agent why`` section: the answer, what the
+    model was sent, and who approved the call whose result it read."""
+    from agent import explain_answer
+    from flowchart.store.export import record_trace
+
+    run_id = _paused_id(db)
+    argv = ["runs", "approve", run_id, "--by", "alice", "--note", "ok", "--agent", "refund_agent:refund_agent"]
+    assert _run(capsys, *argv, "--db", db)[0] == 0
+    code, out, _ = _run(capsys, "runs", "show", run_id, "--db", db)
+    assert code == 0
+    section = out.split("why the answer (agent why):\n", 1)[1].split("\nnarrative:", 1)[0]
+    expected = explain_answer(record_trace(SqliteStore(db).get(run_id))).format()
+    assert section.splitlines() == ["  " + line for line in expected.splitlines()]
+    assert "approved by alice" in section
+
+
 def test_approving_the_demo_again_after_it_pauses_again_finishes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
