@@ -26,7 +26,25 @@ from .stream_events import StreamEvent
 from .stream_plan import END, Cancelled, Core, Feed, Raise, StreamPlan
 
 
-class RunStream:
+class _Outcome:
+    """What a stream of either kind says about its run once it ended: ``result`` and ``cancelled``."""
+
+    _core: Core
+
+    @property
+    def result(self) -> Any:
+        """What ``run()`` returned (the ``final`` event's ``result``); ``RunError`` before the end."""
+        if self._core.result is END:
+            raise RunError("stream.result: the run has not ended (iterate the stream to its final event)")
+        return self._core.result
+
+    @property
+    def cancelled(self) -> Cancelled | None:
+        """The cancellation record when the consumer left before the end, else ``None``."""
+        return self._core.cancelled
+
+
+class RunStream(_Outcome):
     """A run's events as a synchronous iterator; also a context manager.
 
     ``for event in stream: ...``; after the loop, ``stream.result`` is the run's result
@@ -44,18 +62,6 @@ class RunStream:
         self._finished = False
 
     # -- the public face -------------------------------------------------------------------------
-    @property
-    def result(self) -> Any:
-        """What ``run()`` returned (the ``final`` event's ``result``); ``RunError`` before the end."""
-        if self._core.result is END:
-            raise RunError("stream.result: the run has not ended (iterate the stream to its final event)")
-        return self._core.result
-
-    @property
-    def cancelled(self) -> Cancelled | None:
-        """The cancellation record when the consumer left before the end, else ``None``."""
-        return self._core.cancelled
-
     def __iter__(self) -> Iterator[StreamEvent]:
         if self._started or self._core.plan.needs_loop:
             return self
@@ -233,7 +239,7 @@ class _ThreadDriver:
         self.thread.join()
 
 
-class AsyncRunStream:
+class AsyncRunStream(_Outcome):
     """A run's events as an asynchronous iterator on the caller's event loop.
 
     ``async for event in stream: ...`` (or ``async with stream: ...``); leaving early
@@ -246,18 +252,6 @@ class AsyncRunStream:
         self._core = Core(plan, self._feed.push)
         self._task: asyncio.Task[Any] | None = None
         self._finished = False
-
-    @property
-    def result(self) -> Any:
-        """What ``run()`` returned (the ``final`` event's ``result``); ``RunError`` before the end."""
-        if self._core.result is END:
-            raise RunError("stream.result: the run has not ended (iterate the stream to its final event)")
-        return self._core.result
-
-    @property
-    def cancelled(self) -> Cancelled | None:
-        """The cancellation record when the consumer left before the end, else ``None``."""
-        return self._core.cancelled
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
         return self
