@@ -48,13 +48,14 @@ def render_page(trace: Trace) -> str:
     """The viewer page for ``trace``, as one HTML string."""
     visits, taken = visits_and_taken(trace)
     svg = render_svg(layout_spec(trace.chart_spec), visits, taken)
-    payload = embed_json(build_payload(trace))
+    data = build_payload(trace)
+    payload = embed_json(data)
     script, style = _static("viewer.js"), _static("viewer.css")
     csp = (
         f"default-src 'none'; script-src '{_script_hash(script)}'; style-src 'unsafe-inline'; "
         "img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
     )
-    title = escape(f"{trace.chart_spec.get('name', 'run')} · {trace.run_id[:12]} · flowchart view", quote=True)
+    title = escape(f"{data['meta']['title']} · {trace.run_id[:12]} · flowchart view", quote=True)
     status = "failed" if trace.failure is not None else "paused" if trace.paused else "finished"
     return f"""<!doctype html>
 <html lang="en">

@@ -16,6 +16,19 @@ from .agent import agent_panels
 from .narrative import commit_blocks, decision_line
 
 MAX_WHY_KEYS = 200
+TITLE_CHARS = 60
+
+
+def run_title(chart_name: str, agent: dict[str, Any] | None) -> str:
+    """What names the run: an agent run by the user's first message (cut), a chart run by the chart's name."""
+    history = agent.get("history") if agent else None
+    if isinstance(history, list):
+        for message in history:
+            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+                text = " ".join(message["content"].split())
+                return "Agent run: " + (text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…")
+        return "Agent run"
+    return chart_name or "run"
 
 
 def stage_kinds(spec: dict[str, Any]) -> dict[str, str]:
@@ -101,9 +114,12 @@ def build_payload(trace: Trace) -> dict[str, Any]:
     pause = None
     if checkpoint is not None:
         pause = {"stage_id": checkpoint.paused_stage_id, "data": checkpoint.pause_data}
+    agent = agent_panels(final, trace.initial_state, trace.commit_log, pause["data"] if pause else None)
+    name = str(trace.chart_spec.get("name", ""))
     return {
         "meta": {
-            "name": str(trace.chart_spec.get("name", "")),
+            "name": name,
+            "title": run_title(name, agent),
             "run_id": trace.run_id,
             "fingerprint": trace.chart_fingerprint,
             "library_version": trace.library_version,
@@ -122,10 +138,10 @@ def build_payload(trace: Trace) -> dict[str, Any]:
         "choices": [c.decision for c in trace.commit_log],
         "why": why_chains(trace, keys),
         "subflows": _subflows(trace),
-        "agent": agent_panels(final, trace.initial_state, trace.commit_log, pause["data"] if pause else None),
+        "agent": agent,
         "pause": pause,
         "failure": None if trace.failure is None else trace.failure.to_dict(),
     }
 
 
-__all__ = ["build_payload", "stage_kinds", "visits_and_taken", "why_chains"]
+__all__ = ["build_payload", "run_title", "stage_kinds", "visits_and_taken", "why_chains"]

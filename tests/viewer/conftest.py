@@ -77,6 +77,15 @@ def support() -> tuple[Trace, Trace]:
 
 
 @pytest.fixture(scope="session")
+def stored_support(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    """The demo's page: the stored support run (both segments) exported as one trace."""
+    from viewer_traces import stored_support_trace
+
+    folder = tmp_path_factory.mktemp("stored-support")
+    return off_loop(lambda: stored_support_trace(folder))
+
+
+@pytest.fixture(scope="session")
 def hostile() -> Trace:
     """A trace whose names, keys and values are HTML and script text."""
     from viewer_traces import hostile_trace

@@ -3,6 +3,7 @@ resumed), a trace full of hostile text, and a 10,000-commit run."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flowchart import Checkpoint, Redaction, Trace, decide, flow_chart, narrative
@@ -32,6 +33,24 @@ def support_traces() -> tuple[Trace, Trace]:
     )
     resumed_agent.resume(Checkpoint.from_json(first.checkpoint.to_json()), decision)
     return paused, resumed_agent.last_snapshot().result.trace()
+
+
+def stored_support_trace(folder: Path) -> Trace:
+    """The demo's page: the support run stored in SQLite, paused, approved by alice, resumed, exported."""
+    from examples import support_agent as demo
+    from flowchart.store import SqliteStore
+    from flowchart.store.export import record_trace
+    from governance import check_in_approved
+
+    first_agent = demo.build_agent(SqliteStore(folder / "runs.db"))
+    first = first_agent.run(demo.QUESTION)
+    resumed_agent = demo.build_agent(SqliteStore(folder / "runs.db"), turn=2)
+    decision = check_in_approved(
+        request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
+    )
+    resumed_agent.resume_run(first.run_id, decision)
+    stored = SqliteStore(folder / "runs.db").get(first.run_id)
+    return record_trace(stored, redaction=resumed_agent.redaction)
 
 
 def hostile_trace() -> Trace:

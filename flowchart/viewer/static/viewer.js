@@ -97,7 +97,7 @@
 
   // -- header ----------------------------------------------------------------------------------
   const M = P.meta;
-  $("title").textContent = M.name || "run";
+  $("title").textContent = M.title || M.name || "run";
   $("status").textContent = M.failed ? "failed" : M.paused ? "paused" : "finished";
   $("meta").textContent = `run ${M.run_id.slice(0, 12)} · ${N} commits · pyfootprint ${M.library_version}` +
     (M.redacted_paths.length ? ` · redacted: ${M.redacted_paths.join(", ")}` : "");
