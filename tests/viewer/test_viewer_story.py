@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from viewer_harness import View
 
-from flowchart import Trace
+from flowchart import Commit, Trace
 
 Open = Callable[[Trace, str], View]
 
@@ -24,3 +24,26 @@ def test_an_agent_run_is_titled_by_the_users_message(viewer: Open, stored_suppor
     assert chart.page.title().startswith(f"{loan.chart_spec['name']} · ")
     view.check_clean()
     chart.check_clean()
+
+
+def ops_text(commit: Commit) -> str:
+    """The timeline's ops cell for ``commit``: ``verb path`` per op, joined by `` · ``."""
+    return " · ".join(("del" if op.verb == "delete" else op.verb) + " " + "/".join(op.path) for op in commit.trace)
+
+
+def test_timeline_cells_show_their_whole_text(viewer: Open, stored_support: Trace) -> None:
+    """Every timeline row of the demo shows its full ops and narrative text, none clipped at a column width."""
+    view = viewer(stored_support, "story-columns")
+    cells = view.page.eval_on_selector_all(
+        "#timeline .row",
+        """rs => rs.map(r => [Number(r.dataset.idx), ...['.ops', '.narr', '.stage', '.rid'].map(c => {
+             const s = r.querySelector(c); return [s.textContent, s.scrollWidth, s.getBoundingClientRect().width];
+           })])""",
+    )
+    assert len(cells) == len(stored_support.commit_log)
+    for idx, ops, narr, stage, rid in sorted(cells):
+        assert ops[0] == (ops_text(stored_support.commit_log[idx]) or "—")
+        assert narr[0] in (stored_support.narrative or [])  # a whole narrative line
+        for text, needed, shown in (ops, narr, stage, rid):
+            assert needed <= shown + 1, f"#{idx} cuts {text!r}: needs {needed}px, shows {shown:.0f}px"
+    view.check_clean()

@@ -146,9 +146,26 @@
     const c = commits[i];
     const r = el("div", { class: rowClass(i), "data-idx": i, role: "option" },
       el("span", { class: "idx" }, `#${i}`), el("span", { class: "rid" }, c[0]), el("span", { class: "stage" }, c[1]),
-      el("span", { class: "ops" }, opsText(c[3]) || "—"), el("span", { class: "narr" }, headline(i)));
+      el("span", { class: "narr" }, headline(i)), el("span", { class: "ops" }, opsText(c[3]) || "—"));
     r.style.top = `${i * ROW}px`;
     return r;
+  }
+  // column widths that fit the longest text of the whole log (measured once), so no cell is cut
+  function fitColumns() {
+    const longest = (texts) => texts.map((t, i) => [t.length, i]).sort((a, b) => b[0] - a[0]).slice(0, 8).map((p) => texts[p[1]]);
+    const columns = { rid: commits.map((c) => String(c[0])), stage: commits.map((c) => String(c[1])), narr: commits.map((c, i) => headline(i)) };
+    const probe = el("div", { class: "row", style: "visibility:hidden;top:0;display:block;width:max-content" });
+    spacer.append(probe);
+    for (const [name, texts] of Object.entries(columns)) {
+      let widest = 0;
+      for (const t of longest(texts)) {
+        const cell = el("span", { class: name }, t);
+        probe.replaceChildren(cell);
+        widest = Math.max(widest, Math.ceil(cell.getBoundingClientRect().width));
+      }
+      tl.style.setProperty(`--w-${name}`, `${widest + 2}px`);
+    }
+    probe.remove();
   }
   function renderRows() {
     const top = tl.scrollTop, h = tl.clientHeight || 400;
@@ -388,6 +405,7 @@
 
   // -- start -----------------------------------------------------------------------------------
   fitChart();
+  fitColumns();
   renderRows();
   const wanted = Number((location.hash || "").slice(1));
   select(location.hash && Number.isInteger(wanted) ? wanted : N - 1);
