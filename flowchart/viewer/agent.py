@@ -3,7 +3,8 @@
 Law: everything here is READ from the trace — the final (replayed) state's ``history``,
 ``middleware_decisions``, ``human_decisions`` (who answered each pause, as committed) and
 ``tool_errors`` (the exceptions of tools that raised), the initial state's
-``paused_tool_call`` (a resumed run) and the checkpoint's ``pause_data`` (a paused run) —
+``paused_tool_call`` (a resumed run), the checkpoint's ``pause_data`` (a paused run) and
+the ``call-llm`` stage's commits (every model reply, the final answer too) —
 never recomputed or guessed. A value the
 trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
 repaired. ``written_at`` links a history message or ledger row to the commit whose ``append``
@@ -23,6 +24,9 @@ LEDGER = "middleware_decisions"
 HUMAN = "human_decisions"
 PAUSED = "paused_tool_call"
 TOOL_ERRORS = "tool_errors"
+CALL_STAGE = "call-llm"
+REPLY = "llm_latest_content"
+REPLY_CALLS = "llm_latest_tool_calls"
 
 
 def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:
@@ -58,6 +62,44 @@ def model_calls(history: list[Any], at: list[int | None]) -> list[dict[str, Any]
         else:
             fresh.append(i)
     return calls
+
+
+def _asked_ids(message: Any) -> set[Any]:
+    asked = message.get("tool_calls") if isinstance(message, dict) else None
+    if not isinstance(asked, list):  # a trace is untrusted: any shape may come
+        return set()
+    return {c["id"] for c in asked if isinstance(c, dict) and isinstance(c.get("id"), (str, int))}
+
+
+def with_unlisted_replies(
+    calls: list[dict[str, Any]], history: list[Any], commits: Sequence[Commit]
+) -> list[dict[str, Any]]:
+    """``calls`` plus each model reply of this log no history message holds (a final answer has none).
+
+    A model reply is a commit of the ``call-llm`` stage (the reply is the ``llm_latest_content``
+    it set, ``None`` when it set none); it is listed in ``history``
+    when an assistant message there asked for the same tool call ids. An unlisted reply
+    becomes a call with ``message`` ``None`` and its ``answer`` (and ``tool_calls``) as
+    committed; calls are ordered by the commit that wrote them, earlier runs' first.
+    """
+    listed = {i for call in calls for i in _asked_ids(history[call["message"]])}
+    said = [history[c["message"]].get("content") for c in calls if c["commit"] is not None]
+    extra = []
+    for commit in commits:
+        ops = {op.path: op.value for op in commit.trace if op.verb == "set" and len(op.path) == 1}
+        if commit.stage_id != CALL_STAGE:
+            continue
+        asked = ops.get((REPLY_CALLS,))
+        ids = _asked_ids({"tool_calls": asked})
+        if (ids and ids <= listed) or (not ids and ops.get((REPLY,)) in said):
+            continue
+        extra.append(
+            {"message": None, "inputs": [], "seen": None, "results": [], "commit": commit.idx,
+             "answer": ops.get((REPLY,)), "tool_calls": asked if isinstance(asked, list) else []}
+        )  # fmt: skip
+    if not extra:
+        return calls
+    return sorted([*calls, *extra], key=lambda call: (call["commit"] is not None, call["commit"] or 0))
 
 
 def _answers(call: dict[str, Any], history: list[Any], message: dict[str, Any]) -> bool:
@@ -100,7 +142,7 @@ def agent_panels(
         at = written_at(commits, HISTORY, initial_state.get(HISTORY))
         out["history"] = history
         out["history_at"] = at
-        out["calls"] = model_calls(history, at)
+        out["calls"] = with_unlisted_replies(model_calls(history, at), history, commits)
     elif HISTORY in final_state:
         out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
     ledger = final_state.get(LEDGER)
@@ -144,4 +186,4 @@ def agent_panels(
     return out
 
 
-__all__ = ["agent_panels", "model_calls", "written_at"]
+__all__ = ["agent_panels", "model_calls", "with_unlisted_replies", "written_at"]

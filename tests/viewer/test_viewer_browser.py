@@ -106,7 +106,8 @@ def test_why_highlights_the_causal_chain_on_the_timeline(viewer: Open, loan: Tra
 
 
 def test_the_agent_panels_list_model_calls_and_the_ledger(viewer: Open, support: tuple[Trace, Trace]) -> None:
-    """The resumed demo: both model calls, the tool results, the ledger rows in order, redacted text hidden."""
+    """The resumed demo: the calls before the pause and the answer after it, the tool results,
+    the ledger rows in order, redacted text hidden."""
     trace = support[1]
     view = viewer(trace, "support")
     ledger = trace.final_state["middleware_decisions"]
@@ -116,7 +117,12 @@ def test_the_agent_panels_list_model_calls_and_the_ledger(viewer: Open, support:
     rewrite = view.page.locator("#agent-panel .ledger-row.rewrite .before-after").text_content()
     assert "REDACTED" in rewrite and "card [card]" in rewrite and "4111" not in rewrite
     history = trace.final_state["history"]
-    assert view.page.locator("#agent-panel details.call").count() == sum(m["role"] == "assistant" for m in history)
+    answers = [  # this log's model calls that asked for no tool: the final answer, in no history message
+        c for c in trace.commit_log if c.stage_id == "call-llm" and not replay([c])["llm_latest_tool_calls"]
+    ]
+    assert len(answers) == 1
+    asked = sum(m["role"] == "assistant" for m in history)
+    assert view.page.locator("#agent-panel details.call").count() == asked + len(answers)
     tools = view.page.eval_on_selector_all("#agent-panel .msg.role-tool", "ms => ms.map(m => m.textContent)")
     assert any("refunded 129.00 on A-1001" in t for t in tools)
     assert "refunded 129.00" in view.page.locator("#agent-panel p.decision").text_content()

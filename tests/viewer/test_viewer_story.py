@@ -47,3 +47,20 @@ def test_timeline_cells_show_their_whole_text(viewer: Open, stored_support: Trac
         for text, needed, shown in (ops, narr, stage, rid):
             assert needed <= shown + 1, f"#{idx} cuts {text!r}: needs {needed}px, shows {shown:.0f}px"
     view.check_clean()
+
+
+def test_the_model_calls_panel_counts_every_call_the_chart_counts(viewer: Open, stored_support: Trace) -> None:
+    """The demo: "Model calls (3)" as CallLLM's ×3 badge says; the last call shows the final answer."""
+    view = viewer(stored_support, "story-calls")
+    ran = sum(c.stage_id == "call-llm" for c in stored_support.commit_log)
+    badge = view.page.locator('#chart-pane g.node[data-stage-id="call-llm"] .visits').text_content()
+    assert badge == f"×{ran}"
+    heading = view.page.locator("#agent-panel h3", has_text="Model calls").text_content()
+    assert heading == f"Model calls ({ran})"
+    assert view.page.locator("#agent-panel details.call").count() == ran
+    last = view.page.locator("#agent-panel details.call").last
+    answer = last.locator(".msg.answer").text_content() or ""
+    assert answer.startswith("answer #9 ")
+    assert last.locator(".msg.answer q.answer-text").text_content() == stored_support.final_state["final_content"]
+    assert (last.locator("summary").first.text_content() or "").endswith("written at #9")
+    view.check_clean()

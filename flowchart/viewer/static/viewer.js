@@ -327,6 +327,13 @@
       at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
       " ", valueView(m.content), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
   }
+  // a model reply no history message holds (the final answer), as its commit set it
+  function answerView(call) {
+    const calls = Array.isArray(call.tool_calls) ? call.tool_calls.filter(isObj) : [];
+    return el("li", { class: "msg role-assistant answer" }, el("b", null, calls.length ? "assistant" : "answer"),
+      el("button", { type: "button", class: "link", onclick: () => select(call.commit) }, ` #${call.commit}`),
+      " ", typeof call.answer === "string" && call.answer !== "REDACTED" ? el("q", { class: "answer-text" }, call.answer) : valueView(call.answer), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
+  }
   function checkInView(req, title) {
     const ev = isObj(req.evidence) ? req.evidence : {};
     return section(title, el("p", { class: "will-do" }, el("b", null, "will do: "), String(ev.will_do ?? "?")),
@@ -386,7 +393,8 @@
     for (const note of A.notes) panel.append(el("p", { class: "muted" }, note));
     if (A.calls) panel.append(section(`Model calls (${A.calls.length})`, A.calls.map((call, k) => el("details", { class: "call", open: true },
       el("summary", null, `call ${k + 1}`, call.commit !== null ? ` · written at #${call.commit}` : " · before this run"),
-      el("ul", { class: "msgs" }, call.inputs.map((i) => msgView(A.history[i], i, A.history_at)), msgView(A.history[call.message], call.message, A.history_at),
+      el("ul", { class: "msgs" }, call.inputs.map((i) => msgView(A.history[i], i, A.history_at)),
+        call.message === null ? answerView(call) : msgView(A.history[call.message], call.message, A.history_at),
         call.results.map((i) => msgView(A.history[i], i, A.history_at)))))));
     if (A.ledger) panel.append(section(`Ledger (${A.ledger.length} rows)`, ledgerView(A.ledger, A.ledger_at)));
     if (A.tool_errors) panel.append(section(`Tool errors (${A.tool_errors.length}) — the model read only the message`, toolErrorsView(A.tool_errors, A.tool_errors_at)));
