@@ -4,10 +4,12 @@ every model call counted, tool output shown as the text it is."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from viewer_harness import View
+from viewer_harness import View, off_loop
+from viewer_traces import HOSTILE
 
-from flowchart import Commit, Trace
+from flowchart import Commit, Trace, flow_chart
 
 Open = Callable[[Trace, str], View]
 
@@ -64,3 +66,38 @@ def test_the_model_calls_panel_counts_every_call_the_chart_counts(viewer: Open, 
     assert last.locator(".msg.answer q.answer-text").text_content() == stored_support.final_state["final_content"]
     assert (last.locator("summary").first.text_content() or "").endswith("written at #9")
     view.check_clean()
+
+
+def hostile_history_trace() -> Trace:
+    """A run whose history's user message and tool output are script and HTML text."""
+
+    def write(scope: Any) -> None:
+        scope.history = [
+            {"role": "user", "content": HOSTILE},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "t", "args": {}}]},
+            {"role": "tool", "content": HOSTILE, "tool_call_id": "c1", "tool_name": "t"},
+        ]
+
+    return flow_chart("Write", write, "write").build().run({}).trace()
+
+
+def test_tool_output_shows_its_characters_once_escaped_never_as_markup(viewer: Open, stored_support: Trace) -> None:
+    """The order lookup's JSON reads {"order_id":"A-1001",…} (no \\" escapes); markup in a tool result stays text."""
+    view = viewer(stored_support, "story-tool-text")
+    history = stored_support.final_state["history"]
+    looked_up = next(m["content"] for m in history if m.get("tool_name") == "lookup_order")
+    assert looked_up.startswith('{"order_id":"A-1001"')
+    shown = view.page.locator("#agent-panel .msg.role-tool", has_text="lookup_order").first.locator(".text")
+    assert shown.text_content() == looked_up
+    texts = view.page.eval_on_selector_all("#agent-panel .msgs", "ms => ms.map(m => m.innerText)")
+    assert texts and not any('\\"' in t for t in texts)
+    hostile = viewer(off_loop(hostile_history_trace), "story-tool-hostile")
+    page = hostile.page
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0 and page.locator("b:text('bold')").count() == 0
+    cells = page.eval_on_selector_all(
+        "#agent-panel .msg.role-user .text, #agent-panel .msg.role-tool .text", "ts => ts.map(t => t.textContent)"
+    )
+    assert cells == [HOSTILE, HOSTILE]
+    view.check_clean()
+    hostile.check_clean()

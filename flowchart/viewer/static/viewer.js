@@ -5,7 +5,7 @@
 "use strict";
 (function () {
   const P = JSON.parse(document.getElementById("payload").textContent);
-  const ROW = 26, OVERSCAN = 12, SNAP = 256, INLINE = 100, LAZY = 4000;
+  const ROW = 26, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
   const commits = P.commits, N = commits.length, lines = P.narrative;
   const $ = (id) => document.getElementById(id);
   const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
@@ -92,6 +92,12 @@
     };
     if (flat.length <= LAZY) fill(); else d.addEventListener("toggle", fill);
     return d;
+  }
+  // a message's text (a tool's output, a reply) as the characters it holds, not as a JSON string literal
+  function textView(v) {
+    if (typeof v !== "string" || v === "REDACTED") return valueView(v);
+    if (v.length <= TEXT_INLINE) return el("span", { class: "text" }, v);
+    return el("details", { class: "fold" }, el("summary", null, `${v.slice(0, 120)}… (${v.length} chars)`), el("pre", { class: "text" }, v));
   }
   const pathText = (path) => path.join("/");
 
@@ -325,14 +331,14 @@
     const calls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
     return el("li", { class: `msg role-${m.role}` }, el("b", null, m.role + (m.tool_name ? ` ${m.tool_name}` : "")),
       at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
-      " ", valueView(m.content), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
+      " ", textView(m.content), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
   }
   // a model reply no history message holds (the final answer), as its commit set it
   function answerView(call) {
     const calls = Array.isArray(call.tool_calls) ? call.tool_calls.filter(isObj) : [];
     return el("li", { class: "msg role-assistant answer" }, el("b", null, calls.length ? "assistant" : "answer"),
       el("button", { type: "button", class: "link", onclick: () => select(call.commit) }, ` #${call.commit}`),
-      " ", typeof call.answer === "string" && call.answer !== "REDACTED" ? el("q", { class: "answer-text" }, call.answer) : valueView(call.answer), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
+      " ", typeof call.answer === "string" && call.answer !== "REDACTED" ? el("q", { class: "answer-text" }, call.answer) : textView(call.answer), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
   }
   function checkInView(req, title) {
     const ev = isObj(req.evidence) ? req.evidence : {};
@@ -405,7 +411,7 @@
       panel.append(section(`${title} (this run resumed it)`,
         el("p", null, `${p.kind} on ${p.tool_name} `, valueView(p.args), ` · request ${p.request_id || "?"}`),
         isObj(d) ? humanView(d, r.decision_at) : el("p", { class: "muted" }, "no human decision recorded"),
-        r.result ? el("p", { class: "decision" }, el("b", null, "result: "), valueView(r.result.content)) : el("p", { class: "muted" }, "no tool result recorded")));
+        r.result ? el("p", { class: "decision" }, el("b", null, "result: "), textView(r.result.content)) : el("p", { class: "muted" }, "no tool result recorded")));
     }
     if (A.decisions) panel.append(section(`Human decisions (${A.decisions.length})`,
       el("ol", { class: "human-decisions" }, A.decisions.map((d, i) => el("li", null, isObj(d) ? humanView(d, A.decisions_at[i]) : valueView(d))))));
