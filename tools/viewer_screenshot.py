@@ -56,7 +56,7 @@ def main() -> int:
             page.goto(page_path.as_uri())
             page.wait_for_selector("body[data-ready='1']", timeout=30_000)
             page.evaluate(f"document.getElementById('timeline').scrollTop = Math.max(0, {selected} * 26 - 100)")
-            page.locator(f'#timeline .row[data-idx="{selected}"]').click()
+            page.locator(f'#timeline .row[data-idx="{selected}"] .idx').click()  # the row's start: no sideways scroll
             page.screenshot(path=str(OUT))
             browser.close()
     print(f"screenshot: wrote {OUT.relative_to(REPO)} (commit #{selected} selected)")

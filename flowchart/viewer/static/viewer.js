@@ -159,7 +159,7 @@
   // column widths that fit the longest text of the whole log (measured once), so no cell is cut
   function fitColumns() {
     const longest = (texts) => texts.map((t, i) => [t.length, i]).sort((a, b) => b[0] - a[0]).slice(0, 8).map((p) => texts[p[1]]);
-    const columns = { rid: commits.map((c) => String(c[0])), stage: commits.map((c) => String(c[1])), narr: commits.map((c, i) => headline(i)) };
+    const columns = { rid: commits.map((c) => String(c[0])), stage: commits.map((c) => String(c[1])), narr: commits.map((c, i) => headline(i)), ops: commits.map((c) => opsText(c[3]) || "—") };
     const probe = el("div", { class: "row", style: "visibility:hidden;top:0;display:block;width:max-content" });
     spacer.append(probe);
     for (const [name, texts] of Object.entries(columns)) {
