@@ -101,3 +101,25 @@ def test_tool_output_shows_its_characters_once_escaped_never_as_markup(viewer: O
     assert cells == [HOSTILE, HOSTILE]
     view.check_clean()
     hostile.check_clean()
+
+
+def test_a_model_reply_of_any_shape_is_listed_once_as_committed() -> None:
+    """A reply already in history is not listed twice; an odd-shaped or hidden reply is listed as committed."""
+    from flowchart import Op
+    from flowchart.viewer.agent import model_calls, with_unlisted_replies
+
+    asked = [{"id": "c1", "name": "t", "args": {}}]
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": asked}]
+    log = [
+        Commit(0, "CallLLM", "call-llm", "call-llm#0", (Op(("llm_latest_tool_calls",), "set", asked),)),
+        Commit(1, "ToolCalls", "tool-calls", "tool-calls#1", (Op(("history",), "append", history[1:]),)),
+        Commit(2, "CallLLM", "call-llm", "call-llm#2", (Op(("llm_latest_content",), "set", "REDACTED"),)),
+        Commit(3, "CallLLM", "call-llm", "call-llm#3", (Op(("llm_latest_tool_calls",), "set", [{"id": {"x": 1}}, 7]),)),
+    ]
+    calls = with_unlisted_replies(model_calls(history, [None, 1]), history, log)
+    assert [(c["message"], c["commit"], c.get("answer")) for c in calls] == [
+        (1, 1, None),
+        (None, 2, "REDACTED"),
+        (None, 3, None),
+    ]
+    assert calls[2]["tool_calls"] == [{"id": {"x": 1}}, 7]
