@@ -43,15 +43,20 @@ def _refuse(what: str, problem: str, path: str) -> CheckpointError:
     return CheckpointError(f"Invalid {what}: {problem} @ {path}", path=path)
 
 
+def _check_object(value: Any, at: str, what: str, allowed: Any, required: Any) -> None:
+    """``value`` is a JSON object with no key outside ``allowed`` and every key of ``required``."""
+    if type(value) is not dict:
+        raise _refuse(what, f"expected an object, got {_what(value)}", at)
+    for key in value:
+        if key not in allowed:
+            raise _refuse(what, f"unknown key(s) {key}", at)
+    for key in required:
+        if key not in value:
+            raise _refuse(what, "required key missing", f"{at}.{key}")
+
+
 def _check_level(spec: Any, where: str, what: str) -> list[tuple[Any, str]]:
-    if type(spec) is not dict:
-        raise _refuse(what, f"expected an object, got {_what(spec)}", where)
-    for key in spec:
-        if key not in _SPEC_KEYS:
-            raise _refuse(what, f"unknown key(s) {key}", where)
-    for key in _SPEC_KEYS:
-        if key not in spec:
-            raise _refuse(what, "required key missing", f"{where}.{key}")
+    _check_object(spec, where, what, _SPEC_KEYS, _SPEC_KEYS)
     for key in ("root", "name"):
         if type(spec[key]) is not str:
             raise _refuse(what, f"expected a string, got {_what(spec[key])}", f"{where}.{key}")
@@ -83,14 +88,7 @@ def _check_level(spec: Any, where: str, what: str) -> list[tuple[Any, str]]:
 
 
 def _check_stage(stage: Any, at: str, what: str) -> None:
-    if type(stage) is not dict:
-        raise _refuse(what, f"expected an object, got {_what(stage)}", at)
-    for key in stage:
-        if key not in _STAGE_KEYS:
-            raise _refuse(what, f"unknown key(s) {key}", at)
-    for key in _REQUIRED:
-        if key not in stage:
-            raise _refuse(what, "required key missing", f"{at}.{key}")
+    _check_object(stage, at, what, _STAGE_KEYS, _REQUIRED)
     for key in _STRINGS:
         if key in stage and type(stage[key]) is not str:
             raise _refuse(what, f"expected a string, got {_what(stage[key])}", f"{at}.{key}")

@@ -47,6 +47,12 @@ Position = Mapping[str, Any]
 """Where in its run a pause happened: ``{"iteration": int, "step": runtime stage id}``."""
 
 
+def _request_id(prefix: str, run_id: str, position: Position | None, **call: Any) -> str:
+    """``<prefix>_`` + the fingerprint of the run, the pause's position and the call: what every
+    request id binds (the fingerprint is of canonical JSON, so the keys' order does not matter)."""
+    return fingerprint(prefix, {"run_id": run_id, "position": dict(position or {}), **call})
+
+
 def check_in_request_id(
     *,
     tool: str,
@@ -58,15 +64,7 @@ def check_in_request_id(
 ) -> str:
     """The id of a check-in request for this exact call at this pause of run ``run_id``
     (``cki_`` + 32 hex digits)."""
-    bound = {
-        "run_id": run_id,
-        "position": dict(position or {}),
-        "tool": tool,
-        "args": args,
-        "tool_call_id": tool_call_id,
-        "identity": identity,
-    }
-    return fingerprint("cki", bound)
+    return _request_id("cki", run_id, position, tool=tool, args=args, tool_call_id=tool_call_id, identity=identity)
 
 
 def ask_request_id(
@@ -82,23 +80,16 @@ def ask_request_id(
     """The id of a middleware ask about this exact call at this pause of run ``run_id``
     (``ask_`` + 32 hex digits); the asking middleware is part of it, so two askers never
     share an id."""
-    bound = {
-        "run_id": run_id,
-        "position": dict(position or {}),
-        "middleware": middleware,
-        "tool": tool,
-        "args": args,
-        "tool_call_id": tool_call_id,
-        "identity": identity,
-    }
-    return fingerprint("ask", bound)
+    return _request_id(
+        "ask", run_id, position, middleware=middleware, tool=tool, args=args, tool_call_id=tool_call_id,
+        identity=identity,
+    )  # fmt: skip
 
 
 def ask_human_request_id(*, tool: str, tool_call_id: str, run_id: str = "", position: Position | None = None) -> str:
     """The id of a tool's ``ask_human`` pause at this position of run ``run_id`` (``hum_`` + 32
     hex digits): what its reply is recorded under in ``human_decisions``."""
-    bound = {"run_id": run_id, "position": dict(position or {}), "tool": tool, "tool_call_id": tool_call_id}
-    return fingerprint("hum", bound)
+    return _request_id("hum", run_id, position, tool=tool, tool_call_id=tool_call_id)
 
 
 @attrs.frozen

@@ -71,6 +71,14 @@ def decode_checkpoint(text: str | None) -> Checkpoint | None:
     return None if text is None else Checkpoint.from_json(text)
 
 
+def _decode_column(value: str, run_id: str, what: str, from_dict: Any) -> Any:
+    """``from_dict(json.loads(value))``; ``StoreError`` naming the run when the column is not one."""
+    try:
+        return from_dict(json.loads(value))
+    except ValueError as exc:
+        raise StoreError(f"run '{run_id}': its stored {what} cannot be read ({exc})") from None
+
+
 def encode_redaction(redaction: Redaction | None) -> str | None:
     """The rule a run is recorded under (``Redaction.to_dict``), or NULL when it hides nothing."""
     return None if redaction is None or not redaction.active else dumps(redaction.to_dict())
@@ -78,12 +86,7 @@ def encode_redaction(redaction: Redaction | None) -> str | None:
 
 def decode_redaction(value: str | None, run_id: str) -> Redaction | None:
     """Inverse of ``encode_redaction``; ``StoreError`` when the column is not a rule."""
-    if value is None:
-        return None
-    try:
-        return Redaction.from_dict(json.loads(value))
-    except ValueError as exc:
-        raise StoreError(f"run '{run_id}': its stored redaction cannot be read ({exc})") from None
+    return None if value is None else _decode_column(value, run_id, "redaction", Redaction.from_dict)
 
 
 def encode_failure(failure: RunFailure | None) -> str | None:
@@ -95,12 +98,7 @@ def encode_failure(failure: RunFailure | None) -> str | None:
 
 def decode_failure(value: str | None, run_id: str) -> RunFailure | None:
     """Inverse of ``encode_failure``; ``StoreError`` when the column is not a failure."""
-    if value is None:
-        return None
-    try:
-        return RunFailure.from_dict(json.loads(value))
-    except ValueError as exc:
-        raise StoreError(f"run '{run_id}': its stored failure cannot be read ({exc})") from None
+    return None if value is None else _decode_column(value, run_id, "failure", RunFailure.from_dict)
 
 
 # -- signed rows (a store made with key=...) ---------------------------------------------------
