@@ -145,25 +145,15 @@ def agent_panels(
         out["calls"] = with_unlisted_replies(model_calls(history, at), history, commits)
     elif HISTORY in final_state:
         out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
-    ledger = final_state.get(LEDGER)
-    if isinstance(ledger, list):
-        out["ledger"] = ledger
-        out["ledger_at"] = written_at(commits, LEDGER, initial_state.get(LEDGER))
-    elif LEDGER in final_state:
-        out["notes"].append(f"middleware_decisions is not a list in this trace: {str(ledger)[:80]}")
-    errors = final_state.get(TOOL_ERRORS)
-    if isinstance(errors, list):
-        out["tool_errors"] = errors
-        out["tool_errors_at"] = written_at(commits, TOOL_ERRORS, initial_state.get(TOOL_ERRORS))
-    elif TOOL_ERRORS in final_state:
-        out["notes"].append(f"tool_errors is not a list in this trace: {str(errors)[:80]}")
+    for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions")):
+        rows = final_state.get(key)
+        if isinstance(rows, list):
+            out[name] = rows
+            out[f"{name}_at"] = written_at(commits, key, initial_state.get(key))
+        elif key in final_state:
+            out["notes"].append(f"{key} is not a list in this trace: {str(rows)[:80]}")
     human = final_state.get(HUMAN)
-    human_at = written_at(commits, HUMAN, initial_state.get(HUMAN))
-    if isinstance(human, list):
-        out["decisions"] = human
-        out["decisions_at"] = human_at
-    elif HUMAN in final_state:
-        out["notes"].append(f"human_decisions is not a list in this trace: {str(human)[:80]}")
+    human_at = out.get("decisions_at") or written_at(commits, HUMAN, initial_state.get(HUMAN))
     request = _check_in(pause_data)
     if request is not None:
         out["check_in"] = {"request": request, "status": "pending", "decision": None}
