@@ -342,6 +342,23 @@ class FlowChart:
             timeout=timeout, redaction=redaction,
         )  # fmt: skip
 
+    def fork(
+        self,
+        source: Any,
+        at: int,
+        patch: Mapping[str, Any] | None = None,
+        *,
+        store: RunStore | None = None,
+        run_id: str | None = None,
+        **run_options: Any,
+    ) -> RunResult:
+        """A new run that continues ``source`` (a ``Trace``, a ``RunResult`` or a run id in
+        ``store``) after its commit ``at``, with ``patch`` (state key → JSON value) written
+        as the fork's first commit. ``run_options`` are ``run()``'s. See docs/durable.md."""
+        from .forking import fork_chart
+
+        return fork_chart(self, source, at, patch, store=store, run_id=run_id, **run_options)
+
     async def aresume(
         self,
         checkpoint: Checkpoint,

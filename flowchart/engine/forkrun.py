@@ -1,0 +1,128 @@
+"""Running a fork: a new run that starts at a commit boundary of another run.
+
+Laws:
+- The fork starts from the state the parent's log folds to at commit k; its FIRST commit
+  is the fork itself (stage ``fork``, runtime id ``fork#N`` with N the counter the next
+  stage takes): the patch's writes as ops, and ``decision = {"forked_from": parent run
+  id, "at": k}`` — so the record says where the run came from and what was changed,
+  exactly once. The patch is validated like a stage's writes (JSON-safe, not a run-input
+  key) before anything runs.
+- Then the traversal goes on at the position after commit k (``positions``): the stage
+  that followed it, or the children of the fork/selector that committed at k, with the
+  counters the parent held there; no stage at or before commit k runs again.
+- The fork ends like any run (result, pause with a checkpoint, or the error re-raised).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..commits import Commit
+from ..context import ReadonlyArgs
+from ..errors import ReadonlyInputError, ScopeWriteError
+from ..events import CommitEvent, RunEvent, TraversalContext
+from ..pause import PauseSignal
+from ..redaction import Redaction
+from ..result import RunResult
+from ..scope import Transaction
+from .observers import NO_OBSERVERS, Observers
+from .positions import Position
+from .run import Run
+from .runner import _finish, _root_context
+from .traversal import Traverser
+
+if TYPE_CHECKING:
+    from ..chart import FlowChart
+
+FORK_STAGE = "fork"
+
+
+def patch_ops(state: dict[str, Any], patch: Mapping[str, Any] | None, readonly: frozenset[str]) -> Transaction:
+    """Stage ``patch`` as a transaction over ``state`` (validated; nothing applied yet)."""
+    txn = Transaction(state, readonly=readonly)
+    if patch is None:
+        return txn
+    if not isinstance(patch, Mapping):
+        raise TypeError(f"fork(patch=...) must be a dict of state key -> JSON value, got {type(patch).__name__}")
+    for key, value in patch.items():
+        if not isinstance(key, str) or not key:
+            raise ScopeWriteError(f"fork patch key {key!r} must be a non-empty string (a state key)", key=str(key))
+        try:
+            txn.set(key, value)
+        except ReadonlyInputError:
+            raise ReadonlyInputError(
+                f"fork patch key '{key}' is run input (ctx.args), which a fork keeps: patch state keys only",
+                key=key,
+            ) from None
+    return txn
+
+
+async def continue_at(top: Traverser, position: Position) -> Any:
+    """Run the chart on from ``position`` (see ``positions``)."""
+    node, cont, invoker = position.node, position.cont, position.invoker
+    output = None
+    if position.children is not None and node is not None:
+        parent = node
+        try:
+            output = await top.run_children(parent, list(position.children), "", ())
+        except PauseSignal as signal:
+            signal.push(top.frame(parent, "fork", cont, invoker, ()))
+            raise
+        if top.stopped:
+            return output
+        node, cont, invoker = top.follow(parent, "", cont)
+    if node is None:
+        return output
+    return await top.walk(node, cont, invoker)
+
+
+async def fork_run(
+    chart: FlowChart,
+    position: Position,
+    state: dict[str, Any],
+    run_input: dict[str, Any],
+    patch: Mapping[str, Any] | None,
+    parent_run_id: str,
+    *,
+    env: Mapping[str, Any] | None,
+    recorders: Iterable[Any],
+    max_iterations: int,
+    timeout: float | None,
+    redaction: Redaction | None,
+    concurrent: bool,
+    cancel: Any = None,
+) -> RunResult:
+    """Start the fork of ``parent_run_id`` at ``position`` over ``state`` with ``patch``."""
+    recorders = list(recorders)
+    readonly = frozenset(run_input)
+    txn = patch_ops(state, patch, readonly)  # refused here, before a run exists
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    observers = Observers(recorders) if recorders else NO_OBSERVERS
+    run = Run(
+        observers=observers, env=env, max_iterations=max_iterations, timeout=timeout, redaction=redaction,
+        concurrent=concurrent, counter=position.counter, visit_counts=position.visit_counts,
+        loop_counts=position.loop_counts, cancel=cancel,
+    )  # fmt: skip
+    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=readonly)
+    if observers.any:
+        observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
+    _fork_commit(top, txn, parent_run_id, position)
+    return await _finish(chart, run, top, lambda: continue_at(top, position), run_input, recorders)
+
+
+def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position: Position) -> Commit:
+    ops = txn.commit()
+    redacted: tuple[str, ...] = ()
+    if ops and top.run.redacting:
+        ops, redacted = top._redact(ops, 0)
+    rid = f"{FORK_STAGE}#{position.counter}"
+    decision = {"forked_from": parent_run_id, "at": position.at}
+    commit = Commit(len(top.commit_log), FORK_STAGE, FORK_STAGE, rid, tuple(ops), (), redacted, decision)
+    top.commit_log.append(commit)
+    observers = top.run.observers
+    if observers.wants("on_commit"):
+        ctx = TraversalContext(top.run.run_id, FORK_STAGE, rid, FORK_STAGE)
+        observers.emit("on_commit", CommitEvent(ctx, commit))
+    return commit

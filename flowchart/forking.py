@@ -1,0 +1,137 @@
+"""``chart.fork``: continue a recorded run from any commit boundary, with an edited state.
+
+Laws:
+- The source is a RECORD — a ``Trace``, a ``RunResult`` or a stored run — and must be of
+  this chart: fingerprints differ → ``ForkError`` naming both, before anything runs.
+- The fork's state is ``replay(log, upto=at)`` with ``patch`` applied as the fork's
+  first commit; it continues at the stage that followed commit ``at`` (``engine.positions``)
+  with the parent's counters there. No stage at or before ``at`` runs again.
+- A source whose log does not start at the chart's root (a resumed segment, a fork's own
+  result) is refused naming what to fork instead; a stored run has the whole log.
+- With a store the fork is recorded there as a run of its own whose log is the parent's
+  commits ``0..at`` followed by the fork's (so it folds from ``{}`` like every stored
+  run), with its lineage (``parent_run_id``, ``forked_at``); ``store.forks(run_id)``
+  lists a run's forks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .chart import run_coroutine
+from .commits import Commit, replay
+from .errors import ForkError
+
+if TYPE_CHECKING:
+    from .chart import FlowChart
+    from .result import RunResult
+    from .store.protocol import RunStore
+
+
+@attrs.frozen
+class ForkSource:
+    """What a fork needs from a record: its log (from the root), input and how it ended."""
+
+    run_id: str
+    fingerprint: str
+    commit_log: tuple[Commit, ...]
+    run_input: dict[str, Any]
+    subflows: Mapping[str, Sequence[Commit]] | None
+    ended_early: str | None
+    initial_state: dict[str, Any]
+
+
+def source_of(source: Any, store: RunStore | None) -> ForkSource:
+    """Read ``source`` (a ``Trace``, a ``RunResult`` or a stored run id) as a ``ForkSource``."""
+    from .result import RunResult
+    from .trace import Trace
+
+    if isinstance(source, Trace):
+        ended = "the run paused there" if source.checkpoint is not None else None
+        if source.failure is not None:
+            ended = "that stage failed: fork at the commit before it to run it again"
+        subs = {rid: tuple(sub.commit_log) for rid, sub in source.subflows.items()}
+        return ForkSource(
+            source.run_id, source.chart_fingerprint, tuple(source.commit_log), dict(source.run_input), subs, ended,
+            dict(source.initial_state),
+        )  # fmt: skip
+    if isinstance(source, RunResult):
+        ended = "the run paused there" if source.paused else None
+        if source.failure is not None:
+            ended = "that stage failed: fork at the commit before it to run it again"
+        subs = {k: tuple(v.commit_log) for k, v in source.subflow_results.items() if k == v.runtime_stage_id}
+        return ForkSource(
+            source.run_id, source.chart.fingerprint, tuple(source.commit_log), dict(source.args), subs, ended,
+            dict(source.initial_state),
+        )  # fmt: skip
+    if isinstance(source, str):
+        if store is None:
+            raise ForkError(f"fork('{source}'): a run id needs store=... (the store the run is recorded in)")
+        record = store.get(source)
+        ended = {"paused": "the run paused there", "failed": "that stage failed: fork at the commit before it"}.get(
+            record.status
+        )
+        return ForkSource(
+            record.run_id, record.chart_fingerprint, tuple(record.commit_log), dict(record.input), None, ended, {}
+        )
+    raise TypeError(f"fork(source): expected a Trace, a RunResult or a stored run id, got {type(source).__name__}")
+
+
+def prepare(chart: FlowChart, source: Any, at: int, store: RunStore | None) -> tuple[ForkSource, Any, dict[str, Any]]:
+    """Check ``source`` against ``chart`` and locate ``at``: (source, position, state at ``at``)."""
+    from .engine.positions import locate
+
+    src = source_of(source, store)
+    if src.fingerprint != chart.fingerprint:
+        raise ForkError(
+            f"cannot fork run '{src.run_id}' on this chart: the run's chart fingerprint is {src.fingerprint[:16]}… "
+            f"but this chart's is {chart.fingerprint[:16]}…; fork it with the chart it ran on"
+        )
+    if src.initial_state or (src.commit_log and src.commit_log[0].stage_id == "fork" and store is None):
+        raise ForkError(
+            f"run '{src.run_id}' did not start at the chart's root (it is a resumed segment or a fork): "
+            "its log cannot be walked from the start; fork the stored run (store=...) or the original run"
+        )
+    position = locate(chart, src.commit_log, at, ended_early=src.ended_early, subflows=src.subflows)
+    state = replay(src.commit_log, upto=at) if at >= 0 else {}
+    return src, position, state
+
+
+def fork_chart(
+    chart: FlowChart,
+    source: Any,
+    at: int,
+    patch: Mapping[str, Any] | None,
+    *,
+    store: RunStore | None = None,
+    run_id: str | None = None,
+    **options: Any,
+) -> RunResult:
+    """``chart.fork``: see the module law."""
+    from .engine.forkrun import fork_run
+
+    src, position, state = prepare(chart, source, at, store)
+    timeout = options.get("timeout")
+    opts = {
+        "env": options.get("env"),
+        "recorders": options.get("recorders", ()),
+        "max_iterations": options.get("max_iterations", 1000),
+        "timeout": timeout,
+        "redaction": options.get("redaction"),
+        "cancel": options.get("cancel"),
+    }
+    unknown = set(options) - set(opts)
+    if unknown:
+        raise TypeError(f"fork() got unexpected option(s) {', '.join(sorted(unknown))}")
+
+    def make(concurrent: bool) -> Any:
+        return fork_run(chart, position, state, src.run_input, patch, src.run_id, concurrent=concurrent, **opts)
+
+    if store is None:
+        return run_coroutine(make, chart.needs_loop or timeout is not None)
+    from .store.forks import record_fork
+
+    return record_fork(chart, store, src, at, run_id, lambda: run_coroutine(make, chart.needs_loop or timeout is not None))
