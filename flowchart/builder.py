@@ -115,6 +115,28 @@ class FlowChartBuilder:
             self._problem(f"stage '{stage_id}' has no function — provide a fn argument to add_function", stage_id)
         return self._append(self._node("stage", name, fn if callable(fn) else None, stage_id, description))
 
+    def add_map(
+        self,
+        name: str,
+        fn: StageFn | FlowChart,
+        stage_id: str,
+        *,
+        items: Callable[[Any], Any],
+        into: str,
+        concurrency: int = 8,
+        fail_fast: bool = True,
+        description: str | None = None,
+    ) -> FlowChartBuilder:
+        """Append a map: one run of ``fn`` (a function or a chart) per item of ``items(scope)``,
+        ``concurrency`` at a time, results gathered into ``into`` in item order (docs/durable.md)."""
+        from .mapping import map_node
+
+        node = map_node(
+            name, fn, stage_id, items=items, into=into, concurrency=concurrency, fail_fast=fail_fast,
+            description=_description(description, stage_id, self), problem=self._problem,
+        )  # fmt: skip
+        return self._append(node)
+
     def add_pausable_function(
         self, name: str, pausable: Pausable, stage_id: str, *, description: str | None = None
     ) -> FlowChartBuilder:

@@ -156,6 +156,8 @@ class FlowChart:
                 entry["children"] = [c.id for c in node.children]
             if node.fail_fast:
                 entry["fail_fast"] = True
+            if node.map is not None:
+                entry["map"] = node.map.to_spec()
             if node.mount is not None:
                 entry["subflow"] = node.mount.chart.spec
                 entry["propagate_break"] = node.mount.propagate_break

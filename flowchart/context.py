@@ -109,6 +109,27 @@ class StageContext:
         """The id of this run (a resumed run gets a new one)."""
         return self._traverser.run.run_id
 
+    @property
+    def item(self) -> Any:
+        """The item this map child runs for (``add_map``); a ``RunError`` outside a map child."""
+        return self._mapped("item")
+
+    @property
+    def index(self) -> int:
+        """This map child's position in the map's items (0-based); a ``RunError`` outside a map child."""
+        return int(self._mapped("index"))
+
+    def _mapped(self, what: str) -> Any:
+        mapped = self._traverser.mapped
+        if mapped is None:
+            from .errors import RunError
+
+            raise RunError(
+                f"ctx.{what} is only set in a map child (add_map), not in stage '{self.stage_id}'",
+                stage_id=self.stage_id,
+            )
+        return mapped[1] if what == "item" else mapped[0]
+
     def stop(self, reason: str | None = None) -> None:
         """End the run after this stage commits (footprintjs ``$break``); the first reason wins."""
         self._traverser.request_stop(reason)

@@ -5,7 +5,8 @@
     ├── RunError(FlowchartError, RuntimeError)       a run cannot go on (unknown branch, loop cap, ...)
     │   ├── LoopLimitError                           a loop target was visited too often
     │   ├── RunTimeoutError(RunError, TimeoutError)  run(timeout=...) expired inside a stage
-    │   └── ForkError                                one or more fork children failed
+    │   ├── ForkError                                fork children failed, or chart.fork cannot start there
+    │   └── MapError                                 a map child failed (fail_fast): its index
     ├── ScopeWriteError(FlowchartError, ValueError)  a stage wrote something it may not
     │   └── ReadonlyInputError                       a stage wrote a run-input key
     └── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
@@ -48,13 +49,24 @@ class RunTimeoutError(RunError, TimeoutError):
 
 
 class ForkError(RunError):
-    """Children of a fork or selector failed (``fail_fast=False`` collects them all)."""
+    """Children of a fork or selector failed (``fail_fast=False`` collects them all), or
+    ``chart.fork`` cannot continue a run there (another chart's run, a commit that is not a
+    fork point — the message names the nearest valid commits)."""
 
     def __init__(
         self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None
     ) -> None:
         super().__init__(message, stage_id=stage_id)
         self.errors: dict[str, BaseException] = dict(errors or {})
+
+
+class MapError(RunError):
+    """A child of a ``fail_fast`` map failed: ``index`` is its item's position; the child's
+    own error is the ``__cause__``."""
+
+    def __init__(self, message: str, *, stage_id: str | None = None, index: int = 0) -> None:
+        super().__init__(message, stage_id=stage_id)
+        self.index = index
 
 
 class ScopeWriteError(FlowchartError, ValueError):

@@ -11,7 +11,7 @@ Data (scope) hooks, fired live while a stage runs:
 Flow hooks, fired after a stage commits:
     on_run_start(RunEvent) · on_run_end(RunEvent) · on_run_failed(RunEvent)
     on_stage_executed(StageExecutedEvent) · on_next(NextEvent)
-    on_decision(DecisionEvent) · on_fork(ForkEvent) · on_selected(SelectedEvent)
+    on_decision(DecisionEvent) · on_fork(ForkEvent) · on_map(MapEvent) · on_selected(SelectedEvent)
     on_subflow_entry(SubflowEvent) · on_subflow_exit(SubflowEvent)
     on_loop(LoopEvent) · on_break(BreakEvent) · on_error(ErrorEvent)
     on_pause(PauseEvent) · on_resume(ResumeEvent)
@@ -52,6 +52,7 @@ FLOW_HOOKS = (
     "on_next",
     "on_decision",
     "on_fork",
+    "on_map",
     "on_selected",
     "on_subflow_entry",
     "on_subflow_exit",
@@ -190,6 +191,16 @@ class ForkEvent:
     ctx: TraversalContext
     parent: str
     children: tuple[str, ...]
+
+
+@attrs.frozen
+class MapEvent:
+    """A map stage ran its children: ``count`` items, ``failed`` the indexes whose child raised."""
+
+    ctx: TraversalContext
+    stage_name: str
+    count: int
+    failed: tuple[int, ...] = ()
 
 
 @attrs.frozen

@@ -134,4 +134,6 @@ def fork_chart(
         return run_coroutine(make, chart.needs_loop or timeout is not None)
     from .store.forks import record_fork
 
-    return record_fork(chart, store, src, at, run_id, lambda: run_coroutine(make, chart.needs_loop or timeout is not None))
+    return record_fork(
+        chart, store, src, at, run_id, lambda: run_coroutine(make, chart.needs_loop or timeout is not None)
+    )

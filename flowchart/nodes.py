@@ -109,6 +109,7 @@ class StageNode:
         "id",
         "kind",
         "loop_to",
+        "map",
         "mount",
         "name",
         "next",
@@ -132,6 +133,8 @@ class StageNode:
         self.children: list[StageNode] = []
         self.fail_fast = False
         self.branch_id: str | None = None
+        #: a map stage's ``flowchart.mapping.MapSpec`` (``None`` for every other stage)
+        self.map: Any = None
 
     @property
     def is_async(self) -> bool:

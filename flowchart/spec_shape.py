@@ -22,7 +22,8 @@ _SPEC_KEYS = ("root", "name", "stages")
 _REQUIRED = ("id", "name", "kind")
 _STRINGS = ("id", "name", "description", "next", "loop_to", "default")
 _BOOLS = ("fail_fast", "propagate_break")
-_STAGE_KEYS = (*_STRINGS, "kind", "branches", "children", *_BOOLS, "subflow", "array_merge")
+_STAGE_KEYS = (*_STRINGS, "kind", "branches", "children", *_BOOLS, "subflow", "array_merge", "map")
+_MAP_KEYS = ("into", "concurrency", "fail_fast")
 
 
 def _what(value: Any) -> str:
@@ -107,12 +108,25 @@ def _check_stage(stage: Any, at: str, what: str) -> None:
     for bid, target in branches.items():
         if type(target) is not str:
             raise _refuse(what, f"expected a string, got {_what(target)}", f"{at}.branches{step(bid)}")
+    if "map" in stage:
+        _check_map(stage["map"], f"{at}.map", what)
     children = stage.get("children", [])
     if type(children) is not list:
         raise _refuse(what, f"expected a list, got {_what(children)}", f"{at}.children")
     for i, child in enumerate(children):
         if type(child) is not str:
             raise _refuse(what, f"expected a string, got {_what(child)}", f"{at}.children[{i}]")
+
+
+def _check_map(spec: Any, at: str, what: str) -> None:
+    """A map stage's ``map``: ``{"into": str, "concurrency": int >= 1, "fail_fast": bool}``."""
+    _check_object(spec, at, what, _MAP_KEYS, _MAP_KEYS)
+    if type(spec["into"]) is not str or not spec["into"]:
+        raise _refuse(what, f"expected a non-empty string, got {_what(spec['into'])}", f"{at}.into")
+    if type(spec["concurrency"]) is not int or spec["concurrency"] < 1:
+        raise _refuse(what, f"expected a positive integer, got {_what(spec['concurrency'])}", f"{at}.concurrency")
+    if type(spec["fail_fast"]) is not bool:
+        raise _refuse(what, f"expected a boolean, got {_what(spec['fail_fast'])}", f"{at}.fail_fast")
 
 
 __all__ = ["check_spec"]

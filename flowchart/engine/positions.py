@@ -113,6 +113,14 @@ class _Walk:
             i += 1
         return i
 
+    def _map_children(self, i: int, full: str) -> int:
+        """Skip a map's child commits (same stage id) up to its own, the last one."""
+        while i < len(self.log) and self.log[i].stage_id == full and not _is_fork(self.log[i]):
+            self.invalid[i - 1] = "the children of a map commit together"
+            self.max_rid = max(self.max_rid, _rid_index(self.log[i].runtime_stage_id))
+            i += 1
+        return i
+
     def _follow(self, node: StageNode, cont: StageNode | None) -> tuple[StageNode | None, StageNode | None, None]:
         return (node.next, cont, None) if node.next is not None else (cont, None, None)
 
@@ -136,6 +144,8 @@ class _Walk:
                 continue
             commit = self._take(i, node)
             i += 1
+            if node.map is not None:  # its children's commits, then its own: one stage
+                i = self._map_children(i, prefix + node.id)
             if node.kind == "pausable":
                 i = self._resumed(i, {prefix + node.id})
             hop: tuple[Any, Any, Any, Any]
@@ -233,8 +243,5 @@ def locate(
         raise ForkError(f"commit {at} is not a fork point ({why}); the nearest valid commits are {near}")
     node, cont, invoker, children = walk.after[at]
     visits, loops = walk.counts[at]
-    if at + 1 < len(log):
-        counter = _rid_index(log[at + 1].runtime_stage_id)
-    else:
-        counter = walk.max_rid + 1
+    counter = _rid_index(log[at + 1].runtime_stage_id) if at + 1 < len(log) else walk.max_rid + 1
     return Position(at, node, cont, invoker, children, max(counter, 0), visits, loops)

@@ -47,7 +47,7 @@ from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
-from . import choices, forks, resuming, subflows
+from . import choices, forks, maps, resuming, subflows
 from .run import Run
 
 _NO_INPUT: Any = object()
@@ -102,6 +102,9 @@ class _StageRecorder:
 
 class Traverser:
     """Walks one chart (the top level, or one subflow run) over one state dict."""
+
+    #: ``(index, item)`` inside a map child (``ctx.index``, ``ctx.item``), else ``None``
+    mapped: tuple[int, Any] | None = None
 
     def __init__(
         self,
@@ -385,6 +388,8 @@ class Traverser:
                 return output, (None, None, None)
             return output, self.follow(node, rid, cont)
 
+        if node.map is not None:
+            return await maps.run_map(self, node, rid, cont, namespace)
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
         output, txn, error = await self.call_stage(node, call, rid, namespace)

@@ -42,6 +42,7 @@ from flowchart.events import (
     ErrorEvent,
     ForkEvent,
     LoopEvent,
+    MapEvent,
     PauseEvent,
     ReadEvent,
     ResumeEvent,
@@ -234,6 +235,11 @@ class NarrativeRecorder:
         """``[Parallel]: Forking into N parallel paths: ...``."""
         children = [_qualify(c, event.ctx) for c in event.children]
         self._push("fork", 0, sentences.fork(children), event.ctx)
+
+    def on_map(self, event: MapEvent) -> None:
+        """``[Map]: Mapped X over N items.`` (ours: footprintjs has no map stage)."""
+        name = _qualify(event.stage_name, event.ctx)
+        self._push("map", 0, sentences.mapped(name, event.count, event.failed), event.ctx, stage_name=name)
 
     def on_selected(self, event: SelectedEvent) -> None:
         """``[Selected]: k of N paths selected ...`` (with the rules when evidence came)."""

@@ -18,6 +18,7 @@ __all__ = [
     "error",
     "fork",
     "loop",
+    "mapped",
     "operation",
     "selected",
     "stage",
@@ -113,6 +114,16 @@ def decision(
 def fork(children: Sequence[str]) -> str:
     """``[Parallel]: Forking into N parallel paths: a, b.`` (always "paths")."""
     return f"[Parallel]: Forking into {len(children)} parallel paths: {', '.join(children)}."
+
+
+def mapped(name: str, count: int, failed: Sequence[int]) -> str:
+    """``[Map]: Mapped Fetch over 12 items.`` — OURS: footprintjs has no map stage (docs/differences.md)."""
+    noun = "item" if count == 1 else "items"
+    text = f"[Map]: Mapped {name} over {count} {noun}"
+    if failed:
+        which = "item" if len(failed) == 1 else "items"
+        text += f"; {which} {', '.join(map(str, failed))} failed"
+    return text + "."
 
 
 def selected(names: Sequence[str], total: int, evidence: Mapping[str, Any] | None) -> str:

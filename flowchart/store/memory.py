@@ -8,6 +8,7 @@ a caller can never reach in and mutate a stored run.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from typing import Any
@@ -49,6 +50,8 @@ class _Row:
     narrative: list[str] = attrs.Factory(list)
     redaction: str | None = None
     failure: str | None = None
+    parent_run_id: str | None = None
+    forked_at: int | None = None
 
 
 class MemoryStore:
@@ -80,6 +83,7 @@ class MemoryStore:
             has_answer=row.has_answer, answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
             failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
+            parent_run_id=row.parent_run_id, forked_at=row.forked_at,
         )  # fmt: skip
 
     def get(self, run_id: str) -> RunRecord:
@@ -95,6 +99,13 @@ class MemoryStore:
             rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
             return [self._record(rid, row) for rid, row in rows[:limit]]
 
+    def forks(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        with self._lock:
+            rows = [(rid, row) for rid, row in self._runs.items() if row.parent_run_id == run_id]
+            rows.sort(key=lambda item: (item[1].created_at, item[0]))
+            return [self._record(rid, row) for rid, row in rows]
+
     def create(
         self,
         run_id: str,
@@ -104,8 +115,11 @@ class MemoryStore:
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        parent_run_id: str | None = None,
+        forked_at: int | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
+        ``RunExistsError`` if the id is taken."""
         with self._lock:
             if run_id in self._runs:
                 raise RunExistsError(f"run '{run_id}' already exists in run store memory")
@@ -114,6 +128,7 @@ class MemoryStore:
             now = time.time()
             row = _Row(kind, chart_fingerprint, codec.encode(input), now, now)
             row.redaction = codec.encode_redaction(redaction)
+            row.parent_run_id, row.forked_at = parent_run_id, forked_at
             self._runs[run_id] = row
         return self.get(run_id)
 

@@ -98,7 +98,8 @@ class RunRecord:
     recorded); ``redaction`` the rule the run was recorded under, which every reader of
     the record (the ``agent`` CLI, ``record_trace``, the viewer) applies to what the store
     keeps raw — the input above all (``None``: nothing hidden, or a run stored before
-    rules were kept).
+    rules were kept); ``parent_run_id`` and ``forked_at`` the run a fork continues and
+    the commit it forked at (``None`` for a run that is not a fork).
     """
 
     run_id: str
@@ -120,6 +121,8 @@ class RunRecord:
     chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
     failure: RunFailure | None = None
     redaction: Redaction | None = attrs.field(default=None, repr=False)
+    parent_run_id: str | None = None
+    forked_at: int | None = None
 
     @property
     def next_seq(self) -> int:
@@ -156,9 +159,16 @@ class RunStore(Protocol):
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        parent_run_id: str | None = None,
+        forked_at: int | None = None,
     ) -> RunRecord:
         """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken.
-        ``redaction`` (kept with the run) is what its readers hide."""
+        ``redaction`` (kept with the run) is what its readers hide; a fork names its parent
+        run and the commit it forked at."""
+        ...
+
+    def forks(self, run_id: str) -> list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first (``[]`` when none)."""
         ...
 
     def get(self, run_id: str) -> RunRecord:

@@ -15,7 +15,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -68,6 +68,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: (
         "ALTER TABLE runs ADD COLUMN redaction TEXT",
         "ALTER TABLE runs ADD COLUMN failure TEXT",
+    ),
+    # 3: a fork's lineage — the run it was forked from and the commit it forked at (others: NULL)
+    3: (
+        "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
+        "ALTER TABLE runs ADD COLUMN forked_at INTEGER",
+        "CREATE INDEX runs_by_parent ON runs (parent_run_id, created_at)",
     ),
 }
 

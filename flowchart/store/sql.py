@@ -14,6 +14,7 @@ Laws:
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import time
@@ -41,7 +42,7 @@ from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
-    "output, error, created_at, updated_at, redaction, failure"
+    "output, error, created_at, updated_at, redaction, failure, parent_run_id, forked_at"
 )
 
 
@@ -144,6 +145,13 @@ class SqlStore:
             rows = self._run(cur, sql, params).fetchall()
             return [self._record(cur, row) for row in rows]
 
+    def forks(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        with self._tx(write=False) as cur:
+            sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
+            rows = self._run(cur, sql, (run_id,)).fetchall()
+            return [self._record(cur, row) for row in rows]
+
     def _record(self, cur: Any, row: Any) -> RunRecord:
         run_id, fingerprint = row[0], row[2]
         key = self._key
@@ -168,6 +176,7 @@ class SqlStore:
             narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
+            parent_run_id=row[15], forked_at=None if row[16] is None else int(row[16]),
         )  # fmt: skip
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
@@ -187,8 +196,11 @@ class SqlStore:
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        parent_run_id: str | None = None,
+        forked_at: int | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
+        ``RunExistsError`` if the id is taken."""
         now = time.time()
         try:
             with self._tx() as cur:
@@ -200,7 +212,7 @@ class SqlStore:
                 self._run(
                     cur,
                     "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
-                    "redaction) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                    "redaction, parent_run_id, forked_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         kind,
@@ -209,6 +221,8 @@ class SqlStore:
                         now,
                         now,
                         codec.encode_redaction(redaction),
+                        parent_run_id,
+                        forked_at,
                     ),
                 )
         except Exception as exc:

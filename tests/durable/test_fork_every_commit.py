@@ -110,7 +110,7 @@ def test_the_fork_commit_records_lineage_and_the_patch() -> None:
 def test_loop_counts_continue_from_the_boundary() -> None:
     """The parent had taken the loop twice by commit 6 (again#6 → work): a fork there with
     max_iterations=3 may loop once more before the cap, exactly like an uninterrupted run."""
-    with pytest.raises(LoopLimitError, match="Maximum loop iterations \\(3\\) exceeded for node 'work'"):
+    with pytest.raises(LoopLimitError, match=r"Maximum loop iterations \(3\) exceeded for node 'work'"):
         CHART.fork(PARENT, at=6, patch={"limit": 100}, max_iterations=3)
     fork = CHART.fork(PARENT, at=6, patch={"limit": 4}, max_iterations=3)
     assert [c.stage_id for c in fork.commit_log].count("work") == 2  # work#7 and one more lap
@@ -139,17 +139,17 @@ def test_a_boundary_inside_a_parallel_batch_is_refused_naming_the_nearest() -> N
     """Between the children of one fork there is no resume point."""
     with pytest.raises(
         ForkError,
-        match="^commit 11 is not a fork point \\(the children of one parallel batch commit together\\); "
-        "the nearest valid commits are 10 or 12$",
+        match=r"^commit 11 is not a fork point \(the children of one parallel batch commit together\); "
+        r"the nearest valid commits are 10 or 12$",
     ):
         CHART.fork(PARENT, at=11)
 
 
 def test_out_of_range_and_non_int_at_are_refused() -> None:
     """``at`` must index the log (or be -1, before the first commit)."""
-    with pytest.raises(ForkError, match="^commit 14 is out of range: the log has 14 commits \\(fork at -1..13\\)$"):
+    with pytest.raises(ForkError, match=r"^commit 14 is out of range: the log has 14 commits \(fork at -1..13\)$"):
         CHART.fork(PARENT, at=14)
-    with pytest.raises(TypeError, match="must be a commit index \\(an int\\), got str"):
+    with pytest.raises(TypeError, match=r"must be a commit index \(an int\), got str"):
         CHART.fork(PARENT, at="3")  # type: ignore[arg-type]
 
 
@@ -177,11 +177,11 @@ def test_a_bad_patch_is_refused_before_anything_runs() -> None:
     """A patch must be a dict of state keys to JSON values; run-input keys stay the parent's."""
     from flowchart import ReadonlyInputError, ScopeWriteError, flow_chart
 
-    with pytest.raises(TypeError, match="must be a dict of state key -> JSON value, got list"):
+    with pytest.raises(TypeError, match=r"must be a dict of state key -> JSON value, got list"):
         CHART.fork(PARENT, at=3, patch=[1])  # type: ignore[arg-type]
-    with pytest.raises(ScopeWriteError, match="not JSON-safe"):
+    with pytest.raises(ScopeWriteError, match=r"not JSON-safe"):
         CHART.fork(PARENT, at=3, patch={"x": object()})
     chart = flow_chart("A", lambda s, c: None, "a").add_function("B", lambda s: None, "b").build()
     run = chart.run({"user": "ada"})
-    with pytest.raises(ReadonlyInputError, match="fork patch key 'user' is run input"):
+    with pytest.raises(ReadonlyInputError, match=r"fork patch key 'user' is run input"):
         chart.fork(run, at=0, patch={"user": "bob"})
