@@ -17,7 +17,7 @@ decision for THAT request, once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -297,6 +297,13 @@ class Agent:
         if self.needs_event_loop:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
+
+    def fork(self, run_id: str, at: int, patch: Mapping[str, Any] | None = None) -> str | Paused:
+        """A new stored run that continues ``run_id`` after its commit ``at`` with ``patch``
+        (state key → JSON value) written first — e.g. a rewritten tool result in ``history``
+        — so the model answers again from there. Needs the agent's store; the fork lists
+        under ``store.forks(run_id)``. See docs/durable.md."""
+        return durable.fork(self, run_id, at, patch)
 
     def submit(self, message: str, identity: Any = None, *, app: Any = None) -> str:
         """Queue a run for Celery workers (``agent.celery``): record it in the store and

@@ -168,6 +168,26 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     return value
 
 
+def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
+    """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
+    ``patch`` written first (``flowchart.forking``); its answer, or ``Paused``."""
+    from flowchart.forking import fork_chart
+
+    store = _store(agent)
+    new_id = new_run_id()
+    recorders = agent._recorders()
+    result = fork_chart(
+        agent.chart, run_id, at, patch, store=store, run_id=new_id, kind=AGENT_RUN_KIND, output=_final,
+        env={RUN_ID_ENV: new_id}, recorders=recorders, max_iterations=agent.config.max_iterations + 2,
+        redaction=agent.redaction, timeout=agent.timeout,
+    )  # fmt: skip
+    value = agent._finish(result, recorders)
+    if isinstance(value, Paused):
+        assert result.checkpoint is not None
+        return attrs.evolve(paused_from(result.checkpoint), run_id=new_id)
+    return value
+
+
 def _final(result: RunResult) -> Any:
     """What a finished agent run stores as its output: the final answer text."""
     return str(result.state.get("final_content", ""))

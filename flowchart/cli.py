@@ -6,12 +6,16 @@
     flowchart diff TRACE A B               what changed between commits A and B
     flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
     flowchart view TRACE [-o PAGE] [--open] one self-contained HTML page of the run
+    flowchart fork TRACE --chart MODULE:ATTR --at K [--set KEY=JSON ...] [--out FILE]
+                                           run on from commit K with edited values
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
 an index out of range, a bad MODULE:ATTR) prints ONE line ``flowchart: error: ...`` on
 stderr and exits with status 2 — never a traceback. Success exits 0. Commit indexes
 are the log's (``-1`` is the initial state). ``show`` imports the module the user names
-(their own code, from the current directory too); nothing else is ever imported or run.
+(their own code, from the current directory too); nothing else is ever imported or run
+— except by ``fork``, which runs the chart ``--chart`` names from commit K on. A ``--set``
+value is untrusted JSON, parsed within ``flowchart.untrusted``'s limits.
 """
 
 from __future__ import annotations
@@ -126,6 +130,36 @@ def cmd_show(args: argparse.Namespace) -> str:
     return chart.to_mermaid() if args.mermaid else chart.description
 
 
+def parse_set(text: str) -> tuple[str, Any]:
+    """``KEY=JSON`` → ``(KEY, value)``; a ``CliError`` naming the mistake otherwise."""
+    from .serde import loads
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise CliError(f"--set {text!r}: expected KEY=JSON (e.g. --set limit=5 or --set 'name=\"ada\"')")
+    try:
+        return key, loads(raw, what="--set value")
+    except FlowchartError as exc:
+        raise CliError(f"--set {key}: the value is not JSON: {exc}") from None
+
+
+def cmd_fork(args: argparse.Namespace) -> str:
+    """``fork``: a new run of ``--chart`` from commit ``--at`` of TRACE with ``--set`` values."""
+    trace = _load(args.trace)
+    patch = dict(parse_set(item) for item in args.set or ())
+    chart = load_chart(args.chart)
+    try:
+        result = chart.fork(trace, at=args.at, patch=patch or None)
+    except FlowchartError as exc:
+        raise CliError(str(exc)) from None
+    if args.out:
+        try:
+            result.trace().save(args.out)
+        except OSError as exc:
+            raise CliError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    return json.dumps(result.state, ensure_ascii=False, indent=2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
     parser = OneLineParser(prog="flowchart", description="Replay, narrate and explain flowchart runs.")
@@ -162,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html)")
     sub.add_argument("--open", action="store_true", help="open the page in a web browser")
+
+    sub = command("fork", cmd_fork, "Run the chart on from a commit of TRACE, with edited values.")
+    sub.add_argument("trace", metavar="TRACE", help="a trace file")
+    sub.add_argument("--chart", required=True, metavar="MODULE:ATTR", help="the chart the trace is a run of")
+    sub.add_argument("--at", type=int, required=True, metavar="K", help="the commit to fork at (-1: the start)")
+    sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
+    sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
     return parser
 
 

@@ -108,9 +108,12 @@ def fork_chart(
     *,
     store: RunStore | None = None,
     run_id: str | None = None,
+    kind: str = "chart",
+    output: Any = None,
     **options: Any,
 ) -> RunResult:
-    """``chart.fork``: see the module law."""
+    """``chart.fork``: see the module law. ``kind`` and ``output`` are what the stored fork
+    records (an agent's fork is ``kind="agent"`` and stores its final answer)."""
     from .engine.forkrun import fork_run
 
     src, position, state = prepare(chart, source, at, store)
@@ -134,6 +137,5 @@ def fork_chart(
         return run_coroutine(make, chart.needs_loop or timeout is not None)
     from .store.forks import record_fork
 
-    return record_fork(
-        chart, store, src, at, run_id, lambda: run_coroutine(make, chart.needs_loop or timeout is not None)
-    )
+    needs_loop = chart.needs_loop or timeout is not None
+    return record_fork(chart, store, src, at, run_id, lambda: run_coroutine(make, needs_loop), kind, output)

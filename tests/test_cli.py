@@ -27,7 +27,7 @@ from flowchart import FlowChart, flow_chart, narrative, replay
 from flowchart.cli import main
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
-COMMANDS = ["replay", "narrate", "why", "diff", "show", "view"]
+COMMANDS = ["replay", "narrate", "why", "diff", "show", "view", "fork"]
 
 
 def flowchart_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

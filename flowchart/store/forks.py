@@ -10,7 +10,7 @@ segment lands with one ``commit`` (a failure is recorded ``failed``, as any run'
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -25,12 +25,20 @@ if TYPE_CHECKING:
 
 
 def record_fork(
-    chart: FlowChart, store: RunStore, src: ForkSource, at: int, run_id: str | None, run: Callable[[], RunResult]
+    chart: FlowChart,
+    store: RunStore,
+    src: ForkSource,
+    at: int,
+    run_id: str | None,
+    run: Callable[[], RunResult],
+    kind: str = "chart",
+    output: Callable[[RunResult], Any] | None = None,
 ) -> RunResult:
-    """Create the fork's stored run (with lineage), run it, and land its first segment."""
+    """Create the fork's stored run (with lineage), run it, and land its first segment
+    (``output(result)`` is stored when it finished)."""
     run_id = run_id or new_run_id()
     record = store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=src.run_input, chart_spec=chart.spec,
+        run_id, kind=kind, chart_fingerprint=chart.fingerprint, input=src.run_input, chart_spec=chart.spec,
         parent_run_id=src.run_id, forked_at=at,
     )  # fmt: skip
     prefix = list(src.commit_log[: at + 1])
@@ -43,7 +51,7 @@ def record_fork(
         raise
     result.run_id = run_id
     stored = attrs.evolve(result, commit_log=[*prefix, *result.commit_log])
-    land(store, record, stored)
+    land(store, record, stored, output)
     return result
 
 

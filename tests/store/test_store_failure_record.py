@@ -157,7 +157,7 @@ def test_a_version_1_sqlite_store_migrates_and_its_rows_still_load(tmp_path: Pat
     raw.commit()
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version() == 2
+    assert store.schema_version() == SCHEMA_VERSION
     record = store.get("old")
     assert (record.status, record.error, record.failure, record.redaction) == ("failed", "RuntimeError: x", None, None)
 
