@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "flowchart.chart": 2,
     "flowchart.builder": 2,
     "flowchart.drawing": 2,
+    "flowchart.mapping": 2,
     # L3 engine
     "flowchart.engine.*": 3,
     "flowchart.result": 3,
@@ -66,6 +67,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart.cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart.forking": 4,
     "flowchart.otel": 4,
     "flowchart.stream": 4,
     "flowchart.stream_drivers": 4,
@@ -81,6 +83,7 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("flowchart.chart", "flowchart.engine.runner"): "FlowChart.run/resume run the chart from the structure",
     ("flowchart.chart", "flowchart.store.runs"): "FlowChart.run(store=)/resume_run and the chart's _store memory",
     ("flowchart.chart", "flowchart.stream"): "FlowChart.stream/astream start a stream from the structure",
+    ("flowchart.chart", "flowchart.forking"): "FlowChart.fork continues a recorded run from the structure",
     ("flowchart.decide", "flowchart.recorders"): "summarize_value lives in recorders/, not in the bottom layer",
     ("flowchart.result", "flowchart.trace"): "RunResult.trace() and Trace.from_result depend on each other",
 }

@@ -18,7 +18,7 @@ from agent.providers import scripted
 from flowchart import Redaction, ScopeWriteError, flow_chart, narrative, replay
 from flowchart.store import RunStore, SqliteStore
 from flowchart.store.export import record_trace
-from flowchart.store.schema import MIGRATIONS, VERSION_TABLE
+from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
 
 
 def _two_step_chart() -> Any:
