@@ -96,6 +96,21 @@ COMPARE: tuple[Compare, ...] = (
         },
     ),
     Compare(
+        "W7",
+        "map over 1,000 items + join",
+        "µs/item",
+        {"pyfootprint": "map over 1000 items (sync run)", "langgraph": "Send over 1000 items (sync invoke)"},
+    ),
+    Compare(
+        "W7",
+        "map over 1,000 items + join, async",
+        "µs/item",
+        {
+            "pyfootprint": "map over 1000 async items, concurrency 64 (arun)",
+            "langgraph": "Send over 1000 async items (ainvoke)",
+        },
+    ),
+    Compare(
         "W4",
         "loop + in-memory log / checkpoints",
         "µs/iter",
