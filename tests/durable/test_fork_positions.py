@@ -143,7 +143,7 @@ def logs(draw: Any) -> list[Commit]:
             (),
             (),
             draw(DECISIONS),
-        )  # fmt: skip
+        )
         for i in range(size)
     ]
 
