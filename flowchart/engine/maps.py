@@ -7,7 +7,8 @@ Laws:
   ``ctx.item`` / ``ctx.index``. A function child runs over the committed state and writes
   into its own namespace ``runs/<map id>/<index>``; a chart child runs in its own state
   (``{}``; the item is ``ctx.item``), with its own log (``subflow_results`` under its
-  runtime id). The child's result is the function's return value (a chart's: its last
+  runtime id) and its own execution counter under the prefix ``<map id>/<index>/``
+  (``fetch/3/first#0``), so its ids do not depend on which child ran first. The child's result is the function's return value (a chart's: its last
   stage's).
 - Children run concurrently (bounded by ``concurrency``) when the run has an event loop;
   their commits are appended in ITEM order once all have settled, then the map's own ONE
@@ -58,8 +59,12 @@ async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, 
     assert mount is not None
     parent = child
     full = parent.prefix + node.id
+    # its own counter under its own prefix: ids stay unique and do not depend on which
+    # child ran first (the run's counts and results are shared)
+    own = copy.copy(parent.run)
+    own.counter = 0
     inner = type(parent)(
-        parent.run, mount.chart, {}, ReadonlyArgs({}), prefix=full + "/", subflow_path=(*parent.subflow_path, full)
+        own, mount.chart, {}, ReadonlyArgs({}), prefix=f"{full}/{index}/", subflow_path=(*parent.subflow_path, full)
     )
     inner.mapped = (index, item)
     error: Exception | None = None

@@ -128,11 +128,32 @@ def test_a_chart_child_runs_in_its_own_state_per_item() -> None:
     assert result.state["pages"] == [f"u{i}@{i}" for i in range(6)]
     assert "url" not in result.state
     inner = result.subflow_results["fetch#2"]
-    # all six children are stamped first (fetch#2..7): a sync run then runs them in item order
-    assert [c.runtime_stage_id for c in inner.commit_log] == ["fetch/first#8", "fetch/last#9"]
+    # each chart child counts its own stages under <map id>/<index>/
+    assert [c.runtime_stage_id for c in inner.commit_log] == ["fetch/0/first#0", "fetch/0/last#1"]
+    assert [c.runtime_stage_id for c in result.subflow_results["fetch#7"].commit_log][-1] == "fetch/5/last#1"
     assert inner.state == {"url": "u0"}
     trace = Trace.from_json(result.trace().to_json())
     assert trace.chart_spec["stages"][1]["map"] == {"into": "pages", "concurrency": 8, "fail_fast": True}
+
+
+def test_concurrent_chart_children_leave_the_same_record_every_time() -> None:
+    """Async chart children finishing in any order: their logs and ids are the same each run."""
+
+    async def first(scope: Any, ctx: Any) -> None:
+        await asyncio.sleep(0.001 * ((ctx.index * 7) % 5))
+        scope.url = ctx.item
+
+    async def last(scope: Any, ctx: Any) -> str:
+        await asyncio.sleep(0.001 * ((ctx.index * 3) % 4))
+        return scope.url
+
+    child = flow_chart("First", first, "first").add_function("Last", last, "last").build()
+
+    def record() -> Any:
+        result = chart_of(child, concurrency=3).run()
+        return result.trace().to_dict()["subflows"], [c.to_dict() for c in result.commit_log]
+
+    assert record() == record()
 
 
 def test_ctx_item_outside_a_map_is_an_error() -> None:
