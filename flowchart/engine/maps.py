@@ -8,8 +8,8 @@ Laws:
   into its own namespace ``runs/<map id>/<index>``; a chart child runs in its own state
   (``{}``; the item is ``ctx.item``), with its own log (``subflow_results`` under its
   runtime id) and its own execution counter under the prefix ``<map id>/<index>/``
-  (``fetch/3/first#0``), so its ids do not depend on which child ran first. The child's result is the function's return value (a chart's: its last
-  stage's).
+  (``fetch/3/first#0``), so its ids do not depend on which child ran first. The child's
+  result is the function's return value (a chart's: its last stage's).
 - Children run concurrently (bounded by ``concurrency``) when the run has an event loop;
   their commits are appended in ITEM order once all have settled, then the map's own ONE
   commit writes the results, in item order, to ``into`` — the log is the same on every run.
