@@ -161,3 +161,26 @@ def test_the_position_decoder_refuses_or_locates_never_crashes(log: list[Commit]
     assert isinstance(position, Position)
     assert position.counter >= 0 and -1 <= position.at < len(log)
     assert all(v >= 0 for v in position.visit_counts.values())
+
+
+def test_a_selectors_recorded_choice_drives_the_fork() -> None:
+    """After a selector's commit the fork runs the branches it recorded (not all of them),
+    then what follows; every other boundary replays the parent's ending too."""
+    chart = (
+        flow_chart("Seed", lambda s: s.__setattr__("pick", ["b", "c"]), "seed")
+        .add_selector_function("Pick", lambda s: list(s.pick), "pick")
+        .add_function_branch("a", "A", lambda s: s.__setattr__("v", "a"))
+        .add_function_branch("b", "B", lambda s: s.__setattr__("v", "b"))
+        .add_function_branch("c", "C", lambda s: s.__setattr__("v", "c"))
+        .end()
+        .add_function("Join", lambda s: s.__setattr__("seen", sorted(s.runs)), "join")
+        .build()
+    )
+    run = chart.run()
+    assert [c.stage_id for c in run.commit_log] == ["seed", "pick", "b", "c", "join"]
+    for at in (-1, 0, 1, 3, 4):
+        assert chart.fork(run, at=at).state == run.state
+    fork = chart.fork(run, at=1, patch={"pick": ["a"]})  # the choice was recorded: b and c run
+    assert fork.state["seen"] == ["b", "c"]
+    with pytest.raises(ForkError, match="nearest valid commits are 1 or 3"):
+        chart.fork(run, at=2)
