@@ -36,7 +36,7 @@ from flowchart.store import CommitConflictError, RunStore
 from . import durable
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 TASK_NAME = "pyfootprint.advance_run"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"

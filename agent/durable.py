@@ -43,7 +43,7 @@ from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
     from .tools import Tool
 
 RUN_ID_ENV = STORE_RUN_ENV
@@ -143,19 +143,15 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
-        recorders = agent._recorders(attach)
-        options: dict[str, Any] = {
-            "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
-            "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,
-            "timeout": agent.timeout,
-        }  # fmt: skip
+        recorders = agent.run_recorders(attach)
+        options = agent.chart_options(recorders, env={RUN_ID_ENV: run_id})
         if record.checkpoint is None:
             result = await agent.chart.arun(record.input, **options)
         else:
             result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
         result.run_id = run_id
         try:
-            outcome.append(agent._finish(result, recorders))
+            outcome.append(agent.finish_run(result, recorders))
         except Exception as exc:
             raise RefusedOutcome(exc, result) from None
         return result

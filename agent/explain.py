@@ -36,13 +36,10 @@ from governance import HUMAN_DECISIONS, LEDGER_KEY, call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
+from .errors import ExplainError
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""
-
-
-class ExplainError(ValueError):
-    """The record holds no model call to explain (or ``call=N`` names none)."""
 
 
 @attrs.frozen
