@@ -29,6 +29,7 @@ from .errors import PolicyHaltError
 from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
 from .resume_checks import check_resumable
+from .state import FINAL_CONTENT, MESSAGE_DENIED_BY, MESSAGE_DENIED_PHASE, MESSAGE_DENIED_REASON, POLICY_HALT
 
 if TYPE_CHECKING:
     from .builder import AgentBuilder
@@ -233,17 +234,17 @@ class Agent:
         lines = recorders[0].lines() if self.narrative else []
         self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
         state = result.state
-        if "message_denied_phase" in state:
+        if MESSAGE_DENIED_PHASE in state:
             raise MessageDeniedError(
-                state["message_denied_reason"], state["message_denied_phase"], state["message_denied_by"]
+                state[MESSAGE_DENIED_REASON], state[MESSAGE_DENIED_PHASE], state[MESSAGE_DENIED_BY]
             )
-        if "policy_halt" in state:
-            halt = state["policy_halt"]
+        if POLICY_HALT in state:
+            halt = state[POLICY_HALT]
             raise PolicyHaltError(halt["reason"], halt["tool_name"], halt["tool_call_id"])
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
-        return str(state.get("final_content", ""))
+        return str(state.get(FINAL_CONTENT, ""))
 
     def last_snapshot(self) -> AgentSnapshot:
         """The last run's state, commit log and narrative (raises before the first run)."""

@@ -57,8 +57,19 @@ from governance.permissions import evaluate_permission
 from . import events
 from .answers import make_record_answer
 from .config import STORE_RUN_ENV, AgentConfig
-from .paused import PAUSED_KEY, AnswerBook
+from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from .stages import record_rows
+from .state import (
+    HISTORY,
+    IDENTITY,
+    ITERATION,
+    LLM_LATEST_CONTENT,
+    LLM_LATEST_TOOL_CALLS,
+    PAUSED_TOOL_CALL,
+    POLICY_HALT,
+    PauseData,
+    PausedCall,
+)
 from .tool_errors import error_row, record_tool_error
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 
@@ -78,13 +89,13 @@ class CallOutcome:
     """
 
     text: str | None = None
-    pause: dict[str, Any] | None = None
-    paused: dict[str, Any] | None = None
+    pause: PauseData | None = None
+    paused: PausedCall | None = None
     executed: bool = False
 
 
 def _identity(scope: Scope) -> Any:
-    return peek(scope, "identity")
+    return peek(scope, IDENTITY)
 
 
 @attrs.frozen
@@ -144,7 +155,7 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
         site.cfg.tool_middleware,
         ToolCallInfo(
             tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
-            history=tuple(peek(scope, "history")), identity=_identity(scope), result=result, error=error,
+            history=tuple(peek(scope, HISTORY)), identity=_identity(scope), result=result, error=error,
             source=site.tool.source,
         ),
     )  # fmt: skip
@@ -168,7 +179,7 @@ async def dispatch_call(
     identity = _identity(scope)
     gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
     # the gates see the history so far (the stage's history view, read without a copy per item)
-    history = tuple(list.__iter__(peek(scope, "history"))) if gated else ()
+    history = tuple(list.__iter__(peek(scope, HISTORY))) if gated else ()
     if cfg.permission_checker is not None:
         verdict = await evaluate_permission(
             cfg.permission_checker,
@@ -179,7 +190,7 @@ async def dispatch_call(
         if verdict.result != "allow":
             if verdict.result == "halt":
                 reason = verdict.rationale or "policy"
-                scope.policy_halt = {
+                scope[POLICY_HALT] = {
                     "tool_name": name,
                     "tool_call_id": call_id,
                     "reason": reason,
@@ -199,12 +210,8 @@ async def dispatch_call(
         if chain.verdict == "ask":
             position = _position(ctx, iteration)
             ask = build_middleware_ask(chain, info, run_id=run_of(ctx), position=position)
-            paused = {"kind": "ask", "tool_call_id": call_id, "tool_name": name, "args": ask.args,
-                      "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id,
-                      "position": position}  # fmt: skip
-            return CallOutcome(
-                pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused
-            )
+            paused = PausedCall("ask", call_id, name, ask.args, ask.id, position, chain.index, ask.middleware)
+            return CallOutcome(pause=PauseData("ask", call_id, name, ask.to_dict()), paused=paused)
         args = chain.value
     issues = validate_args(args, tool.input_schema)
     if issues:
@@ -219,7 +226,7 @@ async def dispatch_call(
             position = _position(ctx, iteration)
             request = await build_check_in_request(
                 tool_name=name, tool_description=tool.description, args=args, tool_call_id=call_id,
-                iteration=iteration, identity=identity, intent=peek(scope, "llm_latest_content") or None,
+                iteration=iteration, identity=identity, intent=peek(scope, LLM_LATEST_CONTENT) or None,
                 system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
                 scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
             )  # fmt: skip
@@ -227,28 +234,15 @@ async def dispatch_call(
                 events.CHECKIN_REQUEST,
                 {"tool_name": name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()},
             )
-            paused = {
-                "kind": "check_in",
-                "tool_call_id": call_id,
-                "tool_name": name,
-                "args": request.args,
-                "request_id": request.id,
-                "position": position,
-            }
-            return CallOutcome(
-                pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()},
-                paused=paused,
-            )
+            paused = PausedCall("check_in", call_id, name, request.args, request.id, position)
+            return CallOutcome(pause=PauseData("check_in", call_id, name, request.to_dict()), paused=paused)
     try:
         result, _error = await _execute(CallSite(cfg, scope, ctx, tool, call, iteration), args)
     except AskHumanSignal as signal:
         position = _position(ctx, iteration)
         rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
-        paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args,
-                  "request_id": rid, "position": position}  # fmt: skip
-        return CallOutcome(
-            pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused
-        )
+        paused = PausedCall("ask_human", call_id, name, args, rid, position)
+        return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
     return CallOutcome(text=result_text(result), executed=True)
 
 
@@ -256,7 +250,7 @@ async def answer_paused(
     cfg: AgentConfig,
     scope: Scope,
     ctx: StageContext,
-    paused: dict[str, Any],
+    paused: PausedCall,
     call: dict[str, Any],
     row: dict[str, Any],
     iteration: int,
@@ -264,10 +258,10 @@ async def answer_paused(
     """What the model reads for the call the run paused on, given the person's recorded
     answer (``row`` of ``human_decisions``), and whether the tool ran (then its
     ``tool.end`` event was emitted)."""
-    tool = cfg.tools[paused["tool_name"]]
+    tool = cfg.tools[paused.tool_name]
     site = CallSite(cfg, scope, ctx, tool, call, iteration)
-    args = paused["args"]
-    kind = paused["kind"]
+    args = paused.args
+    kind = paused.kind
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
         answer = row["answer"]
@@ -291,15 +285,15 @@ async def answer_paused(
             return declined_result(note), False
         return await _run_after_consent(site, args)
     # a middleware ask: the person's answer is filed under the asker
-    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
+    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=str(paused.middleware),
                                 tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
     record_rows(scope, ctx, [ledger_row])
     if not approved:
         return declined_result(note), False
     info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-                        history=tuple(peek(scope, "history")), identity=_identity(scope),
+                        history=tuple(peek(scope, HISTORY)), identity=_identity(scope),
                         source=tool.source)  # fmt: skip
-    rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
+    rest = await run_tool_chain(cfg.tool_middleware, info, start=int(paused.ask_index or 0) + 1, ask_policy="refuse")
     record_rows(scope, ctx, rest.rows)
     if rest.verdict != "allow":
         return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", ""), False
@@ -308,13 +302,13 @@ async def answer_paused(
     if issues:
         return format_arg_issues(tool.name, issues), False
     if tool.check_in is not None:
-        history = tuple(peek(scope, "history"))
+        history = tuple(peek(scope, HISTORY))
         if await should_check_in(
             tool.check_in,
             args,
             CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history)),
         ):
-            return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"]), False
+            return TWO_GATES.format(tool=tool.name, middleware=paused.middleware), False
     return await _run_after_consent(site, args)
 
 
@@ -340,21 +334,23 @@ def _append_result(history: Any, call: dict[str, Any], text: str) -> None:
 
 async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
     """Dispatch ``calls[start:]`` in order, appending each result to ``history`` (the stage's view)."""
-    iteration = scope.iteration
+    iteration = scope[ITERATION]
     for index in range(start, len(calls)):
         call = calls[index]
         outcome = await dispatch_call(cfg, scope, ctx, call, iteration)
         if outcome.pause is not None:
-            scope[PAUSED_KEY] = {**(outcome.paused or {}), "index": index}
-            ctx.emit(events.PAUSE_REQUEST, outcome.pause)
-            return outcome.pause
+            assert outcome.paused is not None
+            scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
+            pause = outcome.pause.to_dict()
+            ctx.emit(events.PAUSE_REQUEST, pause)
+            return pause
         if not outcome.executed:
             _not_run(ctx, call, outcome.text or "")
         _append_result(history, call, outcome.text or "")
         if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
-    scope.iteration = iteration + 1
+    scope[ITERATION] = iteration + 1
     return None
 
 
@@ -362,29 +358,29 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
     """The pausable ``tool-calls`` stage (``book``: the requests answered in this process)."""
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
-        calls = peek(scope, "llm_latest_tool_calls")
-        history = scope.history
+        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+        history = scope[HISTORY]
         history.append(
             {
                 "role": "assistant",
-                "content": scope.llm_latest_content,
+                "content": scope[LLM_LATEST_CONTENT],
                 "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
             }
         )
         return await _run_batch(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
-        paused = dict(scope[PAUSED_KEY])
-        del scope[PAUSED_KEY]
-        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "tool_name": paused["tool_name"],
-                                       "kind": paused["kind"]})  # fmt: skip
-        calls = peek(scope, "llm_latest_tool_calls")
-        index = paused["index"]
+        paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
+        del scope[PAUSED_TOOL_CALL]
+        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused.tool_call_id, "tool_name": paused.tool_name,
+                                       "kind": paused.kind})  # fmt: skip
+        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+        index = int(paused.index or 0)
         row = scope[HUMAN_DECISIONS][-1]  # the answer as recorded by record_answer: what decides
-        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], dict(row), scope.iteration)
+        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], dict(row), scope[ITERATION])
         if not executed:
             _not_run(ctx, calls[index], text)
-        history = scope.history
+        history = scope[HISTORY]
         _append_result(history, calls[index], text)
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None

@@ -41,6 +41,7 @@ from governance import ResumeDecisionError, pending_request
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
+from .state import FINAL_CONTENT
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -166,7 +167,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
 
 def _final(result: RunResult) -> Any:
     """What a finished agent run stores as its output: the final answer text."""
-    return str(result.state.get("final_content", ""))
+    return str(result.state.get(FINAL_CONTENT, ""))
 
 
 def paused(agent: Agent, run_id: str) -> Paused:

@@ -37,6 +37,7 @@ from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
 from .errors import ExplainError
+from .state import HISTORY
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""
@@ -341,7 +342,7 @@ def _describe(
         return SentMessage(index, role, f"{who} asked for {asked}" if asked else f"{who} replied", snippet(content))
     if role == "tool":
         call_id = message.get("tool_call_id")
-        call = _tool_calls_by_id(state.get("history") or ()).get(str(call_id), {})
+        call = _tool_calls_by_id(state.get(HISTORY) or ()).get(str(call_id), {})
         name = message.get("tool_name") or call.get("name") or "?"
         details = [human_line(row) for row in _human_for(humans, str(call_id))]
         details += _ledger_lines(ledger, call_id=str(call_id))
