@@ -20,7 +20,8 @@ import attrs
 from flowchart import Checkpoint, Redaction, RunResult, narrative
 from flowchart.chart import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
-from governance import HUMAN_DECISIONS, MessageDeniedError, tell_latest
+from governance import HUMAN_DECISIONS, MessageDeniedError
+from governance.human import tell_latest
 
 from . import durable
 from .chart import build_agent_chart

@@ -200,7 +200,7 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.append(f"answered: {', '.join(sorted(record.answered))}")
     rows = decisions_of(record)
     if rows:
-        from governance import decision_sentence
+        from governance.human import decision_sentence
 
         out.append("decided:")
         for row in rows:

@@ -36,23 +36,17 @@ import attrs
 from flowchart import Pausable, StageContext
 from flowchart.pause import pause_again
 from flowchart.scope import Scope, peek
-from governance import (
-    HUMAN_DECISIONS,
-    ChainResult,
-    CheckInPredicateContext,
-    PermissionRequest,
-    ToolCallInfo,
-    ask_answer_row,
+from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
+from governance.chains import run_after_tool_chain, run_tool_chain
+from governance.checkin import (
     ask_human_request_id,
-    ask_resumed_second_ask_reason,
     build_check_in_request,
     build_middleware_ask,
-    declined_result,
     history_for_check_in,
-    run_after_tool_chain,
-    run_tool_chain,
     should_check_in,
 )
+from governance.decisions import declined_result
+from governance.ledger import ask_answer_row, ask_resumed_second_ask_reason
 from governance.permissions import evaluate_permission
 
 from . import events

@@ -36,7 +36,8 @@ from flowchart.engine.runner import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
-from governance import ResumeDecisionError, pending_request
+from governance import ResumeDecisionError
+from governance.human import pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from

@@ -32,7 +32,8 @@ import attrs
 
 from flowchart import Commit, Trace
 from flowchart.commits import apply_commit
-from governance import HUMAN_DECISIONS, LEDGER_KEY, call_text, decision_sentence
+from governance import HUMAN_DECISIONS, LEDGER_KEY
+from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION

@@ -25,16 +25,9 @@ from typing import Any, Literal
 import attrs
 
 from flowchart import Checkpoint
-from governance import (
-    CheckInRequest,
-    DecisionInputError,
-    MiddlewareAsk,
-    ResumeDecisionError,
-    ask_request_id,
-    check_in_request_id,
-    require_decision,
-    verify_decision,
-)
+from governance import CheckInRequest, DecisionInputError, MiddlewareAsk, ResumeDecisionError
+from governance.checkin import ask_request_id, check_in_request_id
+from governance.decisions import require_decision, verify_decision
 
 from .state import IDENTITY, PAUSED_TOOL_CALL
 from .tools import Tool, validate_args

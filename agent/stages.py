@@ -29,7 +29,9 @@ from flowchart import StageContext, decide
 from flowchart.context import thaw
 from flowchart.decide import Decision
 from flowchart.scope import Scope, peek, raw_read
-from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
+from governance import LEDGER_KEY, MessageInfo
+from governance.chains import run_message_chain
+from governance.ledger import event_payload
 
 from . import events
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
