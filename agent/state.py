@@ -90,7 +90,8 @@ class PausedCall:
     """``paused_tool_call``: the call the run paused on, what a resume needs to answer it.
 
     ``ask_index`` and ``middleware`` (the asking link) are set for an ``ask`` only; ``index``
-    (the call's place in the batch) is set when the stage commits it.
+    (the call's place in the batch) is set when the stage commits it; ``position`` is absent
+    from checkpoints written before pauses recorded where they happened.
     """
 
     kind: PauseKind
@@ -98,7 +99,7 @@ class PausedCall:
     tool_name: str
     args: Any
     request_id: str
-    position: Any
+    position: Any = None
     ask_index: int | None = None
     middleware: str | None = None
     index: int | None = None
@@ -112,7 +113,8 @@ class PausedCall:
             out["ask_index"] = self.ask_index
             out["middleware"] = self.middleware
         out["request_id"] = self.request_id
-        out["position"] = self.position
+        if self.position is not None:  # a checkpoint written before positions existed has none
+            out["position"] = self.position
         if self.index is not None:
             out["index"] = self.index
         return out
@@ -128,7 +130,7 @@ class PausedCall:
             tool_name=_take(data, "tool_name", (str,), path, "a string"),
             args=_take(data, "args", (Mapping,), path, "an object"),
             request_id=_take(data, "request_id", (str,), path, "a string"),
-            position=_take(data, "position", (Mapping,), path, "an object"),
+            position=_take(data, "position", (Mapping,), path, "an object") if "position" in data else None,
             ask_index=_take(data, "ask_index", (int,), path, "an integer") if ask else None,
             middleware=_take(data, "middleware", (str,), path, "a string") if ask else None,
             index=_take(data, "index", (int,), path, "an integer") if "index" in data else None,

@@ -137,3 +137,11 @@ def test_no_agent_module_spells_a_state_key_as_a_literal() -> None:
     """Stages, dispatch, paused, durable, explain... read and write state through ``agent.state``'s constants."""
     offenders = [hit for p in sorted((REPO / "agent").glob("*.py")) if p.name != "state.py" for hit in _literal_keys(p)]
     assert offenders == []
+
+
+def test_a_paused_call_without_a_position_still_loads() -> None:
+    """A checkpoint written before pauses recorded their position resumes as before (the key stays absent)."""
+    data = dict(_paused("check_in").checkpoint.shared_state[PAUSED_TOOL_CALL])
+    del data["position"]
+    paused = PausedCall.from_dict(data)
+    assert paused.position is None and json.dumps(paused.to_dict()) == json.dumps(data)
