@@ -2,11 +2,13 @@
 
 Laws:
 - The fork starts from the state the parent's log folds to at commit k; its FIRST commit
-  is the fork itself (stage ``fork``, runtime id ``fork#N`` with N the counter the next
-  stage takes): the patch's writes as ops, and ``decision = {"forked_from": parent run
-  id, "at": k}`` — so the record says where the run came from and what was changed,
-  exactly once. The patch is validated like a stage's writes (JSON-safe, not a run-input
-  key) before anything runs.
+  is the fork itself (stage ``Fork``, id ``fork``, runtime id ``fork#N`` with N the counter
+  the next stage takes), told to recorders as a stage of its own (its writes, then
+  ``on_stage_executed`` described "forked from run R at commit k", then ``on_commit``):
+  the patch's writes as ops, and ``decision = {"forked_from": parent run id, "at": k}`` —
+  so the record says where the run came from and what was changed, exactly once. The
+  patch is validated like a stage's writes (JSON-safe, not a run-input key) before
+  anything runs.
 - Then the traversal goes on at the position after commit k (``positions``): the stage
   that followed it, or the children of the fork/selector that committed at k, with the
   counters the parent held there; no stage at or before commit k runs again.
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..commits import Commit
 from ..context import ReadonlyArgs
 from ..errors import ReadonlyInputError, ScopeWriteError
-from ..events import CommitEvent, RunEvent, TraversalContext
+from ..events import CommitEvent, RunEvent, StageExecutedEvent, TraversalContext
 from ..pause import PauseSignal
 from ..redaction import Redaction
 from ..result import RunResult
@@ -30,12 +32,13 @@ from .observers import NO_OBSERVERS, Observers
 from .positions import Position
 from .run import Run
 from .runner import _finish, _root_context
-from .traversal import Traverser
+from .traversal import Traverser, _StageRecorder
 
 if TYPE_CHECKING:
     from ..chart import FlowChart
 
 FORK_STAGE = "fork"
+FORK_NAME = "Fork"
 
 
 def patch_ops(state: dict[str, Any], patch: Mapping[str, Any] | None, readonly: frozenset[str]) -> Transaction:
@@ -114,15 +117,25 @@ async def fork_run(
 
 def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position: Position) -> Commit:
     ops = txn.commit()
+    rid = f"{FORK_STAGE}#{position.counter}"
+    ctx = TraversalContext(top.run.run_id, FORK_STAGE, rid, FORK_NAME)
+    observers = top.run.observers
+    if observers.has_data:  # the patch's writes, redacted as any stage's (the narrative's steps)
+        recorder = _StageRecorder(top, ctx)
+        for key in dict.fromkeys(op.path[0] for op in ops):
+            if key in top.state:
+                recorder.write(key, top.state[key], "set")
+            else:
+                recorder.write(key, None, "delete")
     redacted: tuple[str, ...] = ()
     if ops and top.run.redacting:
         ops, redacted = top._redact(ops, 0)
-    rid = f"{FORK_STAGE}#{position.counter}"
     decision = {"forked_from": parent_run_id, "at": position.at}
-    commit = Commit(len(top.commit_log), FORK_STAGE, FORK_STAGE, rid, tuple(ops), (), redacted, decision)
+    commit = Commit(len(top.commit_log), FORK_NAME, FORK_STAGE, rid, tuple(ops), (), redacted, decision)
     top.commit_log.append(commit)
-    observers = top.run.observers
+    if observers.wants("on_stage_executed"):
+        why = f"forked from run {parent_run_id} at commit {position.at}"
+        observers.emit("on_stage_executed", StageExecutedEvent(ctx, FORK_NAME, why, "linear"))
     if observers.wants("on_commit"):
-        ctx = TraversalContext(top.run.run_id, FORK_STAGE, rid, FORK_STAGE)
         observers.emit("on_commit", CommitEvent(ctx, commit))
     return commit

@@ -98,7 +98,7 @@ def test_the_fork_commit_records_lineage_and_the_patch() -> None:
     counter the next stage takes), the patch as its ops, the parent and ``at`` as its record."""
     fork = CHART.fork(PARENT, at=4, patch={"limit": 2})
     first = fork.commit_log[0]
-    assert (first.idx, first.stage, first.stage_id, first.runtime_stage_id) == (0, "fork", "fork", "fork#5")
+    assert (first.idx, first.stage, first.stage_id, first.runtime_stage_id) == (0, "Fork", "fork", "fork#5")
     assert [op.to_dict() for op in first.trace] == [{"path": ["limit"], "verb": "set", "value": 2}]
     assert first.decision == {"forked_from": PARENT.run_id, "at": 4}
     assert fork.run_id != PARENT.run_id
@@ -131,7 +131,8 @@ def test_visit_counts_continue_so_loop_iterations_are_numbered_on() -> None:
     whole, forked = Iterations(), Iterations()
     CHART.run(recorders=[whole])
     CHART.fork(PARENT, at=5, recorders=[forked])
-    assert forked.seen == whole.seen[-len(forked.seen) :]
+    assert forked.seen[0] == ("fork#6", None)  # the fork itself, told as a stage
+    assert forked.seen[1:] == whole.seen[-len(forked.seen[1:]) :]
     assert ("work#7", 2) in forked.seen
 
 
@@ -185,3 +186,18 @@ def test_a_bad_patch_is_refused_before_anything_runs() -> None:
     run = chart.run({"user": "ada"})
     with pytest.raises(ReadonlyInputError, match=r"fork patch key 'user' is run input"):
         chart.fork(run, at=0, patch={"user": "bob"})
+
+
+def test_the_narrative_tells_the_fork_and_its_patch_once() -> None:
+    """The fork is the narrative's first stage, with one Write step per patched key (hidden
+    keys redacted), then the stages after commit ``at``."""
+    from flowchart import Redaction, narrative
+
+    story = narrative()
+    CHART.fork(PARENT, at=1, patch={"limit": 5, "token": "t0p"}, recorders=[story], redaction=Redaction(keys=["token"]))
+    assert story.lines()[:4] == [
+        f"Stage 1: The process began: forked from run {PARENT.run_id} at commit 1.",
+        "Step 1: Write limit = 5",
+        'Step 2: Write token = "[REDACTED]"',
+        "Stage 2: Next, it moved on to Check.",
+    ]
