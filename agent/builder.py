@@ -35,7 +35,7 @@ from governance import (
 )
 from governance.permissions import validate_permission_checker
 
-from . import durable
+from . import durable, structured
 from .config import AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
@@ -114,6 +114,8 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     )
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
+    if cfg.output is not None:
+        branches = structured.add_retry_branch(branches, cfg.output)
     return (
         branches.add_subflow_chart_branch(
             "final",
@@ -180,6 +182,8 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        output_schema: Any = None,
+        output_retries: int = 2,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -191,11 +195,15 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``output_schema`` (a JSON Schema dict, an attrs class, a dataclass or a pydantic model)
+        makes ``run`` return a validated answer (a dict, or an instance); an invalid reply is
+        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
+            output_retries=output_retries,
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -208,7 +216,9 @@ class Agent:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
         recorders: list[Any] = (
-            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
+            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest, **structured.notes(self.config.output)})]
+            if self.narrative
+            else []
         )
         if self._events.active:
             recorders.append(self._events)
@@ -259,7 +269,7 @@ class Agent:
         result = await self.chart.arun(
             run_input,
             recorders=recorders,
-            max_iterations=self.config.max_iterations + 2,
+            max_iterations=self.config.loop_limit,
             timeout=self.timeout,
             redaction=self.redaction,
         )
@@ -282,7 +292,7 @@ class Agent:
             checkpoint,
             resume_input,
             recorders=recorders,
-            max_iterations=self.config.max_iterations + 2,
+            max_iterations=self.config.loop_limit,
             timeout=self.timeout,
             redaction=self.redaction,
         )
@@ -324,6 +334,8 @@ class Agent:
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
+        if self.config.output is not None:
+            return structured.final_answer(self.config.output, state)
         return str(state.get("final_content", ""))
 
     def last_snapshot(self) -> AgentSnapshot:
@@ -407,6 +419,7 @@ class AgentBuilder:
             resolve_check_in_config(evidence, scorer)
             if settings["permission_checker"] is not None:
                 validate_permission_checker(settings["permission_checker"])
+            output = structured.build_output(settings["output_schema"], settings["output_retries"], self._tools)
         except (TypeError, ValueError) as exc:
             raise AgentBuildError(str(exc)) from None
         for recorder in settings["recorders"]:
@@ -416,7 +429,8 @@ class AgentBuilder:
                     "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
                 )
         cfg = AgentConfig(
-            provider=provider, model=settings["model"], system_prompt=self._system, tools=dict(self._tools),
+            provider=provider, model=settings["model"], tools=dict(self._tools), output=output,
+            system_prompt=structured.system_prompt(output, self._system, provider),
             tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
             check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],

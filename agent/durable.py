@@ -146,7 +146,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
         recorders = agent._recorders(attach)
         options: dict[str, Any] = {
             "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
-            "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,
+            "max_iterations": agent.config.loop_limit, "redaction": agent.redaction,
             "timeout": agent.timeout,
         }  # fmt: skip
         if record.checkpoint is None:

@@ -31,7 +31,7 @@ from flowchart.decide import Decision
 from flowchart.scope import Scope, peek, raw_read
 from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
 
-from . import events
+from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 
 _AGENT_STATE_DEFAULTS: tuple[tuple[str, Any], ...] = (
@@ -109,6 +109,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals."""
     from agent.providers.types import LLMRequest
 
+    output_schema = cfg.output.request if cfg.output is not None else None
+
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration = scope.iteration
         wrapped_up = "wrap_up_asked" in scope
@@ -120,6 +122,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             model=cfg.model,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
+            output_schema=output_schema,
         )
         observed = ctx.observed  # build event payloads only when somebody listens
         if observed:
@@ -224,6 +227,8 @@ def make_route(cfg: AgentConfig) -> Any:
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
             )
+        if cfg.output is not None:
+            rules.append(structured.retry_rule(cfg.output))
         fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
         decision = decide(scope, rules, {"branch": "final", "label": fallback})
         matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
@@ -232,6 +237,8 @@ def make_route(cfg: AgentConfig) -> Any:
             # the rules above made the recorded reads; this one only labels the event
             iteration = raw_read(scope, "iteration")
             ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
+        if decision.branch == "final" and cfg.output is not None and structured.refuse_invalid(cfg.output, scope, ctx):
+            return decision
         if decision.branch == "final" and cfg.message_middleware:
             await _output_chain(cfg, scope, ctx)
         return decision
