@@ -215,11 +215,8 @@ class Agent:
     def _recorders(self, attach: Any = None) -> list[Any]:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        recorders: list[Any] = (
-            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest, **structured.notes(self.config.output)})]
-            if self.narrative
-            else []
-        )
+        notes = {HUMAN_DECISIONS: tell_latest, **structured.notes(self.config.output)}
+        recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
         recorders.extend(self.recorders)

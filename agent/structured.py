@@ -98,7 +98,7 @@ def _class_problems(exc: Exception) -> list[str]:
         try:
             rows = errors()
             return [f"'{'.'.join(str(p) for p in row['loc'])}': {row['msg']}" for row in rows]
-        except Exception:  # noqa: BLE001 - a duck-typed error whose errors() is not pydantic's
+        except Exception:  # a duck-typed error whose errors() is not pydantic's
             pass
     if isinstance(exc, cattrs.BaseValidationError):
         return [line.replace("@ $", f"@ {_ROOT}") for line in cattrs.transform_error(exc)]
@@ -141,14 +141,14 @@ class OutputSpec:
         if self.pydantic:
             try:
                 return self.target.model_validate(value), []
-            except Exception as exc:  # noqa: BLE001 - the model's refusal, whatever its class
+            except Exception as exc:  # the model's refusal, whatever its class
                 return None, _class_problems(exc)
         issues = validate_args(value, self.schema, root=_ROOT)
         if issues or self.target is None or not needs_structuring(self.target):
             return (None if issues else value), issues
         try:
             return structure(value, self.target), []
-        except Exception as exc:  # noqa: BLE001 - cattrs refusals are exception groups
+        except Exception as exc:  # cattrs refusals are exception groups
             return None, _class_problems(exc)
 
     def instruction(self) -> str:
@@ -185,7 +185,7 @@ def output_spec(schema: Any, retries: Any) -> OutputSpec:
     elif isinstance(schema, type) and callable(getattr(schema, "model_json_schema", None)):
         if not callable(getattr(schema, "model_validate", None)):
             raise ValueError(f"{where}: {schema.__name__} has model_json_schema but no model_validate")
-        body, target, pydantic = copy_json(schema.model_json_schema()), schema, True
+        body, target, pydantic = copy_json(schema.model_json_schema()), schema, True  # type: ignore[attr-defined]
         name = schema.__name__
     elif isinstance(schema, type) and (attrs.has(schema) or dataclasses.is_dataclass(schema)):
         try:
@@ -202,7 +202,7 @@ def output_spec(schema: Any, retries: Any) -> OutputSpec:
         )
     if body.get("type") != "object":
         raise ValueError(
-            f"{where}: the schema's root must be an object ({{\"type\": \"object\", ...}}), got type "
+            f'{where}: the schema\'s root must be an object ({{"type": "object", ...}}), got type '
             f"{body.get('type')!r}; wrap a single value in an object property"
         )
     if not _NAME.match(name):

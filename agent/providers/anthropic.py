@@ -150,6 +150,10 @@ def _answer_name(req: LLMRequest) -> str | None:
     return req.output_schema.name if req.output_schema is not None else None
 
 
+def _is_answer(block: dict[str, Any], answer_tool: str | None) -> bool:
+    return answer_tool is not None and block.get("name") == answer_tool
+
+
 def _answer_text(raw: Any) -> str:
     """The answer tool's input as the reply's text (JSON; a streamed input as it arrived)."""
     return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
@@ -196,10 +200,10 @@ class AnthropicProvider(HTTPProvider):
         try:
             blocks = data["content"]
             uses = [b for b in blocks if b.get("type") == "tool_use"]
-            answers = [_answer_text(b.get("input")) for b in uses if answer_tool and b.get("name") == answer_tool]
+            answers = [_answer_text(b.get("input")) for b in uses if _is_answer(b, answer_tool)]
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
             text = answers[-1] if answers else text
-            calls = tuple(_tool_call(b) for b in uses if not (answer_tool and b.get("name") == answer_tool))
+            calls = tuple(_tool_call(b) for b in uses if not _is_answer(b, answer_tool))
             return LLMResponse(
                 content=text,
                 tool_calls=calls,
@@ -254,7 +258,7 @@ class AnthropicProvider(HTTPProvider):
                         if open_block is None:
                             raise self._malformed(self.url, f"json delta for no tool_use: {data}")
                         open_block["json"] += delta.get("partial_json", "")
-                        if open_block.get("name") == _answer_name(req) and delta.get("partial_json"):
+                        if _is_answer(open_block, _answer_name(req)) and delta.get("partial_json"):
                             # the answer is the reply's text: a UI streams it like text
                             yield Token(index=len(text), text=delta["partial_json"])
                             text.append(delta["partial_json"])
@@ -269,11 +273,9 @@ class AnthropicProvider(HTTPProvider):
             raise self._cut_short(self.url, retries)
         answer_tool = _answer_name(req)
         ordered = [b for _, b in sorted(blocks.items())]
-        answers = [_answer_text(b["json"] or b.get("input")) for b in ordered if answer_tool and b.get("name") == answer_tool]
+        answers = [_answer_text(b["json"] or b.get("input")) for b in ordered if _is_answer(b, answer_tool)]
         calls = tuple(
-            _tool_call({**b, "input": b["json"] or b.get("input")})
-            for b in ordered
-            if not (answer_tool and b.get("name") == answer_tool)
+            _tool_call({**b, "input": b["json"] or b.get("input")}) for b in ordered if not _is_answer(b, answer_tool)
         )
         yield LLMResponse(
             content=answers[-1] if answers else "".join(text),
