@@ -15,6 +15,7 @@ from agent.builder import (
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
+from agent.structured import OutputSchemaError
 from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "AgentSnapshot",
     "AnswerExplanation",
     "ExplainError",
+    "OutputSchemaError",
     "Paused",
     "PolicyHaltError",
     "Tool",

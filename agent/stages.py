@@ -237,8 +237,6 @@ def make_route(cfg: AgentConfig) -> Any:
             # the rules above made the recorded reads; this one only labels the event
             iteration = raw_read(scope, "iteration")
             ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
-        if decision.branch == "final" and cfg.output is not None and structured.refuse_invalid(cfg.output, scope, ctx):
-            return decision
         if decision.branch == "final" and cfg.message_middleware:
             await _output_chain(cfg, scope, ctx)
         return decision

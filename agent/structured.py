@@ -12,7 +12,7 @@ Laws:
   eval) and validated (``agent.tools.validate_args``, then the class's own conversion). An
   invalid reply is sent back to the model with what was wrong: the ``output-retry`` branch
   commits the reply, the correction and a row ``{"retry", "of", "errors"}`` appended to
-  ``output_schema_retries``, up to ``N`` times. Still invalid: ``route`` commits
+  ``output_schema_retries``, up to ``N`` times. Still invalid: that branch commits
   ``output_schema_error`` (``{"errors", "content", "retries"}``), stops the run, and
   ``agent.run`` raises ``OutputSchemaError`` with the last text and the errors (a stored run
   is recorded failed with its commits).
@@ -59,9 +59,8 @@ class OutputSchemaError(ValueError):
     code = "ERR_OUTPUT_SCHEMA"
 
     def __init__(self, text: str, errors: list[str], retries: int) -> None:
-        plural = "retry" if retries == 1 else "retries"
         super().__init__(
-            f"the model's reply does not match the output schema after {retries} {plural}: {'; '.join(errors)}"
+            f"the model's reply does not match the output schema after {_retries(retries)}: {'; '.join(errors)}"
         )
         self.text = text
         self.errors = list(errors)
@@ -69,6 +68,10 @@ class OutputSchemaError(ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.text, self.errors, self.retries))
+
+
+def _retries(count: Any) -> str:
+    return f"{count} retry" if count == 1 else f"{count} retries"
 
 
 def parse_reply(text: str) -> tuple[Any, list[str]]:
@@ -231,7 +234,7 @@ def add_retry_branch(branches: Any, spec: OutputSpec) -> Any:
         RETRY_BRANCH,
         "RetryOutput",
         make_retry_output(spec),
-        description="Send the invalid reply back with what was wrong",
+        description="Send the invalid reply back with what was wrong (no retry left: stop)",
         loop_to="call-llm",
     )
 
@@ -252,7 +255,7 @@ def _tell_failure(record: Any) -> str | None:
     if not isinstance(record, Mapping):
         return None
     return (
-        f"The reply still did not match the output schema after {record.get('retries')} retries "
+        f"The reply still did not match the output schema after {_retries(record.get('retries'))} "
         f"({'; '.join(str(e) for e in record.get('errors') or [])}): the run ends without an answer."
     )
 
@@ -275,26 +278,27 @@ def system_prompt(spec: OutputSpec | None, system: str | None, provider: Any) ->
 
 
 def retry_rule(spec: OutputSpec) -> dict[str, Any]:
-    """``route``'s rule: the reply is invalid and a retry is left → ``output-retry``."""
-
-    def invalid_with_retries_left(s: Scope) -> bool:
-        used = len(s[RETRIES_KEY]) if RETRIES_KEY in s else 0
-        return used < spec.retries and bool(spec.check(s.llm_latest_content)[1])
-
+    """``route``'s rule: the reply does not match the schema → ``output-retry``."""
     return {
-        "when": invalid_with_retries_left,
+        "when": lambda s: bool(spec.check(s.llm_latest_content)[1]),
         "then": RETRY_BRANCH,
-        "label": "reply does not match the output schema — asking for a corrected reply",
+        "label": "reply does not match the output schema",
     }
 
 
 def make_retry_output(spec: OutputSpec) -> Any:
-    """The ``output-retry`` branch: send the invalid reply back with what was wrong."""
+    """The ``output-retry`` branch: send the invalid reply back with what was wrong, or, with
+    no retry left, record the failure and end the run."""
 
     def retry_output(scope: Scope, ctx: StageContext) -> None:
         text = scope.llm_latest_content
         _value, issues = spec.check(text)
-        retry = len(peek(scope, RETRIES_KEY, [])) + 1
+        done = peek(scope, RETRIES_KEY, [])
+        if len(done) >= spec.retries:
+            scope[ERROR_KEY] = {"errors": issues, "content": text, "retries": len(done)}
+            ctx.stop(f"reply does not match the output schema after {_retries(len(done))}")
+            return
+        retry = len(done) + 1
         scope.history.append({"role": "assistant", "content": text})
         scope.history.append({"role": "user", "content": spec.correction(issues, retry)})
         row = {"retry": retry, "of": spec.retries, "errors": issues}
@@ -307,18 +311,6 @@ def make_retry_output(spec: OutputSpec) -> Any:
         scope.iteration = iteration + 1
 
     return retry_output
-
-
-def refuse_invalid(spec: OutputSpec, scope: Scope, ctx: StageContext) -> bool:
-    """On ``final``: an invalid reply (retries spent) is recorded and stops the run; True when it did."""
-    text = scope.llm_latest_content
-    _value, issues = spec.check(text)
-    if not issues:
-        return False
-    retries = len(peek(scope, RETRIES_KEY, []))
-    scope[ERROR_KEY] = {"errors": issues, "content": text, "retries": retries}
-    ctx.stop(f"reply does not match the output schema after {retries} retries")
-    return True
 
 
 def final_answer(spec: OutputSpec, state: Mapping[str, Any]) -> Any:
