@@ -36,7 +36,7 @@ from flowchart.values import NotJsonSafe, copy_json
 
 from . import events
 from .providers.types import OutputSchema
-from .tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure
+from .tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure, unstructure
 from .tools import validate_args
 
 RETRIES_KEY = "output_schema_retries"
@@ -311,6 +311,17 @@ def make_retry_output(spec: OutputSpec) -> Any:
         scope.iteration = iteration + 1
 
     return retry_output
+
+
+def answer_json(value: Any) -> Any:
+    """An answer ``run`` returned, as JSON (a stream's ``final`` event): text and dicts as they are,
+    a pydantic model by ``model_dump(mode="json")``, an attrs/dataclass instance by its fields."""
+    if isinstance(value, str | dict) or value is None:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return unstructure(value)
 
 
 def final_answer(spec: OutputSpec, state: Mapping[str, Any]) -> Any:

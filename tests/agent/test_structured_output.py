@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agent import Agent, AgentBuildError, OutputSchemaError
 from agent.providers import OutputSchema, scripted
-from agent.structured import output_spec, parse_reply
+from agent.structured import answer_json, output_spec, parse_reply
 from agent.tools import validate_args
 from flowchart.store import SqliteStore
 
@@ -106,6 +106,7 @@ def test_a_pydantic_model_returns_an_instance_and_its_errors_go_back() -> None:
     agent, provider = _agent(['{"name": "Lyon", "population": "many"}', '{"name": "Lyon", "population": 520000}'], Town)
     answer = agent.run("Third French city?")
     assert isinstance(answer, Town) and answer.population == 520000
+    assert answer_json(answer) == {"name": "Lyon", "population": 520000}
     assert provider.requests[0].output_schema is not None
     assert provider.requests[0].output_schema.schema == Town.model_json_schema()
     (row,) = agent.last_snapshot().shared_state["output_schema_retries"]
@@ -317,3 +318,13 @@ def test_any_json_value_parses_back_and_is_judged_by_the_schema(value: Any, pad:
     answer, problems = output_spec(CITY_SCHEMA, 2).check(text)
     assert problems == validate_args(value, CITY_SCHEMA, root="the reply")
     assert answer == (None if problems else value)
+
+
+def test_a_stream_ends_with_the_instance_and_its_json_view() -> None:
+    """``agent.stream``'s final event carries the instance ``run`` returns; its JSON shows the fields."""
+    agent, _ = _agent(['{"name": "Oslo", "size": "small", "tags": ["north"]}'], Place)
+    events = list(agent.stream("A small capital?"))
+    final = events[-1]
+    assert final.result == Place("Oslo", Size.SMALL, ["north"])
+    assert final.to_dict()["output"] == {"name": "Oslo", "size": "small", "tags": ["north"]}
+    json.dumps(final.to_dict())
