@@ -15,11 +15,12 @@ from agent_helpers import call, calls, weather_tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent import Agent, AgentBuildError, OutputSchemaError
+from agent import Agent, AgentBuildError, OutputSchemaError, Paused
 from agent.providers import OutputSchema, scripted
 from agent.structured import answer_json, output_spec, parse_reply
 from agent.tools import validate_args
 from flowchart.store import SqliteStore
+from governance import check_in_approved
 
 CITY_SCHEMA: dict[str, Any] = {
     "title": "city",
@@ -328,3 +329,25 @@ def test_a_stream_ends_with_the_instance_and_its_json_view() -> None:
     assert final.result == Place("Oslo", Size.SMALL, ["north"])
     assert final.to_dict()["output"] == {"name": "Oslo", "size": "small", "tags": ["north"]}
     json.dumps(final.to_dict())
+
+
+def test_a_resumed_run_returns_the_validated_instance_too() -> None:
+    """A run paused by a check-in, resumed on the checkpoint, ends with the instance (and retries
+    still apply after the resume)."""
+    replies = [calls(call("c1", "weather", city="Paris")), '{"name": "Paris"}', PARIS]
+    provider = scripted(replies)
+    agent = Agent.create(provider=provider, output_schema=City).tool(weather_tool(check_in="always")).build()
+    paused = agent.run("Paris?")
+    assert isinstance(paused, Paused) and paused.check_in is not None
+    done = agent.resume(paused.checkpoint, check_in_approved(request=paused.check_in, by="alice", at="t"))
+    assert done == City("Paris", 2100000)
+    assert [row["retry"] for row in agent.last_snapshot().shared_state["output_schema_retries"]] == [1]
+
+
+def test_many_retries_fit_the_loop_budget_of_a_small_agent() -> None:
+    """``output_retries`` beyond the tool budget still runs every retry (the chart's loop cap
+    counts them)."""
+    provider = scripted(["x"] * 5 + [PARIS])
+    agent = Agent.create(provider=provider, output_schema=City, output_retries=5).max_iterations(1).build()
+    assert agent.run("Paris?") == City("Paris", 2100000)
+    assert len(provider.requests) == 6
