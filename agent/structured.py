@@ -99,8 +99,8 @@ def _class_problems(exc: Exception) -> list[str]:
     errors = getattr(exc, "errors", None)
     if callable(errors):
         try:
-            rows = errors()
-            return [f"'{'.'.join(str(p) for p in row['loc'])}': {row['msg']}" for row in rows]
+            rows = [(".".join(str(p) for p in row["loc"]), row["msg"]) for row in errors()]
+            return [f"'{where}': {msg}" if where else f"{_ROOT}: {msg}" for where, msg in rows]
         except Exception:  # a duck-typed error whose errors() is not pydantic's
             pass
     if isinstance(exc, cattrs.BaseValidationError):
