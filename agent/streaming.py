@@ -41,7 +41,7 @@ from .paused import Paused
 from .structured import answer_json
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 
 @attrs.define
@@ -156,12 +156,12 @@ def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] |
         return [*recorders, tap]
 
     async def arun(_tap: StreamTap) -> Any:
-        return await agent._arun_turn(run_input, attach, run_id)
+        return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.chart import drive
 
-        return drive(agent._arun_turn(run_input, attach, run_id))
+        return drive(agent.arun_turn(run_input, attach, run_id))
 
     def final(result: Any, tap: StreamTap) -> Final:
         event = final_event(result, tap)

@@ -35,43 +35,17 @@ from flowchart.scope import Scope, peek
 from flowchart.values import NotJsonSafe, copy_json
 
 from . import events
+from .errors import OutputSchemaError, retries_text
 from .providers.types import OutputSchema
+from .state import FINAL_CONTENT, HISTORY, ITERATION, LLM_LATEST_CONTENT, OUTPUT_SCHEMA_ERROR, OUTPUT_SCHEMA_RETRIES
 from .tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure, unstructure
 from .tools import validate_args
 
-RETRIES_KEY = "output_schema_retries"
-ERROR_KEY = "output_schema_error"
 RETRY_BRANCH = "output-retry"
 DEFAULT_NAME = "answer"
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```$", re.DOTALL)
 _ROOT = "the reply"
-
-
-class OutputSchemaError(ValueError):
-    """The model's reply never matched the agent's ``output_schema``, retries included.
-
-    ``text`` is the last reply, ``errors`` what was wrong with it, ``retries`` how many
-    corrections were asked for. The run's record holds every attempt (``output_schema_retries``)
-    and the failure (``output_schema_error``).
-    """
-
-    code = "ERR_OUTPUT_SCHEMA"
-
-    def __init__(self, text: str, errors: list[str], retries: int) -> None:
-        super().__init__(
-            f"the model's reply does not match the output schema after {_retries(retries)}: {'; '.join(errors)}"
-        )
-        self.text = text
-        self.errors = list(errors)
-        self.retries = retries
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.text, self.errors, self.retries))
-
-
-def _retries(count: Any) -> str:
-    return f"{count} retry" if count == 1 else f"{count} retries"
 
 
 def parse_reply(text: str) -> tuple[Any, list[str]]:
@@ -255,14 +229,14 @@ def _tell_failure(record: Any) -> str | None:
     if not isinstance(record, Mapping):
         return None
     return (
-        f"The reply still did not match the output schema after {_retries(record.get('retries'))} "
+        f"The reply still did not match the output schema after {retries_text(record.get('retries'))} "
         f"({'; '.join(str(e) for e in record.get('errors') or [])}): the run ends without an answer."
     )
 
 
 def notes(spec: OutputSpec | None) -> dict[str, Any]:
     """The narrative notes of structured output (none without a schema)."""
-    return {} if spec is None else {RETRIES_KEY: _tell_retry, ERROR_KEY: _tell_failure}
+    return {} if spec is None else {OUTPUT_SCHEMA_RETRIES: _tell_retry, OUTPUT_SCHEMA_ERROR: _tell_failure}
 
 
 def native(provider: Any) -> bool:
@@ -280,7 +254,7 @@ def system_prompt(spec: OutputSpec | None, system: str | None, provider: Any) ->
 def retry_rule(spec: OutputSpec) -> dict[str, Any]:
     """``route``'s rule: the reply does not match the schema → ``output-retry``."""
     return {
-        "when": lambda s: bool(spec.check(s.llm_latest_content)[1]),
+        "when": lambda s: bool(spec.check(s[LLM_LATEST_CONTENT])[1]),
         "then": RETRY_BRANCH,
         "label": "reply does not match the output schema",
     }
@@ -291,24 +265,24 @@ def make_retry_output(spec: OutputSpec) -> Any:
     no retry left, record the failure and end the run."""
 
     def retry_output(scope: Scope, ctx: StageContext) -> None:
-        text = scope.llm_latest_content
+        text = scope[LLM_LATEST_CONTENT]
         _value, issues = spec.check(text)
-        done = peek(scope, RETRIES_KEY, [])
+        done = peek(scope, OUTPUT_SCHEMA_RETRIES, [])
         if len(done) >= spec.retries:
-            scope[ERROR_KEY] = {"errors": issues, "content": text, "retries": len(done)}
-            ctx.stop(f"reply does not match the output schema after {_retries(len(done))}")
+            scope[OUTPUT_SCHEMA_ERROR] = {"errors": issues, "content": text, "retries": len(done)}
+            ctx.stop(f"reply does not match the output schema after {retries_text(len(done))}")
             return
         retry = len(done) + 1
-        scope.history.append({"role": "assistant", "content": text})
-        scope.history.append({"role": "user", "content": spec.correction(issues, retry)})
+        scope[HISTORY].append({"role": "assistant", "content": text})
+        scope[HISTORY].append({"role": "user", "content": spec.correction(issues, retry)})
         row = {"retry": retry, "of": spec.retries, "errors": issues}
-        if RETRIES_KEY in scope:
-            scope[RETRIES_KEY].append(row)
+        if OUTPUT_SCHEMA_RETRIES in scope:
+            scope[OUTPUT_SCHEMA_RETRIES].append(row)
         else:
-            scope[RETRIES_KEY] = [row]
-        iteration = scope.iteration
+            scope[OUTPUT_SCHEMA_RETRIES] = [row]
+        iteration = scope[ITERATION]
         ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
-        scope.iteration = iteration + 1
+        scope[ITERATION] = iteration + 1
 
     return retry_output
 
@@ -326,11 +300,11 @@ def answer_json(value: Any) -> Any:
 
 def final_answer(spec: OutputSpec, state: Mapping[str, Any]) -> Any:
     """What ``agent.run`` returns for a finished run (``OutputSchemaError`` when it has none)."""
-    failed = state.get(ERROR_KEY)
+    failed = state.get(OUTPUT_SCHEMA_ERROR)
     if failed is not None:
         raise OutputSchemaError(failed["content"], failed["errors"], failed["retries"])
-    text = str(state.get("final_content", ""))
+    text = str(state.get(FINAL_CONTENT, ""))
     value, issues = spec.check(text)
     if issues:  # the output middleware changed a valid reply into an invalid one
-        raise OutputSchemaError(text, issues, len(state.get(RETRIES_KEY, ())))
+        raise OutputSchemaError(text, issues, len(state.get(OUTPUT_SCHEMA_RETRIES, ())))
     return value
