@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from agent_helpers import call, calls, weather_tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent import Agent, AgentBuildError, OutputSchemaError, Paused
+from agent import Agent, AgentBuildError, AgentError, OutputSchemaError, Paused
 from agent.providers import OutputSchema, scripted
 from agent.structured import answer_json, output_spec, parse_reply
 from agent.tools import validate_args
@@ -351,3 +352,11 @@ def test_many_retries_fit_the_loop_budget_of_a_small_agent() -> None:
     agent = Agent.create(provider=provider, output_schema=City, output_retries=5).max_iterations(1).build()
     assert agent.run("Paris?") == City("Paris", 2100000)
     assert len(provider.requests) == 6
+
+
+def test_output_schema_error_is_an_agent_error_and_pickles_with_its_fields() -> None:
+    """One ``except AgentError`` catches it; it crosses a process boundary with text, errors, retries."""
+    error = pickle.loads(pickle.dumps(OutputSchemaError("nope", ["the reply is empty"], 2)))
+    assert isinstance(error, AgentError) and isinstance(error, ValueError)
+    assert (error.text, error.errors, error.retries) == ("nope", ["the reply is empty"], 2)
+    assert str(error) == "the model's reply does not match the output schema after 2 retries: the reply is empty"
