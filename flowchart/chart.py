@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import RunError
 from .nodes import StageNode, iter_nodes
+from .options import DEFAULT_MAX_ITERATIONS, RunOptions
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -198,7 +199,7 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
@@ -210,25 +211,13 @@ class FlowChart:
         With ``store`` the run is recorded there (id ``run_id``, else a fresh one, and
         ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
         """
-        from .engine.runner import start_run
-
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
         if store is not None:
             from .store.runs import run_chart
 
             self._store = store
-
-            return run_chart(
-                self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, cancel=cancel,
-            )  # fmt: skip
-
-        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-            return start_run(
-                self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
-            )  # fmt: skip
-
-        return run_coroutine(make, self.needs_loop or timeout is not None)
+            return run_chart(self, input, options)
+        return run_sync(self, input, options)
 
     async def arun(
         self,
@@ -236,7 +225,7 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
@@ -251,10 +240,8 @@ class FlowChart:
         """
         from .engine.runner import start_run
 
-        return await start_run(
-            self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return await start_run(self, input, options, concurrent=True)
 
     def stream(
         self,
@@ -271,9 +258,9 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        from .stream import RunStream, chart_plan
+        from .stream import RunStream, chart_plan, stream_options
 
-        return RunStream(chart_plan(self, input, modes, run_options, store, run_id))
+        return RunStream(chart_plan(self, input, modes, stream_options(run_options, store, run_id)))
 
     def astream(
         self,
@@ -285,9 +272,9 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        from .stream import AsyncRunStream, chart_plan
+        from .stream import AsyncRunStream, chart_plan, stream_options
 
-        return AsyncRunStream(chart_plan(self, input, modes, run_options, store, run_id))
+        return AsyncRunStream(chart_plan(self, input, modes, stream_options(run_options, store, run_id)))
 
     def resume(
         self,
@@ -296,21 +283,14 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
-        from .engine.runner import resume_run
-
-        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-            return resume_run(
-                self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
-            )  # fmt: skip
-
-        return run_coroutine(make, self.needs_loop or timeout is not None)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return resume_sync(self, checkpoint, input, options)
 
     def resume_run(
         self,
@@ -320,7 +300,7 @@ class FlowChart:
         store: RunStore | None = None,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
     ) -> RunResult:
@@ -337,10 +317,8 @@ class FlowChart:
             raise RunError(
                 f"resume_run('{run_id}'): no run store — pass store=... (or run this chart with store= first)"
             )
-        return resume_chart(
-            self, store, run_id, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id)
+        return resume_chart(self, store, run_id, input, options)
 
     async def aresume(
         self,
@@ -349,7 +327,7 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
@@ -357,7 +335,25 @@ class FlowChart:
         """``resume`` inside the caller's event loop."""
         from .engine.runner import resume_run
 
-        return await resume_run(
-            self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return await resume_run(self, checkpoint, input, options, concurrent=True)
+
+
+def run_sync(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
+    """``chart.run(input)`` with ``options`` (no store): without an event loop when nothing awaits."""
+    from .engine.runner import start_run
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return start_run(chart, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
+
+
+def resume_sync(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
+    """``chart.resume(checkpoint, input)`` with ``options``: without an event loop when nothing awaits."""
+    from .engine.runner import resume_run
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return resume_run(chart, checkpoint, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
