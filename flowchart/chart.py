@@ -78,8 +78,6 @@ class FlowChart:
         self._root = root
         self._nodes = nodes
         self._loop_stubs: dict[str, StageNode] = {}
-        #: the run store of the last ``run(store=...)``, so ``resume_run(run_id, input)`` finds it
-        self._store: RunStore | None = None
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -215,7 +213,6 @@ class FlowChart:
         if store is not None:
             from .store.runs import run_chart
 
-            self._store = store
             return run_chart(self, input, options)
         return run_sync(self, input, options)
 
@@ -307,12 +304,14 @@ class FlowChart:
         """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
         answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded.
 
-        ``store`` defaults to the store this chart last ran with (``run(..., store=...)``).
+        ``store`` defaults to the store this process recorded ``run_id`` in (``run(...,
+        store=...)``): the memory is per run id, in the store layer (``store_of``), not on the
+        immutable chart, so two runs of one chart in two stores each resume from their own.
         """
-        from .store.runs import resume_chart
+        from .store.runs import resume_chart, store_of
 
         if store is None:
-            store = self._store
+            store = store_of(run_id)
         if store is None:
             raise RunError(
                 f"resume_run('{run_id}'): no run store — pass store=... (or run this chart with store= first)"

@@ -127,7 +127,7 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
 async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> Any:
     """``chart.run(input, store=options.store, run_id=options.run_id)`` inside the caller's event loop."""
     from .engine.runner import _run_input, start_run
-    from .store.runs import aadvance
+    from .store.runs import aadvance, remember_store
 
     store, run_id = options.store, options.run_id
     assert store is not None and run_id is not None, "a stored stream has a store and a run id"
@@ -136,6 +136,7 @@ async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> An
         run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
         redaction=options.redaction,
     )  # fmt: skip
+    remember_store(run_id, store)
 
     async def step(record: Any) -> Any:
         result = await start_run(chart, record.input, options, concurrent=True)

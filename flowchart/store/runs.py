@@ -18,7 +18,10 @@ Laws:
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +34,37 @@ from .protocol import RunRecord, RunStore, Segment, StoreError
 if TYPE_CHECKING:
     from ..chart import FlowChart
     from ..result import RunResult
+
+
+# -- which store a run was recorded in, by run id (this process only) ----------------------------
+# ``chart.run(..., store=s)`` then ``chart.resume_run(run_id, input)`` with no ``store=`` is
+# promised (API.md). A built chart is immutable, so the memory is not on the chart: it is here,
+# keyed by RUN ID, so two runs of one chart in two stores each resume from their own. Stores are
+# held weakly (a dropped store is forgotten) and only the most recent ``REMEMBERED_RUNS`` ids are
+# kept; in another process, or past that, pass ``store=``.
+REMEMBERED_RUNS = 10_000
+_stores: OrderedDict[str, Callable[[], RunStore | None]] = OrderedDict()
+_stores_lock = threading.Lock()
+
+
+def remember_store(run_id: str, store: RunStore) -> None:
+    """Note that ``run_id`` is recorded in ``store`` (so ``resume_run(run_id)`` can find it)."""
+    try:
+        ref: Callable[[], RunStore | None] = weakref.ref(store)
+    except TypeError:  # a store class with __slots__ and no __weakref__: hold it
+        ref = lambda: store  # noqa: E731
+    with _stores_lock:
+        _stores[run_id] = ref
+        _stores.move_to_end(run_id)
+        while len(_stores) > REMEMBERED_RUNS:
+            _stores.popitem(last=False)
+
+
+def store_of(run_id: str) -> RunStore | None:
+    """The store this process last recorded ``run_id`` in, or ``None``."""
+    with _stores_lock:
+        ref = _stores.get(run_id)
+    return None if ref is None else ref()
 
 
 def new_run_id() -> str:
@@ -158,6 +192,7 @@ def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
         run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
         redaction=options.redaction,
     )  # fmt: skip
+    remember_store(run_id, store)
     return advance_chart(chart, store, run_id, options)
 
 
