@@ -13,18 +13,15 @@ Laws:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import functools
-import hashlib
-import json
-from collections.abc import Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .coroutines import drive, run_coroutine  # their old home: agent/ imports them from here
 from .errors import RunError
+from .fingerprint import spec_fingerprint
 from .nodes import StageNode, iter_nodes
-from .options import DEFAULT_MAX_ITERATIONS, RunOptions
+from .options import DEFAULT_MAX_ITERATIONS, RunOptions, stream_options
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -36,39 +33,41 @@ if TYPE_CHECKING:
     from .store.protocol import RunStore
     from .stream import AsyncRunStream, RunStream
 
-
-def spec_fingerprint(spec: Any) -> str:
-    """SHA-256 of a chart spec's canonical JSON (sorted keys, no spaces): the chart's identity."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+__all__ = ["FlowChart", "Launcher", "bind_launcher", "drive", "run_coroutine", "spec_fingerprint"]
 
 
-def drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never suspends (a chart with no async stage) without a loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RunError("internal: a chart without async stages suspended; please report this with the chart")
+class Launcher(Protocol):
+    """How a chart's entry points start a run: ``flowchart/launch.py``, bound by the façade.
 
-
-def run_coroutine(make: Any, needs_loop: bool) -> Any:
-    """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop.
-
-    When the calling thread already runs a loop (a notebook, a test harness) the fresh loop
-    runs in a helper thread, so ``chart.run()`` works there too; ``arun`` is the way to
-    share the caller's loop.
+    The structure sits below the engine, the store and the streams, so it cannot import
+    them; the layer above that can (``launch``) implements these, and
+    ``flowchart/__init__.py`` binds it once with ``bind_launcher``. Each takes the chart
+    and the ``RunOptions`` its entry point checked.
     """
-    if not needs_loop:
-        return drive(make(False))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make(True))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowchart-run") as pool:
-        # the helper thread runs in a copy of the caller's context (its current span, its contextvars)
-        return pool.submit(contextvars.copy_context().run, asyncio.run, make(True)).result()
+
+    def run(self, chart: FlowChart, input: Any, options: RunOptions) -> RunResult: ...
+    def arun(self, chart: FlowChart, input: Any, options: RunOptions) -> Awaitable[RunResult]: ...
+    def resume(self, chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult: ...
+    def aresume(
+        self, chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions
+    ) -> Awaitable[RunResult]: ...
+    def resume_run(self, chart: FlowChart, run_id: str, input: Any, options: RunOptions) -> RunResult: ...
+    def stream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> RunStream: ...
+    def astream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> AsyncRunStream: ...
+
+
+_bound: list[Launcher] = []
+
+
+def bind_launcher(launcher: Launcher) -> None:
+    """Give every chart its entry points (called once, by ``flowchart/__init__.py``)."""
+    _bound[:] = [launcher]
+
+
+def _launcher() -> Launcher:
+    if not _bound:  # only reachable by a module that bypasses the package's __init__
+        raise RunError("internal: the chart's entry points are not bound; import flowchart first")
+    return _bound[0]
 
 
 class FlowChart:
@@ -210,11 +209,7 @@ class FlowChart:
         ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
         """
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
-        if store is not None:
-            from .store.runs import run_chart
-
-            return run_chart(self, input, options)
-        return run_sync(self, input, options)
+        return _launcher().run(self, input, options)
 
     async def arun(
         self,
@@ -235,10 +230,8 @@ class FlowChart:
         ``cancel`` a ``CancelToken`` whose ``cancel(reason)`` ends the run before its next
         stage with ``RunCancelledError`` (the running stage's writes commit).
         """
-        from .engine.runner import start_run
-
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
-        return await start_run(self, input, options, concurrent=True)
+        return await _launcher().arun(self, input, options)
 
     def stream(
         self,
@@ -255,9 +248,7 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        from .stream import RunStream, chart_plan, stream_options
-
-        return RunStream(chart_plan(self, input, modes, stream_options(run_options, store, run_id)))
+        return _launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
 
     def astream(
         self,
@@ -269,9 +260,7 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        from .stream import AsyncRunStream, chart_plan, stream_options
-
-        return AsyncRunStream(chart_plan(self, input, modes, stream_options(run_options, store, run_id)))
+        return _launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
 
     def resume(
         self,
@@ -287,7 +276,7 @@ class FlowChart:
     ) -> RunResult:
         """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
-        return resume_sync(self, checkpoint, input, options)
+        return _launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
         self,
@@ -308,16 +297,8 @@ class FlowChart:
         store=...)``): the memory is per run id, in the store layer (``store_of``), not on the
         immutable chart, so two runs of one chart in two stores each resume from their own.
         """
-        from .store.runs import resume_chart, store_of
-
-        if store is None:
-            store = store_of(run_id)
-        if store is None:
-            raise RunError(
-                f"resume_run('{run_id}'): no run store — pass store=... (or run this chart with store= first)"
-            )
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id)
-        return resume_chart(self, store, run_id, input, options)
+        return _launcher().resume_run(self, run_id, input, options)
 
     async def aresume(
         self,
@@ -332,27 +313,5 @@ class FlowChart:
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
-        from .engine.runner import resume_run
-
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
-        return await resume_run(self, checkpoint, input, options, concurrent=True)
-
-
-def run_sync(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
-    """``chart.run(input)`` with ``options`` (no store): without an event loop when nothing awaits."""
-    from .engine.runner import start_run
-
-    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-        return start_run(chart, input, options, concurrent=concurrent)
-
-    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
-
-
-def resume_sync(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
-    """``chart.resume(checkpoint, input)`` with ``options``: without an event loop when nothing awaits."""
-    from .engine.runner import resume_run
-
-    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-        return resume_run(chart, checkpoint, input, options, concurrent=concurrent)
-
-    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
+        return await _launcher().aresume(self, checkpoint, input, options)

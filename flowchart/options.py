@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .cancel import CancelToken
     from .store.protocol import RunStore
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "RunOptions"]
+__all__ = ["DEFAULT_MAX_ITERATIONS", "STREAM_OPTIONS", "RunOptions", "stream_options"]
 
 #: the per-target loop cap when ``max_iterations`` is not given (footprintjs's default)
 DEFAULT_MAX_ITERATIONS = 1000
@@ -84,3 +84,18 @@ class RunOptions:
     def but(self, **changes: Any) -> RunOptions:
         """These options with ``changes`` (checked again): ``options.but(store=None)``."""
         return attrs.evolve(self, **changes)
+
+
+#: the keyword options ``chart.stream()`` passes on to the run (a stream cancels through its consumer)
+STREAM_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
+
+
+def stream_options(given: Mapping[str, Any], store: Any = None, run_id: str | None = None) -> RunOptions:
+    """The ``RunOptions`` of ``chart.stream(store=..., run_id=..., **given)``; an unknown keyword is refused."""
+    unknown = sorted(set(given) - STREAM_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"chart.stream() got unknown run option(s) {', '.join(unknown)}: "
+            f"expected {', '.join(sorted(STREAM_OPTIONS))}, modes, store or run_id"
+        )
+    return RunOptions(store=store, run_id=run_id, **given)

@@ -19,10 +19,14 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .engine.runner import _run_input, run_sync, start_run
 from .options import RunOptions
+from .recorders.narrative import narrative
+from .store.protocol import Segment
+from .store.runs import aadvance, new_run_id, remember_store, run_chart
 from .stream_drivers import AsyncRunStream, RunStream
 from .stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
 from .stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
@@ -41,34 +45,14 @@ __all__ = [
     "chart_plan",
     "final_event",
     "mark_cancelled",
-    "stream_options",
 ]
-
-#: the keyword options ``chart.stream()`` passes on to the run (a stream cancels through its consumer)
-RUN_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
-
-
-def stream_options(given: Mapping[str, Any], store: Any = None, run_id: str | None = None) -> RunOptions:
-    """The ``RunOptions`` of ``chart.stream(store=..., run_id=..., **given)``; an unknown keyword is refused."""
-    unknown = sorted(set(given) - RUN_OPTIONS)
-    if unknown:
-        raise TypeError(
-            f"chart.stream() got unknown run option(s) {', '.join(unknown)}: "
-            f"expected {', '.join(sorted(RUN_OPTIONS))}, modes, store or run_id"
-        )
-    return RunOptions(store=store, run_id=run_id, **given)
 
 
 def chart_plan(chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> StreamPlan:
     """The plan of ``chart.stream(input, modes=...)`` run with ``options`` (a stored run when ``options.store``)."""
-    from .chart import run_sync
-    from .recorders.narrative import narrative
-
     kinds = resolve_modes(modes, CHART_MODES, CHART_KINDS)
     store = options.store
     if store is not None:
-        from .store.runs import new_run_id, run_chart
-
         options = options.but(run_id=options.run_id or new_run_id())
     run_id = options.run_id
 
@@ -92,8 +76,6 @@ def chart_plan(chart: FlowChart, input: Any, modes: Any, options: RunOptions) ->
             return run_sync(chart, input, tapped(tap))
 
         async def arun(tap: StreamTap) -> Any:
-            from .engine.runner import start_run
-
             return await start_run(chart, input, tapped(tap), concurrent=True)
 
     def on_cancel(record: Cancelled) -> None:
@@ -112,8 +94,6 @@ def final_event(result: Any, _tap: StreamTap) -> Final:
 def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
     """Record a stored run as cancelled by its consumer: failed, with the commits it made, its
     narrative so far and the failure (``RunCancelledError``, the stage it stopped in)."""
-    from .store.protocol import Segment
-
     current = store.get(run_id)
     if current.status != "running":
         return
@@ -126,9 +106,6 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
 
 async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> Any:
     """``chart.run(input, store=options.store, run_id=options.run_id)`` inside the caller's event loop."""
-    from .engine.runner import _run_input, start_run
-    from .store.runs import aadvance, remember_store
-
     store, run_id = options.store, options.run_id
     assert store is not None and run_id is not None, "a stored stream has a store and a run id"
     run_input = _run_input(input)

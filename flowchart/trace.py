@@ -34,10 +34,10 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ._version import package_version
 from .causal import CausalChain, causal_chain
-from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
 from .errors import CheckpointError
 from .failure import RunFailure
+from .fingerprint import spec_fingerprint
 from .pause import Checkpoint
 from .redaction import Redaction
 from .serde import (

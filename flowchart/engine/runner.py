@@ -12,10 +12,11 @@ Laws:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..context import ReadonlyArgs
+from ..coroutines import run_coroutine
 from ..errors import CheckpointError, RunTimeoutError
 from ..events import ROOT_CONTEXT_ID, RunEvent, TraversalContext
 from ..failure import RunFailure, attach
@@ -221,3 +222,21 @@ async def resume_run(
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     frames = list(checkpoint.frames)
     return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)
+
+
+def run_sync(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
+    """``chart.run(input)`` with ``options`` (no store): without an event loop when nothing awaits."""
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return start_run(chart, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
+
+
+def resume_sync(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
+    """``chart.resume(checkpoint, input)`` with ``options``: without an event loop when nothing awaits."""
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return resume_run(chart, checkpoint, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..engine.runner import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
 from ..failure import RunFailure, failed_run
 from ..options import RunOptions
@@ -182,8 +183,6 @@ async def aadvance(
 def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     """``chart.run(input, store=store)``: record a new run (id ``options.run_id``, else a fresh
     one) in ``options.store`` and advance it to its pause or end."""
-    from ..engine.runner import _run_input
-
     store = options.store
     assert store is not None, "run_chart records into options.store"
     run_id = options.run_id or new_run_id()
@@ -198,8 +197,6 @@ def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
 
 def advance_chart(chart: FlowChart, store: RunStore, run_id: str, options: RunOptions | None = None) -> RunResult:
     """Advance a stored chart run (start it, or resume it with its recorded answer)."""
-    from ..chart import resume_sync, run_sync
-
     given = options or RunOptions()
 
     def step(record: RunRecord) -> RunResult:
