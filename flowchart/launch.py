@@ -3,7 +3,7 @@
 Law: ``FlowChart.run`` / ``arun`` / ``resume`` / ``aresume`` / ``resume_run`` /
 ``stream`` / ``astream`` check their ``RunOptions`` and hand them here, and each is one
 decision: a run with ``options.store`` is recorded in the store (``store/runs.py``), a
-stream is planned (``stream.py``), anything else runs in memory (``engine/runner.py``).
+stream is planned (``stream.py``), anything else runs in memory (``engine/entry.py``).
 The structure (``chart.py``) is below all three, so it does not import this module: the
 façade (``flowchart/__init__.py``) binds it into ``FlowChart`` once with
 ``bind_launcher``. ``resume_run`` without ``store=`` finds the store by run id
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .engine.runner import resume_run as _resume_coroutine
-from .engine.runner import resume_sync, run_sync, start_run
+from .engine.entry import resume_run as _resume_coroutine
+from .engine.entry import resume_sync, run_sync, start_run
 from .errors import RunError
 from .options import RunOptions
 from .store.runs import resume_chart, run_chart, store_of

@@ -16,7 +16,7 @@ from .trace import Trace
 
 if TYPE_CHECKING:
     from .chart import FlowChart
-    from .engine.run import Run, SubflowResult
+    from .engine.run_state import Run, SubflowResult
     from .engine.traversal import Traverser
     from .failure import RunFailure
     from .pause import Checkpoint

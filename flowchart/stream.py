@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .engine.runner import _run_input, run_sync, start_run
+from .engine.entry import _run_input, run_sync, start_run
 from .options import RunOptions
 from .recorders.narrative import narrative
 from .store.protocol import Segment

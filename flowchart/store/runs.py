@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..engine.runner import _run_input, resume_sync, run_sync
+from ..engine.entry import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
 from ..failure import RunFailure, failed_run
 from ..options import RunOptions

@@ -1,4 +1,7 @@
-"""Starting and resuming runs: from arguments to a ``RunResult``.
+"""The engine's entry points: from a chart, an input and ``RunOptions`` to a ``RunResult``.
+
+``start_run`` / ``resume_run`` are the coroutines; ``run_sync`` / ``resume_sync`` drive them
+without an event loop when nothing awaits. The run's shared state is ``run_state.py``.
 
 Laws:
 - The run input is validated (a dict of JSON-safe values, or ``None``) before any stage
@@ -27,7 +30,7 @@ from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
-from .run import Run
+from .run_state import Run
 from .traversal import Traverser
 
 if TYPE_CHECKING:

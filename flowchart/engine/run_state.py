@@ -1,4 +1,7 @@
-"""Run-wide bookkeeping shared by the top-level traversal and every subflow traversal.
+"""The run's state: bookkeeping shared by the top-level traversal and every subflow traversal.
+
+``Run`` holds the run's ``RunOptions`` (``run.options``) and what changes as it goes
+(counters, visit and loop counts, subflow results). Runs are started in ``entry.py``.
 
 Law: one execution counter per run, shared with subflows, so every runtime stage id
 ``[subflow/]stage_id#N`` is unique across the run — and across a pause, because a
