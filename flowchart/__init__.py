@@ -25,6 +25,7 @@ from flowchart.errors import (
     RunError,
     RunTimeoutError,
     ScopeWriteError,
+    TraceError,
 )
 from flowchart.failure import RunFailure, failed_run
 from flowchart.nodes import Pausable
@@ -74,6 +75,7 @@ __all__ = [
     "Selection",
     "StageContext",
     "Trace",
+    "TraceError",
     "__version__",
     "causal_chain",
     "commit_value_at",
