@@ -43,6 +43,7 @@ from .pause import Checkpoint
 from .redaction import Redaction
 from .serde import (
     Expected,
+    check_version,
     dumps,
     every_key,
     json_type,
@@ -266,7 +267,10 @@ def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
 
 
 def make_trace_converter() -> cattrs.Converter:
-    """The checkpoint converter plus commits, ops and traces (every key required but ``value``)."""
+    """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
+
+    Built on ``serde.make_converter``, the one factory of the package's strict converters;
+    the version check is ``serde.check_version``, shared with checkpoints."""
     converter = make_converter()
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
@@ -293,12 +297,7 @@ def structure_trace(data: Any, *, checked: bool = False) -> Trace:
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
-    version = data.get("version")
-    if type(version) is int and version != TRACE_VERSION:
-        raise CheckpointError(
-            f"Invalid trace: unsupported version {version} @ $.version (this library reads version {TRACE_VERSION})",
-            path="$.version",
-        )
+    check_version(data, "trace", TRACE_VERSION)
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:
