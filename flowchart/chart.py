@@ -7,8 +7,11 @@ Laws:
 - ``spec`` is JSON-safe and flat (one entry per stage, so a 10,000-stage chart needs no
   recursion); ``fingerprint`` is the SHA-256 of the spec's canonical JSON — the same in
   every process, different when the structure changes. Functions are not part of it.
-- ``run()`` needs no event loop when no stage is ``async`` (the traversal coroutine is
-  driven directly); otherwise it runs one with ``asyncio.run``. ``arun()`` always awaits.
+- The entry points (``run`` / ``arun`` / ``resume`` / ``aresume`` / ``resume_run`` /
+  ``stream`` / ``astream``) are thin: each checks its keywords into one ``RunOptions``
+  and calls the ``Launcher`` the façade bound (``flowchart/launch.py``), because the
+  structure sits below the engine, the store and the streams. A chart keeps nothing of
+  a run: not its store (``resume_run`` finds that by run id), not its options.
 """
 
 from __future__ import annotations
