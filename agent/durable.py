@@ -32,7 +32,7 @@ import attrs
 
 from flowchart import RunResult
 from flowchart.chart import drive, run_coroutine
-from flowchart.engine.runner import _run_input as validated_input
+from flowchart.engine.entry import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
@@ -170,14 +170,13 @@ def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) ->
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
     ``patch`` written first (``flowchart.forking``); its answer, or ``Paused``."""
     from flowchart.forking import fork_chart
+    from flowchart.options import RunOptions
 
     store = _store(agent)
     new_id = new_run_id()
     recorders = agent.run_recorders()
-    options = agent.chart_options(recorders, env={RUN_ID_ENV: new_id})
-    result = fork_chart(
-        agent.chart, run_id, at, patch, store=store, run_id=new_id, kind=AGENT_RUN_KIND, output=_final, **options
-    )
+    options = RunOptions(**agent.chart_options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
+    result = fork_chart(agent.chart, run_id, at, patch, options, kind=AGENT_RUN_KIND, output=_final)
     value = agent.finish_run(result, recorders)
     if isinstance(value, Paused):
         assert result.checkpoint is not None

@@ -5,12 +5,19 @@
     ├── RunError(FlowchartError, RuntimeError)       a run cannot go on (unknown branch, loop cap, ...)
     │   ├── LoopLimitError                           a loop target was visited too often
     │   ├── RunTimeoutError(RunError, TimeoutError)  run(timeout=...) expired inside a stage
-    │   ├── ForkError                                fork children failed, or chart.fork cannot start there
+    │   ├── RunCancelledError (cancel.py)            a CancelToken ended the run
+    │   ├── ForkError                                chart.fork cannot continue a run there (another
+    │   │                                            chart's run, a commit that is not a fork point)
     │   └── MapError                                 a map child failed (fail_fast): its index
     ├── ScopeWriteError(FlowchartError, ValueError)  a stage wrote something it may not
     │   └── ReadonlyInputError                       a stage wrote a run-input key
-    └── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
-                                                     foreign, past a limit, or fails its signature
+    ├── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
+    │   │                                            foreign, past a limit, or fails its signature
+    │   └── TraceError                               a trace file is bad (Trace.load / from_json / from_dict,
+    │                                                and the `flowchart` command that reads traces)
+    └── StoreError (flowchart.store)                 a run store refused; its subtree (not found, exists,
+                                                     commit conflict, already answered, schema version)
+                                                     is drawn in flowchart/store/protocol.py
 
 Each error carries the context it was raised in (stage id, key) as attributes.
 """
@@ -49,9 +56,11 @@ class RunTimeoutError(RunError, TimeoutError):
 
 
 class ForkError(RunError):
-    """Children of a fork or selector failed (``fail_fast=False`` collects them all), or
-    ``chart.fork`` cannot continue a run there (another chart's run, a commit that is not a
-    fork point — the message names the nearest valid commits)."""
+    """``chart.fork(...)`` cannot continue a run there: a run of another chart (both
+    fingerprints named), a commit that is not a fork point (the message names the nearest
+    valid commits), a log the chart did not write. No plain run raises it: a failing fork
+    child re-raises its own error. ``errors`` maps what failed to its error.
+    """
 
     def __init__(
         self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None
@@ -89,3 +98,11 @@ class CheckpointError(FlowchartError, ValueError):
         super().__init__(message)
         self.path = path
         self.detail = detail
+
+
+class TraceError(CheckpointError):
+    """A trace file is malformed, of an unknown version, or inconsistent; ``path`` names where.
+
+    A ``CheckpointError``, so ``except CheckpointError`` still catches it; raised by
+    ``Trace.load`` / ``Trace.from_json`` / ``Trace.from_dict`` and the ``flowchart`` command.
+    """

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .chart import run_coroutine
 from .commits import Commit, replay
+from .coroutines import run_coroutine
 from .errors import ForkError
 
 if TYPE_CHECKING:
     from .chart import FlowChart
+    from .options import RunOptions
     from .result import RunResult
     from .store.protocol import RunStore
 
@@ -105,37 +106,24 @@ def fork_chart(
     source: Any,
     at: int,
     patch: Mapping[str, Any] | None,
+    options: RunOptions,
     *,
-    store: RunStore | None = None,
-    run_id: str | None = None,
     kind: str = "chart",
     output: Any = None,
-    **options: Any,
 ) -> RunResult:
-    """``chart.fork``: see the module law. ``kind`` and ``output`` are what the stored fork
-    records (an agent's fork is ``kind="agent"`` and stores its final answer)."""
+    """``chart.fork``: see the module law. With ``options.store`` the fork is recorded there
+    as a run of ``kind`` (an agent's fork is ``"agent"`` and stores ``output(result)``)."""
     from .engine.forkrun import fork_run
 
+    store = options.store
     src, position, state = prepare(chart, source, at, store)
-    timeout = options.get("timeout")
-    opts = {
-        "env": options.get("env"),
-        "recorders": options.get("recorders", ()),
-        "max_iterations": options.get("max_iterations", 1000),
-        "timeout": timeout,
-        "redaction": options.get("redaction"),
-        "cancel": options.get("cancel"),
-    }
-    unknown = set(options) - set(opts)
-    if unknown:
-        raise TypeError(f"fork() got unexpected option(s) {', '.join(sorted(unknown))}")
 
     def make(concurrent: bool) -> Any:
-        return fork_run(chart, position, state, src.run_input, patch, src.run_id, concurrent=concurrent, **opts)
+        return fork_run(chart, position, state, src.run_input, patch, src.run_id, options, concurrent=concurrent)
 
+    needs_loop = chart.needs_loop or options.timeout is not None
     if store is None:
-        return run_coroutine(make, chart.needs_loop or timeout is not None)
+        return run_coroutine(make, needs_loop)
     from .store.forks import record_fork
 
-    needs_loop = chart.needs_loop or timeout is not None
-    return record_fork(chart, store, src, at, run_id, lambda: run_coroutine(make, needs_loop), kind, output)
+    return record_fork(chart, store, src, at, options.run_id, lambda: run_coroutine(make, needs_loop), kind, output)

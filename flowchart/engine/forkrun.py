@@ -17,21 +17,21 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..commits import Commit
 from ..context import ReadonlyArgs
 from ..errors import ReadonlyInputError, ScopeWriteError
 from ..events import CommitEvent, RunEvent, StageExecutedEvent, TraversalContext
+from ..options import RunOptions
 from ..pause import PauseSignal
-from ..redaction import Redaction
 from ..result import RunResult
 from ..scope import Transaction
+from .entry import _finish, _root_context
 from .observers import NO_OBSERVERS, Observers
 from .positions import Position
-from .run import Run
-from .runner import _finish, _root_context
+from .run_state import Run
 from .traversal import Traverser, _StageRecorder
 
 if TYPE_CHECKING:
@@ -87,32 +87,23 @@ async def fork_run(
     run_input: dict[str, Any],
     patch: Mapping[str, Any] | None,
     parent_run_id: str,
+    options: RunOptions,
     *,
-    env: Mapping[str, Any] | None,
-    recorders: Iterable[Any],
-    max_iterations: int,
-    timeout: float | None,
-    redaction: Redaction | None,
     concurrent: bool,
-    cancel: Any = None,
 ) -> RunResult:
     """Start the fork of ``parent_run_id`` at ``position`` over ``state`` with ``patch``."""
-    recorders = list(recorders)
     readonly = frozenset(run_input)
     txn = patch_ops(state, patch, readonly)  # refused here, before a run exists
-    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    observers = Observers(recorders) if recorders else NO_OBSERVERS
+    observers = Observers(options.recorders) if options.recorders else NO_OBSERVERS
     run = Run(
-        observers=observers, env=env, max_iterations=max_iterations, timeout=timeout, redaction=redaction,
-        concurrent=concurrent, counter=position.counter, visit_counts=position.visit_counts,
-        loop_counts=position.loop_counts, cancel=cancel,
+        options, observers=observers, concurrent=concurrent, counter=position.counter,
+        visit_counts=position.visit_counts, loop_counts=position.loop_counts,
     )  # fmt: skip
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=readonly)
     if observers.any:
         observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
     _fork_commit(top, txn, parent_run_id, position)
-    return await _finish(chart, run, top, lambda: continue_at(top, position), run_input, recorders)
+    return await _finish(chart, run, top, lambda: continue_at(top, position), run_input)
 
 
 def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position: Position) -> Commit:

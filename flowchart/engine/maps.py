@@ -30,7 +30,7 @@ from ..events import MapEvent
 from ..nodes import StageNode
 from ..scope import Scope, Transaction
 from ..values import NotJsonSafe, copy_json
-from .run import SubflowResult
+from .run_state import SubflowResult
 
 if TYPE_CHECKING:
     from .traversal import Hop, Traverser
