@@ -24,12 +24,13 @@ from flowchart.errors import (
     RunTimeoutError,
     ScopeWriteError,
 )
-from flowchart.failure import RunFailure, failed_run
+from flowchart.failure import RunFailure, failed_checkpoint, failed_run
 from flowchart.nodes import Pausable
 from flowchart.pause import Checkpoint, pause_again
 from flowchart.recorders.narrative import narrative
 from flowchart.redaction import Redaction
 from flowchart.result import RunResult
+from flowchart.retry import Retry
 from flowchart.scope import Scope
 from flowchart.trace import Trace
 
@@ -58,6 +59,7 @@ __all__ = [
     "Pausable",
     "ReadonlyInputError",
     "Redaction",
+    "Retry",
     "RunCancelledError",
     "RunError",
     "RunFailure",
@@ -72,6 +74,7 @@ __all__ = [
     "causal_chain",
     "commit_value_at",
     "decide",
+    "failed_checkpoint",
     "failed_run",
     "find_commit",
     "find_commits",

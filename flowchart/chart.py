@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .pause import Checkpoint
     from .redaction import Redaction
     from .result import RunResult
+    from .retry import Retry
     from .store.protocol import RunStore
     from .stream import AsyncRunStream, RunStream
 
@@ -204,6 +205,7 @@ class FlowChart:
         cancel: CancelToken | None = None,
         store: RunStore | None = None,
         run_id: str | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Run the chart to its end or its first pause. See ``arun`` for the arguments.
 
@@ -219,13 +221,13 @@ class FlowChart:
 
             return run_chart(
                 self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, cancel=cancel,
+                timeout=timeout, redaction=redaction, cancel=cancel, retry=retry,
             )  # fmt: skip
 
         def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
             return start_run(
                 self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
+                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel, retry=retry,
             )  # fmt: skip
 
         return run_coroutine(make, self.needs_loop or timeout is not None)
@@ -240,6 +242,7 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Run the chart inside the caller's event loop (fork children run concurrently).
 
@@ -247,13 +250,14 @@ class FlowChart:
         is never recorded; ``recorders`` observers; ``max_iterations`` the per-target loop
         cap; ``timeout`` seconds for the whole run; ``redaction`` what to hide in recordings;
         ``cancel`` a ``CancelToken`` whose ``cancel(reason)`` ends the run before its next
-        stage with ``RunCancelledError`` (the running stage's writes commit).
+        stage with ``RunCancelledError`` (the running stage's writes commit); ``retry`` the
+        default ``Retry`` policy of every stage that has none of its own (docs/durable.md).
         """
         from .engine.runner import start_run
 
         return await start_run(
             self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
+            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel, retry=retry,
         )  # fmt: skip
 
     def stream(
@@ -300,14 +304,19 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
-        """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
+        """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest.
+
+        A failed run's checkpoint (``err.checkpoint``) re-runs the stage that failed, from the
+        state before its partial commit, and goes on (docs/durable.md).
+        """
         from .engine.runner import resume_run
 
         def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
             return resume_run(
                 self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
+                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel, retry=retry,
             )  # fmt: skip
 
         return run_coroutine(make, self.needs_loop or timeout is not None)
@@ -323,9 +332,14 @@ class FlowChart:
         max_iterations: int = 1000,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
         answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded.
+
+        A ``failed`` run is continued at the stage that failed instead (``input`` must be
+        ``None``): that stage re-runs from the state before its partial commit, nothing that
+        committed runs again, and the store decides races (one process wins).
 
         ``store`` defaults to the store this chart last ran with (``run(..., store=...)``).
         """
@@ -339,7 +353,7 @@ class FlowChart:
             )
         return resume_chart(
             self, store, run_id, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction,
+            timeout=timeout, redaction=redaction, retry=retry,
         )  # fmt: skip
 
     async def aresume(
@@ -353,11 +367,12 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
         from .engine.runner import resume_run
 
         return await resume_run(
             self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
+            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel, retry=retry,
         )  # fmt: skip

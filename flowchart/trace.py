@@ -36,6 +36,7 @@ from ._version import package_version
 from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
+from .retry import Attempt
 from .errors import CheckpointError
 from .failure import RunFailure
 from .pause import Checkpoint
@@ -258,7 +259,10 @@ def make_trace_converter() -> cattrs.Converter:
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
-    converter.register_structure_hook(Commit, every_key(Commit, converter, optional=("decision",)))
+    converter.register_structure_hook(Attempt, every_key(Attempt, converter))
+    converter.register_structure_hook(
+        Commit, every_key(Commit, converter, optional=("decision", "attempts", "recovers"))
+    )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
     converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
     converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))

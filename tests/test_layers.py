@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "flowchart.recorders.summary": 0,
     "flowchart.untrusted": 0,
     "flowchart.signing": 0,
+    "flowchart.retry": 0,
     "flowchart.spec_shape": 1,
     # L1 state
     "flowchart.commits": 1,

@@ -12,6 +12,7 @@ Laws:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,9 @@ from ..redaction import Redaction
 from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
+from ..retry import Retry
 from .observers import NO_OBSERVERS, Observers
+from .retrying import FailureSite
 from .run import Run
 from .traversal import Traverser
 
@@ -57,6 +60,7 @@ def _make_run(
     concurrent: bool,
     checkpoint: Checkpoint | None = None,
     cancel: Any = None,
+    retry: Any = None,
 ) -> Run:
     recorders = list(recorders)
     observers = Observers(recorders) if recorders else NO_OBSERVERS
@@ -64,15 +68,17 @@ def _make_run(
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if cancel is not None and not callable(getattr(cancel, "check", None)):
         raise TypeError(f"cancel must be a flowchart.CancelToken, got {type(cancel).__name__}")
+    if retry is not None and not isinstance(retry, Retry):
+        raise TypeError(f"retry must be a flowchart.Retry (e.g. Retry(attempts=3)), got {type(retry).__name__}")
     if checkpoint is None:
         return Run(
             observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
-            redaction=redaction, concurrent=concurrent, cancel=cancel,
+            redaction=redaction, concurrent=concurrent, cancel=cancel, retry=retry,
         )  # fmt: skip
     return Run(
         observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
         redaction=redaction, concurrent=concurrent, counter=checkpoint.execution_count,
-        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts, cancel=cancel,
+        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts, cancel=cancel, retry=retry,
     )  # fmt: skip
 
 
@@ -134,7 +140,29 @@ def _record_failure(
     failure = RunFailure.of(exc, stage_id, rid)
     result = RunResult.of(chart, run, top, None, recorders, run_input, None)
     result.failure = failure
-    attach(exc, result, failure)
+    attach(exc, result, failure, _failure_checkpoint(chart, run, top, exc, run_input))
+
+
+def _failure_checkpoint(
+    chart: FlowChart, run: Run, top: Traverser, exc: BaseException, run_input: dict[str, Any]
+) -> Checkpoint | None:
+    """The checkpoint that resumes the failed run at the stage that failed (``None``: no single one)."""
+    site = run.failure_site
+    if not isinstance(site, FailureSite) or site.error is not exc or site.broken or not site.frames:
+        return None
+    if site.pending_mount is not None or site.recovery is None:
+        return None
+    leaf = site.frames[-1]
+    return Checkpoint(
+        shared_state=dict(top.state), paused_stage_id=leaf.stage_id,
+        subflow_path=[f.stage_id for f in site.frames if f.kind == "mount"], pause_data=None,
+        subflow_states={k: dict(v) for k, v in site.subflow_states.items()}, execution_count=run.counter,
+        visit_counts=dict(run.visit_counts), invoker_stage_id=leaf.invoker_stage_id,
+        continuation_stage_id=leaf.continuation_stage_id, paused_at=time.time(),
+        chart_fingerprint=chart.fingerprint, run_id=run.run_id, run_input=run_input,
+        subflow_args=dict(site.subflow_args), loop_counts=dict(run.loop_counts), frames=list(site.frames),
+        recovery=site.recovery,
+    )  # fmt: skip
 
 
 async def start_run(
@@ -148,11 +176,12 @@ async def start_run(
     redaction: Redaction | None,
     concurrent: bool,
     cancel: Any = None,
+    retry: Retry | None = None,
 ) -> RunResult:
     """Run ``chart`` from its root."""
     run_input = _run_input(input)
     recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, cancel=cancel)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, cancel=cancel, retry=retry)
     top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
@@ -198,8 +227,9 @@ def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
         what = "paused stage" if frame.kind == "stage" else "stage"
         node = _local(chart, level, prefix, frame.stage_id, f"{where}.stage_id", what)
         expected = {"stage": "a pausable stage", "mount": "a subflow mount", "fork": "a fork or selector"}
+        failed_leaf = checkpoint.recovery is not None and index == len(checkpoint.frames) - 1
         fits = {
-            "stage": node.kind == "pausable",
+            "stage": node.kind == "pausable" or (failed_leaf and node.kind != "loop"),
             "mount": node.kind == "subflow",
             "fork": bool(node.children) or node.kind == "selector",
         }[frame.kind]
@@ -250,15 +280,17 @@ async def resume_run(
     redaction: Redaction | None,
     concurrent: bool,
     cancel: Any = None,
+    retry: Retry | None = None,
 ) -> RunResult:
-    """Resume a paused run of ``chart`` from ``checkpoint`` with ``input``."""
+    """Resume a paused run of ``chart`` from ``checkpoint`` with ``input`` (or a failed run:
+    its checkpoint's ``recovery`` re-runs the stage that failed)."""
     checkpoint = check_checkpoint(chart, checkpoint)
     try:
         given = copy_json(input)
     except NotJsonSafe as exc:
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
     recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint, cancel)
+    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint, cancel, retry)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))
