@@ -507,6 +507,8 @@ def _mount_node(
     return node
 
 
-def flow_chart(name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None) -> FlowChartBuilder:
-    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")``."""
-    return FlowChartBuilder().start(name, fn, stage_id, description=description)
+def flow_chart(
+    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
+) -> FlowChartBuilder:
+    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
+    return FlowChartBuilder().start(name, fn, stage_id, description=description, retry=retry)
