@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from flowchart import Checkpoint, FlowChart, Pausable, Redaction, RunResult, flow_chart, narrative
+from flowchart import Checkpoint, FlowChart, Pausable, Redaction, Retry, RunResult, flow_chart, narrative
 from flowchart.chart import drive, run_coroutine
 from flowchart.events import ALL_HOOKS
 from flowchart.stream import AsyncRunStream, RunStream
@@ -108,7 +108,7 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     )
     branches = (
         flow_chart("Seed", fit(make_seed(cfg)), "seed")
-        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm")
+        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
         .add_decider_function("Route", fit(make_route(cfg)), "route")
         .add_pausable_function_branch("tool-calls", "ToolCalls", tool_calls, loop_to="call-llm")
     )
@@ -180,6 +180,7 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        llm_retry: Retry | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -191,11 +192,14 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
+        (after the provider's own HTTP retries) is tried again, each failed attempt recorded
+        on the stage's commit (docs/durable.md).
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders), llm_retry=llm_retry,
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -409,6 +413,10 @@ class AgentBuilder:
                 validate_permission_checker(settings["permission_checker"])
         except (TypeError, ValueError) as exc:
             raise AgentBuildError(str(exc)) from None
+        if settings["llm_retry"] is not None and not isinstance(settings["llm_retry"], Retry):
+            raise AgentBuildError(
+                f"Agent.create(llm_retry=...): expected a flowchart.Retry, got {type(settings['llm_retry']).__name__}"
+            )
         for recorder in settings["recorders"]:
             if not any(callable(getattr(recorder, hook, None)) for hook in ALL_HOOKS):
                 raise AgentBuildError(
@@ -421,6 +429,7 @@ class AgentBuilder:
             check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
+            llm_retry=settings["llm_retry"],
         )  # fmt: skip
         return Agent(
             cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,

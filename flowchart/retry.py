@@ -21,7 +21,10 @@ Laws:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -102,6 +105,23 @@ class Retry:
             draw = random.Random(f"{self.seed}/{key}/{failed}").random()
             base = base * (1 - self.jitter + 2 * self.jitter * draw)
         return base
+
+    async def wait(self, delay: float) -> None:
+        """Wait ``delay`` seconds through ``sleep`` (awaited when it returns an awaitable), else
+        ``asyncio.sleep`` inside an event loop and ``time.sleep`` outside one."""
+        if delay <= 0:
+            return
+        if self.sleep is not None:
+            waited = self.sleep(delay)
+            if inspect.isawaitable(waited):
+                await waited
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a coroutine driven without a loop (a chart with no async stage)
+            time.sleep(delay)
+            return
+        await asyncio.sleep(delay)
 
     def delays(self, key: str = "") -> list[float]:
         """Every delay this policy would wait for ``key``, in order (``attempts - 1`` of them)."""

@@ -36,11 +36,11 @@ from ._version import package_version
 from .causal import CausalChain, causal_chain
 from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
-from .retry import Attempt
 from .errors import CheckpointError
 from .failure import RunFailure
 from .pause import Checkpoint
 from .redaction import Redaction
+from .retry import Attempt
 from .serde import (
     Expected,
     dumps,

@@ -24,9 +24,6 @@ Laws:
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import time
 from typing import TYPE_CHECKING, Any
 
 from ..commits import replay
@@ -69,22 +66,10 @@ async def attempt(
                 record.message, delay,
             )  # fmt: skip
             run.observers.emit("on_retry", event)
-        if delay > 0:
-            await _sleep(policy, delay, run.concurrent)
+        await policy.wait(delay)
     if failed:
         run.retry_log[rid] = tuple(failed)
     return output, txn, error
-
-
-async def _sleep(policy: Retry, delay: float, concurrent: bool) -> None:
-    if policy.sleep is not None:
-        waited = policy.sleep(delay)
-        if inspect.isawaitable(waited):
-            await waited
-    elif concurrent:
-        await asyncio.sleep(delay)
-    else:  # a chart with no async stage runs without an event loop
-        time.sleep(delay)
 
 
 # -- recovery: re-running a failed execution ------------------------------------------------------
@@ -203,7 +188,7 @@ def _enclose(
         kids = {traverser.prefix + c.id for c in (*node.children, *node.branches.values())}
         pending = site.pending_mount
         if pending in kids:  # a subflow child of this fork failed inside
-            mount = ResumeFrame.at(pending, "mount", None, full, namespace, traverser.prefix)  # type: ignore[arg-type]
+            mount = ResumeFrame.at(pending, "mount", None, full, namespace, traverser.prefix)
             site.frames[:0] = [traverser.frame(node, "fork", cont, invoker, namespace), mount]
             site.pending_mount = None
             return

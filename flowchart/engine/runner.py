@@ -24,9 +24,9 @@ from ..nodes import StageNode
 from ..pause import Checkpoint, PauseSignal
 from ..redaction import Redaction
 from ..result import RunResult
+from ..retry import Retry
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
-from ..retry import Retry
 from .observers import NO_OBSERVERS, Observers
 from .retrying import FailureSite
 from .run import Run

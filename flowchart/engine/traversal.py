@@ -327,7 +327,8 @@ class Traverser:
             try:
                 output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
             except Exception as exc:  # leave the resume point of a failed run (``retrying``)
-                retrying.unwind(self, node, exc, cont, invoker, namespace)
+                assert source is not None
+                retrying.unwind(self, source, exc, cont, invoker, namespace)
                 raise
             if self.stopped:
                 break

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowchart import BuildError, Pausable, Retry, Trace, flow_chart, narrative, replay
+from flowchart import BuildError, Pausable, Retry, Trace, flow_chart, narrative
 
 
 class Flaky:
@@ -35,7 +35,9 @@ def seed(scope: Any) -> None:
 # -- the policy value --------------------------------------------------------------------------------
 def test_a_bad_policy_is_refused_when_made_naming_the_field() -> None:
     """Each field is checked when the policy is made, with the fix in the message."""
-    with pytest.raises(ValueError, match=r"^Retry\(attempts=\.\.\.\) must be an integer >= 1 \(the first try counts\), got 0$"):
+    with pytest.raises(
+        ValueError, match=r"^Retry\(attempts=\.\.\.\) must be an integer >= 1 \(the first try counts\), got 0$"
+    ):
         Retry(attempts=0)
     with pytest.raises(TypeError, match=r"^Retry\(on=\.\.\.\) must be an exception class or a tuple of them"):
         Retry(on="TimeoutError")  # type: ignore[arg-type]
@@ -47,7 +49,9 @@ def test_a_bad_policy_is_refused_when_made_naming_the_field() -> None:
 
 def test_a_builder_refuses_a_retry_that_is_not_a_policy() -> None:
     """``retry=3`` is a build error naming the stage, not a silent no-op."""
-    with pytest.raises(BuildError, match=r"retry of 'fetch' must be a flowchart\.Retry \(e\.g\. Retry\(attempts=3\)\), got int"):
+    with pytest.raises(
+        BuildError, match=r"retry of 'fetch' must be a flowchart\.Retry \(e\.g\. Retry\(attempts=3\)\), got int"
+    ):
         flow_chart("Seed", seed, "seed").add_function("Fetch", seed, "fetch", retry=3).build()  # type: ignore[arg-type]
 
 
@@ -129,7 +133,15 @@ def test_an_error_the_policy_does_not_name_is_not_retried() -> None:
 def test_without_a_policy_a_commit_records_as_before() -> None:
     """Absent means byte-identical: no ``attempts`` or ``recovers`` key in the commit."""
     result = flow_chart("Seed", seed, "seed").build().run()
-    assert list(result.commit_log[0].to_dict()) == ["idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths"]
+    assert list(result.commit_log[0].to_dict()) == [
+        "idx",
+        "stage",
+        "stage_id",
+        "runtime_stage_id",
+        "trace",
+        "reads",
+        "redacted_paths",
+    ]
 
 
 # -- every stage kind, and the run's default -----------------------------------------------------------
@@ -178,11 +190,7 @@ def test_deciders_branches_pausables_and_fork_children_take_a_policy() -> None:
 def test_the_run_default_applies_to_every_stage_without_its_own() -> None:
     """``run(retry=...)`` retries each stage; a stage's own policy wins over it."""
     one, two = Flaky("one", 1), Flaky("two", 2)
-    chart = (
-        flow_chart("One", one, "one")
-        .add_function("Two", two, "two", retry=Retry(attempts=3))
-        .build()
-    )
+    chart = flow_chart("One", one, "one").add_function("Two", two, "two", retry=Retry(attempts=3)).build()
     result = chart.run(retry=Retry(attempts=2))
     assert [len(c.attempts) for c in result.commit_log] == [1, 2]
     with pytest.raises(TypeError, match=r"^retry must be a flowchart\.Retry \(e\.g\. Retry\(attempts=3\)\), got int$"):
@@ -227,7 +235,9 @@ def test_a_trace_with_a_malformed_attempt_is_refused_naming_the_path(tmp_path: P
     path.write_text(json.dumps(data))
     from flowchart import CheckpointError
 
-    with pytest.raises(CheckpointError, match=r"expected an integer, got a string @ \$\.commit_log\[0\]\.attempts\[0\]\.attempt"):
+    with pytest.raises(
+        CheckpointError, match=r"expected an integer, got a string @ \$\.commit_log\[0\]\.attempts\[0\]\.attempt"
+    ):
         Trace.load(path)
 
 
@@ -254,7 +264,9 @@ def test_a_run_whose_retries_succeed_equals_a_run_that_succeeds_first_time(failu
     def build(counts: list[int]) -> Any:
         builder = flow_chart("Seed", seed, "seed")
         for index, count in enumerate(counts):
-            builder = builder.add_function(f"S{index}", Steady(f"k{index}", count), f"s{index}", retry=Retry(attempts=3))
+            builder = builder.add_function(
+                f"S{index}", Steady(f"k{index}", count), f"s{index}", retry=Retry(attempts=3)
+            )
         return builder.build()
 
     flaky = build(failures).run()
