@@ -297,6 +297,8 @@ class Agent:
 
         The decision is checked against the store's record and accepted ONCE: a second
         answer to the same request, from any process, raises ``ResumeDecisionError``.
+        A ``failed`` run (a provider down, a stage error) is continued at the stage that
+        failed instead, with no decision: nothing that committed runs again (docs/durable.md).
         """
         if self.needs_event_loop:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)

@@ -187,6 +187,13 @@ def submit(agent: Agent, message: str, identity: Any = None, *, app: Any = None,
     return run_id
 
 
+def retry_and_enqueue(app: Any, store: RunStore, run_id: str) -> None:
+    """Mark the failed run ``running`` again (once, ``store.retry``) and enqueue the advance
+    that re-runs the stage that failed."""
+    durable.retry_failed(store, run_id)
+    enqueue(app, run_id)
+
+
 def answer_and_enqueue(app: Any, store: RunStore, run_id: str, decision: Any) -> None:
     """Record ``decision`` for the run's pause (once, checked as ``resume_run`` checks it)
     and enqueue the advance that applies it."""
