@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: the keyword options ``chart.stream()`` passes on to the run
-RUN_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
+RUN_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction", "retry"})
 
 
 def chart_plan(

@@ -398,7 +398,10 @@ class Traverser:
 
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
-        output, txn, error = await self.attempt(node, call, rid, namespace)
+        if node.retry is None and self.run.retry is None:  # no policy: no extra coroutine per stage
+            output, txn, error = await self.call_stage(node, call, rid, namespace)
+        else:
+            output, txn, error = await self.attempt(node, call, rid, namespace)
         choice = (
             choices.decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
         )

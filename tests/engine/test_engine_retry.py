@@ -276,3 +276,14 @@ def test_a_run_whose_retries_succeed_equals_a_run_that_succeeds_first_time(failu
         c.to_dict() for c in clean.commit_log
     ]
     assert [len(c.attempts) for c in flaky.commit_log[1:]] == failures
+
+
+def test_a_stream_takes_the_run_default_and_streams_the_retry_line_before_the_commit() -> None:
+    """``chart.stream(retry=...)``: the ``[Retry]`` line, then the one commit with its attempt."""
+    chart = flow_chart("Fetch", Flaky("page", 1), "fetch").build()
+    events = [e.to_dict() for e in chart.stream(retry=Retry(), modes=["commit", "narrative"])]
+    assert [(e["kind"], e.get("text")) for e in events[:2]] == [
+        ("narrative", "[Retry]: retried Fetch (attempt 2 of 3) after TimeoutError: page try 1"),
+        ("commit", None),
+    ]
+    assert events[1]["commit"]["attempts"] == [{"attempt": 1, "error_type": "TimeoutError", "message": "page try 1"}]
