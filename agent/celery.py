@@ -23,15 +23,23 @@ Laws:
   is pickled. Its store must be one every worker reaches (PostgreSQL across machines,
   SQLite on one machine).
 - Messages are JSON (a run id); nothing else travels through the broker.
+- A run that FAILS in a stage is recorded ``failed`` with its resume point; with
+  ``make_app(..., retry_failed=Retry(...))`` the worker retries it under that policy: it
+  flips the run back to ``running`` (``store.retry``: once, whichever worker wins) and
+  enqueues the advance after the policy's delay, which re-runs only the stage that
+  failed. The attempts are counted from the record (the log's ``recovers`` commits), so
+  the count survives worker restarts.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowchart.store import CommitConflictError, RunStore
+from flowchart import Retry
+from flowchart.store import CommitConflictError, RunStore, StoreError
 
 from . import durable
 
@@ -64,6 +72,7 @@ def make_app(
     name: str = "pyfootprint",
     queue: str = "pyfootprint",
     visibility_timeout: float = 3600.0,
+    retry_failed: Retry | None = None,
     **config: Any,
 ) -> Any:
     """A Celery app whose task ``advance_run`` advances runs of the agent ``agent`` names.
@@ -74,8 +83,11 @@ def make_app(
     running at the timeout is delivered again: harmless, the store keeps one commit, but
     its tools run twice). Workers sweep for abandoned tasks every quarter of it (1–10 s). ``config`` is
     passed to ``app.conf.update``. The newest app made in a process is the default
-    for ``agent.submit``.
+    for ``agent.submit``. ``retry_failed`` (a ``flowchart.Retry``) is the policy under which
+    workers retry a run that failed in a stage (``None``: a failed run stays failed).
     """
+    if retry_failed is not None and not isinstance(retry_failed, Retry):
+        raise TypeError(f"make_app(retry_failed=...): expected a flowchart.Retry, got {type(retry_failed).__name__}")
     celery = _celery()
     from celery.utils.log import get_task_logger
 
@@ -95,13 +107,19 @@ def make_app(
     )  # fmt: skip
     app.conf.update(config)
     app.conf.pyfootprint_agent = agent
+    app.conf.pyfootprint_retry_failed = retry_failed
 
     @app.task(name=TASK_NAME, bind=True, max_retries=20)
     def advance_run(task: Any, run_id: str) -> str:
         """Advance stored run ``run_id`` to its next pause or end (a no-op if it is not due)."""
         task_log.info("advance %s start", run_id)
         try:
-            status = advance(app_agent(app), run_id)
+            status = advance(
+                app_agent(app), run_id, retry_failed=retry_failed,
+                requeue=lambda delay: app.send_task(
+                    TASK_NAME, args=[run_id], queue=app.conf.task_default_queue, countdown=delay
+                ),
+            )  # fmt: skip
             task_log.info("advance %s end %s", run_id, status)
             return status
         except _Retry as exc:
@@ -146,13 +164,16 @@ class _Retry(Exception):
         self.error = error
 
 
-def advance(agent: Agent, run_id: str) -> str:
+def advance(
+    agent: Agent, run_id: str, *, retry_failed: Retry | None = None, requeue: Callable[[float], Any] | None = None
+) -> str:
     """What ``advance_run`` does: advance the run if the store says it is due; return its status.
 
     A lost commit race (another worker committed this segment) is not an error: the
-    run is already where it should be. A run failing in a stage is recorded ``failed``
-    and not retried. Anything that left the run unrecorded (the store unreachable) is
-    retried with backoff.
+    run is already where it should be. A run failing in a stage is recorded ``failed``;
+    under ``retry_failed`` it is made ``running`` again and ``requeue(delay)`` schedules
+    the advance that resumes it (``retry_failed_run``). Anything that left the run
+    unrecorded (the store unreachable) is retried with backoff.
     """
     store = agent.store
     record = store.get(run_id)
@@ -170,9 +191,30 @@ def advance(agent: Agent, run_id: str) -> str:
             raise _Retry(exc) from None
         if status == "running":
             raise _Retry(exc) from None
+        if status == "failed" and retry_failed is not None and requeue is not None:
+            delay = retry_failed_run(store, run_id, exc, retry_failed)
+            if delay is not None:
+                log.warning("run %s failed (%s); retrying in %.1f s", run_id, exc, delay)
+                requeue(delay)
+                return "running"
         log.warning("run %s %s: %s", run_id, status, exc)
         return status
     return store.get(run_id).status
+
+
+def retry_failed_run(store: RunStore, run_id: str, error: BaseException, policy: Retry) -> float | None:
+    """Under ``policy``, mark the failed run ``running`` again and return the delay before its
+    advance; ``None`` when the policy is spent, does not retry ``error``, the run has no
+    resume point, or another worker retried it first."""
+    record = store.get(run_id)
+    failures = 1 + sum(1 for commit in record.commit_log if commit.recovers is not None)
+    if failures >= policy.attempts or not policy.retries(error) or record.checkpoint is None:
+        return None
+    try:
+        store.retry(run_id)
+    except StoreError:
+        return None  # another worker retried it (or it moved on): its advance is queued
+    return policy.delay(failures, run_id)
 
 
 def enqueue(app: Any, run_id: str) -> None:

@@ -144,3 +144,40 @@ def test_agent_runs_retry_continues_a_failed_run_once(tmp_path: Path, capsys: py
     assert main(argv) == 2
     _, err = capsys.readouterr()
     assert err.strip() == f"agent: error: run '{record.run_id}' is done, not failed: only a failed run can be retried"
+
+
+def test_a_worker_retries_a_failed_run_under_its_policy_until_it_finishes(store: Any) -> None:
+    """``advance`` (the Celery task's body) with ``retry_failed``: the provider is down twice; each
+    failure is recorded, the run made running again and re-queued after the policy's delay; the
+    third advance finishes it. The seed ran once; each retry re-ran only call-llm."""
+    from agent import durable
+    from agent.celery import advance
+
+    STATE["down"] = 2
+    agent = make_agent(store)
+    run_id = durable.create(agent, durable.make_input("hi"))
+    queued: list[float] = []
+    policy = Retry(attempts=3, backoff=2)
+    assert advance(agent, run_id, retry_failed=policy, requeue=queued.append) == "running"
+    assert advance(agent, run_id, retry_failed=policy, requeue=queued.append) == "running"
+    assert advance(agent, run_id, retry_failed=policy, requeue=queued.append) == "done"
+    assert queued == [2.0, 4.0]
+    record = store.get(run_id)
+    assert record.output == "answer"
+    assert [c.stage_id for c in record.commit_log].count("seed") == 1
+    assert [c.recovers for c in record.commit_log if c.recovers] == ["call-llm#1", "call-llm#2"]
+
+
+def test_a_worker_leaves_a_run_failed_once_its_policy_is_spent(store: Any) -> None:
+    """Down three times with ``attempts=2``: one retry, then the run stays ``failed``."""
+    from agent import durable
+    from agent.celery import advance
+
+    STATE["down"] = 3
+    agent = make_agent(store)
+    run_id = durable.create(agent, durable.make_input("hi"))
+    queued: list[float] = []
+    policy = Retry(attempts=2)
+    assert advance(agent, run_id, retry_failed=policy, requeue=queued.append) == "running"
+    assert advance(agent, run_id, retry_failed=policy, requeue=queued.append) == "failed"
+    assert queued == [0.0] and store.get(run_id).status == "failed"
