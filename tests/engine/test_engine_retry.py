@@ -287,3 +287,30 @@ def test_a_stream_takes_the_run_default_and_streams_the_retry_line_before_the_co
         ("commit", None),
     ]
     assert events[1]["commit"]["attempts"] == [{"attempt": 1, "error_type": "TimeoutError", "message": "page try 1"}]
+
+
+_ATTEMPT_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["attempt", "error_type", "message", "x"]), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ATTEMPT_VALUES)
+def test_fuzz_a_traces_attempts_load_or_fail_closed(value: Any) -> None:
+    """Any JSON in a commit's ``attempts`` loads as ``Attempt`` records or is a ``CheckpointError``
+    naming ``$.commit_log[0].attempts``: never another exception."""
+    from flowchart import CheckpointError
+
+    data = flow_chart("Fetch", Flaky("page", 1), "fetch", retry=Retry()).build().run().trace().to_dict()
+    data["commit_log"][0]["attempts"] = value
+    try:
+        loaded = Trace.from_dict(data)
+    except CheckpointError as exc:
+        assert exc.path is not None and exc.path.startswith("$.commit_log[0].attempts")
+    else:
+        assert all(isinstance(a.attempt, int) for a in loaded.commit_log[0].attempts)
