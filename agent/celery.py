@@ -20,7 +20,9 @@ Laws:
   key ``<run_id>:<tool_call_id>`` (``ctx.idempotency_key``) to deduplicate side effects.
 - The agent is named by import path (``MODULE:ATTR``, a built ``Agent`` or a
   zero-argument factory) and built once per worker process, after the fork; nothing
-  is pickled. Its store must be one every worker reaches (PostgreSQL across machines,
+  is pickled. A plain ``FlowChart`` is advanced the same way: name it instead of an
+  agent, and its store with ``make_app(..., store="MODULE:ATTR")`` (``submit_chart``
+  queues a chart run). Its store must be one every worker reaches (PostgreSQL across machines,
   SQLite on one machine).
 - Messages are JSON (a run id); nothing else travels through the broker.
 - A run that FAILS in a stage is recorded ``failed`` with its resume point; with
@@ -38,8 +40,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowchart import Retry
+from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
+from flowchart.store.runs import advance_chart
 
 from . import durable
 
@@ -73,6 +76,7 @@ def make_app(
     queue: str = "pyfootprint",
     visibility_timeout: float = 3600.0,
     retry_failed: Retry | None = None,
+    store: str | None = None,
     **config: Any,
 ) -> Any:
     """A Celery app whose task ``advance_run`` advances runs of the agent ``agent`` names.
@@ -108,14 +112,16 @@ def make_app(
     app.conf.update(config)
     app.conf.pyfootprint_agent = agent
     app.conf.pyfootprint_retry_failed = retry_failed
+    app.conf.pyfootprint_store = store
 
     @app.task(name=TASK_NAME, bind=True, max_retries=20)
     def advance_run(task: Any, run_id: str) -> str:
         """Advance stored run ``run_id`` to its next pause or end (a no-op if it is not due)."""
         task_log.info("advance %s start", run_id)
         try:
+            target = app_agent(app)
             status = advance(
-                app_agent(app), run_id, retry_failed=retry_failed,
+                target, run_id, store=_chart_store(app, target), retry_failed=retry_failed,
                 requeue=lambda delay: app.send_task(
                     TASK_NAME, args=[run_id], queue=app.conf.task_default_queue, countdown=delay
                 ),
@@ -136,23 +142,55 @@ def default_app() -> Any:
     return _DEFAULT_APP[0]
 
 
-def app_agent(app: Any) -> Agent:
-    """The agent ``app`` advances, built once per process (after a worker's fork)."""
-    from .cli import CliError, load_agent
+def app_agent(app: Any) -> Any:
+    """The agent (or plain ``FlowChart``) ``app`` advances, built once per process (after a
+    worker's fork)."""
+    from flowchart.cli_support import import_target, load_target
+
+    from .builder import Agent
+    from .cli import CliError
 
     spec = app.conf.pyfootprint_agent
     key = (os.getpid(), spec)
     if key not in _AGENTS:
         try:
-            _AGENTS[key] = load_agent(spec)
+            obj = import_target(spec, "expected MODULE:ATTR (e.g. myapp.agents:support)")
+            _AGENTS[key] = obj if isinstance(obj, FlowChart) else load_target(spec, Agent, "expected MODULE:ATTR")
         except CliError as exc:
             raise RuntimeError(f"agent.celery: {exc}") from None
     return _AGENTS[key]
 
 
+def _chart_store(app: Any, target: Any) -> RunStore | None:
+    """The store of a chart app (``make_app(..., store=MODULE:ATTR)``), opened once per process."""
+    if not isinstance(target, FlowChart):
+        return None
+    from flowchart.cli_support import load_target
+
+    from .cli import CliError
+
+    spec = app.conf.pyfootprint_store
+    if not spec:
+        raise RuntimeError(
+            f"agent.celery: {app.conf.pyfootprint_agent} is a chart: pass make_app(..., store=MODULE:ATTR)"
+        )
+    key = (os.getpid(), "store:" + spec)
+    if key not in _AGENTS:
+        try:
+            _AGENTS[key] = load_target(spec, RunStore, "expected MODULE:ATTR for store= (e.g. myapp.db:store)")
+        except CliError as exc:
+            raise RuntimeError(f"agent.celery: {exc}") from None
+    store: RunStore = _AGENTS[key]
+    return store
+
+
 def app_store(app: Any) -> RunStore:
-    """The store of the agent ``app`` advances."""
-    store = app_agent(app).store
+    """The store of the agent (or chart) ``app`` advances."""
+    target = app_agent(app)
+    chart_store = _chart_store(app, target)
+    if chart_store is not None:
+        return chart_store
+    store = target.store
     if store is None:
         raise RuntimeError(f"the agent {app.conf.pyfootprint_agent} has no run store (Agent.create(store=...))")
     return store
@@ -165,7 +203,12 @@ class _Retry(Exception):
 
 
 def advance(
-    agent: Agent, run_id: str, *, retry_failed: Retry | None = None, requeue: Callable[[float], Any] | None = None
+    agent: Agent | FlowChart,
+    run_id: str,
+    *,
+    store: RunStore | None = None,
+    retry_failed: Retry | None = None,
+    requeue: Callable[[float], Any] | None = None,
 ) -> str:
     """What ``advance_run`` does: advance the run if the store says it is due; return its status.
 
@@ -173,14 +216,24 @@ def advance(
     run is already where it should be. A run failing in a stage is recorded ``failed``;
     under ``retry_failed`` it is made ``running`` again and ``requeue(delay)`` schedules
     the advance that resumes it (``retry_failed_run``). Anything that left the run
-    unrecorded (the store unreachable) is retried with backoff.
+    unrecorded (the store unreachable) is retried with backoff. ``agent`` may be a plain
+    ``FlowChart``, whose runs live in ``store``.
     """
-    store = agent.store
+    if isinstance(agent, FlowChart):
+        if store is None:
+            raise TypeError("advance(chart, run_id, store=...): a chart's runs need their store")
+        chart, chart_store = agent, store
+        step: Callable[[], Any] = lambda: advance_chart(chart, chart_store, run_id)  # noqa: E731
+    else:
+        store = agent.store
+        target = agent
+        step = lambda: durable.advance_now(target, run_id)  # noqa: E731
+    assert store is not None
     record = store.get(run_id)
     if record.next_step in ("wait", "finished"):
         return record.status
     try:
-        durable.advance_now(agent, run_id)
+        step()
     except CommitConflictError:
         log.info("run %s: another worker committed this segment first; nothing to do", run_id)
         return store.get(run_id).status
@@ -220,6 +273,22 @@ def retry_failed_run(store: RunStore, run_id: str, error: BaseException, policy:
 def enqueue(app: Any, run_id: str) -> None:
     """Send ``advance_run(run_id)`` to the workers."""
     app.send_task(TASK_NAME, args=[run_id], queue=app.conf.task_default_queue)
+
+
+def submit_chart(
+    chart: FlowChart, store: RunStore, input: Any = None, *, app: Any = None, run_id: str | None = None
+) -> str:
+    """Record a queued run of the plain ``chart`` on ``input`` in ``store`` and enqueue it; return its run id
+    (the app's workers must name the same chart and store: ``make_app("m:chart", store="m:store")``)."""
+    from flowchart.engine.runner import _run_input
+    from flowchart.store.runs import new_run_id
+
+    run_id = run_id or new_run_id()
+    store.create(
+        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=_run_input(input), chart_spec=chart.spec
+    )
+    enqueue(app or default_app(), run_id)
+    return run_id
 
 
 def submit(agent: Agent, message: str, identity: Any = None, *, app: Any = None, run_id: str | None = None) -> str:

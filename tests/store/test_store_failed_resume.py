@@ -81,3 +81,22 @@ def test_a_run_that_failed_without_a_resume_point_cannot_be_retried(make_store: 
         chart.run(store=store, run_id="r3")
     with pytest.raises(StoreError, match=r"^run 'r3' failed without a resume point"):
         store.retry("r3")
+
+
+def test_a_worker_advances_a_plain_chart_run_and_retries_its_failure(make_store: Callable[[], RunStore]) -> None:
+    """``agent.celery.advance`` on a ``FlowChart`` (the worker's body for chart apps): a queued chart
+    run fails at B, is retried under the policy and re-queued, and the next advance finishes it
+    without running A again."""
+    from agent.celery import advance
+    from flowchart import Retry
+
+    DOWN["on"], CALLS[:] = True, []
+    store = make_store()
+    store.create("q1", kind="chart", chart_fingerprint=_chart().fingerprint, input={}, chart_spec=_chart().spec)
+    queued: list[float] = []
+    policy = Retry(attempts=2, backoff=5)
+    assert advance(_chart(), "q1", store=store, retry_failed=policy, requeue=queued.append) == "running"
+    DOWN["on"] = False
+    assert advance(_chart(), "q1", store=make_store(), retry_failed=policy, requeue=queued.append) == "done"
+    assert queued == [5.0] and CALLS == ["a", "b", "b", "c"]
+    assert replay(store.get("q1").commit_log) == {"a": 1, "b": 1, "c": 1}
