@@ -30,6 +30,8 @@ from typing import Any
 
 import attrs
 
+from .values import escape_surrogates
+
 _MESSAGE_LIMIT = 2000
 #: run-level signals (by class name: this module imports nothing of the engine)
 _NEVER_RETRIED = ("RunTimeoutError", "RunCancelledError")
@@ -128,6 +130,15 @@ class Retry:
         return [self.delay(n, key) for n in range(1, self.attempts)]
 
 
+def error_message(error: BaseException) -> str:
+    """``str(error)`` as a record keeps it: cut to 2,000 characters, a lone surrogate (which
+    UTF-8 cannot hold) written as ``\\uXXXX``, so recording it never fails a store write."""
+    message = escape_surrogates(str(error))
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[:_MESSAGE_LIMIT] + "…"
+    return message
+
+
 @attrs.frozen
 class Attempt:
     """A failed attempt of a stage that was tried again: its number, error class and message."""
@@ -139,14 +150,11 @@ class Attempt:
     @classmethod
     def of(cls, number: int, error: BaseException) -> Attempt:
         """The record of attempt ``number`` failing with ``error``."""
-        message = str(error)
-        if len(message) > _MESSAGE_LIMIT:
-            message = message[:_MESSAGE_LIMIT] + "…"
-        return cls(number, type(error).__name__, message)
+        return cls(number, type(error).__name__, error_message(error))
 
     def to_dict(self) -> dict[str, Any]:
         """``{"attempt", "error_type", "message"}``."""
         return {"attempt": self.attempt, "error_type": self.error_type, "message": self.message}
 
 
-__all__ = ["Attempt", "Retry"]
+__all__ = ["Attempt", "Retry", "error_message"]

@@ -30,15 +30,12 @@ from ..commits import replay
 from ..events import RetryEvent
 from ..nodes import StageCallable, StageNode
 from ..pause import Recovery, ResumeFrame
-from ..retry import Attempt, Retry
+from ..retry import Attempt, Retry, error_message
 
 if TYPE_CHECKING:
     from ..scope import Transaction
     from .run import Run
     from .traversal import Traverser
-
-_MESSAGE_LIMIT = 2000
-
 
 # -- retries -----------------------------------------------------------------------------------
 async def attempt(
@@ -231,10 +228,7 @@ def _recovery(
     rid = traverser._rids.get(id(node), f"{traverser.prefix}{node.id}#{traverser.run.counter}")
     log = traverser.commit_log
     position = next((i for i in range(len(log) - 1, -1, -1) if log[i].runtime_stage_id == rid), None)
-    message = str(error)
-    if len(message) > _MESSAGE_LIMIT:
-        message = message[:_MESSAGE_LIMIT] + "…"
-    recovery = Recovery(rid, type(error).__name__, message)
+    recovery = Recovery(rid, type(error).__name__, error_message(error))
     if position is None:
         return recovery
     if previous is not None and log[position].recovers == previous.runtime_stage_id:
