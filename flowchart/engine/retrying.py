@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .run import Run
     from .traversal import Traverser
 
+
 # -- retries -----------------------------------------------------------------------------------
 async def attempt(
     traverser: Traverser, node: StageNode, call: StageCallable, rid: str, namespace: tuple[str, ...], *given: Any
