@@ -45,9 +45,11 @@ from flowchart.store import CommitConflictError, RunStore, StoreError
 from flowchart.store.runs import advance_chart
 
 from . import durable
+from .errors import AgentLoadError
+from .loading import load_agent_or_chart, load_store
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 TASK_NAME = "pyfootprint.advance_run"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
@@ -145,18 +147,12 @@ def default_app() -> Any:
 def app_agent(app: Any) -> Any:
     """The agent (or plain ``FlowChart``) ``app`` advances, built once per process (after a
     worker's fork)."""
-    from flowchart.cli_support import import_target, load_target
-
-    from .builder import Agent
-    from .cli import CliError
-
     spec = app.conf.pyfootprint_agent
     key = (os.getpid(), spec)
     if key not in _AGENTS:
         try:
-            obj = import_target(spec, "expected MODULE:ATTR (e.g. myapp.agents:support)")
-            _AGENTS[key] = obj if isinstance(obj, FlowChart) else load_target(spec, Agent, "expected MODULE:ATTR")
-        except CliError as exc:
+            _AGENTS[key] = load_agent_or_chart(spec)
+        except AgentLoadError as exc:
             raise RuntimeError(f"agent.celery: {exc}") from None
     return _AGENTS[key]
 
@@ -165,10 +161,6 @@ def _chart_store(app: Any, target: Any) -> RunStore | None:
     """The store of a chart app (``make_app(..., store=MODULE:ATTR)``), opened once per process."""
     if not isinstance(target, FlowChart):
         return None
-    from flowchart.cli_support import load_target
-
-    from .cli import CliError
-
     spec = app.conf.pyfootprint_store
     if not spec:
         raise RuntimeError(
@@ -177,8 +169,8 @@ def _chart_store(app: Any, target: Any) -> RunStore | None:
     key = (os.getpid(), "store:" + spec)
     if key not in _AGENTS:
         try:
-            _AGENTS[key] = load_target(spec, RunStore, "expected MODULE:ATTR for store= (e.g. myapp.db:store)")
-        except CliError as exc:
+            _AGENTS[key] = load_store(spec)
+        except AgentLoadError as exc:
             raise RuntimeError(f"agent.celery: {exc}") from None
     store: RunStore = _AGENTS[key]
     return store

@@ -1,0 +1,52 @@
+"""Loading an agent named by import path: ``"MODULE:ATTR"`` → a built ``Agent``.
+
+Law of this file: there is one way to load an agent by name, used by the ``agent``
+command (``--agent``) and by Celery workers (``agent.celery.make_app``). The target is a
+built ``Agent`` or a zero-argument function returning one; the current directory is
+importable (as with ``python -m``). Anything else is an ``AgentLoadError`` naming what
+went wrong (malformed target, missing module or attribute, a factory that raised, an
+object that is not an agent) — nothing is pickled or evaluated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowchart import FlowChart
+from flowchart.cli_support import CliError, import_target, load_target
+from flowchart.store import RunStore
+
+from .agent import Agent
+from .errors import AgentLoadError
+
+USAGE = "expected MODULE:ATTR for --agent (e.g. myapp.agents:support)"
+
+
+def load_agent(target: str) -> Agent:
+    """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory)."""
+    try:
+        agent: Agent = load_target(target, Agent, USAGE)
+    except CliError as exc:
+        raise AgentLoadError(str(exc)) from None
+    return agent
+
+
+def load_agent_or_chart(target: str) -> Agent | FlowChart:
+    """What a Celery app advances: the ``Agent`` or plain ``FlowChart`` ``MODULE:ATTR`` names."""
+    try:
+        found: Any = import_target(target, USAGE)
+        if isinstance(found, FlowChart):
+            return found
+        agent: Agent = load_target(target, Agent, USAGE)
+    except CliError as exc:
+        raise AgentLoadError(str(exc)) from None
+    return agent
+
+
+def load_store(target: str) -> RunStore:
+    """The ``RunStore`` that ``MODULE:ATTR`` names (a store or a zero-argument factory)."""
+    try:
+        store: RunStore = load_target(target, RunStore, "expected MODULE:ATTR for store= (e.g. myapp.db:store)")
+    except CliError as exc:
+        raise AgentLoadError(str(exc)) from None
+    return store
