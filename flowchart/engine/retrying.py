@@ -213,6 +213,8 @@ def note_subflow(run: Run, error: Exception, mount_id: str, inner: Traverser) ->
         site.subflow_states[mount_id] = inner.state
         site.subflow_args[mount_id] = inner.args.to_dict()
         site.pending_mount = mount_id
+    else:  # it failed between stages in there (a cancel, the loop cap): re-running the mount would repeat them
+        unresumable(run, error, f"the run failed between stages inside subflow '{mount_id}'")
 
 
 def _failed_children(traverser: Traverser, node: StageNode, rid: str) -> list[str]:

@@ -251,3 +251,15 @@ def test_fuzz_a_checkpoint_recovery_loads_or_fails_closed(recovery: Any) -> None
         assert exc.path is not None and exc.path.startswith("$.recovery")
     else:
         assert recovery is None or loaded.recovery is not None
+
+
+def test_a_failure_between_stages_inside_a_subflow_leaves_no_resume_point() -> None:
+    """The loop cap inside a subflow is not a stage's failure: re-running the mount would repeat
+    the inner stages that committed, so the error's checkpoint is ``None``."""
+    from flowchart import LoopLimitError
+
+    inner = flow_chart("Spin", stage("spin"), "spin").loop_to("spin").build()
+    chart = flow_chart("Seed", stage("seed"), "seed").add_subflow_chart_next("sf", inner, mount_name="Inner").build()
+    with pytest.raises(LoopLimitError) as caught:
+        chart.run(max_iterations=3)
+    assert caught.value.checkpoint is None
