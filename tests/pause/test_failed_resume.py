@@ -263,3 +263,22 @@ def test_a_failure_between_stages_inside_a_subflow_leaves_no_resume_point() -> N
     with pytest.raises(LoopLimitError) as caught:
         chart.run(max_iterations=3)
     assert caught.value.checkpoint is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=2, max_value=6), st.data())
+def test_a_run_resumed_after_any_stage_failed_equals_a_clean_run(length: int, data: st.DataObject) -> None:
+    """Whichever stage of a chain fails: resuming gives the clean run's state, each stage's body
+    ran once more only for the failed one, and the two logs fold to that state."""
+    failing = data.draw(st.integers(min_value=0, max_value=length - 1))
+    builder = flow_chart("S0", stage("s0", {"k0": 0}), "s0")
+    for index in range(1, length):
+        builder = builder.add_function(f"S{index}", stage(f"s{index}", {f"k{index}": index}), f"s{index}")
+    chart = builder.build()
+    CALLS.clear()
+    clean = chart.run().state
+    CALLS.clear()
+    failed, resumed, _before = fail_then_resume(chart, f"s{failing}")
+    assert resumed.state == clean
+    assert replay([*failed.commit_log, *resumed.commit_log]) == clean
+    assert Counter({f"s{i}": 2 if i == failing else 1 for i in range(length)}) == CALLS
