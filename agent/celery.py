@@ -272,7 +272,7 @@ def submit_chart(
 ) -> str:
     """Record a queued run of the plain ``chart`` on ``input`` in ``store`` and enqueue it; return its run id
     (the app's workers must name the same chart and store: ``make_app("m:chart", store="m:store")``)."""
-    from flowchart.engine.runner import _run_input
+    from flowchart.engine.entry import _run_input
     from flowchart.store.runs import new_run_id
 
     run_id = run_id or new_run_id()

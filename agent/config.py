@@ -58,6 +58,13 @@ class AgentConfig:
     #: the ``flowchart.Retry`` of the call-llm stage (``Agent.create(llm_retry=...)``), beside the
     #: providers' own HTTP retries: a failed model call is tried again, its attempts recorded
     llm_retry: Any = None
+    #: the answer's required shape (``agent.structured.OutputSpec``); None: free text
+    output: Any = None
+
+    @property
+    def loop_limit(self) -> int:
+        """The chart's per-target loop cap: the tool rounds, a wrap-up, and the output retries."""
+        return self.max_iterations + 2 + (self.output.retries if self.output is not None else 0)
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from ..retry import Attempt, Retry, error_message
 
 if TYPE_CHECKING:
     from ..scope import Transaction
-    from .run import Run
+    from .run_state import Run
     from .traversal import Traverser
 
 

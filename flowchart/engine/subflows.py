@@ -22,7 +22,7 @@ from ..pause import PauseSignal, ResumeFrame
 from ..scope import Transaction
 from ..values import NotJsonSafe, copy_json
 from . import retrying
-from .run import SubflowResult
+from .run_state import SubflowResult
 
 if TYPE_CHECKING:
     from .traversal import Traverser
