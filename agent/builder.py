@@ -35,7 +35,7 @@ from governance import (
 )
 from governance.permissions import validate_permission_checker
 
-from . import durable
+from . import conversations, durable
 from .config import AgentConfig
 from .dispatch import make_tool_calls
 from .events import EventBus, Listener
@@ -151,6 +151,7 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: tuple[Any, ...] = (),
+        history: conversations.HistoryPolicy | None = None,
     ) -> None:
         self.config = cfg
         self.recorders = recorders
@@ -164,6 +165,10 @@ class Agent:
         self.store = store
         self._events = EventBus()
         self._last: AgentSnapshot | None = None
+        # conversations (agent.conversations): turns kept here without a store; the last one run
+        self.history_policy = history or conversations.HistoryPolicy()
+        self._conversations = conversations.ConversationBook()
+        self._last_conversation: str | None = None
 
     @staticmethod
     def create(
@@ -180,6 +185,8 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -191,11 +198,14 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``conversation_window``/``conversation_chars`` bound the history a conversation turn
+        sends (the last N turns / a character budget; see docs/conversations.md).
         """
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
             redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            conversation_window=conversation_window, conversation_chars=conversation_chars,
         )  # fmt: skip
 
     # -- events -------------------------------------------------------------------------
@@ -207,9 +217,8 @@ class Agent:
     def _recorders(self, attach: Any = None) -> list[Any]:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        recorders: list[Any] = (
-            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
-        )
+        notes = {HUMAN_DECISIONS: tell_latest, conversations.CONVERSATION: conversations.tell}
+        recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
         recorders.extend(self.recorders)
@@ -221,33 +230,111 @@ class Agent:
         """True when a run needs an event loop: an awaiting stage, or a timeout to enforce."""
         return self.config.needs_event_loop or self.timeout is not None
 
-    def run(self, message: str, identity: Any = None) -> str | Paused:
-        """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
+    def run(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """Run one turn: the final answer, or ``Paused`` when a person must answer first.
+
+        ``conversation="c-42"`` makes it the next turn of that conversation (the model sees
+        the earlier turns; ``conversation_window=``/``conversation_chars=`` bound them for
+        this turn): see docs/conversations.md.
+        """
+        turn = {"conversation": conversation, "conversation_window": conversation_window}
+        turn["conversation_chars"] = conversation_chars
         return (
-            run_coroutine(lambda _c: self.arun(message, identity), True)
+            run_coroutine(lambda _c: self.arun(message, identity, **turn), True)
             if self.needs_event_loop
-            else drive(self.arun(message, identity))
+            else drive(self.arun(message, identity, **turn))
         )
 
-    async def arun(self, message: str, identity: Any = None) -> str | Paused:
+    async def arun(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
         """``run`` inside the caller's event loop."""
-        return await self._arun_turn(durable.make_input(message, identity))
+        run_input = durable.make_input(message, identity)
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        if turn is None:
+            return await self._arun_turn(run_input)
+        return await conversations.arun(self, run_input, *turn)
 
-    def stream(self, message: str, identity: Any = None, *, modes: Any = None) -> RunStream:
+    def follow_up(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """The next turn of this agent's last conversation (``NoConversationError`` before any)."""
+        last = conversations.last(self)
+        return self.run(
+            message, identity, conversation=last, conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )  # fmt: skip
+
+    async def afollow_up(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """``follow_up`` inside the caller's event loop."""
+        last = conversations.last(self)
+        return await self.arun(
+            message, identity, conversation=last, conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )  # fmt: skip
+
+    def stream(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        modes: Any = None,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> RunStream:
         """Run one turn and iterate its events as they happen (see docs/streaming.md).
 
         The last event is ``final``, whose ``result`` is what ``run`` returns (the answer
         or ``Paused``); ``modes`` picks event kinds; leaving the loop early cancels the run.
+        ``conversation=`` (and its policy) as for ``run``.
         """
         from .streaming import agent_plan
 
-        return RunStream(agent_plan(self, message, identity, modes))
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return RunStream(agent_plan(self, message, identity, modes, turn))
 
-    def astream(self, message: str, identity: Any = None, *, modes: Any = None) -> AsyncRunStream:
+    def astream(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        modes: Any = None,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in agent.astream(...)``."""
         from .streaming import agent_plan
 
-        return AsyncRunStream(agent_plan(self, message, identity, modes))
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return AsyncRunStream(agent_plan(self, message, identity, modes, turn))
 
     async def _arun_turn(
         self, run_input: dict[str, Any], attach: Any = None, run_id: str | None = None
@@ -311,6 +398,8 @@ class Agent:
         return await durable.resume(self, run_id, decision)
 
     def _finish(self, result: RunResult, recorders: list[Any]) -> str | Paused:
+        if self.store is None and conversations.CONVERSATION in result.state:
+            self._conversations.settle(result)  # an in-memory conversation turn ended or paused
         lines = recorders[0].lines() if self.narrative else []
         self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
         state = result.state
@@ -422,7 +511,11 @@ class AgentBuilder:
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
+        try:
+            history = conversations.HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
+        except ValueError as exc:
+            raise AgentBuildError(f"Agent.create({exc}") from None
         return Agent(
             cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
-            recorders=settings["recorders"],
+            recorders=settings["recorders"], history=history,
         )  # fmt: skip
