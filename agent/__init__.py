@@ -12,6 +12,8 @@ from agent.builder import (
     PolicyHaltError,
     build_agent_chart,
 )
+from agent.conversation_turns import ConversationError
+from agent.conversations import ConversationBusyError, NoConversationError
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
@@ -23,7 +25,10 @@ __all__ = [
     "AgentBuilder",
     "AgentSnapshot",
     "AnswerExplanation",
+    "ConversationBusyError",
+    "ConversationError",
     "ExplainError",
+    "NoConversationError",
     "Paused",
     "PolicyHaltError",
     "Tool",
