@@ -244,9 +244,14 @@ def tell(meta: Any) -> str | None:
     text = f"Turn {meta.get('turn')} of conversation '{meta.get('id')}' loaded {meta.get('messages')} message(s) from {turns}"
     left = meta.get("omitted") or []
     if left:
-        parts = [f"turn {o.get('turns') or o.get('turn')} ({o.get('reason')})" for o in left if isinstance(o, dict)]
+        parts = [f"{_turns_text(o)} ({o.get('reason')})" for o in left if isinstance(o, dict)]
         text += f"; left out {'; '.join(parts)}"
     return text + "."
+
+
+def _turns_text(omitted: dict[str, Any]) -> str:
+    span = str(omitted.get("turns") or omitted.get("turn"))
+    return f"turns {span}" if "-" in span else f"turn {span}"
 
 
 def loaded_origin(state: dict[str, Any], index: int) -> tuple[int, str, int | None] | None:
