@@ -43,11 +43,18 @@ class Turn:
     status: str
     messages: tuple[dict[str, Any], ...] = ()
     commits: tuple[int | None, ...] = ()
+    #: a turn known only by its size (a later turn's record left it out): (messages, chars)
+    size: tuple[int, int] | None = None
 
     @property
     def chars(self) -> int:
         """The characters this turn's messages cost in the history (content and tool calls)."""
-        return sum(message_chars(m) for m in self.messages)
+        return self.size[1] if self.size is not None else sum(message_chars(m) for m in self.messages)
+
+    @property
+    def count(self) -> int:
+        """How many messages the turn adds to the history."""
+        return self.size[0] if self.size is not None else len(self.messages)
 
 
 def message_chars(message: dict[str, Any]) -> int:
@@ -138,6 +145,43 @@ def turn_from_log(
         messages.append({"role": "assistant", "content": answer})
         commits.append(final_at)
     return Turn(turn, run_id, status, tuple(messages), tuple(commits))
+
+
+def turns_through(record: Any) -> tuple[list[Turn], dict[str, Any]] | None:
+    """The turns a finished turn's record holds: the earlier turns it loaded (their messages
+    and origins, from its history and its ``conversation`` record), the turns it left out
+    (a failed one, or one known by size), then its own — read from ONE record, so the next
+    turn costs what it loads. ``None`` when the record cannot say (then read turn by turn)."""
+    if record.status != "done" or not isinstance(record.turn, int):
+        return None
+    state, origins, final_at = fold(record.commit_log)
+    meta = state.get(CONVERSATION)
+    history = state.get("history")
+    if not isinstance(meta, dict) or not isinstance(history, list) or not isinstance(meta.get("sources"), list):
+        return None
+    where = f"conversation turn {record.turn} (run '{record.run_id}')"
+    turns: list[Turn] = []
+    at = 0
+    for source in meta["sources"]:
+        commits = source.get("commits") if isinstance(source, dict) else None
+        if not isinstance(commits, list) or not isinstance(source.get("turn"), int) or at + len(commits) > len(history):
+            raise ConversationError(f"{where}: its 'conversation' record does not match its history")
+        part = history[at : at + len(commits)]
+        messages = tuple(check_message(m, f"{where}, loaded message {at + i + 1}") for i, m in enumerate(part))
+        idx = tuple(c if isinstance(c, int) and not isinstance(c, bool) else None for c in commits)
+        turns.append(Turn(source["turn"], str(source.get("run_id")), "done", messages, idx))
+        at += len(commits)
+    for left in meta.get("omitted") or ():
+        if isinstance(left, dict) and isinstance(left.get("turn"), int) and "run_id" in left:
+            if left.get("reason") == "turn failed":
+                turns.append(Turn(left["turn"], str(left["run_id"]), "failed"))
+            elif isinstance(left.get("messages"), int) and isinstance(left.get("chars"), int):
+                size = (left["messages"], left["chars"])
+                turns.append(Turn(left["turn"], str(left["run_id"]), "done", size=size))
+    turns.append(turn_from_log(record.commit_log, run_id=record.run_id, turn=record.turn, status="done"))
+    turns.sort(key=lambda t: t.turn)
+    del origins, final_at
+    return turns, meta
 
 
 def turn_from_record(record: Any) -> Turn:

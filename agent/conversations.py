@@ -18,8 +18,10 @@ Laws (DESIGN.md: "A conversation is a chain of runs"):
   same conversation with ``ConversationBusyError``, before anything is written. Two
   processes starting the same turn: the store's ``UNIQUE(conversation_id, turn)``
   decides; the loser gets ``ConversationBusyError`` and nothing of its turn is stored.
-- A turn loads only its own conversation's turns (through the store's index; with a
-  window, only the last N), so its cost follows what it loads, not the store's size.
+- A turn loads only its own conversation's turns, through the store's index: the latest
+  turn's record holds the earlier turns it loaded, so under a steady policy one record is
+  read (else the turns in the window, one record each). Its cost follows what it loads,
+  not the size of the conversation's past or of the store.
 - Without ``conversation=`` nothing of this runs: the run is byte-identical to before.
 """
 
@@ -41,6 +43,7 @@ from .conversation_turns import (
     fold,
     turn_from_log,
     turn_from_record,
+    turns_through,
 )
 
 if TYPE_CHECKING:
@@ -162,13 +165,34 @@ class ConversationBook:
                 turns[turn - 1] = Turn(turn, turns[turn - 1].run_id, "failed")
 
 
-def stored_turns(store: Any, conversation: str, policy: HistoryPolicy) -> tuple[int, list[Turn]]:
-    """(latest turn number, the turns the policy may load): only the last ``window`` turns
-    are read (at least the latest, whose status decides whether a new turn may start)."""
+def stored_plan(store: Any, conversation: str, policy: HistoryPolicy) -> dict[str, Any]:
+    """The next turn's plan from the store. Fast path: the latest turn's record alone holds
+    the earlier turns it loaded, so when those cover what ``policy`` asks for (the same or a
+    narrower policy), nothing else is read. Otherwise the turns in the window are read one
+    record each (all turns when there is no window)."""
+    head = store.list(conversation=conversation, limit=1)
+    if not head:
+        return plan_turn(conversation, 0, [], policy)
+    latest = head[0]
+    if latest.status in ("paused", "running"):
+        return plan_turn(conversation, latest.turn, [Turn(latest.turn, latest.run_id, latest.status)], policy)
+    through = turns_through(latest)
+    if through is not None:
+        turns, _meta = through
+        first = 1 if policy.window is None else latest.turn - policy.window + 1
+        known = {t.turn for t in turns}
+        if all(n in known for n in range(max(first, 1), latest.turn + 1)):
+            try:
+                return plan_turn(conversation, latest.turn, [t for t in turns if t.turn >= first], policy)
+            except _NotLoaded:
+                pass  # the policy wants a turn the latest one left out: read turn by turn
     limit = None if policy.window is None else max(policy.window, 1)
     records = store.list(conversation=conversation, limit=limit)
-    latest = records[0].turn if records else 0
-    return int(latest or 0), [turn_from_record(r) for r in reversed(records)]
+    return plan_turn(conversation, int(records[0].turn), [turn_from_record(r) for r in reversed(records)], policy)
+
+
+class _NotLoaded(Exception):
+    """The plan would send a turn known only by its size (read it from its own record)."""
 
 
 # -- planning a turn ----------------------------------------------------------------------------
@@ -201,6 +225,8 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
             full = True  # whole turns, newest first: once one does not fit, the older ones are out too
             omitted.append(_left_out(turn, f"conversation_chars={policy.chars}"))
         else:
+            if turn.size is not None:
+                raise _NotLoaded(turn.turn)
             kept.append(turn)
             budget = None if budget is None else budget - turn.chars
     if first > 1:
@@ -223,7 +249,7 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
 
 
 def _left_out(turn: Turn, reason: str) -> dict[str, Any]:
-    return {"turn": turn.turn, "run_id": turn.run_id, "messages": len(turn.messages), "chars": turn.chars, "reason": reason}
+    return {"turn": turn.turn, "run_id": turn.run_id, "messages": turn.count, "chars": turn.chars, "reason": reason}
 
 
 def seed_parts(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -307,11 +333,10 @@ async def arun(
     cid = check_id(conversation)
     store = agent.store
     if store is not None:
-        latest, turns = stored_turns(store, cid, policy)
+        plan = stored_plan(store, cid, policy)
     else:
         turns = agent._conversations.turns(cid)
-        latest = len(turns)
-    plan = plan_turn(cid, latest, turns, policy)
+        plan = plan_turn(cid, len(turns), turns, policy)
     run_input = {**run_input, INPUT_KEY: plan}
     agent._last_conversation = cid
     if store is not None:

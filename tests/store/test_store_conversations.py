@@ -263,3 +263,27 @@ def test_a_stored_turn_row_with_unreadable_conversation_columns_fails_closed(tmp
     raw.close()
     with pytest.raises(StoreError, match=rf"run '{record.run_id}': stored conversation columns are unreadable"):
         store.get(record.run_id)
+
+
+def test_the_next_turn_reads_the_latest_turns_record_alone(tmp_path: Path) -> None:
+    """Under a steady policy a turn reads only the latest turn's record (which holds what it
+    loaded): with turn 1's stored rows made unreadable, turn 4 still gets turns 1-3 from
+    turn 3's record; asking for more than turn 3 loaded reads turn by turn — and fails closed."""
+    from flowchart import CheckpointError
+
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = chat_agent(store)
+    for text in ("weather in Oslo", "two", "three"):
+        agent.run(text, conversation="c")
+    first = store.list(conversation="c")[-1]
+    raw = sqlite3.connect(tmp_path / "runs.db")
+    raw.execute("UPDATE commits SET body = 'not json' WHERE run_id = ?", (first.run_id,))
+    raw.commit()
+    raw.close()
+    bot = Recall()
+    chat_agent(store, bot).run("four", conversation="c")
+    assert len(bot.requests[0].messages) == 4 + 2 + 2 + 1 and bot.requests[0].messages[2]["content"] == "sunny in Oslo"
+    narrow = chat_agent(store, conversation_window=1)
+    narrow.run("five", conversation="c")  # a narrower window: still turn 4's record alone
+    with pytest.raises(CheckpointError, match=r"Invalid stored commit: not JSON"):
+        chat_agent(store).run("six", conversation="c")  # wants turns turn 5 left out: reads them, finds turn 1 broken
