@@ -245,12 +245,11 @@ class Agent:
         the earlier turns; ``conversation_window=``/``conversation_chars=`` bound them for
         this turn): see docs/conversations.md.
         """
-        turn = {"conversation": conversation, "conversation_window": conversation_window}
-        turn["conversation_chars"] = conversation_chars
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
         return (
-            run_coroutine(lambda _c: self.arun(message, identity, **turn), True)
+            run_coroutine(lambda _c: self._arun_message(message, identity, turn), True)
             if self.needs_event_loop
-            else drive(self.arun(message, identity, **turn))
+            else drive(self._arun_message(message, identity, turn))
         )
 
     async def arun(
@@ -263,11 +262,15 @@ class Agent:
         conversation_chars: int | None = None,
     ) -> str | Paused:
         """``run`` inside the caller's event loop."""
-        run_input = durable.make_input(message, identity)
         turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return await self._arun_message(message, identity, turn)
+
+    async def _arun_message(self, message: str, identity: Any, turn: Any) -> str | Paused:
+        run_input = durable.make_input(message, identity)
         if turn is None:
             return await self._arun_turn(run_input)
-        return await conversations.arun(self, run_input, *turn)
+        conversation, policy = turn
+        return await conversations.arun(self, run_input, conversation, policy)
 
     def follow_up(
         self,

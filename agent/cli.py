@@ -127,8 +127,10 @@ def cmd_list(args: argparse.Namespace) -> str:
     if args.json:
         return json.dumps([summary(r) for r in records], ensure_ascii=False, indent=2)
     if not records:
-        return "no runs" + (f" with status {args.status}" if args.status else "") + (
-            f" in conversation {conversation}" if conversation else ""
+        return (
+            "no runs"
+            + (f" with status {args.status}" if args.status else "")
+            + (f" in conversation {conversation}" if conversation else "")
         )
     turn = f"{'TURN':>4}  " if conversation else ""
     lines = [f"{turn}{'RUN':32}  {'STATUS':7}  {'KIND':5}  {'UPDATED':20}  {'COMMITS':>7}  QUESTION"]

@@ -74,7 +74,7 @@ def earlier_turn_lines(chain: Any, log: Any) -> list[str]:
         return []
     meta = replay(list(log[: seeds[0].idx + 1])).get(CONVERSATION)
     sources = meta.get("sources") if isinstance(meta, dict) else None
-    if not isinstance(sources, list) or not sources:
+    if not isinstance(meta, dict) or not isinstance(sources, list) or not sources:
         return []
     lines = [f"{seeds[0].label} loaded earlier turns of conversation '{meta.get('id')}':"]
     for source in sources:

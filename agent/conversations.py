@@ -139,7 +139,7 @@ class ConversationBook:
         cid, number = meta.get("id"), meta.get("turn")
         with self._lock:
             turns = self._turns.get(cid, []) if isinstance(cid, str) else []
-            if not isinstance(number, int) or not 0 < number <= len(turns):
+            if not isinstance(cid, str) or not isinstance(number, int) or not 0 < number <= len(turns):
                 return
             resumed = self._paused.pop((cid, number), None)
             offset, earlier = resumed if resumed is not None else (0, ())
@@ -267,7 +267,8 @@ def tell(meta: Any) -> str | None:
         return None
     loaded = meta.get("loaded_turns") or []
     turns = f"turn{'s' if len(loaded) != 1 else ''} {', '.join(map(str, loaded))}" if loaded else "no earlier turns"
-    text = f"Turn {meta.get('turn')} of conversation '{meta.get('id')}' loaded {meta.get('messages')} message(s) from {turns}"
+    text = f"Turn {meta.get('turn')} of conversation '{meta.get('id')}' loaded {meta.get('messages')} message(s)"
+    text += f" from {turns}"
     left = meta.get("omitted") or []
     if left:
         parts = [f"{_turns_text(o)} ({o.get('reason')})" for o in left if isinstance(o, dict)]

@@ -34,10 +34,10 @@ from flowchart.scope import Scope, peek, raw_read
 from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
 
 from . import events
+from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 from .conversation_turns import CONVERSATION
 from .conversations import INPUT_KEY as CONVERSATION_INPUT
 from .conversations import seed_parts
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 
 _AGENT_STATE_DEFAULTS: tuple[tuple[str, Any], ...] = (
     ("llm_latest_content", ""),

@@ -159,7 +159,8 @@ def agent_plan(
 
     async def arun(_tap: StreamTap) -> Any:
         if turn is not None:
-            return await conversations.arun(agent, run_input, *turn, attach=attach, run_id=run_id)
+            conversation, policy = turn
+            return await conversations.arun(agent, run_input, conversation, policy, attach=attach, run_id=run_id)
         return await agent._arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from agent import Agent, define_tool
 from agent.providers.types import LLMRequest, LLMResponse, ToolCall
@@ -45,7 +44,9 @@ class Echo:
         if last["role"] == "tool":
             return LLMResponse(content=f"found {last['content']}")
         self.sent.append(len(req.messages))
-        return LLMResponse(content="", tool_calls=(ToolCall(f"t{len(req.messages)}", "lookup", {"q": last["content"]}),))
+        return LLMResponse(
+            content="", tool_calls=(ToolCall(f"t{len(req.messages)}", "lookup", {"q": last["content"]}),)
+        )
 
 
 LOOKUP = define_tool(

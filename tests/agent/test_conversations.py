@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "store"))
-from chat_agent import Recall, chat_agent  # noqa: E402
+from chat_agent import Recall, chat_agent
 
-from agent import AgentBuildError, ConversationBusyError, ConversationError, NoConversationError, Paused  # noqa: E402
-from agent.conversation_turns import turn_from_log  # noqa: E402
-from agent.explain import explain_answer  # noqa: E402
-from flowchart import Commit  # noqa: E402
-from flowchart.commits import Op  # noqa: E402
-from governance import check_in_approved  # noqa: E402
+from agent import AgentBuildError, ConversationBusyError, ConversationError, NoConversationError, Paused
+from agent.conversation_turns import turn_from_log
+from agent.explain import explain_answer
+from flowchart import Commit
+from flowchart.commits import Op
+from governance import check_in_approved
 
 
 def test_turn_two_sees_turn_one_in_memory_and_follow_up_continues() -> None:
@@ -116,7 +116,9 @@ def test_a_paused_turn_in_memory_blocks_until_resumed_then_its_result_is_history
     with pytest.raises(ConversationBusyError, match=r"conversation 'c' turn 1 \(run \w+\) is paused waiting") as err:
         agent.follow_up("hello?")
     assert (err.value.conversation_id, err.value.turn) == ("c", 1)
-    assert agent.resume(paused.checkpoint, check_in_approved(request=paused.check_in, by="al")) == "It is sunny in Paris"
+    assert (
+        agent.resume(paused.checkpoint, check_in_approved(request=paused.check_in, by="al")) == "It is sunny in Paris"
+    )
     agent.follow_up("thanks")
     assert [m["role"] for m in bot.requests[-1].messages] == ["user", "assistant", "tool", "assistant", "user"]
     sources = agent.last_snapshot().shared_state["conversation"]["sources"]
@@ -184,9 +186,15 @@ def _commit(idx: int, value: Any) -> Commit:
 @given(
     value=st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "x"]), inner, max_size=4)
-        | st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "system"]), "content": inner}),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(["role", "content", "tool_calls", "tool_call_id", "x"]), inner, max_size=4
+            )
+            | st.fixed_dictionaries(
+                {"role": st.sampled_from(["user", "assistant", "tool", "system"]), "content": inner}
+            )
+        ),
         max_leaves=20,
     ),
     final=st.none() | st.text(max_size=5) | st.integers(),
