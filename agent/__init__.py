@@ -4,16 +4,17 @@ Seed → CallLLM → Route → ToolCalls (loop) | WrapUp (loop) | Final. Every m
 routing decision, tool result and governance decision is a commit in the run's log.
 """
 
-from agent.builder import (
-    Agent,
-    AgentBuilder,
+from agent.agent import Agent, AgentSnapshot
+from agent.builder import AgentBuilder
+from agent.chart import build_agent_chart
+from agent.errors import (
     AgentBuildError,
-    AgentSnapshot,
+    AgentError,
+    ConversationBusyError,
+    ConversationError,
+    NoConversationError,
     PolicyHaltError,
-    build_agent_chart,
 )
-from agent.conversation_turns import ConversationError
-from agent.conversations import ConversationBusyError, NoConversationError
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
@@ -23,6 +24,7 @@ __all__ = [
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AgentError",
     "AgentSnapshot",
     "AnswerExplanation",
     "ConversationBusyError",

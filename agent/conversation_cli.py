@@ -14,7 +14,8 @@ from typing import Any
 
 from flowchart.cli_support import CliError
 
-from .conversation_turns import ConversationError, Turn, transcript_lines, turn_from_record
+from .conversation_turns import Turn, transcript_lines, turn_from_record
+from .errors import ConversationError
 
 
 def turns_of(records: list[Any]) -> list[Turn]:
@@ -67,7 +68,7 @@ def earlier_turn_lines(chain: Any, log: Any) -> list[str]:
     came from (``agent why RUN --keys`` on that run continues the chain there)."""
     from flowchart.commits import replay
 
-    from .conversation_turns import CONVERSATION
+    from .state import CONVERSATION
 
     seeds = [n for n in chain.nodes if n.stage_id == "seed"]
     if not seeds:

@@ -23,14 +23,10 @@ import attrs
 
 from flowchart.commits import Commit, apply_commit
 
-CONVERSATION = "conversation"
-"""State key the seed of a conversation turn writes: where the earlier turns came from."""
+from .errors import ConversationError
+from .state import CONVERSATION
 
 _ROLES = ("user", "assistant", "tool")
-
-
-class ConversationError(ValueError):
-    """A conversation cannot be continued as asked (bad id or policy, or an unreadable turn)."""
 
 
 @attrs.frozen

@@ -37,7 +37,6 @@ from flowchart.store import TurnTakenError
 
 from .conversation_turns import (
     CONVERSATION,
-    ConversationError,
     Turn,
     check_message,
     fold,
@@ -45,30 +44,15 @@ from .conversation_turns import (
     turn_from_record,
     turns_through,
 )
+from .errors import ConversationBusyError, ConversationError, NoConversationError
+from .state import CONVERSATION_INPUT
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
-INPUT_KEY = "conversation_input"
+INPUT_KEY = CONVERSATION_INPUT
 """The run-input key carrying the loaded history and its provenance to the seed."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
-
-
-class ConversationBusyError(RuntimeError):
-    """The conversation's latest turn is paused or running, or another process took the turn."""
-
-    def __init__(self, message: str, conversation_id: str, turn: int, run_id: str | None = None) -> None:
-        super().__init__(message)
-        self.conversation_id = conversation_id
-        self.turn = turn
-        self.run_id = run_id
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.conversation_id, self.turn, self.run_id))
-
-
-class NoConversationError(RuntimeError):
-    """``follow_up`` was called before this agent ran any conversation turn."""
 
 
 @attrs.frozen
@@ -349,7 +333,7 @@ async def arun(
     book = agent._conversations
     book.claim(cid, plan["turn"], "")  # the run's id is known when it settles
     try:
-        return await agent._arun_turn(run_input, attach)
+        return await agent.arun_turn(run_input, attach)
     except BaseException:
         book.fail(cid, plan["turn"])
         raise

@@ -40,7 +40,7 @@ from . import events
 from .paused import Paused
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 
 @attrs.define
@@ -161,7 +161,7 @@ def agent_plan(
         if turn is not None:
             conversation, policy = turn
             return await conversations.arun(agent, run_input, conversation, policy, attach=attach, run_id=run_id)
-        return await agent._arun_turn(run_input, attach, run_id)
+        return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.chart import drive
