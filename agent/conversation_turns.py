@@ -24,7 +24,7 @@ import attrs
 from flowchart.commits import Commit, apply_commit
 
 from .errors import ConversationError
-from .state import CONVERSATION
+from .state import CONVERSATION, FINAL_CONTENT, HISTORY
 
 _ROLES = ("user", "assistant", "tool")
 
@@ -105,12 +105,12 @@ def fold(
     final_at: int | None = None
     for commit in log:
         apply_commit(state, commit)
-        history = state.get("history")
+        history = state.get(HISTORY)
         if isinstance(history, list):
             while len(origins) < len(history):
                 origins.append(offset + commit.idx)
             del origins[len(history) :]
-        if any(op.path[:1] == ("final_content",) for op in commit.trace):
+        if any(op.path[:1] == (FINAL_CONTENT,) for op in commit.trace):
             final_at = offset + commit.idx
     return state, origins, final_at
 
@@ -130,13 +130,13 @@ def turn_from_log(
         return Turn(turn, run_id, status)
     state, origins, final_at = fold(log, initial, offset, earlier)
     where = f"conversation turn {turn} (run '{run_id}')"
-    history = state.get("history")
+    history = state.get(HISTORY)
     if not isinstance(history, list):
         raise ConversationError(f"{where}: its record holds no history list (got {type(history).__name__})")
     skip = loaded_count(state)
     messages = [check_message(m, f"{where}, message {i + 1}") for i, m in enumerate(history[skip:])]
     commits = origins[skip : skip + len(messages)]
-    answer = state.get("final_content")
+    answer = state.get(FINAL_CONTENT)
     if isinstance(answer, str) and answer:
         messages.append({"role": "assistant", "content": answer})
         commits.append(final_at)
@@ -152,7 +152,7 @@ def turns_through(record: Any) -> tuple[list[Turn], dict[str, Any]] | None:
         return None
     state, origins, final_at = fold(record.commit_log)
     meta = state.get(CONVERSATION)
-    history = state.get("history")
+    history = state.get(HISTORY)
     if not isinstance(meta, dict) or not isinstance(history, list) or not isinstance(meta.get("sources"), list):
         return None
     where = f"conversation turn {record.turn} (run '{record.run_id}')"

@@ -45,7 +45,7 @@ from .conversation_turns import (
     turns_through,
 )
 from .errors import ConversationBusyError, ConversationError, NoConversationError
-from .state import CONVERSATION_INPUT
+from .state import CONVERSATION_INPUT, MESSAGE_DENIED_PHASE, POLICY_HALT
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -129,7 +129,7 @@ class ConversationBook:
             offset, earlier = resumed if resumed is not None else (0, ())
             run_id = turns[number - 1].run_id if resumed is not None else result.run_id
             state = result.state
-            if failed or "message_denied_phase" in state or "policy_halt" in state:
+            if failed or MESSAGE_DENIED_PHASE in state or POLICY_HALT in state:
                 turns[number - 1] = Turn(number, run_id, "failed")
             elif result.paused:
                 _, origins, _ = fold(result.commit_log, result.initial_state if resumed else None, offset, earlier)
@@ -175,7 +175,7 @@ def stored_plan(store: Any, conversation: str, policy: HistoryPolicy) -> dict[st
     return plan_turn(conversation, int(records[0].turn), [turn_from_record(r) for r in reversed(records)], policy)
 
 
-class _NotLoaded(Exception):
+class _NotLoaded(ConversationError):
     """The plan would send a turn known only by its size (read it from its own record)."""
 
 
