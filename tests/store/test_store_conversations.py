@@ -287,3 +287,16 @@ def test_the_next_turn_reads_the_latest_turns_record_alone(tmp_path: Path) -> No
     narrow.run("five", conversation="c")  # a narrower window: still turn 4's record alone
     with pytest.raises(CheckpointError, match=r"Invalid stored commit: not JSON"):
         chat_agent(store).run("six", conversation="c")  # wants turns turn 5 left out: reads them, finds turn 1 broken
+
+
+def test_a_streamed_turn_is_stored_as_the_next_turn(make_store: Callable[[], RunStore]) -> None:
+    """agent.stream(..., conversation=) on a store runs the next turn: its final event carries
+    the answer, and the stored run is turn 2 of the conversation, sent turn 1's messages."""
+    store = make_store()
+    chat_agent(store).run("weather in Oslo", conversation="s")
+    bot = Recall()
+    events = list(chat_agent(make_store(), bot).stream("thanks", conversation="s"))
+    assert events[-1].kind == "final" and events[-1].result == "reply 2 (saw 5 messages)"
+    latest = store.list(conversation="s", limit=1)[0]
+    assert (latest.turn, latest.status, latest.output) == (2, "done", "reply 2 (saw 5 messages)")
+    assert bot.requests[0].messages[:4] == TURN_ONE
