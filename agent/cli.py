@@ -42,7 +42,7 @@ from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
 
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
-from .conversation_cli import earlier_turn_lines
+from .conversation_cli import earlier_turn_lines, turn_input
 from .loading import load_agent
 
 _STATUSES = ("running", "paused", "done", "failed")
@@ -186,8 +186,10 @@ def cmd_show(args: argparse.Namespace) -> str:
     out = [
         f"run {record.run_id} ({record.kind}): {record.status}, {record.next_seq} commits, "
         f"updated {_when(record.updated_at)}",
-        f"input: {_compact(shown_input(record))}",
+        f"input: {_compact(turn_input(shown_input(record)))}",
     ]
+    if record.conversation_id is not None:  # the loaded history: `agent conversations show`
+        out.insert(1, f"conversation: {record.conversation_id}, turn {record.turn}")
     if record.status == "paused":
         from governance import CheckInRequest, MiddlewareAsk
 

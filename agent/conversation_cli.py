@@ -16,6 +16,7 @@ from flowchart.cli_support import CliError
 
 from .conversation_turns import Turn, transcript_lines, turn_from_record
 from .errors import ConversationError
+from .state import CONVERSATION_INPUT
 
 
 def turns_of(records: list[Any]) -> list[Turn]:
@@ -60,6 +61,15 @@ def add_commands(groups: Any, store_options: Any) -> None:
     show.set_defaults(handler=cmd_conversation_show)
     show.add_argument("conversation", metavar="ID", help="the conversation id")
     show.add_argument("--json", action="store_true", help="print JSON")
+
+
+def turn_input(shown: dict[str, Any]) -> dict[str, Any]:
+    """A conversation turn's input as ``runs show`` prints it: the loaded history counted, not repeated."""
+    loaded = shown.get(CONVERSATION_INPUT)
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("history"), list):
+        return shown
+    history = f"({len(loaded['history'])} messages: agent conversations show {loaded.get('id')})"
+    return {**shown, CONVERSATION_INPUT: {**loaded, "history": history}}
 
 
 def earlier_turn_lines(chain: Any, log: Any) -> list[str]:

@@ -85,3 +85,16 @@ def test_why_keys_on_a_turn_names_the_earlier_runs_it_loaded(db: str, capsys: py
     ]
     code, out, _ = _run(capsys, "why", second.run_id, "--db", db)
     assert f"turn 1: tool result of weather(city=Oslo) [call-1] (run {first.run_id}, commit 3)" in out
+
+
+def test_runs_show_of_a_turn_names_its_conversation_and_counts_the_loaded_history(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs show` of turn 2 says its conversation and turn, and counts the loaded messages
+    instead of printing them again."""
+    second, _ = SqliteStore(db).list(conversation="c-42")
+    code, out, _ = _run(capsys, "runs", "show", second.run_id, "--db", db)
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == "conversation: c-42, turn 2"
+    assert '"history": "(4 messages: agent conversations show c-42)"' in lines[2]
+    assert "sunny in Oslo" not in lines[2]
