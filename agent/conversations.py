@@ -189,10 +189,11 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
             "is paused waiting for an answer: answer it (agent.resume_run(run_id, decision), "
             f"or `agent runs approve {last.run_id}`)"
             if last.status == "paused"
-            else "is still running"
+            else "is still running: wait for it to end"
         )
         raise ConversationBusyError(
-            f"conversation '{conversation}' turn {last.turn} (run {last.run_id}) {waiting} before sending turn "
+            f"conversation '{conversation}' turn {last.turn} ({f'run {last.run_id}' if last.run_id else 'this process'}) "
+            f"{waiting} before sending turn "
             f"{latest + 1}",
             conversation,
             last.turn,

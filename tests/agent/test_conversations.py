@@ -212,3 +212,22 @@ def test_fuzz_a_turns_record_loads_or_is_refused_with_conversation_error(value: 
         return
     for message in turn.messages:
         assert message["role"] in ("user", "assistant", "tool") and isinstance(message["content"], str)
+
+
+def test_a_turn_still_running_in_this_process_blocks_the_next_one() -> None:
+    """While a turn runs (here: its model call sends the next turn from inside), the next
+    turn of the same conversation is refused with ConversationBusyError."""
+    refused: list[str] = []
+
+    class Reentrant(Recall):
+        def complete(self, req: Any) -> Any:
+            if not refused:
+                try:
+                    agent.run("meanwhile", conversation="c")
+                except ConversationBusyError as exc:
+                    refused.append(str(exc))
+            return super().complete(req)
+
+    agent = chat_agent(provider=Reentrant())
+    assert agent.run("first", conversation="c") == "reply 1 (saw 1 messages)"
+    assert refused == ["conversation 'c' turn 1 (this process) is still running: wait for it to end before sending turn 2"]
