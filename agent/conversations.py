@@ -191,10 +191,9 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
             if last.status == "paused"
             else "is still running: wait for it to end"
         )
+        where = f"run {last.run_id}" if last.run_id else "this process"
         raise ConversationBusyError(
-            f"conversation '{conversation}' turn {last.turn} ({f'run {last.run_id}' if last.run_id else 'this process'}) "
-            f"{waiting} before sending turn "
-            f"{latest + 1}",
+            f"conversation '{conversation}' turn {last.turn} ({where}) {waiting} before sending turn {latest + 1}",
             conversation,
             last.turn,
             last.run_id,

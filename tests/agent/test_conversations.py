@@ -230,4 +230,6 @@ def test_a_turn_still_running_in_this_process_blocks_the_next_one() -> None:
 
     agent = chat_agent(provider=Reentrant())
     assert agent.run("first", conversation="c") == "reply 1 (saw 1 messages)"
-    assert refused == ["conversation 'c' turn 1 (this process) is still running: wait for it to end before sending turn 2"]
+    assert refused == [
+        "conversation 'c' turn 1 (this process) is still running: wait for it to end before sending turn 2"
+    ]
