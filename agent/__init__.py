@@ -13,6 +13,7 @@ from agent.errors import (
     ConversationBusyError,
     ConversationError,
     NoConversationError,
+    OutputSchemaError,
     PolicyHaltError,
 )
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
@@ -31,6 +32,7 @@ __all__ = [
     "ConversationError",
     "ExplainError",
     "NoConversationError",
+    "OutputSchemaError",
     "Paused",
     "PolicyHaltError",
     "Tool",

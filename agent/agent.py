@@ -23,7 +23,7 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import conversations, durable
+from . import conversations, durable, structured
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -92,6 +92,8 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        output_schema: Any = None,
+        output_retries: int = 2,
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
     ) -> AgentBuilder:
@@ -105,6 +107,9 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``output_schema`` (a JSON Schema dict, an attrs class, a dataclass or a pydantic model)
+        makes ``run`` return a validated answer (a dict, or an instance); an invalid reply is
+        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
         ``conversation_window``/``conversation_chars`` bound the history a conversation turn
         sends (the last N turns / a character budget; see docs/conversations.md).
         """
@@ -115,7 +120,8 @@ class Agent:
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
+            output_retries=output_retries,
             conversation_window=conversation_window, conversation_chars=conversation_chars,
         )  # fmt: skip
 
@@ -142,6 +148,7 @@ class Agent:
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
         notes = {HUMAN_DECISIONS: tell_latest, conversations.CONVERSATION: conversations.tell}
+        notes.update(structured.notes(self.config.output))
         recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
@@ -152,7 +159,7 @@ class Agent:
         """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
-            recorders=recorders, max_iterations=self.config.max_iterations + 2, timeout=self.timeout,
+            recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
             redaction=self.redaction,
         )  # fmt: skip
         return options
@@ -337,6 +344,8 @@ class Agent:
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
+        if self.config.output is not None:
+            return structured.final_answer(self.config.output, state)
         return str(state.get(FINAL_CONTENT, ""))
 
     def last_snapshot(self) -> AgentSnapshot:
