@@ -45,7 +45,7 @@ from .conversation_turns import (
     turns_through,
 )
 from .errors import ConversationBusyError, ConversationError, NoConversationError
-from .state import CONVERSATION_INPUT, MESSAGE_DENIED_PHASE, POLICY_HALT
+from .state import CONVERSATION_INPUT, HISTORY, MESSAGE_DENIED_PHASE, POLICY_HALT
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -291,6 +291,12 @@ def turn_options(agent: Agent, conversation: Any, window: Any, chars: Any) -> tu
                 "conversation_window=/conversation_chars= bound a conversation's history: pass conversation='id' too"
             )
         return None
+    if agent.redaction is not None and agent.redaction.hides(HISTORY):
+        raise ConversationError(
+            "conversation=: the agent's redaction hides 'history' in the record, and a later turn loads the "
+            "conversation from the record; hide fields inside the messages instead "
+            "(Redaction(fields={'history': ['content']})), or run without conversation="
+        )
     return check_id(conversation), HistoryPolicy.of(window, chars, agent.history_policy)
 
 

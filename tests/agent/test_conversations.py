@@ -233,3 +233,20 @@ def test_a_turn_still_running_in_this_process_blocks_the_next_one() -> None:
     assert refused == [
         "conversation 'c' turn 1 (this process) is still running: wait for it to end before sending turn 2"
     ]
+
+
+def test_a_redaction_hiding_the_history_is_refused_and_hidden_fields_stay_hidden() -> None:
+    """Later turns load the record: a redaction hiding 'history' itself is refused before any
+    model call (the conversation could not be continued); fields hidden inside the messages
+    reach later turns as the placeholder, never as the real text."""
+    from flowchart import Redaction
+
+    bot = Recall()
+    with pytest.raises(ConversationError, match=r"the agent's redaction hides 'history' in the record"):
+        chat_agent(provider=bot, redaction=Redaction(keys={"history"})).run("hi", conversation="c")
+    assert bot.requests == []
+    agent = chat_agent(provider=bot, redaction=Redaction(fields={"history": ["content"]}))
+    agent.run("weather in Oslo", conversation="c")
+    agent.follow_up("thanks")
+    sent = bot.requests[-1].messages
+    assert [m["content"] for m in sent[:3]] == ["REDACTED"] * 3 and sent[-1]["content"] == "thanks"
