@@ -85,15 +85,18 @@ async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = No
     return await advance_run(agent, run_id, attach)
 
 
-def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str:
-    """Record a queued (``running``, not yet started) run; return its id."""
+def create(
+    agent: Agent, run_input: dict[str, Any], run_id: str | None = None, conversation: tuple[str, int] | None = None
+) -> str:
+    """Record a queued (``running``, not yet started) run, as turn ``conversation=(id, turn)``
+    of a conversation when given; return its id."""
     run_id = run_id or new_run_id()
     run_input = validated_input(run_input)  # refused as a chart run refuses it, before a run is stored
     chart = agent.chart
     store = _store(agent)
     store.create(
         run_id, kind=AGENT_RUN_KIND, chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=agent.redaction,
+        redaction=agent.redaction, **({} if conversation is None else {"conversation": conversation}),
     )  # fmt: skip
     return run_id
 
@@ -134,9 +137,24 @@ def answer_in(
 
 
 async def resume(agent: Agent, run_id: str, decision: Any) -> str | Paused:
-    """Answer the stored run's pause with ``decision`` (once) and advance it."""
-    answer(agent, run_id, decision)
+    """Answer the stored run's pause with ``decision`` (once) and advance it; a ``failed`` run
+    is continued at the stage that failed instead (``retry_failed``)."""
+    if _store(agent).get(run_id).status == "failed":
+        retry_failed(_store(agent), run_id, decision)
+    else:
+        answer(agent, run_id, decision)
     return await advance_run(agent, run_id)
+
+
+def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecord:
+    """Mark the failed run ``running`` again (once: ``store.retry``) so the next advance re-runs
+    the stage that failed from its stored checkpoint; a failed run takes no answer."""
+    if decision is not None:
+        raise TypeError(
+            f"resume_run('{run_id}', decision): the run failed, it is not paused — continue it at the "
+            "stage that failed with resume_run(run_id) and no decision"
+        )
+    return store.retry(run_id)
 
 
 async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:

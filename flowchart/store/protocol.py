@@ -11,6 +11,12 @@ Laws:
   storage grows with what a stage wrote, never with the whole state per step.
 - A pause is answered once: ``answer`` inserts ``(run_id, request_id)`` under a UNIQUE
   constraint, so a second answer from any process raises ``AlreadyAnsweredError``.
+- A run may be a turn of a conversation (``conversation_id``, ``turn``): at most one run
+  per ``(conversation_id, turn)``, whichever process asks first (``TurnTakenError`` for
+  the other); ``list(conversation=...)`` reads one conversation's turns through its index.
+- A failed run that left a checkpoint is retried once per failure: ``retry`` flips
+  ``failed`` to ``running`` under the same row lock ``commit`` takes, so of two racing
+  processes one wins and the other gets ``StoreError``.
 - Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
@@ -63,6 +69,11 @@ class RunNotFoundError(StoreError, KeyError):
 
 class RunExistsError(StoreError):
     """``create`` was given a run id that is already stored."""
+
+
+class TurnTakenError(StoreError):
+    """``create`` was asked for a conversation turn another run already holds (another
+    process started that turn first: ``UNIQUE(conversation_id, turn)`` decided)."""
 
 
 class CommitConflictError(StoreError):
@@ -138,6 +149,8 @@ class RunRecord:
     chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
     failure: RunFailure | None = None
     redaction: Redaction | None = attrs.field(default=None, repr=False)
+    conversation_id: str | None = None
+    turn: int | None = None
     parent_run_id: str | None = None
     forked_at: int | None = None
 
@@ -176,12 +189,14 @@ class RunStore(Protocol):
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        conversation: tuple[str, int] | None = None,
         parent_run_id: str | None = None,
         forked_at: int | None = None,
     ) -> RunRecord:
         """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken.
-        ``redaction`` (kept with the run) is what its readers hide; a fork names its parent
-        run and the commit it forked at."""
+        ``redaction`` (kept with the run) is what its readers hide; ``conversation=(id, turn)``
+        makes the run that turn (``TurnTakenError`` when another run holds it); a fork names
+        its parent run and the commit it forked at."""
         ...
 
     def forks(self, run_id: str) -> list[RunRecord]:
@@ -192,8 +207,11 @@ class RunStore(Protocol):
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first."""
+    def list(
+        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
+    ) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first; with
+        ``conversation``, that conversation's turns, newest turn first."""
         ...
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
@@ -204,15 +222,45 @@ class RunStore(Protocol):
         """Record the answer to the paused run's pending pause (once) and mark it running."""
         ...
 
+    def retry(self, run_id: str) -> RunRecord:
+        """Mark the ``failed`` run ``running`` again so the next advance resumes it at the stage
+        that failed (its stored checkpoint); ``StoreError`` when it is not failed (another
+        process retried it first) or failed without a resume point."""
+        ...
+
     def close(self) -> None:
         """Release connections (the store is unusable afterwards)."""
         ...
+
+
+def check_retry(run_id: str, status: str, resumable: bool) -> None:
+    """Refuse to retry a run that is not failed, or that failed without a resume point."""
+    if status != "failed":
+        raise StoreError(f"run '{run_id}' is {status}, not failed: only a failed run can be retried")
+    if not resumable:
+        raise StoreError(
+            f"run '{run_id}' failed without a resume point (a failure between stages, two fork children "
+            "failing, or a run stored before failures kept one): start a new run"
+        )
 
 
 def check_status(status: str | None) -> None:
     """Refuse an unknown status filter, naming the allowed ones."""
     if status is not None and status not in STATUSES:
         raise ValueError(f"unknown run status {status!r}: expected one of {', '.join(STATUSES)}")
+
+
+def check_conversation(conversation: Any) -> tuple[str, int] | None:
+    """Refuse a malformed ``conversation=(id, turn)`` before anything is written."""
+    if conversation is None:
+        return None
+    ok = isinstance(conversation, tuple) and len(conversation) == 2
+    cid, turn = conversation if ok else (None, None)
+    if not (isinstance(cid, str) and cid and isinstance(turn, int) and not isinstance(turn, bool) and turn >= 1):
+        raise ValueError(
+            f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
+        )
+    return cid, turn
 
 
 def renumber(commits: Sequence[Commit], start_seq: int) -> tuple[Commit, ...]:
