@@ -7,7 +7,8 @@ façade ``flowchart`` itself, whose import every submodule pays anyway), so thos
 as imported too.
 
 - ``flowchart`` never imports ``agent`` or ``governance``; ``governance`` never imports
-  ``agent``.
+  ``agent``, and of ``flowchart`` only the values layers (L0/L1: JSON safety, fingerprints),
+  never the engine, a chart or a store.
 - Inside ``flowchart``, a module imports only from its own layer or below (``LAYERS``),
   and nothing imports the façade. Today's violations are listed by name in
   ``KNOWN_UPWARD`` — the debt, documented: a new one fails, and so does a listed one
@@ -186,6 +187,19 @@ def test_governance_never_imports_agent() -> None:
         for name, path in modules("governance").items()
         for target in imports_of(path)
         if target.split(".")[0] == "agent"
+    )
+    assert offenders == []
+
+
+def test_governance_uses_only_flowchart_values_layers() -> None:
+    """governance may reuse flowchart's L0/L1 values (JSON safety, canonical JSON), nothing above."""
+    known = modules("flowchart")
+    offenders = sorted(
+        f"{name} imports {imported} (L{layer_of(imported)})"
+        for name, path in modules("governance").items()
+        for target in imports_of(path)
+        if target.split(".")[0] == "flowchart" and (imported := _existing(target, known)) is not None
+        if (layer_of(imported) or 0) > 1 or imported == "flowchart"
     )
     assert offenders == []
 

@@ -252,3 +252,31 @@ def test_a_decision_used_twice_is_refused() -> None:
     ) as caught:
         verify_decision(decision_for("cki_1"), pending_request_id="cki_1", answered_ids={"cki_1"})
     assert caught.value.problem == "already-used"
+
+
+def test_a_nan_value_is_refused_like_a_run_would_refuse_it() -> None:
+    """JSON-safe is flowchart's rule: a NaN cannot be written into the checkpoint, so the
+    decision refuses it up front instead of failing at the commit."""
+    with pytest.raises(
+        DecisionInputError,
+        match=r"^check_in_approved\(value=\.\.\.\): a decision's value must be JSON-safe .*; got a float$",
+    ):
+        check_in_approved(request=REQUEST, by="a", value=float("nan"))
+
+
+def test_edited_args_are_a_plain_deep_copy() -> None:
+    """approve(args=...) keeps what the run would store: tuples become lists, and changing
+    the caller's dict afterwards changes no decision."""
+    edited = {"order": {"ids": (1, 2)}}
+    decision = check_in_approved(request=REQUEST, by="a", args=edited)
+    edited["order"]["ids"] = ()
+    assert decision.args == {"order": {"ids": [1, 2]}}
+
+
+def test_a_stored_decision_with_a_nan_value_is_refused_naming_the_field() -> None:
+    """The wire reader checks with flowchart's rule too: a NaN read back is refused, by path."""
+    from governance import CheckInDecision, WireFormatError
+
+    row = check_in_approved(request=REQUEST, by="a").to_dict() | {"value": float("nan")}
+    with pytest.raises(WireFormatError, match=r"^\$\.value: expected a JSON-safe value, got a float$"):
+        CheckInDecision.from_dict(row)
