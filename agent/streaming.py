@@ -159,7 +159,7 @@ def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] |
         return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
-        from flowchart.chart import drive
+        from flowchart.lowlevel import drive
 
         return drive(agent.arun_turn(run_input, attach, run_id))
 

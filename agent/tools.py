@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart.lowlevel import NotJsonSafe, copy_json
 from governance.checkin import validate_check_in_demand
 
 from .errors import ToolDefinitionError
