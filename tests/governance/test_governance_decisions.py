@@ -162,7 +162,11 @@ def test_require_decision_returns_a_decision() -> None:
 
 def test_a_string_answer_to_an_ask_is_refused_with_its_shape_only() -> None:
     """The error names the gate, asker, tool and shape — never the text."""
-    with pytest.raises(DecisionRequiredError) as caught:
+    with pytest.raises(
+        DecisionRequiredError,
+        match=r"^\[resume\] this run paused on a consent gate — a tool middleware's "
+        r"ask",
+    ) as caught:
         require_decision("yes go ahead", gate="ask", tool_name="act", middleware="gate")
     err = caught.value
     assert (err.gate, err.tool_name, err.middleware, err.received, err.code) == (
@@ -197,7 +201,11 @@ def test_a_dict_answer_to_a_check_in_is_described_by_its_keys() -> None:
 
 def test_no_answer_is_received_as_nothing() -> None:
     """``None`` is described as nothing."""
-    with pytest.raises(DecisionRequiredError) as caught:
+    with pytest.raises(
+        DecisionRequiredError,
+        match=r"^\[resume\] this run paused on a consent gate — a tool's check-in — .* "
+        r"Got nothing\.",
+    ) as caught:
         require_decision(None, gate="check_in")
     assert caught.value.received == "nothing"
 
