@@ -1,6 +1,6 @@
 """The stage context: the control surface a stage gets as its second argument.
 
-``ctx.args`` (the read-only run input), ``ctx.env``, ``ctx.stop(reason)``,
+``ctx.args`` (the read-only run input), ``ctx.env``, ``ctx.stop(reason)``, ``ctx.stopped``,
 ``ctx.emit(name, payload)``, ``ctx.run_id``, ``ctx.stage_id``, ``ctx.runtime_stage_id``.
 A ``StageContext`` is only made for stages whose function takes it (inspected at build
 time), so stages that do not ask for it do not pay for it.
@@ -108,6 +108,12 @@ class StageContext:
     def run_id(self) -> str:
         """The id of this run (a resumed run gets a new one)."""
         return self._traverser.run.run_id
+
+    @property
+    def stopped(self) -> bool:
+        """True once this chart (a subflow: this subflow) was asked to stop, by ``stop()`` in
+        this stage or one before it; nothing runs after the current stage then. Read-only."""
+        return bool(self._traverser.stopped)
 
     def stop(self, reason: str | None = None) -> None:
         """End the run after this stage commits (footprintjs ``$break``); the first reason wins."""

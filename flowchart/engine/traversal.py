@@ -463,11 +463,5 @@ class Traverser:
     # -- subflows ------------------------------------------------------------------------------------
     run_mount = subflows.run_mount
 
-    _map_input = subflows.map_input
-
-    _merge_output = subflows.merge_output
-
     # -- resume ------------------------------------------------------------------------------------------
-    _announce_resume = resuming.announce_resume
-
     resume = resuming.resume
