@@ -3,8 +3,11 @@
 The law: for the same run, :func:`narrative` produces the same ``(type, depth, text)``
 entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
 
-* Scope operations (reads, writes, emits) arrive live while a stage runs. They are
-  buffered per ``runtime_stage_id`` and numbered in arrival order (``Step 1`` ...,
+* Scope operations (reads, writes, emits) arrive in one batch per stage at commit time
+  (``on_stage_ops``; the engine logs them as they happen, with each value as it was then,
+  so the narrative pays no event per operation). Fed live instead (``on_read`` /
+  ``on_write`` / ``on_emit``, called directly or with ``live_operations = True``) they are
+  told the same way. They are buffered per ``runtime_stage_id`` and numbered in arrival order (``Step 1`` ...,
   reads, writes and emits share one count), then flushed as depth-1 entries right
   after the stage's ``Stage N:`` line — which is written when the stage's linear
   ``on_stage_executed`` arrives, or its ``on_decision`` for a decider.
@@ -47,6 +50,7 @@ from flowchart.events import (
     ResumeEvent,
     SelectedEvent,
     StageExecutedEvent,
+    StageOpsEvent,
     SubflowEvent,
     TraversalContext,
     WriteEvent,
@@ -186,6 +190,43 @@ class NarrativeRecorder:
         self._visits.clear()
 
     # ── data channel: buffered until the stage's headline ──────────────────────
+
+    #: False: the engine hands this recorder a stage's operations in one batch
+    #: (``on_stage_ops``) rather than one event each; True asks for the live events
+    live_operations = False
+    #: whether emits are told (and numbered); the ``include_emits=False`` narrative says no
+    _tells_emits = True
+
+    def on_stage_ops(self, event: StageOpsEvent) -> None:
+        """Buffer a stage's reads, writes and emits, delivered in one batch at commit time."""
+        rid = event.ctx.runtime_stage_id
+        ops = self._pending.get(rid)
+        if ops is None:
+            ops = self._pending[rid] = []
+        append = ops.append
+        step = ops[-1][3] if ops else 0
+        fmt, max_len = self.format_value, self.max_value_length
+        keep_raw = self._render_op is not None
+        notes = self.notes
+        for kind, key, value, operation, _hidden in event.ops:
+            if kind == "read":
+                if key:
+                    step += 1
+                    append(("read", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+            elif kind == "write":
+                step += 1
+                append(("write", key, fmt(value, max_len), step, operation, value if keep_raw else None))
+                tell = notes.get(key) if notes else None
+                if tell is not None and operation != "delete":
+                    self._note(rid, key, tell, value)
+                    step = ops[-1][3]
+            elif kind == "missing":
+                if key:
+                    step += 1
+                    append(("read", key, "undefined", step, "set", None))
+            elif kind == "emit" and self._tells_emits:
+                step += 1
+                append(("emit", key, fmt(value, max_len), step, "set", value if keep_raw else None))
 
     def on_read(self, event: ReadEvent) -> None:
         """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
@@ -401,6 +442,7 @@ class _SilentEmitsRecorder(NarrativeRecorder):
     """A narrative that does not listen to emits (no ``on_emit`` hook, so emits cost nothing)."""
 
     on_emit = None  # type: ignore[assignment]
+    _tells_emits = False
 
 
 def narrative(
