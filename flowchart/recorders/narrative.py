@@ -128,6 +128,10 @@ class NarrativeRecorder:
     renderer: Any = None
     _records: list[_Entry] = attrs.field(factory=list, init=False, repr=False)
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
+    #: the batches of stages whose headline has not come yet, by runtime id (raw ``StageOp``s)
+    _batches: dict[str, list[Any]] = attrs.field(factory=dict, init=False, repr=False)
+    #: True while ``_records`` holds a :class:`_Batch` not yet told in sentences
+    _lazy: bool = attrs.field(default=False, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
@@ -142,7 +146,7 @@ class NarrativeRecorder:
 
     def entries(self) -> list[tuple[str, int, str]]:
         """All entries in run order as ``(type, depth, text)``."""
-        return [(kind, depth, text) for kind, depth, text, *_ in self._records]
+        return [(kind, depth, text) for kind, depth, text, *_ in self._told()]
 
     def records(self) -> list[NarrativeEntry]:
         """All entries in run order, with stage ids, subflow id and key."""
@@ -158,7 +162,7 @@ class NarrativeRecorder:
                 key=key,
                 step_number=step,
             )
-            for kind, depth, text, stage_name, ctx, key, step in self._records
+            for kind, depth, text, stage_name, ctx, key, step in self._told()
         ]
 
     def entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
@@ -168,23 +172,39 @@ class NarrativeRecorder:
     @property
     def step_count(self) -> int:
         """How many distinct execution steps produced entries (footprintjs ``stepCount``)."""
-        return len({entry[4].runtime_stage_id for entry in self._records})
+        return len({entry[4].runtime_stage_id for entry in self._told()})
 
     def lines(self) -> list[str]:
         """The narrative text, one line per entry."""
-        return [entry[2] for entry in self._records]
+        return [entry[2] for entry in self._told()]
+
+    def _told(self) -> list[_Entry]:
+        """The entries, with every stage batch told in sentences now (once: the text is kept)."""
+        if self._lazy:
+            told: list[_Entry] = []
+            push = told.append
+            for entry in self._records:
+                if type(entry) is _Batch:
+                    self._tell_batch(entry.ctx, entry.stage_name, entry.ops, push)
+                else:
+                    push(entry)
+            self._records = told
+            self._lazy = False
+        return self._records
 
     def follow(self, on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
         """Also hand every entry to ``on_entry`` the moment it is written (a live reader: a stream).
 
         The entry is the record tuple ``(type, depth, text, stage_name, ctx, key, step)``.
         """
-        self._records = _Followed(self._records, on_entry)
+        self._records = _Followed(self._told(), on_entry)
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
         self._records.clear()
+        self._lazy = False
         self._pending.clear()
+        self._batches.clear()
         self._stage_counters.clear()
         self._started.clear()
         self._visits.clear()
@@ -198,35 +218,95 @@ class NarrativeRecorder:
     _tells_emits = True
 
     def on_stage_ops(self, event: StageOpsEvent) -> None:
-        """Buffer a stage's reads, writes and emits, delivered in one batch at commit time."""
+        """Keep a stage's reads, writes and emits (one batch at commit time) for its headline.
+
+        Nothing is summarised here: the batch is told in sentences when the narrative is
+        read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
+        """
         rid = event.ctx.runtime_stage_id
-        ops = self._pending.get(rid)
-        if ops is None:
-            ops = self._pending[rid] = []
+        if rid in self._pending:  # operations fed live came first: number on after them
+            self._buffer_batch(rid, event.ops)
+        elif rid in self._batches:
+            self._batches[rid] = self._batches[rid] + list(event.ops)
+        else:
+            self._batches[rid] = event.ops
+
+    def _buffer_batch(self, rid: str, batch: list[Any]) -> None:
+        ops = self._pending[rid]
         append = ops.append
         step = ops[-1][3] if ops else 0
         fmt, max_len = self.format_value, self.max_value_length
         keep_raw = self._render_op is not None
-        notes = self.notes
-        for kind, key, value, operation, _hidden in event.ops:
-            if kind == "read":
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "read" or kind == "missing":
                 if key:
                     step += 1
-                    append(("read", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+                    summary = "undefined" if kind == "missing" else fmt(value, max_len)
+                    append(("read", key, summary, step, "set", value if keep_raw else None))
             elif kind == "write":
                 step += 1
                 append(("write", key, fmt(value, max_len), step, operation, value if keep_raw else None))
-                tell = notes.get(key) if notes else None
+                tell = self.notes.get(key) if self.notes else None
                 if tell is not None and operation != "delete":
                     self._note(rid, key, tell, value)
                     step = ops[-1][3]
-            elif kind == "missing":
-                if key:
-                    step += 1
-                    append(("read", key, "undefined", step, "set", None))
             elif kind == "emit" and self._tells_emits:
                 step += 1
                 append(("emit", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+
+    def _tell_batch(
+        self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
+    ) -> None:
+        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush`` tells live operations."""
+        fmt, max_len = self.format_value, self.max_value_length
+        numbered, values = self.include_step_numbers, self.include_values
+        describe = sentences.operation
+        render = self._render_op
+        notes = self.notes
+        step = 0
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "write":
+                step += 1
+                summary = fmt(value, max_len)
+            elif kind == "read":
+                if not key:
+                    continue
+                step += 1
+                summary = fmt(value, max_len)
+                operation = "set"
+            elif kind == "missing":
+                if not key:
+                    continue
+                step += 1
+                kind, summary, operation, value = "read", "undefined", "set", None
+            elif kind == "emit":
+                if not self._tells_emits:
+                    continue
+                step += 1
+                push(("emit", 1, f"[emit] {key}: {fmt(value, max_len)}", stage_name, ctx, None, step))
+                continue
+            else:
+                continue
+            told = True
+            if render is not None:
+                custom = render(OpRenderContext(kind, key, value, summary, operation, step))  # type: ignore[arg-type]
+                if custom == "":
+                    told = False  # the renderer leaves this step out
+                elif custom is not None:
+                    push(("step", 1, custom, stage_name, ctx, key, step))
+                    told = False
+            if told:
+                text = describe(kind, operation, key, summary, include_values=values)
+                push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
+            if kind == "write" and notes and operation != "delete":
+                tell = notes.get(key)
+                if tell is not None:
+                    try:
+                        note = tell(value)
+                    except Exception:
+                        continue
+                    if isinstance(note, str) and note:
+                        push(("note", 1, note, stage_name, ctx, key, None))
 
     def on_read(self, event: ReadEvent) -> None:
         """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
@@ -325,12 +405,14 @@ class NarrativeRecorder:
         if event.channel != "flow":
             return  # a recorder's failure is not part of the run's story
         self._pending.pop(event.ctx.runtime_stage_id, None)  # never flushed, as in footprintjs
+        self._batches.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
         self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
 
     def on_pause(self, event: PauseEvent) -> None:
         """``Execution paused at X.``; the paused stage's operations are never told."""
         self._pending.pop(event.ctx.runtime_stage_id, None)
+        self._batches.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
         self._push("pause", 0, f"Execution paused at {name}.", event.ctx, stage_name=name)
 
@@ -386,6 +468,14 @@ class NarrativeRecorder:
         self._flush(ctx, name)
 
     def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
+        if self._batches:
+            batch = self._batches.pop(ctx.runtime_stage_id, None)
+            if batch:
+                if type(self._records) is _Followed:  # a live reader: tell it now
+                    self._tell_batch(ctx, stage_name, batch, self._records.append)
+                else:
+                    self._records.append(_Batch(ctx, stage_name, batch))  # type: ignore[arg-type]
+                    self._lazy = True
         ops = self._pending.pop(ctx.runtime_stage_id, None)
         if not ops:
             return
@@ -423,6 +513,17 @@ class NarrativeRecorder:
         step: int | None = None,
     ) -> None:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
+
+
+class _Batch:
+    """A stage's operations in the entry list, not yet told in sentences (see ``_told``)."""
+
+    __slots__ = ("ctx", "ops", "stage_name")
+
+    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any]) -> None:
+        self.ctx = ctx
+        self.stage_name = stage_name
+        self.ops = ops
 
 
 class _Followed(list):
