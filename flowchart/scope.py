@@ -88,6 +88,7 @@ class Transaction:
         "observer",
         "oplog",
         "readonly",
+        "snapshot",
         "state",
     )
 
@@ -105,6 +106,8 @@ class Transaction:
         self.observer = observer
         #: the stage's operation log (``StageOp`` tuples), or ``None`` when nobody takes it
         self.oplog: list[Any] | None = None
+        #: how a live view is kept in the log, ``snapshot(key, view)`` (``None``: ``plain()``)
+        self.snapshot: Any = None
         #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
         self.hides: Any = None
         self._working: dict[str, Any] = {}
@@ -156,7 +159,8 @@ class Transaction:
             self.observer.read(key, value)
         if self.oplog is not None:
             kind = type(raw)
-            self.oplog.append(("read", key, plain(raw) if kind is TrackedDict or kind is TrackedList else raw, "", False))
+            kept = self._kept(key, raw) if kind is TrackedDict or kind is TrackedList else raw
+            self.oplog.append(("read", key, kept, "", False))
         return value
 
     def _miss(self, key: str) -> KeyError:
@@ -258,7 +262,9 @@ class Transaction:
         if self.observer is not None:
             self.observer.read(key, value)
         if self.oplog is not None:
-            self.oplog.append(("read", key, plain(value), "", False))
+            kind = type(value)
+            kept = self._kept(key, value) if kind is TrackedDict or kind is TrackedList else value
+            self.oplog.append(("read", key, kept, "", False))
         return value
 
     def note_reads(self, keys: Iterable[str]) -> None:
@@ -290,8 +296,13 @@ class Transaction:
             self.observer.write(key, value, operation)
         if self.oplog is not None:
             # the view lives on (the stage may change it again): log it as it is now
-            shown = {f: plain(v) for f, v in value.items()} if type(value) is dict else plain(value)
+            shown = {f: plain(v) for f, v in value.items()} if type(value) is dict else self._kept(key, value)
             self.oplog.append(("write", key, shown, operation, False))
+
+    def _kept(self, key: str, view: Any) -> Any:
+        """A live view as the operation log keeps it: as it is now, never the view itself."""
+        snapshot = self.snapshot
+        return plain(view) if snapshot is None else snapshot(key, view)
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)

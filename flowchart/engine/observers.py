@@ -25,7 +25,7 @@ Hook = Callable[[Any], Any]
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops")
+    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "snapshot")
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
@@ -45,6 +45,13 @@ class Observers:
                     self._hooks.setdefault(name, []).append((recorder, hook))
         self.any = bool(self._hooks)
         self.has_ops = "on_stage_ops" in self._hooks
+        #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
+        #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
+        #: e.g. the narrative keeps only the summary it will print
+        self.snapshot: Hook | None = None
+        batched = [r for r, _ in self._hooks.get("on_stage_ops", ())]
+        if len(batched) == 1:
+            self.snapshot = getattr(batched[0], "snapshot_view", None)
         self.has_data = any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )

@@ -242,6 +242,8 @@ class Traverser:
         tctx = None
         if observers.has_ops:
             txn.oplog = self.oplogs[rid] = []
+            if not run.redacting:  # redaction scrubs the values it is given: keep them plain
+                txn.snapshot = observers.snapshot
         if observers.has_data:
             tctx = self.context(node, rid)
             txn.observer = _StageRecorder(self, tctx)

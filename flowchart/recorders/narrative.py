@@ -58,6 +58,7 @@ from flowchart.events import (
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 from flowchart.recorders.summary import js_object_keys, summarize_value
+from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 
@@ -217,6 +218,18 @@ class NarrativeRecorder:
     #: whether emits are told (and numbered); the ``include_emits=False`` narrative says no
     _tells_emits = True
 
+    def snapshot_view(self, key: str, view: Any) -> Any:
+        """How the engine keeps a live view for this narrative's batch: its summary, told now.
+
+        The step shows the value as it was at that operation, and a summary is all a
+        default narrative prints: summarising now costs what footprintjs's live event does,
+        where a copy of a growing list would cost its length at every append. A noted key,
+        a renderer or a custom ``format_value`` gets the plain value as it was.
+        """
+        if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
+            return plain(view)
+        return _Told(summarize_value(view, self.max_value_length))
+
     def on_stage_ops(self, event: StageOpsEvent) -> None:
         """Keep a stage's reads, writes and emits (one batch at commit time) for its headline.
 
@@ -241,11 +254,11 @@ class NarrativeRecorder:
             if kind == "read" or kind == "missing":
                 if key:
                     step += 1
-                    summary = "undefined" if kind == "missing" else fmt(value, max_len)
+                    summary = "undefined" if kind == "missing" else _summary(fmt, value, max_len)
                     append(("read", key, summary, step, "set", value if keep_raw else None))
             elif kind == "write":
                 step += 1
-                append(("write", key, fmt(value, max_len), step, operation, value if keep_raw else None))
+                append(("write", key, _summary(fmt, value, max_len), step, operation, value if keep_raw else None))
                 tell = self.notes.get(key) if self.notes else None
                 if tell is not None and operation != "delete":
                     self._note(rid, key, tell, value)
@@ -267,12 +280,12 @@ class NarrativeRecorder:
         for kind, key, value, operation, _hidden in batch:
             if kind == "write":
                 step += 1
-                summary = fmt(value, max_len)
+                summary = value.text if type(value) is _Told else fmt(value, max_len)
             elif kind == "read":
                 if not key:
                     continue
                 step += 1
-                summary = fmt(value, max_len)
+                summary = value.text if type(value) is _Told else fmt(value, max_len)
                 operation = "set"
             elif kind == "missing":
                 if not key:
@@ -513,6 +526,19 @@ class NarrativeRecorder:
         step: int | None = None,
     ) -> None:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
+
+
+class _Told:
+    """A value the narrative summarised when the stage made it (see ``snapshot_view``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _summary(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
+    return value.text if type(value) is _Told else fmt(value, max_len)
 
 
 class _Batch:
