@@ -180,7 +180,9 @@ def commit_data(commit: Commit) -> dict[str, Any]:
         "stage_id": commit.stage_id,
         "runtime_stage_id": commit.runtime_stage_id,
         "trace": [
-            {"path": op.path, "verb": op.verb} if op.verb == "delete" else {"path": op.path, "verb": op.verb, "value": op.value}
+            {"path": op.path, "verb": op.verb}
+            if op.verb == "delete"
+            else {"path": op.path, "verb": op.verb, "value": op.value}
             for op in commit.trace
         ],
         "reads": commit.reads,

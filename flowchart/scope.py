@@ -159,7 +159,12 @@ class Transaction:
             self.observer.read(key, value)
         if self.oplog is not None:
             kind = type(raw)
-            kept = self._kept(key, raw) if kind is TrackedDict or kind is TrackedList else raw
+            if kind is TrackedDict or kind is TrackedList:
+                kept = self._kept(key, raw)
+            elif (kind is dict or kind is list) and self.snapshot is not None:
+                kept = self.snapshot(key, raw)  # not a reference that would keep this version alive
+            else:
+                kept = raw
             self.oplog.append(("read", key, kept, "", False))
         return value
 
@@ -263,7 +268,10 @@ class Transaction:
             self.observer.read(key, value)
         if self.oplog is not None:
             kind = type(value)
-            kept = self._kept(key, value) if kind is TrackedDict or kind is TrackedList else value
+            if kind is TrackedDict or kind is TrackedList or ((kind is dict or kind is list) and self.snapshot):
+                kept = self._kept(key, value)
+            else:
+                kept = value
             self.oplog.append(("read", key, kept, "", False))
         return value
 

@@ -226,9 +226,18 @@ class NarrativeRecorder:
         where a copy of a growing list would cost its length at every append. A noted key,
         a renderer or a custom ``format_value`` gets the plain value as it was.
         """
-        if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
+        if not self._summarizes or key in self.notes:
             return plain(view)
         return _Told(summarize_value(view, self.max_value_length))
+
+    @property
+    def _summarizes(self) -> bool:
+        """True when a summary is all this narrative prints of a value (the default options).
+
+        Only then is a batch kept untold until read: it holds summaries and values the
+        commits share. Otherwise it is told at its headline, so no value outlives its stage.
+        """
+        return self._render_op is None and self.format_value is summarize_value
 
     def on_stage_ops(self, event: StageOpsEvent) -> None:
         """Keep a stage's reads, writes and emits (one batch at commit time) for its headline.
@@ -484,7 +493,7 @@ class NarrativeRecorder:
         if self._batches:
             batch = self._batches.pop(ctx.runtime_stage_id, None)
             if batch:
-                if type(self._records) is _Followed:  # a live reader: tell it now
+                if type(self._records) is _Followed or not self._summarizes:  # tell it now
                     self._tell_batch(ctx, stage_name, batch, self._records.append)
                 else:
                     self._records.append(_Batch(ctx, stage_name, batch))  # type: ignore[arg-type]

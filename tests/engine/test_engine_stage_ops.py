@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+import pytest
 
 from flowchart import Redaction, flow_chart, narrative
 from flowchart.events import StageOpsEvent
+
+sentences = importlib.import_module("flowchart.recorders.sentences")
 
 
 class Batch:
@@ -108,22 +113,39 @@ def test_a_batch_carries_the_run_s_redaction() -> None:
     assert ops[1] == ("write", "plain", 1, "set", False)
 
 
-def test_the_narrative_tells_its_batches_only_when_read() -> None:
-    """The narrative summarises nothing while the run goes on: its sentences are made when
-    ``lines()`` is first asked for, then kept."""
-    calls: list[Any] = []
+def test_the_narrative_tells_its_batches_only_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the default options the narrative words no step while the run goes on: its step
+    sentences are made when ``lines()`` is first asked for, then kept."""
+    told: list[str] = []
+    operation = sentences.operation
 
-    def counting(value: Any, max_len: int) -> str:
-        calls.append(value)
+    def counting(*args: Any, **kwargs: Any) -> str:
+        told.append(args[2])
+        return operation(*args, **kwargs)
+
+    monkeypatch.setattr(sentences, "operation", counting)
+    rec = narrative()
+    _chart().run(recorders=[rec])
+    assert told == []
+    lines = rec.lines()
+    assert "Step 2: Write items = (2 items)" in lines
+    count = len(told)
+    assert count > 0 and rec.lines() == lines and len(told) == count
+
+
+def test_a_narrative_with_its_own_formatter_tells_each_stage_at_its_headline() -> None:
+    """A custom ``format_value`` sees every value at the stage's headline, so no value is kept
+    past its stage (a lazy batch would hold them all until the narrative is read)."""
+    seen: list[Any] = []
+
+    def formatter(value: Any, max_len: int) -> str:
+        seen.append(value)
         return "v"
 
-    rec = narrative(format_value=counting)
+    rec = narrative(format_value=formatter)
     _chart().run(recorders=[rec])
-    assert calls == []
-    lines = rec.lines()
-    assert "Step 2: Write items = v" in lines
-    told = len(calls)
-    assert told > 0 and rec.lines() == lines and len(calls) == told
+    assert [1, 2, 3] in seen
+    assert "Step 2: Write items = v" in rec.lines()
 
 
 def test_the_narrative_shows_a_list_grown_in_place_as_it_was_at_each_step() -> None:
