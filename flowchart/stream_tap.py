@@ -87,8 +87,9 @@ class StreamTap:
             bound = self._bind(hook)
             if bound is not None:
                 setattr(self, hook, bound)
-        if callable(getattr(self.narrative, "snapshot_view", None)):  # how the batch keeps live views
-            self.snapshot_view = self.narrative.snapshot_view
+        snapshot = getattr(self.narrative, "snapshot_view", None)
+        if callable(snapshot):  # how the batch keeps live views
+            self.snapshot_view = snapshot
         if self.narrative is not None:  # readers of the run's narrative (traces, snapshots) find it here
             self.lines = self.narrative.lines
             self.entries = self.narrative.entries

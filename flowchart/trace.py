@@ -446,7 +446,7 @@ def _parsed_log(raw: Any) -> list[Commit] | None:
             path, verb = op["path"], op["verb"]
             if not _strs(path) or type(verb) is not str or verb not in _VERBS:
                 return None
-            ops.append(Op(tuple(path), verb, op.get("value")))
+            ops.append(Op(tuple(path), verb, op.get("value")))  # type: ignore[arg-type]  # a known verb
         append(Commit(idx, stage, stage_id, rid, tuple(ops), tuple(reads), tuple(redacted), decision))
     return out
 

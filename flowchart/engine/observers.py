@@ -49,9 +49,9 @@ class Observers:
         #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
         #: e.g. the narrative keeps only the summary it will print
         self.snapshot: Hook | None = None
-        batched = [r for r, _ in self._hooks.get("on_stage_ops", ())]
-        if len(batched) == 1:
-            self.snapshot = getattr(batched[0], "snapshot_view", None)
+        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
+        if len(takers) == 1:
+            self.snapshot = getattr(takers[0], "snapshot_view", None)
         self.has_data = any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )

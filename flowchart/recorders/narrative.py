@@ -311,7 +311,7 @@ class NarrativeRecorder:
                 continue
             told = True
             if render is not None:
-                custom = render(OpRenderContext(kind, key, value, summary, operation, step))  # type: ignore[arg-type]
+                custom = render(OpRenderContext(kind, key, value, summary, operation, step))
                 if custom == "":
                     told = False  # the renderer leaves this step out
                 elif custom is not None:
