@@ -23,7 +23,7 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import durable
+from . import durable, structured
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -87,6 +87,8 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        output_schema: Any = None,
+        output_retries: int = 2,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -98,6 +100,9 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``output_schema`` (a JSON Schema dict, an attrs class, a dataclass or a pydantic model)
+        makes ``run`` return a validated answer (a dict, or an instance); an invalid reply is
+        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
         """
         # the builder makes an Agent and an Agent starts a builder: the one import that
         # cannot be at the top (agent.builder imports this module)
@@ -106,7 +111,8 @@ class Agent:
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
+            output_retries=output_retries,
         )  # fmt: skip
 
     def with_config(self, cfg: AgentConfig) -> Agent:
@@ -131,9 +137,8 @@ class Agent:
         them (a stream's tap, ``agent.streaming``)."""
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        recorders: list[Any] = (
-            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
-        )
+        notes = {HUMAN_DECISIONS: tell_latest, **structured.notes(self.config.output)}
+        recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
         recorders.extend(self.recorders)
@@ -143,7 +148,7 @@ class Agent:
         """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
-            recorders=recorders, max_iterations=self.config.max_iterations + 2, timeout=self.timeout,
+            recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
             redaction=self.redaction,
         )  # fmt: skip
         return options
@@ -245,6 +250,8 @@ class Agent:
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
+        if self.config.output is not None:
+            return structured.final_answer(self.config.output, state)
         return str(state.get(FINAL_CONTENT, ""))
 
     def last_snapshot(self) -> AgentSnapshot:

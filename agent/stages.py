@@ -33,7 +33,7 @@ from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
 
-from . import events
+from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 from .state import (
     FINAL_CONTENT,
@@ -126,6 +126,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals."""
     from agent.providers.types import LLMRequest
 
+    output_schema = cfg.output.request if cfg.output is not None else None
+
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration = scope.iteration
         wrapped_up = WRAP_UP_ASKED in scope
@@ -137,6 +139,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             model=cfg.model,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
+            output_schema=output_schema,
         )
         observed = ctx.observed  # build event payloads only when somebody listens
         if observed:
@@ -238,6 +241,8 @@ def make_route(cfg: AgentConfig) -> Any:
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
             )
+        if cfg.output is not None:
+            rules.append(structured.retry_rule(cfg.output))
         fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
         decision = decide(scope, rules, {"branch": "final", "label": fallback})
         matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]

@@ -41,6 +41,9 @@ USAGE_NOT_REPORTED = "usage_not_reported"
 # -- written by wrap-up and final ---------------------------------------------------------
 WRAP_UP_ASKED = "wrap_up_asked"
 FINAL_CONTENT = "final_content"
+# -- written by output-retry (only with an output_schema: agent.structured) ---------------
+OUTPUT_SCHEMA_RETRIES = "output_schema_retries"
+OUTPUT_SCHEMA_ERROR = "output_schema_error"
 # -- written by the gates -----------------------------------------------------------------
 MIDDLEWARE_DECISIONS = "middleware_decisions"  # governance.LEDGER_KEY
 HUMAN_DECISIONS = "human_decisions"  # governance.HUMAN_DECISIONS

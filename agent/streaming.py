@@ -38,6 +38,7 @@ from flowchart.stream_tap import StreamTap
 
 from . import events
 from .paused import Paused
+from .structured import answer_json
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -130,7 +131,7 @@ def answer_view(result: Any) -> dict[str, Any]:
     """The agent's result as JSON: ``paused``, ``output`` (the answer), ``question``, ``run_id``."""
     if isinstance(result, Paused):
         return {"paused": True, "output": None, "question": json_view(result.pause_data), "run_id": result.run_id}
-    return {"paused": False, "output": result, "question": None, "run_id": None}
+    return {"paused": False, "output": answer_json(result), "question": None, "run_id": None}
 
 
 def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] | str | None) -> StreamPlan:

@@ -126,7 +126,8 @@ def every_key(cl: type, converter: cattrs.Converter, optional: tuple[str, ...] =
 
 
 def make_converter() -> cattrs.Converter:
-    """Build the strict converter (exposed for the trace module, which extends it)."""
+    """The one factory of the package's strict converters (fail closed, paths in errors): checkpoints
+    use it as is, traces extend it (``trace.make_trace_converter``); a new untrusted loader starts here."""
     converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
@@ -198,6 +199,17 @@ def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict
     return copy_json(data) if copy else data
 
 
+def check_version(data: dict[str, Any], what: str, reads: int) -> None:
+    """Refuse a loaded ``what`` (checkpoint, trace) whose integer ``version`` is not ``reads``:
+    the one version check of every versioned file (a non-integer is the converter's to refuse)."""
+    version = data.get("version")
+    if type(version) is int and version != reads:
+        raise CheckpointError(
+            f"Invalid {what}: unsupported version {version} @ $.version (this library reads version {reads})",
+            path="$.version",
+        )
+
+
 def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
     """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
     ``loads``, which already held it to the limits)."""
@@ -205,13 +217,7 @@ def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
         raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
     if not checked:
         check(data, what="checkpoint")
-    version = data.get("version")
-    if type(version) is int and version != CHECKPOINT_VERSION:
-        raise CheckpointError(
-            f"Invalid checkpoint: unsupported version {version} @ $.version "
-            f"(this library reads version {CHECKPOINT_VERSION})",
-            path="$.version",
-        )
+    check_version(data, "checkpoint", CHECKPOINT_VERSION)
     try:
         checkpoint = CONVERTER.structure(data, Checkpoint)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:

@@ -44,14 +44,15 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ._version import package_version
 from .causal import CausalChain, causal_chain
-from .chart import spec_fingerprint
 from .commits import Commit, Op, commit_data, replay
-from .errors import CheckpointError
+from .errors import CheckpointError, TraceError
 from .failure import RunFailure
+from .fingerprint import spec_fingerprint
 from .pause import Checkpoint
 from .redaction import Redaction
 from .serde import (
     Expected,
+    check_version,
     dumps,
     every_key,
     json_type,
@@ -237,13 +238,14 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
-        """Load and validate; raises ``CheckpointError`` naming the bad field path."""
-        return structure_trace(data)
+        """Load and validate; raises ``TraceError`` (a ``CheckpointError``) naming the bad field path."""
+        with _as_trace_error():
+            return structure_trace(data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Trace:
-        """Parse JSON text and load it like ``from_dict`` (never executes anything)."""
-        with _no_gc_pauses():
+        """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
+        with _as_trace_error(), _no_gc_pauses():
             return structure_trace(loads(text, what="trace"), checked=True, fresh=True)
 
     def save(self, path: str | Path) -> Path:
@@ -267,7 +269,7 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """Read a trace file: ``OSError`` if unreadable, ``CheckpointError`` if invalid."""
+        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
         return cls.from_json(Path(path).read_bytes())
 
 
@@ -295,6 +297,17 @@ _FIELD_ORDER = (
     "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
     "initial_state", "commit_log", "subflows", "redacted_paths", "narrative", "checkpoint",
 )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _as_trace_error() -> Iterator[None]:
+    """A ``CheckpointError`` raised while loading a trace becomes a ``TraceError`` (same message, path, detail)."""
+    try:
+        yield
+    except TraceError:
+        raise
+    except CheckpointError as exc:
+        raise TraceError(str(exc), path=exc.path, detail=exc.detail) from None
 
 
 # -- redaction ----------------------------------------------------------------------------------
@@ -333,7 +346,10 @@ def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
 
 
 def make_trace_converter() -> cattrs.Converter:
-    """The checkpoint converter plus commits, ops and traces (every key required but ``value``)."""
+    """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
+
+    Built on ``serde.make_converter``, the one factory of the package's strict converters;
+    the version check is ``serde.check_version``, shared with checkpoints."""
     converter = make_converter()
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
@@ -362,12 +378,7 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
-    version = data.get("version")
-    if type(version) is int and version != TRACE_VERSION:
-        raise CheckpointError(
-            f"Invalid trace: unsupported version {version} @ $.version (this library reads version {TRACE_VERSION})",
-            path="$.version",
-        )
+    check_version(data, "trace", TRACE_VERSION)
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:

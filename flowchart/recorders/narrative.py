@@ -57,7 +57,7 @@ from flowchart.events import (
 )
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
-from flowchart.recorders.summary import js_object_keys, summarize_value
+from flowchart.summary import js_object_keys, summarize_value
 from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]

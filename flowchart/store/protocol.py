@@ -14,6 +14,22 @@ Laws:
 - Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
+
+Errors (one base, joined to ``flowchart.errors.FlowchartError``; each raised by the store
+methods named here, in every store)::
+
+    FlowchartError
+    └── StoreError                     a run store refused (message: which run, why); also a stored
+        │                              column that cannot be read (codec), a run that is waiting or
+        │                              finished when asked to advance (runs.py), no stored spec (export)
+        ├── RunNotFoundError (KeyError)    get / answer / commit: no run with this id
+        ├── RunExistsError                 create: the run id is taken
+        ├── CommitConflictError            commit: another writer landed this segment first
+        ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
+        └── SchemaVersionError             opening a database a newer pyfootprint wrote
+
+A stored row that fails its signature or its shape is a ``CheckpointError`` (``codec.py``),
+as every untrusted loader's is.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from ..commits import Commit
+from ..errors import FlowchartError
 from ..failure import RunFailure
 from ..pause import Checkpoint
 from ..redaction import Redaction
@@ -33,7 +50,7 @@ STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
 NextStep = Literal["start", "resume", "wait", "finished"]
 
 
-class StoreError(Exception):
+class StoreError(FlowchartError):
     """A run store refused an operation (the message says which run and why)."""
 
 
