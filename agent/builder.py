@@ -25,6 +25,7 @@ from . import structured
 from .agent import Agent, AgentSnapshot
 from .chart import build_agent_chart
 from .config import AgentConfig
+from .conversations import HistoryPolicy
 from .errors import AgentBuildError, PolicyHaltError
 from .tools import Tool
 
@@ -122,7 +123,11 @@ class AgentBuilder:
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
+        try:
+            history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
+        except ValueError as exc:
+            raise AgentBuildError(f"Agent.create({exc}") from None
         return Agent(
             cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
-            recorders=settings["recorders"],
+            recorders=settings["recorders"], history=history,
         )  # fmt: skip

@@ -14,6 +14,10 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── PolicyHaltError (RuntimeError)      the permission checker halted the run
     ├── OutputSchemaError (ValueError)      the final answer never fit output_schema (agent.structured)
     ├── ExplainError (ValueError)           the record holds no model call to explain
+    ├── ConversationError (ValueError)      a bad conversation id or policy, or an unreadable stored turn
+    ├── ConversationBusyError (RuntimeError) the conversation's latest turn is paused or running,
+    │                                        or another process took the turn
+    ├── NoConversationError (RuntimeError)  follow_up before any conversation turn
     ├── McpConnectionError (RuntimeError)   an MCP server could not be started or reached
     ├── McpToolError (RuntimeError)         an MCP tool answered with isError
     └── provider errors                     (agent/providers/errors.py draws their subtree)
@@ -108,3 +112,24 @@ class McpConnectionError(AgentError, RuntimeError):
 
 class McpToolError(AgentError, RuntimeError):
     """An MCP tool answered with ``isError``: the message is the server's text."""
+
+
+class ConversationError(AgentError, ValueError):
+    """A conversation cannot be continued as asked (bad id or policy, or an unreadable turn)."""
+
+
+class ConversationBusyError(AgentError, RuntimeError):
+    """The conversation's latest turn is paused or running, or another process took the turn."""
+
+    def __init__(self, message: str, conversation_id: str, turn: int, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+        self.turn = turn
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.conversation_id, self.turn, self.run_id))
+
+
+class NoConversationError(AgentError, RuntimeError):
+    """``follow_up`` was called before this agent ran any conversation turn."""

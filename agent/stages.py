@@ -4,6 +4,8 @@ Laws:
 - ``seed`` runs the INPUT message chain before anything is written: the model, the
   history and every later commit see the transformed text; a deny records why and stops
   the run before any provider call.
+- On a conversation turn, ``seed`` puts the earlier turns' messages before the user's
+  and writes ``conversation`` (their provenance) in the same commit (``agent.conversations``).
 - ``call-llm`` sends exactly what ``history`` holds (plus the system prompt and the tool
   schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
   ``history`` (``tool-calls`` does). Retries the provider made are appended to
@@ -35,7 +37,10 @@ from governance.ledger import event_payload
 
 from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+from .conversations import seed_parts
 from .state import (
+    CONVERSATION,
+    CONVERSATION_INPUT,
     FINAL_CONTENT,
     HISTORY,
     IDENTITY,
@@ -98,7 +103,9 @@ def make_seed(cfg: AgentConfig) -> Any:
             if verdict.verdict != "allow":
                 denied = verdict
         scope.user_message = content
-        scope.history = [{"role": "user", "content": content}]
+        turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
+        loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
+        scope.history = [*loaded, {"role": "user", "content": content}]
         scope.iteration = 1
         scope.max_iterations = cfg.max_iterations
         for key, value in _AGENT_STATE_DEFAULTS:
@@ -108,6 +115,8 @@ def make_seed(cfg: AgentConfig) -> Any:
         if cfg.system_prompt:
             # what the model is told is part of the record (``agent why`` quotes it)
             scope.system_prompt = cfg.system_prompt
+        if meta is not None:
+            scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
         ctx.emit(events.TURN_START, {USER_MESSAGE: content})
         if denied is not None:
             deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)

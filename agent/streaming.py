@@ -134,9 +134,12 @@ def answer_view(result: Any) -> dict[str, Any]:
     return {"paused": False, "output": answer_json(result), "question": None, "run_id": None}
 
 
-def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] | str | None) -> StreamPlan:
-    """The plan of ``agent.stream(message, ...)``: the agent's own run with a tap in it."""
-    from . import durable
+def agent_plan(
+    agent: Agent, message: str, identity: Any, modes: Iterable[str] | str | None, turn: Any = None
+) -> StreamPlan:
+    """The plan of ``agent.stream(message, ...)``: the agent's own run with a tap in it
+    (``turn``: the ``(conversation id, policy)`` of a conversation turn)."""
+    from . import conversations, durable
 
     run_input = durable.make_input(message, identity)  # a blank message is refused here, not mid-stream
     kinds = resolve_modes(modes, AGENT_MODES, AGENT_KINDS)
@@ -156,12 +159,15 @@ def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] |
         return [*recorders, tap]
 
     async def arun(_tap: StreamTap) -> Any:
+        if turn is not None:
+            conversation, policy = turn
+            return await conversations.arun(agent, run_input, conversation, policy, attach=attach, run_id=run_id)
         return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.chart import drive
 
-        return drive(agent.arun_turn(run_input, attach, run_id))
+        return drive(arun(_tap))
 
     def final(result: Any, tap: StreamTap) -> Final:
         event = final_event(result, tap)

@@ -11,6 +11,9 @@ Laws:
   storage grows with what a stage wrote, never with the whole state per step.
 - A pause is answered once: ``answer`` inserts ``(run_id, request_id)`` under a UNIQUE
   constraint, so a second answer from any process raises ``AlreadyAnsweredError``.
+- A run may be a turn of a conversation (``conversation_id``, ``turn``): at most one run
+  per ``(conversation_id, turn)``, whichever process asks first (``TurnTakenError`` for
+  the other); ``list(conversation=...)`` reads one conversation's turns through its index.
 - Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
@@ -63,6 +66,11 @@ class RunNotFoundError(StoreError, KeyError):
 
 class RunExistsError(StoreError):
     """``create`` was given a run id that is already stored."""
+
+
+class TurnTakenError(StoreError):
+    """``create`` was asked for a conversation turn another run already holds (another
+    process started that turn first: ``UNIQUE(conversation_id, turn)`` decided)."""
 
 
 class CommitConflictError(StoreError):
@@ -137,6 +145,8 @@ class RunRecord:
     chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
     failure: RunFailure | None = None
     redaction: Redaction | None = attrs.field(default=None, repr=False)
+    conversation_id: str | None = None
+    turn: int | None = None
 
     @property
     def next_seq(self) -> int:
@@ -173,17 +183,22 @@ class RunStore(Protocol):
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        conversation: tuple[str, int] | None = None,
     ) -> RunRecord:
         """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken.
-        ``redaction`` (kept with the run) is what its readers hide."""
+        ``redaction`` (kept with the run) is what its readers hide; ``conversation=(id, turn)``
+        makes the run that turn (``TurnTakenError`` when another run holds it)."""
         ...
 
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first."""
+    def list(
+        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
+    ) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first; with
+        ``conversation``, that conversation's turns, newest turn first."""
         ...
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
@@ -203,6 +218,19 @@ def check_status(status: str | None) -> None:
     """Refuse an unknown status filter, naming the allowed ones."""
     if status is not None and status not in STATUSES:
         raise ValueError(f"unknown run status {status!r}: expected one of {', '.join(STATUSES)}")
+
+
+def check_conversation(conversation: Any) -> tuple[str, int] | None:
+    """Refuse a malformed ``conversation=(id, turn)`` before anything is written."""
+    if conversation is None:
+        return None
+    ok = isinstance(conversation, tuple) and len(conversation) == 2
+    cid, turn = conversation if ok else (None, None)
+    if not (isinstance(cid, str) and cid and isinstance(turn, int) and not isinstance(turn, bool) and turn >= 1):
+        raise ValueError(
+            f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
+        )
+    return cid, turn
 
 
 def renumber(commits: Sequence[Commit], start_seq: int) -> tuple[Commit, ...]:
