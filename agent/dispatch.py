@@ -124,15 +124,27 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     cfg, ctx, tool, call = site.cfg, site.ctx, site.tool, site.call
     identity = _identity(site.scope)
     error = False
-    try:
-        result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
-        if inspect.isawaitable(result):
-            result = await result
-    except AskHumanSignal:
-        raise
-    except Exception as exc:
-        result, error = str(exc) or type(exc).__name__, True
-        record_tool_error(site.scope, ctx, error_row(exc, tool.name, call["id"], site.iteration))
+    attempt = 1
+    while True:
+        try:
+            result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
+            if inspect.isawaitable(result):
+                result = await result
+        except AskHumanSignal:
+            raise
+        except Exception as exc:
+            row = error_row(exc, tool.name, call["id"], site.iteration)
+            policy = tool.retry
+            if policy is not None:
+                row["attempt"] = attempt
+                if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
+                    record_tool_error(site.scope, ctx, {**row, "retried": True})
+                    await policy.wait(policy.delay(attempt, tool.name))
+                    attempt += 1
+                    continue
+            result, error = str(exc) or type(exc).__name__, True
+            record_tool_error(site.scope, ctx, row)
+        break
     if ctx.observed:
         ctx.emit(
             events.TOOL_END,

@@ -137,9 +137,24 @@ def answer_in(
 
 
 async def resume(agent: Agent, run_id: str, decision: Any) -> str | Paused:
-    """Answer the stored run's pause with ``decision`` (once) and advance it."""
-    answer(agent, run_id, decision)
+    """Answer the stored run's pause with ``decision`` (once) and advance it; a ``failed`` run
+    is continued at the stage that failed instead (``retry_failed``)."""
+    if _store(agent).get(run_id).status == "failed":
+        retry_failed(_store(agent), run_id, decision)
+    else:
+        answer(agent, run_id, decision)
     return await advance_run(agent, run_id)
+
+
+def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecord:
+    """Mark the failed run ``running`` again (once: ``store.retry``) so the next advance re-runs
+    the stage that failed from its stored checkpoint; a failed run takes no answer."""
+    if decision is not None:
+        raise TypeError(
+            f"resume_run('{run_id}', decision): the run failed, it is not paused — continue it at the "
+            "stage that failed with resume_run(run_id) and no decision"
+        )
+    return store.retry(run_id)
 
 
 async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:

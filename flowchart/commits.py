@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .retry import Attempt
+
 Verb = Literal["set", "merge", "append", "delete"]
 
 
@@ -47,7 +49,11 @@ class Commit:
     ``trace`` is the ordered list of ops; ``reads`` the state keys the stage read (in
     first-read order; used by causal backtracking); ``redacted_paths`` the paths whose
     values were replaced by ``"REDACTED"`` in this entry; ``decision`` what a decider or
-    selector returned (``{"chosen" | "selected", "evidence"?}``), ``None`` for other stages.
+    selector returned (``{"chosen" | "selected", "evidence"?}``), ``None`` for other stages;
+    ``attempts`` the failed attempts of a stage that was retried (``flowchart.retry``), before
+    the attempt this commit is; ``recovers`` the runtime id of a failed execution this one
+    re-ran when a failed run was resumed (its partial writes are undone by this commit's ops).
+    Both are absent from ``to_dict`` when empty, so a run without retries records as before.
     """
 
     idx: int
@@ -58,6 +64,8 @@ class Commit:
     reads: tuple[str, ...] = ()
     redacted_paths: tuple[str, ...] = ()
     decision: dict[str, Any] | None = None
+    attempts: tuple[Attempt, ...] = ()
+    recovers: str | None = None
 
     @property
     def overwrite(self) -> dict[str, Any]:
@@ -84,7 +92,17 @@ class Commit:
             "trace": [op.to_dict() for op in self.trace],
             "reads": list(self.reads),
             "redacted_paths": list(self.redacted_paths),
-        } | ({} if self.decision is None else {"decision": copy.deepcopy(self.decision)})
+        } | self._extras()
+
+    def _extras(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.decision is not None:
+            out["decision"] = copy.deepcopy(self.decision)
+        if self.attempts:
+            out["attempts"] = [a.to_dict() for a in self.attempts]
+        if self.recovers is not None:
+            out["recovers"] = self.recovers
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Commit:
@@ -98,6 +116,8 @@ class Commit:
             reads=tuple(data.get("reads", ())),
             redacted_paths=tuple(data.get("redacted_paths", ())),
             decision=copy.deepcopy(data.get("decision")),
+            attempts=tuple(Attempt(a["attempt"], a["error_type"], a["message"]) for a in data.get("attempts", ())),
+            recovers=data.get("recovers"),
         )
 
 

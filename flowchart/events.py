@@ -22,13 +22,15 @@ Flow hooks, fired after a stage commits:
     on_decision(DecisionEvent) · on_fork(ForkEvent) · on_selected(SelectedEvent)
     on_subflow_entry(SubflowEvent) · on_subflow_exit(SubflowEvent)
     on_loop(LoopEvent) · on_break(BreakEvent) · on_error(ErrorEvent)
-    on_pause(PauseEvent) · on_resume(ResumeEvent)
+    on_pause(PauseEvent) · on_resume(ResumeEvent) · on_retry(RetryEvent)
 
 Event order for one plain stage: on_stage_start → on_read/on_write/on_emit (live) →
 on_stage_end → on_commit → on_stage_executed → on_next. A decider fires on_decision
 before its on_stage_executed; a stage that raises fires on_commit, then on_error, and
 no on_stage_end / on_stage_executed. A pause fires on_commit then on_pause, and
-neither on_run_end nor on_run_failed.
+neither on_run_end nor on_run_failed. A stage retried under a ``Retry`` policy fires
+on_retry after each failed attempt (whose data events were live, and whose writes are
+discarded), then runs again under the same runtime id; only the last attempt commits.
 
 A recorder that raises never breaks the run: the exception is swallowed and reported
 to the other recorders' ``on_error`` hook as an ErrorEvent with channel "recorder".
@@ -71,6 +73,7 @@ FLOW_HOOKS = (
     "on_error",
     "on_pause",
     "on_resume",
+    "on_retry",
 )
 ALL_HOOKS = DATA_HOOKS + FLOW_HOOKS
 
@@ -281,6 +284,20 @@ class ErrorEvent:
 
 
 @attrs.frozen
+class RetryEvent:
+    """Attempt ``attempt - 1`` of a stage failed with ``error_type: message``; attempt
+    ``attempt`` of ``attempts`` follows after ``delay`` seconds (its writes were discarded)."""
+
+    ctx: TraversalContext
+    stage_name: str
+    attempt: int
+    attempts: int
+    error_type: str
+    message: str
+    delay: float = 0.0
+
+
+@attrs.frozen
 class PauseEvent:
     """A pausable stage paused the run with ``pause_data``."""
 
@@ -294,10 +311,13 @@ class PauseEvent:
 @attrs.frozen
 class ResumeEvent:
     """A paused run was resumed at ``stage_name``; ``has_input`` says whether input came;
-    ``paused_run_id`` is the run id the checkpoint was taken in (the resumed run gets a new one)."""
+    ``paused_run_id`` is the run id the checkpoint was taken in (the resumed run gets a new one);
+    ``recovery`` is set when a FAILED run was resumed: the ``pause.Recovery`` of the execution
+    that failed, which runs again from the state before its partial commit."""
 
     ctx: TraversalContext
     stage_name: str
     stage_id: str
     has_input: bool
     paused_run_id: str = ""
+    recovery: Any = None

@@ -50,6 +50,7 @@ from .failure import RunFailure
 from .fingerprint import spec_fingerprint
 from .pause import Checkpoint
 from .redaction import Redaction
+from .retry import Attempt
 from .serde import (
     Expected,
     check_version,
@@ -355,7 +356,10 @@ def make_trace_converter() -> cattrs.Converter:
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
-    converter.register_structure_hook(Commit, every_key(Commit, converter, optional=("decision",)))
+    converter.register_structure_hook(Attempt, every_key(Attempt, converter))
+    converter.register_structure_hook(
+        Commit, every_key(Commit, converter, optional=("decision", "attempts", "recovers"))
+    )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
     converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
     converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
     "flowchart.signing": 0,
+    "flowchart.retry": 0,
     # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
     "flowchart.commits": 1,

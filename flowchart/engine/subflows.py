@@ -21,6 +21,7 @@ from ..nodes import StageNode
 from ..pause import PauseSignal, ResumeFrame
 from ..scope import Transaction
 from ..values import NotJsonSafe, copy_json
+from . import retrying
 from .run_state import SubflowResult
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ async def run_mount(
     full = traverser.prefix + node.id
     run = traverser.run
     txn = Transaction(traverser.state, namespace=namespace, readonly=traverser.readonly)
+    if run.recovery is not None:  # re-running a mount whose own mapper failed
+        retrying.seed(run, full, txn)
     if resume is None:
         try:
             mapped = map_input(traverser, node, txn)
@@ -105,6 +108,7 @@ async def run_mount(
         raise
     except Exception as exc:
         error = exc
+        retrying.note_subflow(run, exc, full, inner)
     run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
         full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name
     )

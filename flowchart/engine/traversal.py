@@ -48,7 +48,7 @@ from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
-from . import choices, forks, resuming, subflows
+from . import choices, forks, resuming, retrying, subflows
 from .run_state import Run
 
 _NO_INPUT: Any = object()
@@ -233,6 +233,8 @@ class Traverser:
         txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
         if run.redacting:
             txn.hides = run.redaction.hides
+        if run.recovery is not None:  # re-running a failed execution: start from before its commit
+            retrying.seed(run, self.prefix + node.id, txn)
         args: list[Any] = [Scope(txn)]
         if given is not _NO_INPUT:
             args.append(given)
@@ -273,9 +275,13 @@ class Traverser:
         redacted: tuple[str, ...] = ()
         if ops and self.run.redacting:
             ops, redacted = self._redact(ops, len(txn.namespace) if txn is not None else 0)
+        run = self.run
+        attempts = run.retry_log.pop(rid, ()) if run.retry_log else ()
+        recovers = retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None
         commit = Commit(
-            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision
-        )
+            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision,
+            attempts, recovers,
+        )  # fmt: skip
         self.commit_log.append(commit)
         observers = self.run.observers
         if observers.has_ops and txn is not None and txn.oplog is not None:
@@ -354,7 +360,12 @@ class Traverser:
             if run.cancel is not None:
                 run.cancel.check(self.prefix + node.id)
             source = node
-            output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
+            try:
+                output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
+            except Exception as exc:  # leave the resume point of a failed run (``retrying``)
+                assert source is not None
+                retrying.unwind(self, source, exc, cont, invoker, namespace)
+                raise
             if self.stopped:
                 break
         return output
@@ -423,7 +434,10 @@ class Traverser:
 
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
-        output, txn, error = await self.call_stage(node, call, rid, namespace)
+        if node.retry is None and self.run.retry is None:  # no policy: no extra coroutine per stage
+            output, txn, error = await self.call_stage(node, call, rid, namespace)
+        else:
+            output, txn, error = await self.attempt(node, call, rid, namespace)
         choice = (
             choices.decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
         )
@@ -475,6 +489,9 @@ class Traverser:
     choose_branch = choices.choose_branch
 
     choose_selected = choices.choose_selected
+
+    # -- retries ---------------------------------------------------------------------------------
+    attempt = retrying.attempt
 
     # -- forks -------------------------------------------------------------------------------------
     run_children = forks.run_children

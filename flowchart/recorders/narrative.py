@@ -48,6 +48,7 @@ from flowchart.events import (
     PauseEvent,
     ReadEvent,
     ResumeEvent,
+    RetryEvent,
     SelectedEvent,
     StageExecutedEvent,
     StageOpsEvent,
@@ -431,6 +432,14 @@ class NarrativeRecorder:
         name = _qualify(event.stage_name, event.ctx)
         self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
 
+    def on_retry(self, event: RetryEvent) -> None:
+        """``[Retry]: retried X (attempt 2 of 3) after TimeoutError: <message>`` — the failed
+        attempt's buffered reads and writes are dropped (they were discarded, not committed)."""
+        self._pending.pop(event.ctx.runtime_stage_id, None)
+        name = _qualify(event.stage_name, event.ctx)
+        text = sentences.retry(name, event.attempt, event.attempts, event.error_type, event.message)
+        self._push("retry", 0, text, event.ctx, stage_name=name)
+
     def on_pause(self, event: PauseEvent) -> None:
         """``Execution paused at X.``; the paused stage's operations are never told."""
         self._pending.pop(event.ctx.runtime_stage_id, None)
@@ -441,6 +450,11 @@ class NarrativeRecorder:
     def on_resume(self, event: ResumeEvent) -> None:
         """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
         name = _qualify(event.stage_name, event.ctx)
+        recovery = event.recovery
+        if recovery is not None:  # a failed run, continued where it failed
+            text = sentences.recovered(name, recovery.error_type, recovery.message)
+            self._push("resume", 0, text, event.ctx, stage_name=name)
+            return
         suffix = " with input." if event.has_input else "."
         self._push("resume", 0, f"Execution resumed at {name}{suffix}", event.ctx, stage_name=name)
 

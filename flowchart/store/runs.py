@@ -14,6 +14,9 @@ Laws:
   run hid; a chart run resumed without ``redaction=`` keeps the stored one.
 - An answer is recorded (once, by the database) BEFORE the resume runs; a resume that
   then dies is finished by the next advance with the same recorded answer.
+- A failed segment stores the failure's checkpoint (``flowchart.failure.failed_checkpoint``);
+  ``resume_run`` on a failed run flips it back to ``running`` (``store.retry``: one process
+  wins) and advances it from that checkpoint, re-running only the stage that failed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.entry import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
-from ..failure import RunFailure, failed_run
+from ..failure import RunFailure, failed_checkpoint, failed_run
 from ..options import RunOptions
 from ..values import NotJsonSafe, copy_json
 from .protocol import RunRecord, RunStore, Segment, StoreError
@@ -102,7 +105,11 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
         result = failed[0]
     commits = () if result is None else tuple(result.commit_log)
     lines = () if result is None else narrative_lines(result.recorders)
-    return Segment(start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}", narrative=lines, failure=failure)
+    # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
+    return Segment(
+        start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
+        narrative=lines, failure=failure,
+    )  # fmt: skip
 
 
 def check_chart(record: RunRecord, fingerprint: str) -> None:
@@ -223,5 +230,13 @@ def resume_chart(
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
     record = store.get(run_id)
     check_chart(record, chart.fingerprint)
-    store.answer(run_id, record.pause_answer_id(), answer)
+    if record.status == "failed":
+        if answer is not None:
+            raise TypeError(
+                f"resume_run('{run_id}', input): the run failed, it is not paused — a failed run is "
+                "continued at the stage that failed with resume_run(run_id) and no input"
+            )
+        store.retry(run_id)
+    else:
+        store.answer(run_id, record.pause_answer_id(), answer)
     return advance_chart(chart, store, run_id, options)
