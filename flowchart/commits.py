@@ -210,6 +210,10 @@ def commit_data(commit: Commit) -> dict[str, Any]:
     }
     if commit.decision is not None:
         data["decision"] = commit.decision
+    if commit.attempts:
+        data["attempts"] = [a.to_dict() for a in commit.attempts]
+    if commit.recovers is not None:
+        data["recovers"] = commit.recovers
     return data
 
 
@@ -224,4 +228,6 @@ def commit_from_parsed(data: Mapping[str, Any]) -> Commit:
         reads=tuple(data.get("reads", ())),
         redacted_paths=tuple(data.get("redacted_paths", ())),
         decision=data.get("decision"),
+        attempts=tuple(Attempt(a["attempt"], a["error_type"], a["message"]) for a in data.get("attempts", ())),
+        recovers=data.get("recovers"),
     )

@@ -77,3 +77,22 @@ def test_a_save_that_fails_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
     assert Trace.load(path) == trace
+
+
+def test_commit_data_writes_what_to_dict_writes_for_every_field() -> None:
+    """``commit_data`` (saves, store rows) gives the same JSON as ``Commit.to_dict`` for a commit
+    with every field set; a new ``Commit`` field fails here until ``commit_data`` writes it."""
+    from flowchart.commits import Attempt, commit_data, commit_from_parsed
+    from flowchart.serde import dumps
+
+    fields = {f.name for f in attrs.fields(Commit)}
+    known = {"idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths",
+             "decision", "attempts", "recovers"}  # fmt: skip
+    assert fields == known, "commit_data and commit_from_parsed must learn the new field"
+    commit = Commit(
+        3, "Pick", "pick", "pick#3",
+        (Op(("a",), "set", {"x": [1, 2]}), Op(("b",), "delete"), Op(("c",), "append", [4])),
+        ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
+    )  # fmt: skip
+    assert dumps(commit_data(commit)) == dumps(commit.to_dict())
+    assert commit_from_parsed(json.loads(dumps(commit_data(commit)))) == commit
