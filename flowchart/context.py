@@ -122,14 +122,14 @@ class StageContext:
     @property
     def observed(self) -> bool:
         """True when some recorder listens to emits (so building a payload is worth it)."""
-        return self._traverser.run.observers.wants("on_emit")
+        return self._traverser.run.observers.emits
 
     def emit(self, name: str, payload: Any = None) -> None:
         """Send a named event with a JSON-safe payload to the run's emit recorders, in order.
 
         The payload is copied (and checked) only when somebody listens.
         """
-        if self._traverser.run.observers.wants("on_emit"):
+        if self._traverser.run.observers.emits:
             self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
 
     def __repr__(self) -> str:
