@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart import Checkpoint, Redaction, Retry, RunResult, narrative
-from flowchart.chart import drive, run_coroutine
+from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest

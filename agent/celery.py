@@ -41,8 +41,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowchart import FlowChart, Retry
+from flowchart.lowlevel import validated_input
 from flowchart.store import CommitConflictError, RunStore, StoreError
-from flowchart.store.runs import advance_chart
+from flowchart.store.runs import advance_chart, new_run_id
 
 from . import durable
 from .errors import AgentLoadError
@@ -272,12 +273,9 @@ def submit_chart(
 ) -> str:
     """Record a queued run of the plain ``chart`` on ``input`` in ``store`` and enqueue it; return its run id
     (the app's workers must name the same chart and store: ``make_app("m:chart", store="m:store")``)."""
-    from flowchart.engine.entry import _run_input
-    from flowchart.store.runs import new_run_id
-
     run_id = run_id or new_run_id()
     store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=_run_input(input), chart_spec=chart.spec
+        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=validated_input(input), chart_spec=chart.spec
     )
     enqueue(app or default_app(), run_id)
     return run_id

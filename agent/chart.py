@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowchart import FlowChart, Pausable, flow_chart
-from flowchart.chart import drive
+from flowchart.lowlevel import drive
 
 from . import structured
 from .config import AgentConfig

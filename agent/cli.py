@@ -37,8 +37,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from flowchart import replay
 from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
-from flowchart.commits import replay
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS

@@ -33,9 +33,8 @@ from typing import Any
 
 import attrs
 
-from flowchart import Pausable, StageContext
-from flowchart.pause import pause_again
-from flowchart.scope import Scope, peek
+from flowchart import Pausable, Scope, StageContext, pause_again
+from flowchart.lowlevel import peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -392,7 +391,7 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
         if not outcome.executed:
             _not_run(ctx, call, outcome.text or "")
         _append_result(history, call, outcome.text or "")
-        if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
+        if ctx.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1

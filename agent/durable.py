@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart import RunResult
-from flowchart.chart import drive, run_coroutine
-from flowchart.engine.entry import _run_input as validated_input
+from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id

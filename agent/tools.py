@@ -20,8 +20,8 @@ from typing import Any
 
 import attrs
 
-from flowchart.retry import Retry
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart import Retry
+from flowchart.lowlevel import NotJsonSafe, copy_json
 from governance.checkin import validate_check_in_demand
 
 from .errors import ToolDefinitionError

@@ -96,13 +96,13 @@ COMPARE: tuple[Compare, ...] = (
         },
     ),
     Compare(
-        "W7",
+        "W8",
         "map over 1,000 items + join",
         "µs/item",
         {"pyfootprint": "map over 1000 items (sync run)", "langgraph": "Send over 1000 items (sync invoke)"},
     ),
     Compare(
-        "W7",
+        "W8",
         "map over 1,000 items + join, async",
         "µs/item",
         {

@@ -3,8 +3,9 @@
 Laws:
 - Argument order is footprintjs's: ``(name, fn, id)`` for stages, ``(branch_id, name, fn)``
   for branches; ``description`` is keyword-only everywhere (never silently ignored).
-- Every structural mistake is collected while building and raised by ``build()`` as a
-  ``BuildError`` naming the stage and the fix — so a chart either builds whole or not at all.
+- A structural mistake is collected while building, not raised at the call that made it;
+  ``build()`` raises the FIRST one as a ``BuildError`` naming the stage and the fix (fix it
+  and build again to see the next) — so a chart either builds whole or not at all.
   Where footprintjs has a message for the mistake, it comes first, in footprintjs's words
   (the stage NAME it quotes, Python method names), then `` — `` and the fix.
 - A decider and a selector on one node are mutually exclusive (as in footprintjs): a

@@ -185,3 +185,49 @@ def replay(
     for commit in log[:end]:
         apply_commit(state, commit)
     return copy.deepcopy(state)
+
+
+def commit_data(commit: Commit) -> dict[str, Any]:
+    """``commit.to_dict()`` for a caller that serialises it at once and lets it go.
+
+    The same keys in the same order, so the JSON is byte-identical; nothing is copied (values
+    are shared with the commit, tuples stand for lists): this is the form ``Trace.save`` and the
+    run stores write, one dict per commit, built once.
+    """
+    data: dict[str, Any] = {
+        "idx": commit.idx,
+        "stage": commit.stage,
+        "stage_id": commit.stage_id,
+        "runtime_stage_id": commit.runtime_stage_id,
+        "trace": [
+            {"path": op.path, "verb": op.verb}
+            if op.verb == "delete"
+            else {"path": op.path, "verb": op.verb, "value": op.value}
+            for op in commit.trace
+        ],
+        "reads": commit.reads,
+        "redacted_paths": commit.redacted_paths,
+    }
+    if commit.decision is not None:
+        data["decision"] = commit.decision
+    if commit.attempts:
+        data["attempts"] = [a.to_dict() for a in commit.attempts]
+    if commit.recovers is not None:
+        data["recovers"] = commit.recovers
+    return data
+
+
+def commit_from_parsed(data: Mapping[str, Any]) -> Commit:
+    """``Commit.from_dict`` for data freshly parsed from JSON text (nobody else holds it): no copies."""
+    return Commit(
+        idx=data["idx"],
+        stage=data["stage"],
+        stage_id=data["stage_id"],
+        runtime_stage_id=data["runtime_stage_id"],
+        trace=tuple(Op(tuple(o["path"]), o["verb"], o.get("value")) for o in data["trace"]),
+        reads=tuple(data.get("reads", ())),
+        redacted_paths=tuple(data.get("redacted_paths", ())),
+        decision=data.get("decision"),
+        attempts=tuple(Attempt(a["attempt"], a["error_type"], a["message"]) for a in data.get("attempts", ())),
+        recovers=data.get("recovers"),
+    )

@@ -8,6 +8,14 @@ Data (scope) hooks, fired live while a stage runs:
     on_stage_start(StageEvent) · on_read(ReadEvent) · on_write(WriteEvent)
     on_emit(EmitEvent) · on_stage_end(StageEvent) · on_commit(CommitEvent)
 
+The batch hook, fired once per stage at commit time, right before ``on_commit``:
+    on_stage_ops(StageOpsEvent): the stage's reads, writes and emits in arrival order.
+A recorder that has ``on_stage_ops`` gets its scope operations in that one batch
+instead of one event each: its ``on_read`` / ``on_write`` / ``on_emit`` are not bound
+unless it asks for them live with the attribute ``live_operations = True``. The batch
+costs a list append per operation while the stage runs; the per-operation events cost
+an event object, a dispatch and a hook call each.
+
 Flow hooks, fired after a stage commits:
     on_run_start(RunEvent) · on_run_end(RunEvent) · on_run_failed(RunEvent)
     on_stage_executed(StageExecutedEvent) · on_next(NextEvent)
@@ -45,7 +53,10 @@ DATA_HOOKS = (
     "on_emit",
     "on_stage_end",
     "on_commit",
+    "on_stage_ops",
 )
+#: the per-operation hooks that ``on_stage_ops`` replaces unless ``live_operations`` is set
+OPERATION_HOOKS = ("on_read", "on_write", "on_emit")
 FLOW_HOOKS = (
     "on_run_start",
     "on_run_end",
@@ -143,6 +154,28 @@ class CommitEvent:
 
     ctx: TraversalContext
     commit: Any  # flowchart.commits.Commit (Any here to keep this module import-free)
+
+
+#: one scope operation of a batch: ``(kind, key, value, operation, redacted)``. ``kind``
+#: is ``read`` | ``missing`` | ``write`` | ``emit``; ``operation`` is ``set`` | ``update`` |
+#: ``delete`` for a write (``""`` otherwise); an emit's ``key`` is its name and ``value``
+#: its payload; a ``missing`` read (footprintjs's ``undefined``) carries ``None``
+StageOp = tuple[str, str, Any, str, bool]
+
+
+@attrs.define(slots=True)
+class StageOpsEvent:
+    """A stage's scope operations, delivered once at commit time (the batch hook).
+
+    ``ops`` lists every read, write and emit of the stage in arrival order, as
+    :data:`StageOp` tuples, with the run's redaction applied (as on ``ReadEvent`` /
+    ``WriteEvent``). Each value is as it was at the moment of the operation: a dict or
+    list the stage went on to change is a snapshot, never the live view. Read-only by
+    contract (not frozen, so that building it costs one plain assignment per field).
+    """
+
+    ctx: TraversalContext
+    ops: list[StageOp]
 
 
 @attrs.frozen

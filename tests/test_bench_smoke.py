@@ -7,8 +7,8 @@ import importlib
 import pytest
 
 WORKLOADS = [
-    "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "w7_map",
-    "stream_overhead", "conversation",
+    "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "stream_overhead",
+    "w7_big_run", "w8_map", "conversation",
 ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import ResumeEvent, TraversalContext
 from ..pause import PauseAgain, PauseSignal, ResumeFrame
 from . import retrying
+from .subflows import ResumePoint
 
 if TYPE_CHECKING:
     from .traversal import Hop, Traverser
@@ -94,7 +95,7 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
                 hop = traverser.after_stop_or(node, rid, cont)
         elif frame.kind == "mount":
             rid = traverser.stamp(node, visit=False)
-            inside = (frames, index + 1, given, checkpoint)
+            inside = ResumePoint(frames, index + 1, given, checkpoint)
             output, mount_txn, error = await traverser.run_mount(node, rid, namespace, inside)
             traverser.commit(node, rid, mount_txn)
             if error is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,28 @@ def test_advance_does_what_the_record_says(store: RunStore) -> None:
     assert store.get(run_id).output == "Done: refunded 150.00 on A-1"
 
 
-def _wait(predicate: object, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-        time.sleep(0.05)
+def _wait_while_progressing(progress: Callable[[], tuple[bool, object]], what: str, *, stall: float = 180.0) -> None:
+    """Poll ``progress()`` — ``(finished, how far)`` — until finished. Load-proof and bounded:
+    the clock restarts whenever ``how far`` changes, and gives up after ``stall`` seconds with
+    no progress at all (a stuck worker), or after ten stalls' worth in total."""
+    start = last_move = time.monotonic()
+    seen: object = None
+    while True:
+        finished, how_far = progress()
+        if finished:
+            return
+        now = time.monotonic()
+        if how_far != seen:
+            seen, last_move = how_far, now
+        if now - last_move > stall or now - start > 10 * stall:
+            raise AssertionError(f"no progress for {now - last_move:.0f} s waiting for {what}; got to {how_far}")
+        time.sleep(0.2)
+
+
+def _wait(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds: bounded, and generous under load (three times
+    ``seconds``, at least 180 s) since nothing here measures how fast the workers are."""
+    _wait_while_progressing(lambda: (bool(condition()), None), what, stall=max(3 * seconds, 180.0))
 
 
 def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str, tmp_path: Path) -> None:
@@ -77,15 +94,16 @@ def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str,
             enqueue(app, run_id)  # a duplicate delivery
         answered: set[str] = set()
 
-        def all_done() -> bool:
+        def answer_the_paused() -> tuple[bool, object]:
             for record in store.list(status="paused"):
                 if record.run_id not in answered:
                     decision = check_in_approved(request=record.question, by="ops")
                     answer_and_enqueue(app, store, record.run_id, decision)
                     answered.add(record.run_id)
-            return len(store.list(status="done")) == len(ids)
+            done = len(store.list(status="done"))
+            return done == len(ids), f"{len(answered)} answered, {done} of {len(ids)} done"
 
-        _wait(all_done, 120, "40 runs to finish")
+        _wait_while_progressing(answer_the_paused, "40 runs to finish")
     finally:
         for worker in workers:
             stop_worker(worker)

@@ -1,4 +1,4 @@
-"""W7 — fan-out over data: seed writes 1,000 items → ``Send`` one ``double`` task per item →
+"""W8 — fan-out over data: seed writes 1,000 items → ``Send`` one ``double`` task per item →
 join sums the results (LangGraph). Results gather through an ``operator.add`` reducer, as
 LangGraph's map-reduce guide does. Reported per item (µs/item), sync ``invoke`` and async
 ``ainvoke``.
@@ -50,24 +50,24 @@ def build(use_async: bool) -> Any:
 
 
 def main(quick: bool = False) -> list[Record]:
-    """Emit the W7 rows: sync invoke and async ainvoke."""
+    """Emit the W8 rows: sync invoke and async ainvoke."""
     cfg = Settings.once() if quick else Settings.from_env()
     out: list[Record] = []
     app = build(use_async=False)
 
     def run_sync() -> None:
         if app.invoke({}, {"recursion_limit": 10})["total"] != TOTAL:
-            raise RuntimeError("W7 wrong result")
+            raise RuntimeError("W8 wrong result")
 
-    emit(record("langgraph", "langgraph", "W7", f"Send over {N} items (sync invoke)", cfg.bench(run_sync), per=N,
+    emit(record("langgraph", "langgraph", "W8", f"Send over {N} items (sync invoke)", cfg.bench(run_sync), per=N,
                 unit="us/item"), out)  # fmt: skip
     aapp = build(use_async=True)
 
     async def run_async() -> None:
         if (await aapp.ainvoke({}, {"recursion_limit": 10}))["total"] != TOTAL:
-            raise RuntimeError("W7 wrong result")
+            raise RuntimeError("W8 wrong result")
 
-    emit(record("langgraph", "langgraph", "W7", f"Send over {N} async items (ainvoke)",
+    emit(record("langgraph", "langgraph", "W8", f"Send over {N} async items (ainvoke)",
                 asyncio.run(cfg.abench(run_async)), per=N, unit="us/item"), out)  # fmt: skip
     return out
 

@@ -1,4 +1,4 @@
-"""W7 — fan-out over data: Seed writes 1,000 items → a map runs one child per item → Join.
+"""W8 — fan-out over data: Seed writes 1,000 items → a map runs one child per item → Join.
 
 Each child returns ``item * 2``; the map gathers the results into ``doubled`` in item order
 and Join sums them. Reported per item (µs/item). Rows: sync ``chart.run`` with a sync child
@@ -53,23 +53,23 @@ def build(use_async: bool = False) -> Any:
 def check(result: Any) -> None:
     """``total == Σ 2i`` and one commit per child plus seed, map and join."""
     if result.state["total"] != TOTAL or len(result.commit_log) != N + 3:
-        raise RuntimeError("W7 wrong result")
+        raise RuntimeError("W8 wrong result")
 
 
 def main(quick: bool = False) -> list[Record]:
-    """Emit the W7 rows: sync run, async arun."""
+    """Emit the W8 rows: sync run, async arun."""
     cfg = settings(quick)
     out: list[Record] = []
     chart = build()
     samples = cfg.bench(lambda: check(chart.run()))
-    row(out, "W7", f"map over {N} items (sync run)", samples, per=N, unit="us/item")
+    row(out, "W8", f"map over {N} items (sync run)", samples, per=N, unit="us/item")
     achart = build(use_async=True)
 
     async def run_async() -> None:
         check(await achart.arun())
 
     samples = asyncio.run(cfg.abench(run_async))
-    row(out, "W7", f"map over {N} async items, concurrency 64 (arun)", samples, per=N, unit="us/item")
+    row(out, "W8", f"map over {N} async items, concurrency 64 (arun)", samples, per=N, unit="us/item")
     return out
 
 
