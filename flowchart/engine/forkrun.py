@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..commits import Commit
 from ..context import ReadonlyArgs
 from ..errors import ReadonlyInputError, ScopeWriteError
-from ..events import CommitEvent, RunEvent, StageExecutedEvent, TraversalContext
+from ..events import CommitEvent, RunEvent, StageExecutedEvent, StageOpsEvent, TraversalContext
 from ..options import RunOptions
 from ..pause import PauseSignal
 from ..result import RunResult
@@ -32,7 +32,7 @@ from .entry import _finish, _root_context
 from .observers import NO_OBSERVERS, Observers
 from .positions import Position
 from .run_state import Run
-from .traversal import Traverser, _StageRecorder
+from .traversal import Traverser, _redacted_ops, _StageRecorder
 
 if TYPE_CHECKING:
     from ..chart import FlowChart
@@ -111,19 +111,23 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position:
     rid = f"{FORK_STAGE}#{position.counter}"
     ctx = TraversalContext(top.run.run_id, FORK_STAGE, rid, FORK_NAME)
     observers = top.run.observers
+    written = [
+        ("write", key, top.state[key], "set", False) if key in top.state else ("write", key, None, "delete", False)
+        for key in dict.fromkeys(op.path[0] for op in ops)
+    ]
     if observers.has_data:  # the patch's writes, redacted as any stage's (the narrative's steps)
         recorder = _StageRecorder(top, ctx)
-        for key in dict.fromkeys(op.path[0] for op in ops):
-            if key in top.state:
-                recorder.write(key, top.state[key], "set")
-            else:
-                recorder.write(key, None, "delete")
+        for _kind, key, value, operation, _hidden in written:
+            recorder.write(key, value, operation)
     redacted: tuple[str, ...] = ()
     if ops and top.run.redacting:
         ops, redacted = top._redact(ops, 0)
     decision = {"forked_from": parent_run_id, "at": position.at}
     commit = Commit(len(top.commit_log), FORK_NAME, FORK_STAGE, rid, tuple(ops), (), redacted, decision)
     top.commit_log.append(commit)
+    if observers.has_ops and written:  # the same writes to a batch recorder, once
+        batch = _redacted_ops(top.run.redaction, written) if top.run.redacting else written
+        observers.emit("on_stage_ops", StageOpsEvent(ctx, batch))
     if observers.wants("on_stage_executed"):
         why = f"forked from run {parent_run_id} at commit {position.at}"
         observers.emit("on_stage_executed", StageExecutedEvent(ctx, FORK_NAME, why, "linear"))

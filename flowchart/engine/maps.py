@@ -92,6 +92,10 @@ async def run_map(
     run = traverser.run
     if run.redacting:
         txn.hides = run.redaction.hides
+    if run.observers.has_ops:  # a batch recorder gets the map's own reads and writes at its commit
+        txn.oplog = traverser.oplogs[rid] = []
+        if not run.redacting:
+            txn.snapshot = run.observers.snapshot
     if run.observers.has_data:
         from .traversal import _StageRecorder
 
