@@ -186,8 +186,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
 def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
     ``patch`` written first (``flowchart.forking``); its answer, or ``Paused``."""
-    from flowchart.forking import fork_chart
-    from flowchart.options import RunOptions
+    from flowchart.lowlevel import RunOptions, fork_chart
 
     store = _store(agent)
     new_id = new_run_id()

@@ -14,18 +14,22 @@ from .coroutines import drive, run_coroutine
 from .engine.entry import _run_input as validated_input
 from .engine.entry import check_checkpoint
 from .fingerprint import canonical_json, json_digest, spec_fingerprint
+from .forking import fork_chart
+from .options import RunOptions
 from .scope import peek, raw_read
 from .serde import json_type
 from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 
 __all__ = [
     "NotJsonSafe",
+    "RunOptions",
     "apply_commit",
     "canonical_json",
     "check_checkpoint",
     "copy_json",
     "drive",
     "escape_surrogates",
+    "fork_chart",
     "freeze",
     "is_json_safe",
     "json_digest",
