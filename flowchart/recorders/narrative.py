@@ -210,7 +210,7 @@ class NarrativeRecorder:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
         if event.stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(event.stage_name, event.ctx)
-            self._push("answer", 0, f"Recorded the answer at {name}.", event.ctx, stage_name=name)
+            self._push("answer", 0, sentences.answer(name), event.ctx, stage_name=name)
             self._flush(event.ctx, name)
             return
         if event.stage_type not in _LINE_STAGE_TYPES:
@@ -257,7 +257,7 @@ class NarrativeRecorder:
         for number, key in enumerate(js_object_keys(mapped), 1):
             value = mapped[key]
             summary = self.format_value(value, self.max_value_length)
-            text = f"Input: {key} = {summary}" if self.include_values else f"Input: {key}"
+            text = sentences.subflow_input(key, summary, include_values=self.include_values)
             if render is not None:
                 custom = render(OpRenderContext("write", key, value, summary, "set", number))
                 if custom == "":
@@ -277,7 +277,7 @@ class NarrativeRecorder:
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
         name = event.stage_name if event.propagated_from_subflow else _qualify(event.stage_name, event.ctx)
-        self._push("break", 0, f"Execution stopped at {name}.", event.ctx, stage_name=name)
+        self._push("break", 0, sentences.stopped(name), event.ctx, stage_name=name)
 
     def on_error(self, event: ErrorEvent) -> None:
         """``[Error]: An error occurred at X: <message>.`` for stage errors only."""
@@ -291,13 +291,12 @@ class NarrativeRecorder:
         """``Execution paused at X.``; the paused stage's operations are never told."""
         self._pending.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
-        self._push("pause", 0, f"Execution paused at {name}.", event.ctx, stage_name=name)
+        self._push("pause", 0, sentences.paused(name), event.ctx, stage_name=name)
 
     def on_resume(self, event: ResumeEvent) -> None:
         """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
         name = _qualify(event.stage_name, event.ctx)
-        suffix = " with input." if event.has_input else "."
-        self._push("resume", 0, f"Execution resumed at {name}{suffix}", event.ctx, stage_name=name)
+        self._push("resume", 0, sentences.resumed(name, event.has_input), event.ctx, stage_name=name)
 
     # ── helpers ────────────────────────────────────────────────────────────────
 
@@ -354,7 +353,7 @@ class NarrativeRecorder:
         render = self._render_op
         for kind, key, summary, step, operation, raw in ops:
             if kind == "emit":
-                push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
+                push(("emit", 1, sentences.emit(key, summary), stage_name, ctx, None, step))
                 continue
             if kind == "note":
                 push(("note", 1, summary, stage_name, ctx, key, None))
@@ -368,7 +367,7 @@ class NarrativeRecorder:
                     push(("step", 1, custom, stage_name, ctx, key, step))
                     continue
             text = describe(kind, operation, key, summary, include_values=values)
-            push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
+            push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
     def _push(
         self,

@@ -15,7 +15,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -69,6 +69,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN redaction TEXT",
         "ALTER TABLE runs ADD COLUMN failure TEXT",
     ),
+    # 3: each segment's subflow logs (old rows: NULL, no subflow logs); the narrative column
+    # holds records (objects with stage ids) from here on, old rows keep their bare lines
+    3: ("ALTER TABLE segments ADD COLUMN subflows TEXT",),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

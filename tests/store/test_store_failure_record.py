@@ -18,7 +18,7 @@ from agent.providers import scripted
 from flowchart import Redaction, ScopeWriteError, flow_chart, narrative, replay
 from flowchart.store import RunStore, SqliteStore
 from flowchart.store.export import record_trace
-from flowchart.store.schema import MIGRATIONS, VERSION_TABLE
+from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
 
 
 def _two_step_chart() -> Any:
@@ -157,7 +157,7 @@ def test_a_version_1_sqlite_store_migrates_and_its_rows_still_load(tmp_path: Pat
     raw.commit()
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version() == 2
+    assert store.schema_version() == SCHEMA_VERSION
     record = store.get("old")
     assert (record.status, record.error, record.failure, record.redaction) == ("failed", "RuntimeError: x", None, None)
 

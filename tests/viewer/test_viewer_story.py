@@ -45,7 +45,7 @@ def test_timeline_cells_show_their_whole_text(viewer: Open, stored_support: Trac
     assert len(cells) == len(stored_support.commit_log)
     for idx, ops, narr, stage, rid in sorted(cells):
         assert ops[0] == (ops_text(stored_support.commit_log[idx]) or "—")
-        assert narr[0] in (stored_support.narrative or [])  # a whole narrative line
+        assert narr[0] in (stored_support.narrative_lines or [])  # a whole narrative line
         for text, needed, shown in (ops, narr, stage, rid):
             assert needed <= shown + 1, f"#{idx} cuts {text!r}: needs {needed}px, shows {shown:.0f}px"
     view.check_clean()
@@ -57,10 +57,10 @@ def test_the_model_calls_panel_counts_every_call_the_chart_counts(viewer: Open, 
     ran = sum(c.stage_id == "call-llm" for c in stored_support.commit_log)
     badge = view.page.locator('#chart-pane g.node[data-stage-id="call-llm"] .visits').text_content()
     assert badge == f"×{ran}"
-    heading = view.page.locator("#agent-panel h3", has_text="Model calls").text_content()
+    heading = view.page.locator("#story h3", has_text="Model calls").text_content()
     assert heading == f"Model calls ({ran})"
-    assert view.page.locator("#agent-panel details.call").count() == ran
-    last = view.page.locator("#agent-panel details.call").last
+    assert view.page.locator("#story details.call").count() == ran
+    last = view.page.locator("#story details.call").last
     answer = last.locator(".msg.answer").text_content() or ""
     assert answer.startswith("answer #9 ")
     assert last.locator(".msg.answer q.answer-text").text_content() == stored_support.final_state["final_content"]
@@ -87,16 +87,16 @@ def test_tool_output_shows_its_characters_once_escaped_never_as_markup(viewer: O
     history = stored_support.final_state["history"]
     looked_up = next(m["content"] for m in history if m.get("tool_name") == "lookup_order")
     assert looked_up.startswith('{"order_id":"A-1001"')
-    shown = view.page.locator("#agent-panel .msg.role-tool", has_text="lookup_order").first.locator(".text")
+    shown = view.page.locator("#story .msg.role-tool", has_text="lookup_order").first.locator(".text")
     assert shown.text_content() == looked_up
-    texts = view.page.eval_on_selector_all("#agent-panel .msgs", "ms => ms.map(m => m.innerText)")
+    texts = view.page.eval_on_selector_all("#story .msgs", "ms => ms.map(m => m.innerText)")
     assert texts and not any('\\"' in t for t in texts)
     hostile = viewer(off_loop(hostile_history_trace), "story-tool-hostile")
     page = hostile.page
     assert page.evaluate("window.__pwned") is None
     assert page.locator("img").count() == 0 and page.locator("b:text('bold')").count() == 0
     cells = page.eval_on_selector_all(
-        "#agent-panel .msg.role-user .text, #agent-panel .msg.role-tool .text", "ts => ts.map(t => t.textContent)"
+        "#story .msg.role-user .text, #story .msg.role-tool .text", "ts => ts.map(t => t.textContent)"
     )
     assert cells == [HOSTILE, HOSTILE]
     view.check_clean()
@@ -105,8 +105,8 @@ def test_tool_output_shows_its_characters_once_escaped_never_as_markup(viewer: O
 
 def test_a_model_reply_of_any_shape_is_listed_once_as_committed() -> None:
     """A reply already in history is not listed twice; an odd-shaped or hidden reply is listed as committed."""
+    from agent.viewer_panel import model_calls, with_unlisted_replies
     from flowchart import Op
-    from flowchart.viewer.agent import model_calls, with_unlisted_replies
 
     asked = [{"id": "c1", "name": "t", "args": {}}]
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": asked}]
