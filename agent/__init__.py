@@ -4,14 +4,10 @@ Seed → CallLLM → Route → ToolCalls (loop) | WrapUp (loop) | Final. Every m
 routing decision, tool result and governance decision is a commit in the run's log.
 """
 
-from agent.builder import (
-    Agent,
-    AgentBuilder,
-    AgentBuildError,
-    AgentSnapshot,
-    PolicyHaltError,
-    build_agent_chart,
-)
+from agent.agent import Agent, AgentSnapshot
+from agent.builder import AgentBuilder
+from agent.chart import build_agent_chart
+from agent.errors import AgentBuildError, AgentError, PolicyHaltError
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
@@ -21,6 +17,7 @@ __all__ = [
     "Agent",
     "AgentBuildError",
     "AgentBuilder",
+    "AgentError",
     "AgentSnapshot",
     "AnswerExplanation",
     "ExplainError",

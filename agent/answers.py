@@ -15,7 +15,8 @@ from typing import Any
 
 from flowchart import StageContext
 from flowchart.scope import Scope
-from governance import HUMAN_DECISIONS, CheckInDecision, human_decision_row, human_reply_row
+from governance import HUMAN_DECISIONS, CheckInDecision
+from governance.human import human_decision_row, human_reply_row
 
 from .config import STORE_RUN_ENV
 from .paused import PAUSED_KEY, AnswerBook

@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Any
 from flowchart.store import CommitConflictError, RunStore
 
 from . import durable
+from .errors import AgentLoadError
+from .loading import load_agent
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 TASK_NAME = "pyfootprint.advance_run"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
@@ -120,14 +122,12 @@ def default_app() -> Any:
 
 def app_agent(app: Any) -> Agent:
     """The agent ``app`` advances, built once per process (after a worker's fork)."""
-    from .cli import CliError, load_agent
-
     spec = app.conf.pyfootprint_agent
     key = (os.getpid(), spec)
     if key not in _AGENTS:
         try:
             _AGENTS[key] = load_agent(spec)
-        except CliError as exc:
+        except AgentLoadError as exc:
             raise RuntimeError(f"agent.celery: {exc}") from None
     return _AGENTS[key]
 

@@ -35,11 +35,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from flowchart.cli_support import CliError, OneLineParser, import_target, load_target, run_cli
+from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
 from flowchart.commits import replay
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
 
 from .config import TOOL_ERRORS
+from .loading import load_agent
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -48,13 +49,6 @@ _STATUSES = ("running", "paused", "done", "failed")
 def load_object(target: str, what: str) -> Any:
     """Import ``MODULE:ATTR`` for option ``what`` (the current directory is importable)."""
     return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)")
-
-
-def load_agent(target: str) -> Any:
-    """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory)."""
-    from agent import Agent
-
-    return load_target(target, Agent, "expected MODULE:ATTR for --agent (e.g. myapp.agents:support)")
 
 
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
@@ -207,7 +201,7 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.append(f"answered: {', '.join(sorted(record.answered))}")
     rows = decisions_of(record)
     if rows:
-        from governance import decision_sentence
+        from governance.human import decision_sentence
 
         out.append("decided:")
         for row in rows:

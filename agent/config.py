@@ -12,12 +12,19 @@ from typing import Any, Literal
 
 import attrs
 
+from .state import INPUT_IDENTITY as STATE_INPUT_IDENTITY
+from .state import INPUT_MESSAGE as STATE_INPUT_MESSAGE
+from .state import TOOL_ERRORS
 from .tools import Tool
 
-STATE_INPUT_MESSAGE = "input_message"
-STATE_INPUT_IDENTITY = "input_identity"
-#: state key of the tools that raised (absent when none did): the developer's record
-TOOL_ERRORS = "tool_errors"
+__all__ = [
+    "STATE_INPUT_IDENTITY",
+    "STATE_INPUT_MESSAGE",
+    "STORE_RUN_ENV",
+    "TOOL_ERRORS",
+    "WRAP_UP_INSTRUCTION",
+    "AgentConfig",
+]
 STORE_RUN_ENV = "agent_run_id"
 """The env key carrying a stored run's id (set by ``agent.durable``; unset without a store)."""
 WRAP_UP_INSTRUCTION = (

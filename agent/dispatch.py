@@ -36,29 +36,35 @@ import attrs
 from flowchart import Pausable, StageContext
 from flowchart.pause import pause_again
 from flowchart.scope import Scope, peek
-from governance import (
-    HUMAN_DECISIONS,
-    CheckInPredicateContext,
-    PermissionRequest,
-    ToolCallInfo,
-    ask_answer_row,
+from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
+from governance.chains import run_after_tool_chain, run_tool_chain
+from governance.checkin import (
     ask_human_request_id,
-    ask_resumed_second_ask_reason,
     build_check_in_request,
     build_middleware_ask,
-    declined_result,
     history_for_check_in,
-    run_after_tool_chain,
-    run_tool_chain,
     should_check_in,
 )
+from governance.decisions import declined_result
+from governance.ledger import ask_answer_row, ask_resumed_second_ask_reason
 from governance.permissions import evaluate_permission
 
 from . import events
 from .answers import make_record_answer
 from .config import STORE_RUN_ENV, AgentConfig
-from .paused import PAUSED_KEY, AnswerBook
+from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from .stages import record_rows
+from .state import (
+    HISTORY,
+    IDENTITY,
+    ITERATION,
+    LLM_LATEST_CONTENT,
+    LLM_LATEST_TOOL_CALLS,
+    PAUSED_TOOL_CALL,
+    POLICY_HALT,
+    PauseData,
+    PausedCall,
+)
 from .tool_errors import error_row, record_tool_error
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 
@@ -78,13 +84,13 @@ class CallOutcome:
     """
 
     text: str | None = None
-    pause: dict[str, Any] | None = None
-    paused: dict[str, Any] | None = None
+    pause: PauseData | None = None
+    paused: PausedCall | None = None
     executed: bool = False
 
 
 def _identity(scope: Scope) -> Any:
-    return peek(scope, "identity")
+    return peek(scope, IDENTITY)
 
 
 @attrs.frozen
@@ -144,7 +150,7 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
         site.cfg.tool_middleware,
         ToolCallInfo(
             tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
-            history=tuple(peek(scope, "history")), identity=_identity(scope), result=result, error=error,
+            history=tuple(peek(scope, HISTORY)), identity=_identity(scope), result=result, error=error,
             source=site.tool.source,
         ),
     )  # fmt: skip
@@ -152,10 +158,95 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
     return verdict.value if verdict.verdict == "allow" else (verdict.reason or "denied")
 
 
+# -- the gates, one function each, in the order of the module docstring ---------------------
+# Each returns ``None`` when the call passes on (``before_tool_gate`` also the args it passes
+# on), else what the call comes to: the model-visible text or a pause.
+
+
+def _history(site: CallSite) -> tuple[Any, ...]:
+    # the gates see the history so far (the stage's history view, read without a copy per item)
+    return tuple(list.__iter__(peek(site.scope, HISTORY)))
+
+
+async def permission_gate(site: CallSite, args: dict[str, Any], history: tuple[Any, ...]) -> CallOutcome | None:
+    """Gate 1: the permission checker; a halt records ``policy_halt`` and stops the run."""
+    cfg, scope, ctx, call_id = site.cfg, site.scope, site.ctx, site.call["id"]
+    if cfg.permission_checker is None:
+        return None
+    verdict = await evaluate_permission(
+        cfg.permission_checker,
+        PermissionRequest(
+            tool_name=site.tool.name, args=args, tool_call_id=call_id, iteration=site.iteration, history=history,
+            identity=_identity(scope),
+        ),
+    )  # fmt: skip
+    if verdict.result == "allow":
+        return None
+    if verdict.result == "halt":
+        reason = verdict.rationale or "policy"
+        scope[POLICY_HALT] = {
+            "tool_name": site.tool.name, "tool_call_id": call_id, "reason": reason, "tell_llm": verdict.model_text,
+        }  # fmt: skip
+        ctx.stop(f"policy-halt: {reason}")
+    return CallOutcome(text=verdict.model_text)
+
+
+async def before_tool_gate(
+    site: CallSite, args: dict[str, Any], history: tuple[Any, ...], *, start: int = 0, ask_policy: Any = None
+) -> tuple[ChainResult, ToolCallInfo]:
+    """Gate 2: the before-tool middleware chain from link ``start``; its rows are filed."""
+    info = ToolCallInfo(
+        tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args, history=history,
+        identity=_identity(site.scope), source=site.tool.source,
+    )  # fmt: skip
+    chain = await run_tool_chain(
+        site.cfg.tool_middleware, info, start=start, ask_policy=ask_policy or site.cfg.ask_policy
+    )
+    record_rows(site.scope, site.ctx, chain.rows)
+    return chain, info
+
+
+def argument_gate(site: CallSite, args: dict[str, Any]) -> CallOutcome | None:
+    """Gate 3: the (transformed) arguments against the tool's input schema."""
+    issues = validate_args(args, site.tool.input_schema)
+    return CallOutcome(text=format_arg_issues(site.tool.name, issues)) if issues else None
+
+
+async def check_in_trips(site: CallSite, args: dict[str, Any], history: tuple[Any, ...]) -> bool:
+    """Gate 4's test: does the tool's check-in trip for ``args``?"""
+    if site.tool.check_in is None:
+        return False
+    return await should_check_in(
+        site.tool.check_in,
+        args,
+        CheckInPredicateContext(site.iteration, site.call["id"], history_for_check_in(site.cfg.system_prompt, history)),
+    )
+
+
+async def check_in_gate(site: CallSite, args: dict[str, Any], history: tuple[Any, ...]) -> CallOutcome | None:
+    """Gate 4: a tripped check-in pauses the call with its evidence-carrying request."""
+    if not await check_in_trips(site, args, history):
+        return None
+    cfg, ctx, tool, call_id, iteration = site.cfg, site.ctx, site.tool, site.call["id"], site.iteration
+    position = _position(ctx, iteration)
+    request = await build_check_in_request(
+        tool_name=tool.name, tool_description=tool.description, args=args, tool_call_id=call_id,
+        iteration=iteration, identity=_identity(site.scope), intent=peek(site.scope, LLM_LATEST_CONTENT) or None,
+        system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
+        scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
+    )  # fmt: skip
+    ctx.emit(
+        events.CHECKIN_REQUEST,
+        {"tool_name": tool.name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()},
+    )
+    paused = PausedCall("check_in", call_id, tool.name, request.args, request.id, position)
+    return CallOutcome(pause=PauseData("check_in", call_id, tool.name, request.to_dict()), paused=paused)
+
+
 async def dispatch_call(
     cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
 ) -> CallOutcome:
-    """Take one call through every gate (see the module docstring)."""
+    """Take one call through every gate, in the order of the module docstring."""
     name, call_id = call["name"], call["id"]
     args = call.get("args") or {}
     if ctx.observed:
@@ -165,90 +256,33 @@ async def dispatch_call(
     tool = cfg.tools.get(name)
     if tool is None:
         return CallOutcome(text=f"Unknown tool: {name}")
-    identity = _identity(scope)
+    site = CallSite(cfg, scope, ctx, tool, call, iteration)
+    _identity(scope)  # read here, before the gates, as the record has always listed the stage's reads
     gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
-    # the gates see the history so far (the stage's history view, read without a copy per item)
-    history = tuple(list.__iter__(peek(scope, "history"))) if gated else ()
-    if cfg.permission_checker is not None:
-        verdict = await evaluate_permission(
-            cfg.permission_checker,
-            PermissionRequest(
-                tool_name=name, args=args, tool_call_id=call_id, iteration=iteration, history=history, identity=identity
-            ),
-        )
-        if verdict.result != "allow":
-            if verdict.result == "halt":
-                reason = verdict.rationale or "policy"
-                scope.policy_halt = {
-                    "tool_name": name,
-                    "tool_call_id": call_id,
-                    "reason": reason,
-                    "tell_llm": verdict.model_text,
-                }
-                ctx.stop(f"policy-halt: {reason}")
-            return CallOutcome(text=verdict.model_text)
+    history = _history(site) if gated else ()
+    refused = await permission_gate(site, args, history)
+    if refused is not None:
+        return refused
     if cfg.tool_middleware:
-        info = ToolCallInfo(
-            tool_name=name, tool_call_id=call_id, iteration=iteration, args=args, history=history, identity=identity,
-            source=tool.source,
-        )  # fmt: skip
-        chain = await run_tool_chain(cfg.tool_middleware, info, ask_policy=cfg.ask_policy)
-        record_rows(scope, ctx, chain.rows)
+        chain, info = await before_tool_gate(site, args, history)
         if chain.verdict == "deny":
             return CallOutcome(text=chain.reason)
         if chain.verdict == "ask":
             position = _position(ctx, iteration)
             ask = build_middleware_ask(chain, info, run_id=run_of(ctx), position=position)
-            paused = {"kind": "ask", "tool_call_id": call_id, "tool_name": name, "args": ask.args,
-                      "ask_index": chain.index, "middleware": ask.middleware, "request_id": ask.id,
-                      "position": position}  # fmt: skip
-            return CallOutcome(
-                pause={"kind": "ask", "tool_call_id": call_id, "tool_name": name, "ask": ask.to_dict()}, paused=paused
-            )
+            paused = PausedCall("ask", call_id, name, ask.args, ask.id, position, chain.index, ask.middleware)
+            return CallOutcome(pause=PauseData("ask", call_id, name, ask.to_dict()), paused=paused)
         args = chain.value
-    issues = validate_args(args, tool.input_schema)
-    if issues:
-        return CallOutcome(text=format_arg_issues(name, issues))
-    if tool.check_in is not None:
-        trips = await should_check_in(
-            tool.check_in,
-            args,
-            CheckInPredicateContext(iteration, call_id, history_for_check_in(cfg.system_prompt, history)),
-        )
-        if trips:
-            position = _position(ctx, iteration)
-            request = await build_check_in_request(
-                tool_name=name, tool_description=tool.description, args=args, tool_call_id=call_id,
-                iteration=iteration, identity=identity, intent=peek(scope, "llm_latest_content") or None,
-                system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
-                scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
-            )  # fmt: skip
-            ctx.emit(
-                events.CHECKIN_REQUEST,
-                {"tool_name": name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()},
-            )
-            paused = {
-                "kind": "check_in",
-                "tool_call_id": call_id,
-                "tool_name": name,
-                "args": request.args,
-                "request_id": request.id,
-                "position": position,
-            }
-            return CallOutcome(
-                pause={"kind": "check_in", "tool_call_id": call_id, "tool_name": name, "check_in": request.to_dict()},
-                paused=paused,
-            )
+    stopped = argument_gate(site, args) or await check_in_gate(site, args, history)
+    if stopped is not None:
+        return stopped
     try:
-        result, _error = await _execute(CallSite(cfg, scope, ctx, tool, call, iteration), args)
+        result, _error = await _execute(site, args)
     except AskHumanSignal as signal:
         position = _position(ctx, iteration)
         rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
-        paused = {"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "args": args,
-                  "request_id": rid, "position": position}  # fmt: skip
-        return CallOutcome(
-            pause={"kind": "ask_human", "tool_call_id": call_id, "tool_name": name, "data": signal.data}, paused=paused
-        )
+        paused = PausedCall("ask_human", call_id, name, args, rid, position)
+        return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
     return CallOutcome(text=result_text(result), executed=True)
 
 
@@ -256,18 +290,20 @@ async def answer_paused(
     cfg: AgentConfig,
     scope: Scope,
     ctx: StageContext,
-    paused: dict[str, Any],
+    paused: PausedCall,
     call: dict[str, Any],
     row: dict[str, Any],
     iteration: int,
 ) -> tuple[str, bool]:
     """What the model reads for the call the run paused on, given the person's recorded
     answer (``row`` of ``human_decisions``), and whether the tool ran (then its
-    ``tool.end`` event was emitted)."""
-    tool = cfg.tools[paused["tool_name"]]
+    ``tool.end`` event was emitted). The gates after the pause are the first pass's own
+    functions (``before_tool_gate`` from the link after the asker, ``argument_gate``,
+    ``check_in_trips``), so a resumed call is judged as a fresh one would be."""
+    tool = cfg.tools[paused.tool_name]
     site = CallSite(cfg, scope, ctx, tool, call, iteration)
-    args = paused["args"]
-    kind = paused["kind"]
+    args = paused.args
+    kind = paused.kind
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
         answer = row["answer"]
@@ -281,9 +317,9 @@ async def answer_paused(
     approved, by, note = row["approved"] is True, str(row["by"]), row.get("note")
     if approved and "after" in row:  # the person edited the call: it must still be a valid call
         args = row["after"]
-        issues = validate_args(args, tool.input_schema)
-        if issues:
-            return format_arg_issues(tool.name, issues), False
+        refused = argument_gate(site, args)
+        if refused is not None:
+            return str(refused.text), False
     if kind == "check_in":
         ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
                                            "approved": approved, "by": by, "note": note})  # fmt: skip
@@ -291,30 +327,21 @@ async def answer_paused(
             return declined_result(note), False
         return await _run_after_consent(site, args)
     # a middleware ask: the person's answer is filed under the asker
-    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=paused["middleware"],
+    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=str(paused.middleware),
                                 tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
     record_rows(scope, ctx, [ledger_row])
     if not approved:
         return declined_result(note), False
-    info = ToolCallInfo(tool_name=tool.name, tool_call_id=call["id"], iteration=iteration, args=args,
-                        history=tuple(peek(scope, "history")), identity=_identity(scope),
-                        source=tool.source)  # fmt: skip
-    rest = await run_tool_chain(cfg.tool_middleware, info, start=paused["ask_index"] + 1, ask_policy="refuse")
-    record_rows(scope, ctx, rest.rows)
+    history = tuple(peek(scope, HISTORY))
+    rest, _info = await before_tool_gate(site, args, history, start=int(paused.ask_index or 0) + 1, ask_policy="refuse")
     if rest.verdict != "allow":
         return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", ""), False
     args = rest.value
-    issues = validate_args(args, tool.input_schema)  # the ask paused before validation: it runs now
-    if issues:
-        return format_arg_issues(tool.name, issues), False
-    if tool.check_in is not None:
-        history = tuple(peek(scope, "history"))
-        if await should_check_in(
-            tool.check_in,
-            args,
-            CheckInPredicateContext(iteration, call["id"], history_for_check_in(cfg.system_prompt, history)),
-        ):
-            return TWO_GATES.format(tool=tool.name, middleware=paused["middleware"]), False
+    refused = argument_gate(site, args)  # the ask paused before validation: it runs now
+    if refused is not None:
+        return str(refused.text), False
+    if await check_in_trips(site, args, history):
+        return TWO_GATES.format(tool=tool.name, middleware=paused.middleware), False
     return await _run_after_consent(site, args)
 
 
@@ -340,21 +367,23 @@ def _append_result(history: Any, call: dict[str, Any], text: str) -> None:
 
 async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
     """Dispatch ``calls[start:]`` in order, appending each result to ``history`` (the stage's view)."""
-    iteration = scope.iteration
+    iteration = scope[ITERATION]
     for index in range(start, len(calls)):
         call = calls[index]
         outcome = await dispatch_call(cfg, scope, ctx, call, iteration)
         if outcome.pause is not None:
-            scope[PAUSED_KEY] = {**(outcome.paused or {}), "index": index}
-            ctx.emit(events.PAUSE_REQUEST, outcome.pause)
-            return outcome.pause
+            assert outcome.paused is not None
+            scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
+            pause = outcome.pause.to_dict()
+            ctx.emit(events.PAUSE_REQUEST, pause)
+            return pause
         if not outcome.executed:
             _not_run(ctx, call, outcome.text or "")
         _append_result(history, call, outcome.text or "")
         if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
-    scope.iteration = iteration + 1
+    scope[ITERATION] = iteration + 1
     return None
 
 
@@ -362,29 +391,29 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
     """The pausable ``tool-calls`` stage (``book``: the requests answered in this process)."""
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
-        calls = peek(scope, "llm_latest_tool_calls")
-        history = scope.history
+        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+        history = scope[HISTORY]
         history.append(
             {
                 "role": "assistant",
-                "content": scope.llm_latest_content,
+                "content": scope[LLM_LATEST_CONTENT],
                 "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
             }
         )
         return await _run_batch(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
-        paused = dict(scope[PAUSED_KEY])
-        del scope[PAUSED_KEY]
-        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused["tool_call_id"], "tool_name": paused["tool_name"],
-                                       "kind": paused["kind"]})  # fmt: skip
-        calls = peek(scope, "llm_latest_tool_calls")
-        index = paused["index"]
+        paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
+        del scope[PAUSED_TOOL_CALL]
+        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused.tool_call_id, "tool_name": paused.tool_name,
+                                       "kind": paused.kind})  # fmt: skip
+        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+        index = int(paused.index or 0)
         row = scope[HUMAN_DECISIONS][-1]  # the answer as recorded by record_answer: what decides
-        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], dict(row), scope.iteration)
+        text, executed = await answer_paused(cfg, scope, ctx, paused, calls[index], dict(row), scope[ITERATION])
         if not executed:
             _not_run(ctx, calls[index], text)
-        history = scope.history
+        history = scope[HISTORY]
         _append_result(history, calls[index], text)
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None

@@ -36,14 +36,16 @@ from flowchart.engine.runner import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
-from governance import ResumeDecisionError, pending_request
+from governance import ResumeDecisionError
+from governance.human import pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
+from .state import FINAL_CONTENT
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
     from .tools import Tool
 
 RUN_ID_ENV = STORE_RUN_ENV
@@ -143,19 +145,15 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
-        recorders = agent._recorders(attach)
-        options: dict[str, Any] = {
-            "env": {RUN_ID_ENV: run_id}, "recorders": recorders,
-            "max_iterations": agent.config.max_iterations + 2, "redaction": agent.redaction,
-            "timeout": agent.timeout,
-        }  # fmt: skip
+        recorders = agent.run_recorders(attach)
+        options = agent.chart_options(recorders, env={RUN_ID_ENV: run_id})
         if record.checkpoint is None:
             result = await agent.chart.arun(record.input, **options)
         else:
             result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
         result.run_id = run_id
         try:
-            outcome.append(agent._finish(result, recorders))
+            outcome.append(agent.finish_run(result, recorders))
         except Exception as exc:
             raise RefusedOutcome(exc, result) from None
         return result
@@ -170,7 +168,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
 
 def _final(result: RunResult) -> Any:
     """What a finished agent run stores as its output: the final answer text."""
-    return str(result.state.get("final_content", ""))
+    return str(result.state.get(FINAL_CONTENT, ""))
 
 
 def paused(agent: Agent, run_id: str) -> Paused:

@@ -32,17 +32,16 @@ import attrs
 
 from flowchart import Commit, Trace
 from flowchart.commits import apply_commit
-from governance import HUMAN_DECISIONS, LEDGER_KEY, call_text, decision_sentence
+from governance import HUMAN_DECISIONS, LEDGER_KEY
+from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
+from .errors import ExplainError
+from .state import HISTORY
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""
-
-
-class ExplainError(ValueError):
-    """The record holds no model call to explain (or ``call=N`` names none)."""
 
 
 @attrs.frozen
@@ -344,7 +343,7 @@ def _describe(
         return SentMessage(index, role, f"{who} asked for {asked}" if asked else f"{who} replied", snippet(content))
     if role == "tool":
         call_id = message.get("tool_call_id")
-        call = _tool_calls_by_id(state.get("history") or ()).get(str(call_id), {})
+        call = _tool_calls_by_id(state.get(HISTORY) or ()).get(str(call_id), {})
         name = message.get("tool_name") or call.get("name") or "?"
         details = [human_line(row) for row in _human_for(humans, str(call_id))]
         details += _ledger_lines(ledger, call_id=str(call_id))

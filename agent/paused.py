@@ -25,20 +25,14 @@ from typing import Any, Literal
 import attrs
 
 from flowchart import Checkpoint
-from governance import (
-    CheckInRequest,
-    DecisionInputError,
-    MiddlewareAsk,
-    ResumeDecisionError,
-    ask_request_id,
-    check_in_request_id,
-    require_decision,
-    verify_decision,
-)
+from governance import CheckInRequest, DecisionInputError, MiddlewareAsk, ResumeDecisionError
+from governance.checkin import ask_request_id, check_in_request_id
+from governance.decisions import require_decision, verify_decision
 
+from .state import IDENTITY, PAUSED_TOOL_CALL
 from .tools import Tool, validate_args
 
-PAUSED_KEY = "paused_tool_call"
+PAUSED_KEY = PAUSED_TOOL_CALL
 
 
 class AnswerBook:
@@ -109,7 +103,7 @@ def current_request_id(checkpoint: Checkpoint, run_id: str | None = None) -> str
     position and the run (``run_id``, default ``checkpoint.run_id``)."""
     state = checkpoint.shared_state
     paused = state.get(PAUSED_KEY) or {}
-    identity = state.get("identity")
+    identity = state.get(IDENTITY)
     run = checkpoint.run_id if run_id is None else run_id
     position = paused.get("position")
     if paused.get("kind") == "check_in":

@@ -25,6 +25,15 @@ from governance.errors import WireFormatError
 from governance.middleware import link_name
 
 from .dispatch import PAUSED_KEY
+from .state import (
+    HISTORY,
+    ITERATION,
+    LLM_LATEST_CONTENT,
+    LLM_LATEST_TOOL_CALLS,
+    MAX_ITERATIONS,
+    PAUSE_BODY,
+    PAUSE_KINDS,
+)
 
 if TYPE_CHECKING:
     from flowchart import FlowChart
@@ -33,8 +42,8 @@ if TYPE_CHECKING:
 
 _STATE = "$.shared_state"
 _PAUSED = f"{_STATE}.{PAUSED_KEY}"
-_KINDS = ("check_in", "ask", "ask_human")
-_PAUSE_KEYS = {"check_in": "check_in", "ask": "ask", "ask_human": "data"}
+_KINDS = PAUSE_KINDS
+_PAUSE_KEYS = PAUSE_BODY
 
 
 def _refuse(problem: str, path: str) -> CheckpointError:
@@ -78,20 +87,20 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
         _field(position, "iteration", int, f"{_PAUSED}.position")
         _field(position, "step", str, f"{_PAUSED}.position")
     _check_pause_data(checkpoint.pause_data, kind, call_id, tool)
-    calls = _field(state, "llm_latest_tool_calls", list, _STATE)
+    calls = _field(state, LLM_LATEST_TOOL_CALLS, list, _STATE)
     for n, each in enumerate(calls):  # every call of the batch is dispatched after the resume
-        _check_call(each, f"{_STATE}.llm_latest_tool_calls[{n}]")
-    _field(state, "llm_latest_content", str, _STATE)
+        _check_call(each, f"{_STATE}.{LLM_LATEST_TOOL_CALLS}[{n}]")
+    _field(state, LLM_LATEST_CONTENT, str, _STATE)
     if not 0 <= index < len(calls):
         raise _refuse(f"index {index} is not a call of the batch (it has {len(calls)})", f"{_PAUSED}.index")
-    where = f"{_STATE}.llm_latest_tool_calls[{index}]"
+    where = f"{_STATE}.{LLM_LATEST_TOOL_CALLS}[{index}]"
     if type(calls[index]) is not dict:
         raise _refuse("expected an object", where)
     if _field(calls[index], "id", str, where) != call_id:
         raise _refuse(f"the call at the paused position is not the paused call '{call_id}'", f"{where}.id")
     if _field(calls[index], "name", str, where) != tool:
         raise _refuse(f"the call at the paused position is not a call of '{tool}'", f"{where}.name")
-    _check_history(_field(state, "history", list, _STATE), calls, index)
+    _check_history(_field(state, HISTORY, list, _STATE), calls, index)
     if kind == "ask":
         _field(paused, "ask_index", int, _PAUSED)
         _field(paused, "middleware", str, _PAUSED)
@@ -198,12 +207,12 @@ def _check_against_agent(checkpoint: Checkpoint, paused: dict[str, Any], cfg: Ag
             raise _refuse(
                 f"link {at} of this agent's tool middleware is not '{paused['middleware']}'", f"{_PAUSED}.ask_index"
             )
-    budget = _field(state, "max_iterations", int, _STATE)
+    budget = _field(state, MAX_ITERATIONS, int, _STATE)
     if budget != cfg.max_iterations:
         raise _refuse(
             f"this agent's iteration budget is {cfg.max_iterations}, not {budget}", f"{_STATE}.max_iterations"
         )
-    iteration = _field(state, "iteration", int, _STATE)
+    iteration = _field(state, ITERATION, int, _STATE)
     visits = checkpoint.visit_counts
     rounds = visits.get("tool-calls", 0) + visits.get("wrap-up", 0)
     if iteration != rounds or visits.get("call-llm", 0) != iteration:

@@ -29,17 +29,34 @@ from flowchart import StageContext, decide
 from flowchart.context import thaw
 from flowchart.decide import Decision
 from flowchart.scope import Scope, peek, raw_read
-from governance import LEDGER_KEY, MessageInfo, event_payload, run_message_chain
+from governance import LEDGER_KEY, MessageInfo
+from governance.chains import run_message_chain
+from governance.ledger import event_payload
 
 from . import events
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+from .state import (
+    FINAL_CONTENT,
+    HISTORY,
+    IDENTITY,
+    ITERATION,
+    LLM_LATEST_CONTENT,
+    LLM_LATEST_TOOL_CALLS,
+    LLM_MODEL,
+    LLM_RETRIES,
+    TOTAL_INPUT_TOKENS,
+    TOTAL_OUTPUT_TOKENS,
+    USAGE_NOT_REPORTED,
+    USER_MESSAGE,
+    WRAP_UP_ASKED,
+)
 
 _AGENT_STATE_DEFAULTS: tuple[tuple[str, Any], ...] = (
-    ("llm_latest_content", ""),
-    ("llm_latest_tool_calls", []),
-    ("final_content", ""),
-    ("total_input_tokens", 0),
-    ("total_output_tokens", 0),
+    (LLM_LATEST_CONTENT, ""),
+    (LLM_LATEST_TOOL_CALLS, []),
+    (FINAL_CONTENT, ""),
+    (TOTAL_INPUT_TOKENS, 0),
+    (TOTAL_OUTPUT_TOKENS, 0),
 )
 
 
@@ -91,7 +108,7 @@ def make_seed(cfg: AgentConfig) -> Any:
         if cfg.system_prompt:
             # what the model is told is part of the record (``agent why`` quotes it)
             scope.system_prompt = cfg.system_prompt
-        ctx.emit(events.TURN_START, {"user_message": content})
+        ctx.emit(events.TURN_START, {USER_MESSAGE: content})
         if denied is not None:
             deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
 
@@ -111,11 +128,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
 
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration = scope.iteration
-        wrapped_up = "wrap_up_asked" in scope
+        wrapped_up = WRAP_UP_ASKED in scope
         request = LLMRequest(
             system_prompt=cfg.system_prompt,
             # committed values are never mutated in place, so the request can share the list
-            messages=peek(scope, "history"),
+            messages=peek(scope, HISTORY),
             tools=[] if wrapped_up else cfg.tool_schemas,
             model=cfg.model,
             temperature=cfg.temperature,
@@ -141,7 +158,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         else:
             record_unreported_usage(scope, iteration)
         scope.llm_latest_content = response.content
-        if raw_read(scope, "llm_model") is None:  # which model answers: recorded once per run
+        if raw_read(scope, LLM_MODEL) is None:  # which model answers: recorded once per run
             scope.llm_model = cfg.model_record
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
@@ -160,9 +177,6 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     return call_llm
 
 
-USAGE_NOT_REPORTED = "usage_not_reported"
-
-
 def record_unreported_usage(scope: Scope, iteration: int) -> None:
     """Say, in the state (so in the commit log and the narrative), which calls the totals miss."""
     numbers = [*re.findall(r"\d+", peek(scope, USAGE_NOT_REPORTED, "")), str(iteration)]
@@ -173,7 +187,7 @@ def record_unreported_usage(scope: Scope, iteration: int) -> None:
 def record_retries(scope: Scope, iteration: int, retries: Any) -> None:
     """Append a call's provider retries to ``llm_retries`` (the key exists only once a retry happened)."""
     rows = [{"iteration": iteration, **record.to_dict()} for record in retries]
-    if "llm_retries" in scope:
+    if LLM_RETRIES in scope:
         scope.llm_retries.extend(rows)
     else:
         scope.llm_retries = rows
@@ -206,7 +220,7 @@ def make_route(cfg: AgentConfig) -> Any:
     """The ``route`` decider (see the module laws)."""
 
     async def route(scope: Scope, ctx: StageContext) -> Decision:
-        calls = peek(scope, "llm_latest_tool_calls")
+        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
         pending = len(calls)
         rules: list[dict[str, Any]] = [
             {
@@ -219,7 +233,7 @@ def make_route(cfg: AgentConfig) -> Any:
             rules.append(
                 {
                     # reads the budget it judges, so the narrative shows that evidence
-                    "when": lambda s: pending > 0 and s.iteration >= s.max_iterations and "wrap_up_asked" not in s,
+                    "when": lambda s: pending > 0 and s.iteration >= s.max_iterations and WRAP_UP_ASKED not in s,
                     "then": "wrap-up",
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
@@ -230,7 +244,7 @@ def make_route(cfg: AgentConfig) -> Any:
         rationale = matched[0] if matched else fallback
         if ctx.observed:
             # the rules above made the recorded reads; this one only labels the event
-            iteration = raw_read(scope, "iteration")
+            iteration = raw_read(scope, ITERATION)
             ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
         if decision.branch == "final" and cfg.message_middleware:
             await _output_chain(cfg, scope, ctx)
@@ -245,8 +259,8 @@ async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext) -> No
         MessageInfo(
             phase="output",
             content=scope.llm_latest_content,
-            history=tuple(peek(scope, "history")),
-            identity=peek(scope, "identity"),
+            history=tuple(peek(scope, HISTORY)),
+            identity=peek(scope, IDENTITY),
             iteration=scope.iteration,
         ),
     )
@@ -275,10 +289,10 @@ def prepare_final(scope: Scope, ctx: StageContext) -> None:
     """``final/prepare-final``: the answer is the latest model content."""
     scope.final_content = scope.llm_latest_content
     payload = {
-        "final_content": scope.final_content,
+        FINAL_CONTENT: scope.final_content,
         "iterations": scope.iteration,
-        "total_input_tokens": scope.total_input_tokens,
-        "total_output_tokens": scope.total_output_tokens,
+        TOTAL_INPUT_TOKENS: scope.total_input_tokens,
+        TOTAL_OUTPUT_TOKENS: scope.total_output_tokens,
     }
     if USAGE_NOT_REPORTED in scope:  # the totals above miss these calls
         payload[USAGE_NOT_REPORTED] = scope[USAGE_NOT_REPORTED]
@@ -294,10 +308,10 @@ def break_final(scope: Scope, ctx: StageContext) -> str:
 def final_input(parent: Any) -> dict[str, Any]:
     """What the final subflow starts from: the answer and the totals (and what they miss)."""
     seeded = {
-        "llm_latest_content": parent["llm_latest_content"],
-        "iteration": parent["iteration"],
-        "total_input_tokens": parent["total_input_tokens"],
-        "total_output_tokens": parent["total_output_tokens"],
+        LLM_LATEST_CONTENT: parent[LLM_LATEST_CONTENT],
+        ITERATION: parent[ITERATION],
+        TOTAL_INPUT_TOKENS: parent[TOTAL_INPUT_TOKENS],
+        TOTAL_OUTPUT_TOKENS: parent[TOTAL_OUTPUT_TOKENS],
     }
     if USAGE_NOT_REPORTED in parent:
         seeded[USAGE_NOT_REPORTED] = parent[USAGE_NOT_REPORTED]
@@ -306,4 +320,4 @@ def final_input(parent: Any) -> dict[str, Any]:
 
 def final_output(sub_state: Any, _parent: Any) -> dict[str, Any]:
     """What the final subflow gives back: only ``final_content``."""
-    return {"final_content": sub_state["final_content"]}
+    return {FINAL_CONTENT: sub_state[FINAL_CONTENT]}

@@ -40,7 +40,7 @@ from . import events
 from .paused import Paused
 
 if TYPE_CHECKING:
-    from .builder import Agent
+    from .agent import Agent
 
 
 @attrs.define
@@ -155,12 +155,12 @@ def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] |
         return [*recorders, tap]
 
     async def arun(_tap: StreamTap) -> Any:
-        return await agent._arun_turn(run_input, attach, run_id)
+        return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.chart import drive
 
-        return drive(agent._arun_turn(run_input, attach, run_id))
+        return drive(agent.arun_turn(run_input, attach, run_id))
 
     def final(result: Any, tap: StreamTap) -> Final:
         event = final_event(result, tap)

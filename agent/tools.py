@@ -21,14 +21,12 @@ from typing import Any
 import attrs
 
 from flowchart.values import NotJsonSafe, copy_json
-from governance import validate_check_in_demand
+from governance.checkin import validate_check_in_demand
+
+from .errors import ToolDefinitionError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 NO_VALUE_RESULT = "(this tool returned no value)"
-
-
-class ToolDefinitionError(ValueError):
-    """``define_tool`` was given something it cannot turn into a tool."""
 
 
 @attrs.frozen

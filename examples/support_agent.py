@@ -36,7 +36,8 @@ from agent.providers import scripted
 from flowchart import Redaction, causal_chain
 from flowchart.store import SqliteStore
 from flowchart.store.export import record_trace
-from governance import HUMAN_DECISIONS, ResumeDecisionError, allow, check_in_approved, decision_sentence
+from governance import HUMAN_DECISIONS, ResumeDecisionError, allow, check_in_approved
+from governance.human import decision_sentence
 
 ORDERS = {
     "A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0, "status": "charged twice"}

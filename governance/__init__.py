@@ -4,40 +4,34 @@ A middleware is a pure decision (``allow`` / ``deny`` / ``ask``); the chain driv
 the links and RETURN a verdict plus ledger rows; the agent chart commits the rows under
 ``middleware_decisions`` and pauses on an ask or a tripped check-in. Nothing here imports
 ``agent`` or touches a run's state. See ``docs/governance.md`` for the laws with examples.
+
+``__all__`` is the user API (docs/api.md). The plumbing the agent runs the gates with
+(chain runners, ledger-row and evidence builders, request ids, validators) lives in the
+submodules and is imported from there (``from governance.chains import run_tool_chain``);
+those names, imported below as ``name as name``, stay importable from here for code written
+before the split, but they are not part of the public surface.
 """
 
-from governance.chains import (
-    AskPolicy,
-    ChainResult,
-    run_after_tool_chain,
-    run_message_chain,
-    run_tool_chain,
-)
-from governance.checkin import (
-    CheckInConfig,
-    CheckInPredicateContext,
-    CheckInRequest,
-    MiddlewareAsk,
-    ask_human_request_id,
-    ask_request_id,
-    build_check_in_request,
-    build_middleware_ask,
-    check_in_request_id,
-    frozen_copy,
-    history_for_check_in,
-    resolve_check_in_config,
-    should_check_in,
-    validate_check_in_demand,
-)
-from governance.decisions import (
-    CheckInDecision,
-    check_in_approved,
-    check_in_declined,
-    declined_result,
-    is_check_in_decision,
-    require_decision,
-    verify_decision,
-)
+from governance.chains import AskPolicy, ChainResult
+from governance.chains import run_after_tool_chain as run_after_tool_chain
+from governance.chains import run_message_chain as run_message_chain
+from governance.chains import run_tool_chain as run_tool_chain
+from governance.checkin import CheckInConfig, CheckInPredicateContext, CheckInRequest, MiddlewareAsk
+from governance.checkin import ask_human_request_id as ask_human_request_id
+from governance.checkin import ask_request_id as ask_request_id
+from governance.checkin import build_check_in_request as build_check_in_request
+from governance.checkin import build_middleware_ask as build_middleware_ask
+from governance.checkin import check_in_request_id as check_in_request_id
+from governance.checkin import frozen_copy as frozen_copy
+from governance.checkin import history_for_check_in as history_for_check_in
+from governance.checkin import resolve_check_in_config as resolve_check_in_config
+from governance.checkin import should_check_in as should_check_in
+from governance.checkin import validate_check_in_demand as validate_check_in_demand
+from governance.decisions import CheckInDecision, check_in_approved, check_in_declined
+from governance.decisions import declined_result as declined_result
+from governance.decisions import is_check_in_decision as is_check_in_decision
+from governance.decisions import require_decision as require_decision
+from governance.decisions import verify_decision as verify_decision
 from governance.errors import (
     CheckInConfigError,
     DecisionInputError,
@@ -58,44 +52,30 @@ from governance.evidence import (
     TrailCall,
     minimal_evidence,
     standard_evidence,
-    units_from_history,
 )
-from governance.human import (
-    HUMAN_DECISIONS,
-    call_text,
-    decision_sentence,
-    human_decision_row,
-    human_reply_row,
-    pending_request,
-    tell_latest,
-)
-from governance.ledger import (
-    LEDGER_KEY,
-    answer_why,
-    ask_answer_row,
-    ask_resumed_second_ask_reason,
-    event_payload,
-    message_row,
-    tool_row,
-)
-from governance.middleware import (
-    MessageInfo,
-    MessageMiddleware,
-    ToolCallInfo,
-    ToolMiddleware,
-    validate_chain,
-    validate_message_middleware,
-    validate_tool_middleware,
-)
+from governance.evidence import units_from_history as units_from_history
+from governance.human import HUMAN_DECISIONS
+from governance.human import call_text as call_text
+from governance.human import decision_sentence as decision_sentence
+from governance.human import human_decision_row as human_decision_row
+from governance.human import human_reply_row as human_reply_row
+from governance.human import pending_request as pending_request
+from governance.human import tell_latest as tell_latest
+from governance.ledger import LEDGER_KEY
+from governance.ledger import answer_why as answer_why
+from governance.ledger import ask_answer_row as ask_answer_row
+from governance.ledger import ask_resumed_second_ask_reason as ask_resumed_second_ask_reason
+from governance.ledger import event_payload as event_payload
+from governance.ledger import message_row as message_row
+from governance.ledger import tool_row as tool_row
+from governance.middleware import MessageInfo, MessageMiddleware, ToolCallInfo, ToolMiddleware
+from governance.middleware import validate_chain as validate_chain
+from governance.middleware import validate_message_middleware as validate_message_middleware
+from governance.middleware import validate_tool_middleware as validate_tool_middleware
 from governance.outcomes import Allow, Ask, Deny, Outcome, allow, ask, deny
-from governance.permissions import (
-    PermissionChecker,
-    PermissionDecision,
-    PermissionRequest,
-    PermissionVerdict,
-    evaluate_permission,
-    validate_permission_checker,
-)
+from governance.permissions import PermissionChecker, PermissionDecision, PermissionRequest, PermissionVerdict
+from governance.permissions import evaluate_permission as evaluate_permission
+from governance.permissions import validate_permission_checker as validate_permission_checker
 from governance.scorer import ContextUnit, Driver, ScoreInput, lexical_driver_scorer
 
 __all__ = [
@@ -139,46 +119,11 @@ __all__ = [
     "TrailCall",
     "WireFormatError",
     "allow",
-    "answer_why",
     "ask",
-    "ask_answer_row",
-    "ask_human_request_id",
-    "ask_request_id",
-    "ask_resumed_second_ask_reason",
-    "build_check_in_request",
-    "build_middleware_ask",
-    "call_text",
     "check_in_approved",
     "check_in_declined",
-    "check_in_request_id",
-    "decision_sentence",
-    "declined_result",
     "deny",
-    "evaluate_permission",
-    "event_payload",
-    "frozen_copy",
-    "history_for_check_in",
-    "human_decision_row",
-    "human_reply_row",
-    "is_check_in_decision",
     "lexical_driver_scorer",
-    "message_row",
     "minimal_evidence",
-    "pending_request",
-    "require_decision",
-    "resolve_check_in_config",
-    "run_after_tool_chain",
-    "run_message_chain",
-    "run_tool_chain",
-    "should_check_in",
     "standard_evidence",
-    "tell_latest",
-    "tool_row",
-    "units_from_history",
-    "validate_chain",
-    "validate_check_in_demand",
-    "validate_message_middleware",
-    "validate_permission_checker",
-    "validate_tool_middleware",
-    "verify_decision",
 ]

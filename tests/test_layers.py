@@ -247,3 +247,17 @@ def test_the_architecture_page_names_only_modules_that_exist() -> None:
     text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`((?:flowchart|agent|governance)/[\w/]+\.py)`", text))
     assert named and sorted(p for p in named if not (REPO / p).is_file()) == []
+
+
+def test_agent_imports_only_the_user_api_from_the_governance_facade() -> None:
+    """governance's plumbing (chain runners, row builders, ...) is imported from its module, never the façade."""
+    import governance
+
+    public = set(governance.__all__)
+    offenders = []
+    for name, path in modules("agent").items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "governance" and node.level == 0:
+                offenders += [f"{name}: {a.name}" for a in node.names if a.name not in public]
+    assert offenders == []

@@ -35,16 +35,9 @@ except ImportError as exc:  # without the extra: say which one to install
 
 import attrs
 
-from ..tools import Tool, ToolDefinitionError, define_tool
+from ..errors import McpConnectionError, McpToolError, ToolDefinitionError
+from ..tools import Tool, define_tool
 from ._loop import LoopThread, wait
-
-
-class McpConnectionError(RuntimeError):
-    """The MCP server could not be started or reached (the message names it and the cause)."""
-
-
-class McpToolError(RuntimeError):
-    """An MCP tool answered with ``isError``: the message is the server's text."""
 
 
 class _Session:

@@ -30,7 +30,7 @@ import attrs
 
 from flowchart import FlowChart
 
-from ..builder import Agent
+from ..agent import Agent
 from ..paused import Paused
 
 NEEDS_A_PERSON = "needs a person"
@@ -116,12 +116,7 @@ class McpServer:
 
 def _refusing(agent: Agent) -> Agent:
     """The same agent (same chart, same store) whose middleware asks are refused, not paused."""
-    served = Agent(
-        attrs.evolve(agent.config, ask_policy="refuse"), agent.store, narrative=agent.narrative,
-        redaction=agent.redaction, timeout=agent.timeout, recorders=agent.recorders,
-    )  # fmt: skip
-    served._events = agent._events
-    return served
+    return agent.with_config(attrs.evolve(agent.config, ask_policy="refuse"))
 
 
 def mcp_server(agent_or_chart: Agent | FlowChart, *, name: str, description: str | None = None) -> McpServer:

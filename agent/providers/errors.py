@@ -5,7 +5,8 @@ one of the classes below, its message names the provider and the address it talk
 and ends with an actionable hint, and no message, ``repr`` or attribute ever carries the
 API key (text that may echo it passes :func:`agent.providers.secret.redact` first).
 
-::
+Every class is also an ``agent.errors.AgentError`` (the agent's tree); the builtin base
+each one keeps is drawn here::
 
     RuntimeError
     └── ProviderError                 any failure while talking to a model
@@ -31,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from agent.errors import AgentError
+
 if TYPE_CHECKING:
     from agent.providers.types import RetryRecord
 
 
-class ProviderError(RuntimeError):
+class ProviderError(AgentError, RuntimeError):
     """A provider failed to produce a response.
 
     Attributes carry the context the error was raised in: ``provider`` (the provider's
@@ -100,13 +103,13 @@ class ScriptExhaustedError(ProviderError):
     """A scripted provider received more requests than it has replies."""
 
 
-class ScriptError(ValueError):
+class ScriptError(AgentError, ValueError):
     """``scripted(replies)`` was given a script it cannot play; raised by ``scripted``."""
 
 
-class ProviderConfigError(ValueError):
+class ProviderConfigError(AgentError, ValueError):
     """A provider factory or request lacks something it needs (model, API key, base URL)."""
 
 
-class ProviderDependencyError(ImportError):
+class ProviderDependencyError(AgentError, ImportError):
     """An HTTP provider was used but ``httpx`` is not installed."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace as NS
 from typing import Any
 
-from governance import ToolCallInfo, allow, ask, deny, run_after_tool_chain, run_tool_chain
+from governance import ToolCallInfo, allow, ask, deny
+from governance.chains import run_after_tool_chain, run_tool_chain
 
 
 def ran(result: Any = None, *, error: bool = False) -> ToolCallInfo:

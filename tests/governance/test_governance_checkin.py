@@ -17,16 +17,18 @@ from governance import (
     ToolCallInfo,
     allow,
     ask,
+    lexical_driver_scorer,
+    standard_evidence,
+)
+from governance.chains import run_tool_chain
+from governance.checkin import (
     ask_request_id,
     build_check_in_request,
     build_middleware_ask,
     check_in_request_id,
     history_for_check_in,
-    lexical_driver_scorer,
     resolve_check_in_config,
-    run_tool_chain,
     should_check_in,
-    standard_evidence,
     validate_check_in_demand,
 )
 from governance.evidence import minimal_evidence

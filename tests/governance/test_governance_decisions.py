@@ -19,12 +19,9 @@ from governance import (
     ResumeDecisionError,
     check_in_approved,
     check_in_declined,
-    check_in_request_id,
-    declined_result,
-    is_check_in_decision,
-    require_decision,
-    verify_decision,
 )
+from governance.checkin import check_in_request_id
+from governance.decisions import declined_result, is_check_in_decision, require_decision, verify_decision
 
 REQUEST = CheckInRequest(
     id="cki_abc",

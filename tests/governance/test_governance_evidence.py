@@ -17,9 +17,8 @@ from governance import (
     lexical_driver_scorer,
     minimal_evidence,
     standard_evidence,
-    units_from_history,
 )
-from governance.evidence import render_args, trail_from_history, truncate, will_do
+from governance.evidence import render_args, trail_from_history, truncate, units_from_history, will_do
 from governance.scorer import jaccard, tokens
 
 HISTORY = [

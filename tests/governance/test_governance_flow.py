@@ -18,20 +18,14 @@ from governance import (
     ToolCallInfo,
     allow,
     ask,
-    ask_answer_row,
-    ask_request_id,
-    build_check_in_request,
-    build_middleware_ask,
     check_in_approved,
     check_in_declined,
-    declined_result,
-    evaluate_permission,
-    require_decision,
-    run_after_tool_chain,
-    run_tool_chain,
-    should_check_in,
-    verify_decision,
 )
+from governance.chains import run_after_tool_chain, run_tool_chain
+from governance.checkin import ask_request_id, build_check_in_request, build_middleware_ask, should_check_in
+from governance.decisions import declined_result, require_decision, verify_decision
+from governance.ledger import ask_answer_row
+from governance.permissions import evaluate_permission
 
 AT = "2025-01-01T00:00:00.000Z"
 

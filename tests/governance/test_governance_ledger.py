@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from governance import (
-    LEDGER_KEY,
+from governance import LEDGER_KEY
+from governance.ledger import (
     answer_why,
     ask_answer_row,
     ask_resumed_second_ask_reason,

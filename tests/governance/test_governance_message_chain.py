@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from governance import MessageInfo, allow, ask, deny, run_message_chain
+from governance import MessageInfo, allow, ask, deny
+from governance.chains import run_message_chain
 
 
 def msg(content: str = "my card is 4111 1111 1111 1111", phase: str = "input") -> MessageInfo:

@@ -16,13 +16,9 @@ from governance import (
     ToolMiddleware,
     allow,
     deny,
-    run_after_tool_chain,
-    run_message_chain,
-    run_tool_chain,
-    validate_chain,
-    validate_message_middleware,
-    validate_tool_middleware,
 )
+from governance.chains import run_after_tool_chain, run_message_chain, run_tool_chain
+from governance.middleware import validate_chain, validate_message_middleware, validate_tool_middleware
 
 
 def test_a_namespace_with_a_hook_is_a_tool_middleware() -> None:

@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from governance import (
-    PermissionDecision,
-    PermissionDefinitionError,
-    PermissionRequest,
-    evaluate_permission,
-    validate_permission_checker,
-)
+from governance import PermissionDecision, PermissionDefinitionError, PermissionRequest
+from governance.permissions import evaluate_permission, validate_permission_checker
 
 REQ = PermissionRequest(tool_name="wire", args={"to": "x"}, tool_call_id="t1", iteration=1)
 

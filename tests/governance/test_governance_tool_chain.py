@@ -7,7 +7,8 @@ import asyncio
 from types import SimpleNamespace as NS
 from typing import Any
 
-from governance import ToolCallInfo, allow, ask, deny, run_tool_chain
+from governance import ToolCallInfo, allow, ask, deny
+from governance.chains import run_tool_chain
 
 
 def call(args: dict[str, Any] | None = None) -> ToolCallInfo:

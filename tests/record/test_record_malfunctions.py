@@ -6,7 +6,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from governance import MessageInfo, ToolCallInfo, run_after_tool_chain, run_message_chain, run_tool_chain
+from governance import MessageInfo, ToolCallInfo
+from governance.chains import run_after_tool_chain, run_message_chain, run_tool_chain
 
 FIX = "returned None; return allow(), deny() or ask()"
 

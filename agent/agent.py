@@ -1,0 +1,254 @@
+"""The built ``Agent``: run, resume, stream, snapshot, events.
+
+Laws: ``run`` refuses a blank message before any provider call; a run ends in exactly
+one way — the final answer, ``Paused`` (a person must answer first), or a refusal
+raised as an error (``MessageDeniedError``, ``PolicyHaltError``); a consent pause
+(check-in or middleware ask) is answered only with a decision for THAT request, once.
+
+The public hooks ``run_recorders``, ``chart_options``, ``arun_turn``, ``finish_run`` and
+``with_config`` are how the rest of the package (``agent.durable``, ``agent.streaming``,
+``agent.mcp``) runs an agent's chart the way ``run`` does, without reaching into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from flowchart import Checkpoint, Redaction, RunResult, narrative
+from flowchart.chart import drive, run_coroutine
+from flowchart.stream import AsyncRunStream, RunStream
+from governance import HUMAN_DECISIONS, MessageDeniedError
+from governance.human import tell_latest
+
+from . import durable
+from .chart import build_agent_chart
+from .config import AgentConfig
+from .errors import PolicyHaltError
+from .events import EventBus, Listener
+from .paused import AnswerBook, Paused, check_answer, paused_from
+from .resume_checks import check_resumable
+from .state import FINAL_CONTENT, MESSAGE_DENIED_BY, MESSAGE_DENIED_PHASE, MESSAGE_DENIED_REASON, POLICY_HALT
+
+if TYPE_CHECKING:
+    from .builder import AgentBuilder
+
+
+@attrs.frozen
+class AgentSnapshot:
+    """The last run of an agent: its ``shared_state``, ``commit_log`` and ``narrative`` lines."""
+
+    shared_state: dict[str, Any]
+    commit_log: list[Any]
+    narrative: list[str]
+    result: RunResult = attrs.field(repr=False)
+
+
+class Agent:
+    """A built agent. Make one with ``Agent.create(provider=..., model=...)...build()``."""
+
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        store: Any = None,
+        *,
+        narrative: bool = True,
+        redaction: Redaction | None = None,
+        timeout: float | None = None,
+        recorders: tuple[Any, ...] = (),
+    ) -> None:
+        self.config = cfg
+        self.recorders = recorders
+        self.narrative = narrative
+        self.redaction = redaction
+        self.timeout = timeout
+        # the requests answered by this agent's runs without a store (ids bind the run and the
+        # pause, so an identical call of another run is another request)
+        self._answered = AnswerBook()
+        self.chart = build_agent_chart(cfg, self._answered)
+        self.store = store
+        self._events = EventBus()
+        self._last: AgentSnapshot | None = None
+
+    @staticmethod
+    def create(
+        *,
+        provider: Any,
+        model: str = "default",
+        wrap_up_at_max_iterations: bool = True,
+        permission_checker: Any = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        store: Any = None,
+        narrative: bool = True,
+        redaction: Redaction | None = None,
+        timeout: float | None = None,
+        recorders: Iterable[Any] = (),
+    ) -> AgentBuilder:
+        """Start building an agent on ``provider`` (see ``agent.providers``).
+
+        ``narrative=False`` skips the narrative recorder (``last_snapshot().narrative`` is
+        then empty): the commit log is still complete, and runs are about 2x cheaper.
+        ``redaction`` hides values in every recording of the agent's runs (commit log,
+        traces, narrative), e.g. ``Redaction(fields={"middleware_decisions": ["before"]})``.
+        ``timeout`` bounds each ``run``/``resume`` in seconds: when it expires the model call
+        in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
+        ``recorders`` are flowchart recorders attached to every run and resume of the agent
+        (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        """
+        # the builder makes an Agent and an Agent starts a builder: the one import that
+        # cannot be at the top (agent.builder imports this module)
+        from .builder import AgentBuilder
+
+        return AgentBuilder(
+            provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
+            temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+        )  # fmt: skip
+
+    def with_config(self, cfg: AgentConfig) -> Agent:
+        """The same agent (store, narrative, redaction, timeout, recorders and ``on`` listeners)
+        on another config: a new chart, sharing the event listeners."""
+        other = Agent(
+            cfg, self.store, narrative=self.narrative, redaction=self.redaction, timeout=self.timeout,
+            recorders=self.recorders,
+        )  # fmt: skip
+        other._events = self._events
+        return other
+
+    # -- events -------------------------------------------------------------------------
+    def on(self, name: str, listener: Listener) -> Agent:
+        """Call ``listener(name, payload)`` for agent event ``name`` (``"*"`` for every event)."""
+        self._events.on(name, listener)
+        return self
+
+    def run_recorders(self, attach: Any = None) -> list[Any]:
+        """The recorders of one run or resume: the narrative first (when on), the ``on``
+        listeners, then ``Agent.create(recorders=)``; ``attach(recorders)`` may wrap or extend
+        them (a stream's tap, ``agent.streaming``)."""
+        # agent events go to agent.on listeners; narrated, they would repeat the commits
+        # the narrative tells each human answer in one sentence, right after its row is written
+        recorders: list[Any] = (
+            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
+        )
+        if self._events.active:
+            recorders.append(self._events)
+        recorders.extend(self.recorders)
+        return recorders if attach is None else attach(recorders)
+
+    def chart_options(self, recorders: list[Any], env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
+        options: dict[str, Any] = {} if env is None else {"env": dict(env)}
+        options.update(
+            recorders=recorders, max_iterations=self.config.max_iterations + 2, timeout=self.timeout,
+            redaction=self.redaction,
+        )  # fmt: skip
+        return options
+
+    # -- running --------------------------------------------------------------------------
+    @property
+    def needs_event_loop(self) -> bool:
+        """True when a run needs an event loop: an awaiting stage, or a timeout to enforce."""
+        return self.config.needs_event_loop or self.timeout is not None
+
+    def run(self, message: str, identity: Any = None) -> str | Paused:
+        """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
+        return (
+            run_coroutine(lambda _c: self.arun(message, identity), True)
+            if self.needs_event_loop
+            else drive(self.arun(message, identity))
+        )
+
+    async def arun(self, message: str, identity: Any = None) -> str | Paused:
+        """``run`` inside the caller's event loop."""
+        return await self.arun_turn(durable.make_input(message, identity))
+
+    def stream(self, message: str, identity: Any = None, *, modes: Any = None) -> RunStream:
+        """Run one turn and iterate its events as they happen (see docs/streaming.md).
+
+        The last event is ``final``, whose ``result`` is what ``run`` returns (the answer
+        or ``Paused``); ``modes`` picks event kinds; leaving the loop early cancels the run.
+        """
+        from .streaming import agent_plan
+
+        return RunStream(agent_plan(self, message, identity, modes))
+
+    def astream(self, message: str, identity: Any = None, *, modes: Any = None) -> AsyncRunStream:
+        """``stream`` on the caller's event loop: ``async for event in agent.astream(...)``."""
+        from .streaming import agent_plan
+
+        return AsyncRunStream(agent_plan(self, message, identity, modes))
+
+    async def arun_turn(self, run_input: dict[str, Any], attach: Any = None, run_id: str | None = None) -> str | Paused:
+        """One turn on a checked ``run_input`` (``durable.make_input``); ``attach(recorders)`` adds
+        a stream's tap to the recorders; ``run_id`` names the stored run (with a store)."""
+        if self.store is not None:
+            return await durable.start(self, run_input, run_id, attach=attach)
+        recorders = self.run_recorders(attach)
+        result = await self.chart.arun(run_input, **self.chart_options(recorders))
+        return self.finish_run(result, recorders)
+
+    def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
+        """Answer the pause ``checkpoint`` was taken at and run on."""
+        if self.needs_event_loop:
+            return run_coroutine(lambda _c: self.aresume(checkpoint, answer), True)
+        return drive(self.aresume(checkpoint, answer))
+
+    async def aresume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
+        """``resume`` inside the caller's event loop."""
+        # refused here before anything runs; the tool-calls stage marks the request answered
+        # (AnswerBook) before its tool can run, so a failing resume cannot be retried into a rerun
+        check_resumable(checkpoint, self.config, self.chart)
+        resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
+        recorders = self.run_recorders()
+        result = await self.chart.aresume(checkpoint, resume_input, **self.chart_options(recorders))
+        return self.finish_run(result, recorders)
+
+    def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:
+        """Answer the pause of the stored run ``run_id`` (in any process) and run on.
+
+        The decision is checked against the store's record and accepted ONCE: a second
+        answer to the same request, from any process, raises ``ResumeDecisionError``.
+        """
+        if self.needs_event_loop:
+            return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
+        return drive(self.aresume_run(run_id, decision))
+
+    def submit(self, message: str, identity: Any = None, *, app: Any = None) -> str:
+        """Queue a run for Celery workers (``agent.celery``): record it in the store and
+        enqueue ``advance_run``; returns the run id (``app`` defaults to the newest
+        ``make_app`` of this process)."""
+        from .celery import submit
+
+        return submit(self, message, identity, app=app)
+
+    async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
+        """``resume_run`` inside the caller's event loop."""
+        return await durable.resume(self, run_id, decision)
+
+    def finish_run(self, result: RunResult, recorders: list[Any]) -> str | Paused:
+        """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
+        (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
+        lines = recorders[0].lines() if self.narrative else []
+        self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
+        state = result.state
+        if MESSAGE_DENIED_PHASE in state:
+            raise MessageDeniedError(
+                state[MESSAGE_DENIED_REASON], state[MESSAGE_DENIED_PHASE], state[MESSAGE_DENIED_BY]
+            )
+        if POLICY_HALT in state:
+            halt = state[POLICY_HALT]
+            raise PolicyHaltError(halt["reason"], halt["tool_name"], halt["tool_call_id"])
+        if result.paused:
+            assert result.checkpoint is not None
+            return paused_from(result.checkpoint)
+        return str(state.get(FINAL_CONTENT, ""))
+
+    def last_snapshot(self) -> AgentSnapshot:
+        """The last run's state, commit log and narrative (raises before the first run)."""
+        if self._last is None:
+            raise RuntimeError("last_snapshot(): the agent has not run yet")
+        return self._last
