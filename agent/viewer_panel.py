@@ -28,16 +28,15 @@ from flowchart import Commit, Trace
 from flowchart.viewer import Panel
 
 from .explain import ExplainError, explain_answer
+from .state import FINAL_CONTENT as FINAL
+from .state import HISTORY, TOOL_ERRORS
+from .state import HUMAN_DECISIONS as HUMAN
+from .state import LLM_LATEST_CONTENT as REPLY
+from .state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
+from .state import MIDDLEWARE_DECISIONS as LEDGER
+from .state import PAUSED_TOOL_CALL as PAUSED
 
-HISTORY = "history"
-LEDGER = "middleware_decisions"
-HUMAN = "human_decisions"
-PAUSED = "paused_tool_call"
-TOOL_ERRORS = "tool_errors"
 CALL_STAGE = "call-llm"
-REPLY = "llm_latest_content"
-REPLY_CALLS = "llm_latest_tool_calls"
-FINAL = "final_content"
 
 
 def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:

@@ -123,3 +123,77 @@ def test_a_model_reply_of_any_shape_is_listed_once_as_committed() -> None:
         (None, 3, None),
     ]
     assert calls[2]["tool_calls"] == [{"id": {"x": 1}}, 7]
+
+
+STORY_ORDER = ["The question", "The answer", "Why this answer", "Model calls", "Tools", "Human decisions", "Ledger"]
+
+
+def test_the_first_screen_tells_the_story_in_order(viewer: Open, stored_support: Trace) -> None:
+    """The demo's page opens on the story — the question, the answer, why, the model calls,
+    the tools, the human decisions, the ledger, in that order — and the chart and timeline follow below it."""
+    view = viewer(stored_support, "story-order")
+    headings = view.page.eval_on_selector_all("#story h3", "hs => hs.map(h => h.textContent)")
+    firsts = [next((h for h in headings if h.startswith(name)), None) for name in STORY_ORDER]
+    assert None not in firsts, headings
+    assert [headings.index(h) for h in firsts] == sorted(headings.index(h) for h in firsts)
+    question = view.page.locator("#story p.question").text_content()
+    assert question == stored_support.final_state["history"][0]["content"]
+    assert view.page.locator("#story p.answer q").text_content() == stored_support.final_state["final_content"]
+    story = view.page.locator("#story").bounding_box()
+    chart = view.page.locator("#chart-pane").bounding_box()
+    timeline = view.page.locator("#timeline-pane").bounding_box()
+    assert story is not None and chart is not None and timeline is not None
+    assert story["y"] < 80 and story["y"] + story["height"] <= chart["y"] and chart["y"] < timeline["y"]
+    calls = view.page.eval_on_selector_all("#story details.call > summary", "ss => ss.map(s => s.textContent)")
+    assert [c.split(" · ")[0] for c in calls] == ["call 1", "call 2", "call 3"]
+    view.check_clean()
+
+
+def test_the_approver_is_visible_on_the_first_screen(viewer: Open, stored_support: Trace) -> None:
+    """ "approved by alice at …" is on the story's first screen, with what she approved."""
+    view = viewer(stored_support, "story-approver")
+    decision = view.page.locator("#story .human-decisions p.human-decision.approved").first
+    text = decision.text_content() or ""
+    assert text.startswith('issue_refund({"order_id":"A-1001","amount":129})')
+    assert "approved by alice at 2026-12-01T00:00:00Z" in text
+    box = decision.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 950  # inside the first screen (the viewport is 950 high)
+    view.check_clean()
+
+
+def test_the_story_explains_the_answer_as_agent_why_does(viewer: Open, stored_support: Trace) -> None:
+    """The "Why this answer" panel lists what the answering call was sent, origin by origin,
+    exactly as ``explain_answer`` (``agent why``) reads it from the trace."""
+    from agent import explain_answer
+
+    explained = explain_answer(stored_support)
+    view = viewer(stored_support, "story-why")
+    rows = view.page.eval_on_selector_all(
+        "#story ol.explanation > li",
+        "ls => ls.map(l => [l.querySelector('b').textContent, l.querySelector('.snippet').textContent])",
+    )
+    assert rows == [[m.origin, m.snippet] for m in explained.sent]
+    why = view.page.locator("#story ol.explanation").text_content() or ""
+    assert "the user's message" in why and "approved by alice at 2026-12-01T00:00:00Z" in why
+    assert "total_input_tokens" not in (view.page.locator("#story").text_content() or "")
+    view.check_clean()
+
+
+def test_a_stored_run_marks_the_stages_inside_its_subflows_as_ran(viewer: Open, stored_support: Trace) -> None:
+    """The stored demo's trace carries the Final subflow's log, so PrepareFinal and BreakFinal are marked as ran."""
+    assert [c.stage_id for sub in stored_support.subflows.values() for c in sub.commit_log] == [
+        "final/prepare-final", "final/break-final",
+    ]  # fmt: skip
+    view = viewer(stored_support, "story-subflow")
+    for stage in ("final/prepare-final", "final/break-final", "final"):
+        classes = view.page.locator(f'#chart-pane g.node[data-stage-id="{stage}"]').get_attribute("class") or ""
+        assert "ran" in classes.split(), stage
+    view.check_clean()
+
+
+def test_a_chart_run_has_no_story(viewer: Open, loan: Trace) -> None:
+    """The agent's panel builds nothing for a run that is not an agent's: the page opens on the chart."""
+    view = viewer(loan, "story-none")
+    assert view.page.locator("#story").is_hidden()
+    assert view.page.evaluate("document.body.classList.contains('has-story')") is False
+    view.check_clean()
