@@ -26,7 +26,9 @@ from .values import NotJsonSafe, copy_json
 if TYPE_CHECKING:
     from .nodes import StageNode
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+FIRST_VERSION = 1
+"""A version-1 checkpoint has no ``recorder_states``: it loads as if they were ``{}``."""
 SIGNED_PURPOSE = "pyfootprint checkpoint v1"
 FrameKind = Literal["stage", "mount", "fork"]
 
@@ -136,7 +138,9 @@ class Checkpoint:
     ``subflow_path`` (mount ids from the top), ``pause_data``, ``subflow_states`` and
     ``subflow_args`` (per mount id), ``execution_count``, ``visit_counts``,
     ``loop_counts``, ``invoker_stage_id`` and ``continuation_stage_id`` (of the paused
-    stage), ``frames`` (the resume path), ``paused_at`` (seconds since the epoch).
+    stage), ``frames`` (the resume path), ``paused_at`` (seconds since the epoch),
+    ``recorder_states`` (per recorder id, what a recorder with ``save_state`` / ``load_state``
+    carries across the pause: the narrative's stage count; version 2).
     """
 
     shared_state: dict[str, Any]
@@ -156,6 +160,7 @@ class Checkpoint:
     subflow_args: dict[str, dict[str, Any]] = attrs.Factory(dict)
     loop_counts: dict[str, int] = attrs.Factory(dict)
     frames: list[ResumeFrame] = attrs.Factory(list)
+    recorder_states: dict[str, Any] = attrs.Factory(dict)
 
     @classmethod
     def from_signal(
@@ -169,6 +174,7 @@ class Checkpoint:
         visit_counts: dict[str, int],
         loop_counts: dict[str, int],
         fingerprint: str,
+        recorder_states: dict[str, Any] | None = None,
     ) -> Checkpoint:
         """Build the checkpoint of a run that unwound with ``signal``."""
         leaf = signal.frames[-1]
@@ -189,6 +195,7 @@ class Checkpoint:
             subflow_args=dict(signal.subflow_args),
             loop_counts=dict(loop_counts),
             frames=list(signal.frames),
+            recorder_states=dict(recorder_states or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:

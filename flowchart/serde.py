@@ -26,7 +26,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn
 
 from .errors import CheckpointError
-from .pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from .pause import CHECKPOINT_VERSION, FIRST_VERSION, Checkpoint, ResumeFrame
 from .untrusted import check, parse
 from .untrusted import step as _step
 from .values import NotJsonSafe, copy_json
@@ -206,12 +206,16 @@ def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
     if not checked:
         check(data, what="checkpoint")
     version = data.get("version")
-    if type(version) is int and version != CHECKPOINT_VERSION:
+    if type(version) is int and version not in (FIRST_VERSION, CHECKPOINT_VERSION):
         raise CheckpointError(
             f"Invalid checkpoint: unsupported version {version} @ $.version "
-            f"(this library reads version {CHECKPOINT_VERSION})",
+            f"(this library reads versions {FIRST_VERSION} and {CHECKPOINT_VERSION})",
             path="$.version",
         )
+    if version == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
+        if "recorder_states" in data:
+            raise _refuse("unknown key(s) recorder_states (a version-1 checkpoint has none)", "$")
+        data = {**data, "version": CHECKPOINT_VERSION, "recorder_states": {}}
     try:
         checkpoint = CONVERTER.structure(data, Checkpoint)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:

@@ -17,6 +17,9 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   (``writer/deep/DeepStart``); names are qualified here from ``ctx.subflow_id``,
   unless the engine already qualified them.
 
+* Across a pause (``save_state`` / ``load_state``, carried in the checkpoint's
+  ``recorder_states``), a resumed run's narrative goes on numbering where the paused one
+  stopped, as footprintjs's same-executor resume does, even in a fresh process.
 * A pausable's ``answer`` half (not in footprintjs) is told as ``Recorded the answer at X.``
   followed by its operations, without a stage number: the resumed stage keeps its own.
 * ``notes`` (not in footprintjs) tells a sentence of the caller's right after the write of a
@@ -184,6 +187,36 @@ class NarrativeRecorder:
         self._stage_counters.clear()
         self._started.clear()
         self._visits.clear()
+
+    # ── across a pause: the checkpoint carries the counts ──────────────────────
+
+    def save_state(self) -> dict[str, Any]:
+        """What a resumed run needs to go on numbering as footprintjs's same-executor resume
+        does: the ``Stage N`` count per flow, the flows already begun, the visits per stage.
+        The engine stores it in the checkpoint's ``recorder_states`` under this recorder's ``id``."""
+        return {
+            "stages": dict(self._stage_counters),
+            "started": sorted(self._started),
+            "visits": dict(self._visits),
+        }
+
+    def load_state(self, state: Any) -> None:
+        """Go on from ``save_state``'s value (read from a checkpoint: untrusted, checked here;
+        ``ValueError`` naming the field when it is not that shape)."""
+        if not isinstance(state, dict) or set(state) != {"stages", "started", "visits"}:
+            raise ValueError("expected an object with exactly the keys stages, started, visits")
+        for name in ("stages", "visits"):
+            counts = state[name]
+            if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()
+            ):
+                raise ValueError(f"{name}: expected an object of counts (integers, 0 or more)")
+        started = state["started"]
+        if not isinstance(started, list) or not all(isinstance(k, str) for k in started):
+            raise ValueError("started: expected a list of strings")
+        self._stage_counters = dict(state["stages"])
+        self._started = set(started)
+        self._visits = dict(state["visits"])
 
     # ── data channel: buffered until the stage's headline ──────────────────────
 

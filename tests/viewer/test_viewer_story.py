@@ -3,6 +3,7 @@ every model call counted, tool output shown as the text it is."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -196,4 +197,14 @@ def test_a_chart_run_has_no_story(viewer: Open, loan: Trace) -> None:
     view = viewer(loan, "story-none")
     assert view.page.locator("#story").is_hidden()
     assert view.page.evaluate("document.body.classList.contains('has-story')") is False
+    view.check_clean()
+
+
+def test_the_resumed_half_goes_on_numbering_in_the_timeline(viewer: Open, stored_support: Trace) -> None:
+    """The stored demo (paused, approved, resumed in another agent): the timeline's top-level
+    "Stage N" lines count 1, 2, 3 … across the pause — the resumed half does not restart at 1."""
+    view = viewer(stored_support, "story-numbering")
+    cells = view.page.eval_on_selector_all("#timeline .row .narr", "cs => cs.map(c => c.textContent)")
+    numbers = [int(text.split(":")[0].split()[1]) for text in cells if re.match(r"^Stage \d+: ", text)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 7
     view.check_clean()
