@@ -202,9 +202,10 @@ def test_a_chart_run_has_no_story(viewer: Open, loan: Trace) -> None:
 
 def test_the_resumed_half_goes_on_numbering_in_the_timeline(viewer: Open, stored_support: Trace) -> None:
     """The stored demo (paused, approved, resumed in another agent): the timeline's top-level
-    "Stage N" lines count 1, 2, 3 … across the pause — the resumed half does not restart at 1."""
+    "Stage N" lines keep counting across the pause — the resumed half does not restart at 1."""
     view = viewer(stored_support, "story-numbering")
     cells = view.page.eval_on_selector_all("#timeline .row .narr", "cs => cs.map(c => c.textContent)")
     numbers = [int(text.split(":")[0].split()[1]) for text in cells if re.match(r"^Stage \d+: ", text)]
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 7
+    # a decider's row shows its [Condition] line instead: the numbers shown only ever go up
+    assert numbers == sorted(set(numbers)) and numbers[0] == 1 and numbers[-1] >= 8, numbers
     view.check_clean()
