@@ -7,7 +7,15 @@ routing decision, tool result and governance decision is a commit in the run's l
 from agent.agent import Agent, AgentSnapshot
 from agent.builder import AgentBuilder
 from agent.chart import build_agent_chart
-from agent.errors import AgentBuildError, AgentError, PolicyHaltError
+from agent.errors import (
+    AgentBuildError,
+    AgentError,
+    ConversationBusyError,
+    ConversationError,
+    NoConversationError,
+    OutputSchemaError,
+    PolicyHaltError,
+)
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
 from agent.function_tools import tool
 from agent.paused import Paused
@@ -20,7 +28,11 @@ __all__ = [
     "AgentError",
     "AgentSnapshot",
     "AnswerExplanation",
+    "ConversationBusyError",
+    "ConversationError",
     "ExplainError",
+    "NoConversationError",
+    "OutputSchemaError",
     "Paused",
     "PolicyHaltError",
     "Tool",

@@ -23,7 +23,7 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import durable
+from . import conversations, durable, structured
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -58,6 +58,7 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: tuple[Any, ...] = (),
+        history: conversations.HistoryPolicy | None = None,
     ) -> None:
         self.config = cfg
         self.recorders = recorders
@@ -71,6 +72,10 @@ class Agent:
         self.store = store
         self._events = EventBus()
         self._last: AgentSnapshot | None = None
+        # conversations (agent.conversations): turns kept here without a store; the last one run
+        self.history_policy = history or conversations.HistoryPolicy()
+        self._conversations = conversations.ConversationBook()
+        self._last_conversation: str | None = None
 
     @staticmethod
     def create(
@@ -87,6 +92,10 @@ class Agent:
         redaction: Redaction | None = None,
         timeout: float | None = None,
         recorders: Iterable[Any] = (),
+        output_schema: Any = None,
+        output_retries: int = 2,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -98,6 +107,11 @@ class Agent:
         in flight is cancelled (its connection closed) and ``RunTimeoutError`` names the stage.
         ``recorders`` are flowchart recorders attached to every run and resume of the agent
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
+        ``output_schema`` (a JSON Schema dict, an attrs class, a dataclass or a pydantic model)
+        makes ``run`` return a validated answer (a dict, or an instance); an invalid reply is
+        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
+        ``conversation_window``/``conversation_chars`` bound the history a conversation turn
+        sends (the last N turns / a character budget; see docs/conversations.md).
         """
         # the builder makes an Agent and an Agent starts a builder: the one import that
         # cannot be at the top (agent.builder imports this module)
@@ -106,7 +120,9 @@ class Agent:
         return AgentBuilder(
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders),
+            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
+            output_retries=output_retries,
+            conversation_window=conversation_window, conversation_chars=conversation_chars,
         )  # fmt: skip
 
     def with_config(self, cfg: AgentConfig) -> Agent:
@@ -114,7 +130,7 @@ class Agent:
         on another config: a new chart, sharing the event listeners."""
         other = Agent(
             cfg, self.store, narrative=self.narrative, redaction=self.redaction, timeout=self.timeout,
-            recorders=self.recorders,
+            recorders=self.recorders, history=self.history_policy,
         )  # fmt: skip
         other._events = self._events
         return other
@@ -131,9 +147,9 @@ class Agent:
         them (a stream's tap, ``agent.streaming``)."""
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        recorders: list[Any] = (
-            [narrative(include_emits=False, notes={HUMAN_DECISIONS: tell_latest})] if self.narrative else []
-        )
+        notes = {HUMAN_DECISIONS: tell_latest, conversations.CONVERSATION: conversations.tell}
+        notes.update(structured.notes(self.config.output))
+        recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
             recorders.append(self._events)
         recorders.extend(self.recorders)
@@ -143,7 +159,7 @@ class Agent:
         """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
-            recorders=recorders, max_iterations=self.config.max_iterations + 2, timeout=self.timeout,
+            recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
             redaction=self.redaction,
         )  # fmt: skip
         return options
@@ -154,33 +170,114 @@ class Agent:
         """True when a run needs an event loop: an awaiting stage, or a timeout to enforce."""
         return self.config.needs_event_loop or self.timeout is not None
 
-    def run(self, message: str, identity: Any = None) -> str | Paused:
-        """Run one turn: the final answer, or ``Paused`` when a person must answer first."""
+    def run(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """Run one turn: the final answer, or ``Paused`` when a person must answer first.
+
+        ``conversation="c-42"`` makes it the next turn of that conversation (the model sees
+        the earlier turns; ``conversation_window=``/``conversation_chars=`` bound them for
+        this turn): see docs/conversations.md.
+        """
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
         return (
-            run_coroutine(lambda _c: self.arun(message, identity), True)
+            run_coroutine(lambda _c: self._arun_message(message, identity, turn), True)
             if self.needs_event_loop
-            else drive(self.arun(message, identity))
+            else drive(self._arun_message(message, identity, turn))
         )
 
-    async def arun(self, message: str, identity: Any = None) -> str | Paused:
+    async def arun(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
         """``run`` inside the caller's event loop."""
-        return await self.arun_turn(durable.make_input(message, identity))
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return await self._arun_message(message, identity, turn)
 
-    def stream(self, message: str, identity: Any = None, *, modes: Any = None) -> RunStream:
+    async def _arun_message(self, message: str, identity: Any, turn: Any) -> str | Paused:
+        run_input = durable.make_input(message, identity)
+        if turn is None:
+            return await self.arun_turn(run_input)
+        conversation, policy = turn
+        return await conversations.arun(self, run_input, conversation, policy)
+
+    def follow_up(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """The next turn of this agent's last conversation (``NoConversationError`` before any)."""
+        last = conversations.last(self)
+        return self.run(
+            message, identity, conversation=last, conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )  # fmt: skip
+
+    async def afollow_up(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str | Paused:
+        """``follow_up`` inside the caller's event loop."""
+        last = conversations.last(self)
+        return await self.arun(
+            message, identity, conversation=last, conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )  # fmt: skip
+
+    def stream(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        modes: Any = None,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> RunStream:
         """Run one turn and iterate its events as they happen (see docs/streaming.md).
 
         The last event is ``final``, whose ``result`` is what ``run`` returns (the answer
         or ``Paused``); ``modes`` picks event kinds; leaving the loop early cancels the run.
+        ``conversation=`` (and its policy) as for ``run``.
         """
         from .streaming import agent_plan
 
-        return RunStream(agent_plan(self, message, identity, modes))
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return RunStream(agent_plan(self, message, identity, modes, turn))
 
-    def astream(self, message: str, identity: Any = None, *, modes: Any = None) -> AsyncRunStream:
+    def astream(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        modes: Any = None,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in agent.astream(...)``."""
         from .streaming import agent_plan
 
-        return AsyncRunStream(agent_plan(self, message, identity, modes))
+        turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
+        return AsyncRunStream(agent_plan(self, message, identity, modes, turn))
 
     async def arun_turn(self, run_input: dict[str, Any], attach: Any = None, run_id: str | None = None) -> str | Paused:
         """One turn on a checked ``run_input`` (``durable.make_input``); ``attach(recorders)`` adds
@@ -232,6 +329,8 @@ class Agent:
     def finish_run(self, result: RunResult, recorders: list[Any]) -> str | Paused:
         """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
         (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
+        if self.store is None and conversations.CONVERSATION in result.state:
+            self._conversations.settle(result)  # an in-memory conversation turn ended or paused
         lines = recorders[0].lines() if self.narrative else []
         self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
         state = result.state
@@ -245,6 +344,8 @@ class Agent:
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
+        if self.config.output is not None:
+            return structured.final_answer(self.config.output, state)
         return str(state.get(FINAL_CONTENT, ""))
 
     def last_snapshot(self) -> AgentSnapshot:

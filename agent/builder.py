@@ -3,7 +3,8 @@
 Law of this file: every refusal happens at ``build()`` (or at the builder call that was
 given it), before any chart exists, and names the problem and the fix: a duplicate tool,
 a bad ``max_iterations`` or ``timeout``, no provider, a middleware without a name or hook,
-a recorder with no recorder hook (``AgentBuildError``, a ``ValueError``).
+a recorder with no recorder hook, an ``output_schema`` that cannot be one (``agent.structured``)
+(``AgentBuildError``, a ``ValueError``).
 
 The agent's other parts live beside it: ``agent.errors`` (the error tree),
 ``agent.chart`` (``build_agent_chart``), ``agent.agent`` (``Agent``, ``AgentSnapshot``).
@@ -20,9 +21,11 @@ from governance.checkin import resolve_check_in_config
 from governance.middleware import validate_chain
 from governance.permissions import validate_permission_checker
 
+from . import structured
 from .agent import Agent, AgentSnapshot
 from .chart import build_agent_chart
 from .config import AgentConfig
+from .conversations import HistoryPolicy
 from .errors import AgentBuildError, PolicyHaltError
 from .tools import Tool
 
@@ -103,6 +106,7 @@ class AgentBuilder:
             resolve_check_in_config(evidence, scorer)
             if settings["permission_checker"] is not None:
                 validate_permission_checker(settings["permission_checker"])
+            output = structured.build_output(settings["output_schema"], settings["output_retries"], self._tools)
         except (TypeError, ValueError) as exc:
             raise AgentBuildError(str(exc)) from None
         for recorder in settings["recorders"]:
@@ -112,13 +116,18 @@ class AgentBuilder:
                     "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
                 )
         cfg = AgentConfig(
-            provider=provider, model=settings["model"], system_prompt=self._system, tools=dict(self._tools),
+            provider=provider, model=settings["model"], tools=dict(self._tools), output=output,
+            system_prompt=structured.system_prompt(output, self._system, provider),
             tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
             check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
         )  # fmt: skip
+        try:
+            history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
+        except ValueError as exc:
+            raise AgentBuildError(f"Agent.create({exc}") from None
         return Agent(
             cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
-            recorders=settings["recorders"],
+            recorders=settings["recorders"], history=history,
         )  # fmt: skip

@@ -4,7 +4,10 @@
 
     seed ──► call-llm ──► route ─┬─ 'tool-calls' ──► tool-calls (pausable) ──loop──► call-llm
                                  ├─ 'wrap-up'    ──► wrap-up ──loop──► call-llm
+                                 ├─ 'output-retry' ──► output-retry ──loop──► call-llm
                                  └─ 'final' (default) ──► final (prepare-final ► break-final)
+
+(``wrap-up`` only with tools and wrap-up on; ``output-retry`` only with an ``output_schema``.)
 
 Law of this file: every model call, routing decision and tool result is a commit in the
 run's log, so the whole flowchart toolkit (narrative, replay, causal chains, traces)
@@ -19,6 +22,7 @@ from typing import Any
 from flowchart import FlowChart, Pausable, flow_chart
 from flowchart.chart import drive
 
+from . import structured
 from .config import AgentConfig
 from .dispatch import make_tool_calls
 from .paused import AnswerBook
@@ -71,6 +75,8 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     )
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
+    if cfg.output is not None:
+        branches = structured.add_retry_branch(branches, cfg.output)
     return (
         branches.add_subflow_chart_branch(
             "final",

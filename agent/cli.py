@@ -1,6 +1,7 @@
 """The ``agent`` command: operate durable agent runs kept in a run store.
 
-    agent runs list [--status paused] [--limit N]     runs, newest first
+    agent runs list [--status paused] [--limit N] [--conversation ID]
+                                                      runs, newest first (a conversation's turns)
     agent runs show RUN [--json]                      the question, evidence, narrative so far
     agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
@@ -8,6 +9,7 @@
     agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
+    agent conversations show ID [--json]              a conversation's transcript, turn by turn
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
@@ -40,6 +42,8 @@ from flowchart.commits import replay
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
 
 from .config import TOOL_ERRORS
+from .conversation_cli import add_commands as add_conversation_commands
+from .conversation_cli import earlier_turn_lines, turn_input
 from .loading import load_agent
 
 _STATUSES = ("running", "paused", "done", "failed")
@@ -113,15 +117,23 @@ def decisions_of(record: RunRecord) -> list[Any]:
 
 def cmd_list(args: argparse.Namespace) -> str:
     """``runs list``: one line per run, newest first."""
-    records = open_store(args).list(status=args.status, limit=args.limit)
+    conversation = getattr(args, "conversation", None)
+    records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
     if args.json:
         return json.dumps([summary(r) for r in records], ensure_ascii=False, indent=2)
     if not records:
-        return "no runs" + (f" with status {args.status}" if args.status else "")
-    lines = [f"{'RUN':32}  {'STATUS':7}  {'KIND':5}  {'UPDATED':20}  {'COMMITS':>7}  QUESTION"]
+        return (
+            "no runs"
+            + (f" with status {args.status}" if args.status else "")
+            + (f" in conversation {conversation}" if conversation else "")
+        )
+    turn = f"{'TURN':>4}  " if conversation else ""
+    lines = [f"{turn}{'RUN':32}  {'STATUS':7}  {'KIND':5}  {'UPDATED':20}  {'COMMITS':>7}  QUESTION"]
     for r in records:
+        turn = f"{r.turn:>4}  " if conversation else ""
         lines.append(
-            f"{r.run_id:32}  {r.status:7}  {r.kind:5}  {_when(r.updated_at):20}  {r.next_seq:>7}  {question_line(r)}"
+            f"{turn}{r.run_id:32}  {r.status:7}  {r.kind:5}  {_when(r.updated_at):20}  {r.next_seq:>7}  "
+            f"{question_line(r)}"
         )
     return "\n".join(lines)
 
@@ -147,6 +159,8 @@ def summary(record: RunRecord) -> dict[str, Any]:
         "error": record.error, "narrative": list(record.narrative),
         "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
     }  # fmt: skip
+    if record.conversation_id is not None:
+        out.update(conversation=record.conversation_id, turn=record.turn)
     if record.failure is not None:
         out["failure"] = record.failure.to_dict()
     errors = tool_errors(record)
@@ -173,8 +187,10 @@ def cmd_show(args: argparse.Namespace) -> str:
     out = [
         f"run {record.run_id} ({record.kind}): {record.status}, {record.next_seq} commits, "
         f"updated {_when(record.updated_at)}",
-        f"input: {_compact(shown_input(record))}",
+        f"input: {_compact(turn_input(shown_input(record)))}",
     ]
+    if record.conversation_id is not None:  # the loaded history: `agent conversations show`
+        out.insert(1, f"conversation: {record.conversation_id}, turn {record.turn}")
     if record.status == "paused":
         from governance import CheckInRequest, MiddlewareAsk
 
@@ -297,7 +313,8 @@ def cmd_why(args: argparse.Namespace) -> str:
         from flowchart import Trace
 
         trace = source if isinstance(source, Trace) else Trace.load(source)
-        return causal_chain(trace.commit_log, "final_content").format()
+        chain = causal_chain(trace.commit_log, "final_content")
+        return "\n".join([chain.format(), *earlier_turn_lines(chain, trace.commit_log)])
     try:
         explanation = explain_answer(source, call=args.call, drivers=args.drivers)
     except ExplainError as exc:
@@ -351,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("list", cmd_list, "List runs, newest first.")
     sub.add_argument("--status", choices=_STATUSES, help="only runs with this status")
     sub.add_argument("--limit", type=int, default=50, metavar="N", help="at most N runs (default 50)")
+    sub.add_argument("--conversation", metavar="ID", help="only the turns of this conversation, newest first")
     sub.add_argument("--json", action="store_true", help="print JSON")
     sub = command("show", cmd_show, "Show a run: its question, evidence pack and narrative so far.")
     sub.add_argument("run", metavar="RUN", help="the run id")
@@ -386,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument(
         "-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html, or RUN.html)"
     )
+    add_conversation_commands(groups, store_options)
     return parser
 
 

@@ -55,6 +55,13 @@ class AgentConfig:
     #: what a middleware ``ask`` does: "pause" the run, or "refuse" it as a denial naming the middleware
     #: (an agent served over MCP, which cannot wait for a person: ``agent.mcp.mcp_server``)
     ask_policy: Literal["pause", "refuse"] = "pause"
+    #: the answer's required shape (``agent.structured.OutputSpec``); None: free text
+    output: Any = None
+
+    @property
+    def loop_limit(self) -> int:
+        """The chart's per-target loop cap: the tool rounds, a wrap-up, and the output retries."""
+        return self.max_iterations + 2 + (self.output.retries if self.output is not None else 0)
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:

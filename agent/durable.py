@@ -32,7 +32,7 @@ import attrs
 
 from flowchart import RunResult
 from flowchart.chart import drive, run_coroutine
-from flowchart.engine.runner import _run_input as validated_input
+from flowchart.engine.entry import _run_input as validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
@@ -85,15 +85,18 @@ async def start(agent: Agent, run_input: dict[str, Any], run_id: str | None = No
     return await advance_run(agent, run_id, attach)
 
 
-def create(agent: Agent, run_input: dict[str, Any], run_id: str | None = None) -> str:
-    """Record a queued (``running``, not yet started) run; return its id."""
+def create(
+    agent: Agent, run_input: dict[str, Any], run_id: str | None = None, conversation: tuple[str, int] | None = None
+) -> str:
+    """Record a queued (``running``, not yet started) run, as turn ``conversation=(id, turn)``
+    of a conversation when given; return its id."""
     run_id = run_id or new_run_id()
     run_input = validated_input(run_input)  # refused as a chart run refuses it, before a run is stored
     chart = agent.chart
     store = _store(agent)
     store.create(
         run_id, kind=AGENT_RUN_KIND, chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=agent.redaction,
+        redaction=agent.redaction, **({} if conversation is None else {"conversation": conversation}),
     )  # fmt: skip
     return run_id
 

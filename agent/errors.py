@@ -12,8 +12,12 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── ToolDefinitionError (ValueError)    define_tool / @tool cannot make a tool of it
     ├── AgentLoadError (CliError)           "MODULE:ATTR" does not name an Agent (agent.loading)
     ├── PolicyHaltError (RuntimeError)      the permission checker halted the run
-    ├── OutputSchemaError (ValueError)      reserved: the final answer does not fit output_schema
+    ├── OutputSchemaError (ValueError)      the final answer never fit output_schema (agent.structured)
     ├── ExplainError (ValueError)           the record holds no model call to explain
+    ├── ConversationError (ValueError)      a bad conversation id or policy, or an unreadable stored turn
+    ├── ConversationBusyError (RuntimeError) the conversation's latest turn is paused or running,
+    │                                        or another process took the turn
+    ├── NoConversationError (RuntimeError)  follow_up before any conversation turn
     ├── McpConnectionError (RuntimeError)   an MCP server could not be started or reached
     ├── McpToolError (RuntimeError)         an MCP tool answered with isError
     └── provider errors                     (agent/providers/errors.py draws their subtree)
@@ -71,6 +75,33 @@ class PolicyHaltError(AgentError, RuntimeError):
         return (type(self), (self.reason, self.tool_name, self.tool_call_id))
 
 
+class OutputSchemaError(AgentError, ValueError):
+    """The model's reply never matched the agent's ``output_schema``, retries included.
+
+    ``text`` is the last reply, ``errors`` what was wrong with it, ``retries`` how many
+    corrections were asked for. The run's record holds every attempt (``output_schema_retries``)
+    and the failure (``output_schema_error``).
+    """
+
+    code = "ERR_OUTPUT_SCHEMA"
+
+    def __init__(self, text: str, errors: list[str], retries: int) -> None:
+        super().__init__(
+            f"the model's reply does not match the output schema after {retries_text(retries)}: {'; '.join(errors)}"
+        )
+        self.text = text
+        self.errors = list(errors)
+        self.retries = retries
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.text, self.errors, self.retries))
+
+
+def retries_text(count: Any) -> str:
+    """``1 retry`` / ``2 retries``."""
+    return f"{count} retry" if count == 1 else f"{count} retries"
+
+
 class ExplainError(AgentError, ValueError):
     """The record holds no model call to explain (or ``call=N`` names none)."""
 
@@ -81,3 +112,24 @@ class McpConnectionError(AgentError, RuntimeError):
 
 class McpToolError(AgentError, RuntimeError):
     """An MCP tool answered with ``isError``: the message is the server's text."""
+
+
+class ConversationError(AgentError, ValueError):
+    """A conversation cannot be continued as asked (bad id or policy, or an unreadable turn)."""
+
+
+class ConversationBusyError(AgentError, RuntimeError):
+    """The conversation's latest turn is paused or running, or another process took the turn."""
+
+    def __init__(self, message: str, conversation_id: str, turn: int, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+        self.turn = turn
+        self.run_id = run_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.conversation_id, self.turn, self.run_id))
+
+
+class NoConversationError(AgentError, RuntimeError):
+    """``follow_up`` was called before this agent ran any conversation turn."""

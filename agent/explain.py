@@ -13,6 +13,9 @@ For one model call (the one whose reply became the final answer, or ``call=N``):
    result (tool, args, call id, the after-tool middleware that changed it, the human decision
    that allowed or declined the call, a denial), an injected wrap-up instruction, the system
    prompt — each with a short snippet of its content;
+   A message an earlier conversation turn said is labelled with that turn, its run id
+   and the commit of that run that wrote it (``from_turn``/``from_run``/``from_commit``),
+   so the answer is followed across turns into the earlier run's own record;
 3. the decisions on the way (route choices with their rationale, denials, human answers);
 4. optionally (``drivers=True``) the deterministic lexical Jaccard ranking of the sent
    messages by the words they share with the answer — the same scorer check-in uses.
@@ -37,6 +40,7 @@ from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
+from .conversations import loaded_origin
 from .errors import ExplainError
 from .state import HISTORY
 
@@ -55,9 +59,14 @@ class SentMessage:
     details: tuple[str, ...] = ()
     tool_call_id: str | None = None
     score: float | None = None
+    #: an earlier conversation turn's message: its turn, run and the commit of that run that wrote it
+    from_turn: int | None = None
+    from_run: str | None = None
+    from_commit: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form (``score`` only when drivers were ranked)."""
+        """JSON-safe form (``score`` only when drivers were ranked; ``from_*`` only for an
+        earlier turn's message)."""
         out: dict[str, Any] = {"index": self.index, "role": self.role, "origin": self.origin, "snippet": self.snippet}
         if self.details:
             out["details"] = list(self.details)
@@ -65,6 +74,8 @@ class SentMessage:
             out["tool_call_id"] = self.tool_call_id
         if self.score is not None:
             out["score"] = self.score
+        if self.from_run is not None:
+            out.update(from_turn=self.from_turn, from_run=self.from_run, from_commit=self.from_commit)
         return out
 
 
@@ -353,6 +364,20 @@ def _describe(
     return SentMessage(index, role, f"{role} message from {where}", snippet(content))
 
 
+def from_earlier_turn(sent: SentMessage, state: dict[str, Any], index: int) -> SentMessage:
+    """``sent`` with its origin in an earlier conversation turn (run and commit), when the
+    seed loaded it from there (the ``conversation`` record says so)."""
+    found = loaded_origin(state, index)
+    if found is None:
+        return sent
+    turn, run_id, idx = found
+    origin = sent.origin.replace("model call", "that turn's model call")
+    where = f"run {run_id}" + (f", commit {idx}" if idx is not None else "")
+    return attrs.evolve(
+        sent, origin=f"turn {turn}: {origin} ({where})", from_turn=turn, from_run=run_id, from_commit=idx
+    )  # fmt: skip
+
+
 def _asking_call(origin: _Step | None, calls_by_idx: dict[int, int]) -> int | None:
     """The number of the last model call committed before ``origin`` (the one that asked)."""
     if origin is None:
@@ -428,7 +453,8 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         sent.append(SentMessage(0, "system", "the system prompt", snippet(prompt)))
     for index, message in enumerate(history):
         if isinstance(message, dict) and index < len(origins):
-            sent.append(_describe(index + 1, message, origins[index], final_state, calls_by_idx))
+            described = _describe(index + 1, message, origins[index], final_state, calls_by_idx)
+            sent.append(from_earlier_turn(described, final_state, index))
     if drivers:
         answer_tokens = tokens(str(answer_text))
         texts = {0: prompt if isinstance(prompt, str) else ""}

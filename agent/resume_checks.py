@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowchart import Checkpoint, CheckpointError
-from flowchart.engine.runner import check_checkpoint
+from flowchart.engine.entry import check_checkpoint
 from governance import CheckInRequest, MiddlewareAsk
 from governance.errors import WireFormatError
 from governance.middleware import link_name

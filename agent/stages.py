@@ -4,6 +4,8 @@ Laws:
 - ``seed`` runs the INPUT message chain before anything is written: the model, the
   history and every later commit see the transformed text; a deny records why and stops
   the run before any provider call.
+- On a conversation turn, ``seed`` puts the earlier turns' messages before the user's
+  and writes ``conversation`` (their provenance) in the same commit (``agent.conversations``).
 - ``call-llm`` sends exactly what ``history`` holds (plus the system prompt and the tool
   schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
   ``history`` (``tool-calls`` does). Retries the provider made are appended to
@@ -33,9 +35,12 @@ from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
 
-from . import events
+from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+from .conversations import seed_parts
 from .state import (
+    CONVERSATION,
+    CONVERSATION_INPUT,
     FINAL_CONTENT,
     HISTORY,
     IDENTITY,
@@ -98,7 +103,9 @@ def make_seed(cfg: AgentConfig) -> Any:
             if verdict.verdict != "allow":
                 denied = verdict
         scope.user_message = content
-        scope.history = [{"role": "user", "content": content}]
+        turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
+        loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
+        scope.history = [*loaded, {"role": "user", "content": content}]
         scope.iteration = 1
         scope.max_iterations = cfg.max_iterations
         for key, value in _AGENT_STATE_DEFAULTS:
@@ -108,6 +115,8 @@ def make_seed(cfg: AgentConfig) -> Any:
         if cfg.system_prompt:
             # what the model is told is part of the record (``agent why`` quotes it)
             scope.system_prompt = cfg.system_prompt
+        if meta is not None:
+            scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
         ctx.emit(events.TURN_START, {USER_MESSAGE: content})
         if denied is not None:
             deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
@@ -126,6 +135,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals."""
     from agent.providers.types import LLMRequest
 
+    output_schema = cfg.output.request if cfg.output is not None else None
+
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration = scope.iteration
         wrapped_up = WRAP_UP_ASKED in scope
@@ -137,6 +148,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             model=cfg.model,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
+            output_schema=output_schema,
         )
         observed = ctx.observed  # build event payloads only when somebody listens
         if observed:
@@ -238,6 +250,8 @@ def make_route(cfg: AgentConfig) -> Any:
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
             )
+        if cfg.output is not None:
+            rules.append(structured.retry_rule(cfg.output))
         fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
         decision = decide(scope, rules, {"branch": "final", "label": fallback})
         matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]

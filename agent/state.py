@@ -22,6 +22,7 @@ from flowchart import CheckpointError
 # -- the run input (``durable.make_input``) ---------------------------------------------
 INPUT_MESSAGE = "input_message"
 INPUT_IDENTITY = "input_identity"
+CONVERSATION_INPUT = "conversation_input"  # a conversation turn: the earlier turns' messages (agent.conversations)
 
 # -- written by seed ----------------------------------------------------------------------
 USER_MESSAGE = "user_message"
@@ -40,7 +41,11 @@ TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
 # -- written by wrap-up and final ---------------------------------------------------------
 WRAP_UP_ASKED = "wrap_up_asked"
+CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
+# -- written by output-retry (only with an output_schema: agent.structured) ---------------
+OUTPUT_SCHEMA_RETRIES = "output_schema_retries"
+OUTPUT_SCHEMA_ERROR = "output_schema_error"
 # -- written by the gates -----------------------------------------------------------------
 MIDDLEWARE_DECISIONS = "middleware_decisions"  # governance.LEDGER_KEY
 HUMAN_DECISIONS = "human_decisions"  # governance.HUMAN_DECISIONS

@@ -38,6 +38,7 @@ from flowchart.stream_tap import StreamTap
 
 from . import events
 from .paused import Paused
+from .structured import answer_json
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -130,12 +131,15 @@ def answer_view(result: Any) -> dict[str, Any]:
     """The agent's result as JSON: ``paused``, ``output`` (the answer), ``question``, ``run_id``."""
     if isinstance(result, Paused):
         return {"paused": True, "output": None, "question": json_view(result.pause_data), "run_id": result.run_id}
-    return {"paused": False, "output": result, "question": None, "run_id": None}
+    return {"paused": False, "output": answer_json(result), "question": None, "run_id": None}
 
 
-def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] | str | None) -> StreamPlan:
-    """The plan of ``agent.stream(message, ...)``: the agent's own run with a tap in it."""
-    from . import durable
+def agent_plan(
+    agent: Agent, message: str, identity: Any, modes: Iterable[str] | str | None, turn: Any = None
+) -> StreamPlan:
+    """The plan of ``agent.stream(message, ...)``: the agent's own run with a tap in it
+    (``turn``: the ``(conversation id, policy)`` of a conversation turn)."""
+    from . import conversations, durable
 
     run_input = durable.make_input(message, identity)  # a blank message is refused here, not mid-stream
     kinds = resolve_modes(modes, AGENT_MODES, AGENT_KINDS)
@@ -155,12 +159,15 @@ def agent_plan(agent: Agent, message: str, identity: Any, modes: Iterable[str] |
         return [*recorders, tap]
 
     async def arun(_tap: StreamTap) -> Any:
+        if turn is not None:
+            conversation, policy = turn
+            return await conversations.arun(agent, run_input, conversation, policy, attach=attach, run_id=run_id)
         return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.chart import drive
 
-        return drive(agent.arun_turn(run_input, attach, run_id))
+        return drive(arun(_tap))
 
     def final(result: Any, tap: StreamTap) -> Final:
         event = final_event(result, tap)

@@ -194,6 +194,11 @@ def structure(value: Any, tp: Any) -> Any:
     return _CONVERTER.structure(value, tp)
 
 
+def unstructure(value: Any) -> Any:
+    """An instance ``structure`` made, back as JSON (Enum members by value)."""
+    return _CONVERTER.unstructure(value)
+
+
 def parameter_schemas(hints: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """One schema per parameter annotation (errors carry the parameter name in ``where``)."""
     out: dict[str, dict[str, Any]] = {}

@@ -4,7 +4,7 @@ Laws:
 - ``define_tool`` validates its own definition up front (name pattern, object schema,
   callable ``execute``, check-in demand) with an error that names the problem.
 - Arguments the model sends are checked against ``input_schema`` BEFORE the tool runs
-  (required keys, JSON types, enums, nested objects and arrays); a failure goes back to
+  (required keys, JSON types, enums, unions, bounds, nested objects and arrays); a failure goes back to
   the model as the tool's result, naming each problem, and the tool does not run.
 - ``ask_human(data)`` inside a tool pauses the run at ``tool-calls``; the answer given
   to ``agent.resume`` becomes that call's result. The tool is not run again.
@@ -164,27 +164,80 @@ def _has_type(value: Any, expected: Any) -> bool:
     return _JSON_TYPES.get(expected, _any_type)(value)
 
 
-def validate_args(args: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
-    """Problems with ``args`` against ``schema`` (a practical JSON Schema subset), in order."""
+def validate_args(args: Any, schema: Mapping[str, Any], path: str = "", *, root: str = "the arguments") -> list[str]:
+    """Problems with ``args`` against ``schema`` (a practical JSON Schema subset), in order.
+
+    Checked: ``type``, ``enum``, ``const``, ``anyOf``, ``required``, ``properties``,
+    ``additionalProperties``, ``items``, ``minimum``/``maximum``, ``minLength``/``maxLength``,
+    ``minItems``/``maxItems``; other keywords pass. ``root`` names the whole value in messages.
+    """
+    where = f"'{path}'" if path else root
     expected = schema.get("type")
     if expected is not None and not _has_type(args, expected):
         kinds = expected if isinstance(expected, list) else [expected]
-        where = f"'{path}'" if path else "the arguments"
         return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
     issues: list[str] = []
     if "enum" in schema and args not in schema["enum"]:
-        issues.append(f"'{path}': expected one of {json.dumps(schema['enum'])}, got {json.dumps(args)}")
+        issues.append(f"{where}: expected one of {json.dumps(schema['enum'])}, got {_shown(args)}")
+    if "const" in schema and args != schema["const"]:
+        issues.append(f"{where}: expected {json.dumps(schema['const'])}, got {_shown(args)}")
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and branches:
+        found = [validate_args(args, b, path, root=root) for b in branches if isinstance(b, Mapping)]
+        if found and all(found):
+            issues.append(f"{where}: matches none of the {len(found)} allowed shapes ({found[0][0]})")
+    issues.extend(_bounds(args, schema, where))
+    prefix = path + "." if path else ""
     if isinstance(args, dict):
         for key in schema.get("required", ()):
             if key not in args:
-                issues.append(f"'{path + '.' if path else ''}{key}' is required but missing")
-        for key, sub in (schema.get("properties") or {}).items():
+                issues.append(f"'{prefix}{key}' is required but missing")
+        properties = schema.get("properties") or {}
+        for key, sub in properties.items():
             if key in args and isinstance(sub, Mapping):
-                issues.extend(validate_args(args[key], sub, f"{path + '.' if path else ''}{key}"))
+                issues.extend(validate_args(args[key], sub, f"{prefix}{key}", root=root))
+        extra = schema.get("additionalProperties")
+        for key in (k for k in args if k not in properties):
+            if extra is False:
+                issues.append(f"'{prefix}{key}' is not allowed (no such property)")
+            elif isinstance(extra, Mapping):
+                issues.extend(validate_args(args[key], extra, f"{prefix}{key}", root=root))
     if isinstance(args, list) and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(args):
-            issues.extend(validate_args(item, schema["items"], f"{path}[{index}]"))
+            issues.extend(validate_args(item, schema["items"], f"{path}[{index}]", root=root))
     return issues
+
+
+_BOUNDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], Any], str, bool], ...] = (
+    ("minimum", _JSON_TYPES["number"], lambda v: v, "at least", True),
+    ("maximum", _JSON_TYPES["number"], lambda v: v, "at most", False),
+    ("minLength", _JSON_TYPES["string"], len, "at least {} characters long", True),
+    ("maxLength", _JSON_TYPES["string"], len, "at most {} characters long", False),
+    ("minItems", _JSON_TYPES["array"], len, "at least {} items long", True),
+    ("maxItems", _JSON_TYPES["array"], len, "at most {} items long", False),
+)
+
+
+def _bounds(value: Any, schema: Mapping[str, Any], where: str) -> list[str]:
+    """The ``minimum``/``maximum``/``min*``/``max*`` keywords ``value`` breaks."""
+    issues = []
+    for keyword, applies, measure, wording, lower in _BOUNDS:
+        limit = schema.get(keyword)
+        if not applies(value) or not _JSON_TYPES["number"](limit):
+            continue
+        size = measure(value)
+        if (size < limit) if lower else (size > limit):
+            text = wording.format(limit) if "{}" in wording else f"{wording} {limit}"
+            issues.append(f"{where}: must be {text}, got {_shown(value) if size is value else size}")
+    return issues
+
+
+def _shown(value: Any) -> str:
+    """``value`` as JSON for a message (``repr`` for what JSON cannot show)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def format_arg_issues(tool_name: str, issues: list[str]) -> str:

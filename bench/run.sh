@@ -116,6 +116,10 @@ if [[ " $ONLY " == *" W6 "* ]]; then
   "$PF_PY" -m bench.pyfootprint.stream_overhead >"$ROOT/bench/results/stream_overhead.jsonl" || FAILED=1
 fi
 
+# A 50-turn conversation on SQLite: µs per turn at turns 1, 10 and 50 (its own file and table).
+say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
+"$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1
+
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -126,6 +130,15 @@ fi
   if [[ -s "$ROOT/bench/results/stream_overhead.jsonl" ]]; then
     echo
     echo "Streaming overhead (W6, agent.stream ÷ agent.run): $(tail -n 1 "$ROOT/bench/results/stream_overhead.jsonl")"
+  fi
+  if [[ -s "$ROOT/bench/results/conversation.jsonl" ]]; then
+    echo
+    echo "A 50-turn conversation on SQLite (C50), median µs per turn:"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "median" in r:
+        print("- %s: %.0f µs" % (r["variant"], r["median"]))' "$ROOT/bench/results/conversation.jsonl"
   fi
 } >"$MD"
 cat "$MD"

@@ -4,12 +4,14 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
+from flowchart import launch as _launch
 from flowchart._version import package_version
 from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
 from flowchart.cancel import CancelToken, RunCancelledError
 from flowchart.causal import causal_chain
 from flowchart.chart import FlowChart
+from flowchart.chart import bind_launcher as _bind_launcher
 from flowchart.commits import Commit, Op, replay
 from flowchart.context import StageContext
 from flowchart.decide import Decision, Selection, decide, select
@@ -23,6 +25,7 @@ from flowchart.errors import (
     RunError,
     RunTimeoutError,
     ScopeWriteError,
+    TraceError,
 )
 from flowchart.failure import RunFailure, failed_run
 from flowchart.nodes import Pausable
@@ -32,6 +35,10 @@ from flowchart.redaction import Redaction
 from flowchart.result import RunResult
 from flowchart.scope import Scope
 from flowchart.trace import Trace
+
+# The structure (flowchart.chart) sits below the engine, the store and the streams, so its
+# entry points run through flowchart.launch, which the façade binds into it here, once.
+_bind_launcher(_launch)
 
 
 def __getattr__(name: str) -> str:
@@ -68,6 +75,7 @@ __all__ = [
     "Selection",
     "StageContext",
     "Trace",
+    "TraceError",
     "__version__",
     "causal_chain",
     "commit_value_at",

@@ -7,23 +7,24 @@ Laws:
 - ``spec`` is JSON-safe and flat (one entry per stage, so a 10,000-stage chart needs no
   recursion); ``fingerprint`` is the SHA-256 of the spec's canonical JSON — the same in
   every process, different when the structure changes. Functions are not part of it.
-- ``run()`` needs no event loop when no stage is ``async`` (the traversal coroutine is
-  driven directly); otherwise it runs one with ``asyncio.run``. ``arun()`` always awaits.
+- The entry points (``run`` / ``arun`` / ``resume`` / ``aresume`` / ``resume_run`` /
+  ``stream`` / ``astream``) are thin: each checks its keywords into one ``RunOptions``
+  and calls the ``Launcher`` the façade bound (``flowchart/launch.py``), because the
+  structure sits below the engine, the store and the streams. A chart keeps nothing of
+  a run: not its store (``resume_run`` finds that by run id), not its options.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import functools
-import hashlib
-import json
-from collections.abc import Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .coroutines import drive, run_coroutine  # their old home: agent/ imports them from here
 from .errors import RunError
+from .fingerprint import spec_fingerprint
 from .nodes import StageNode, iter_nodes
+from .options import DEFAULT_MAX_ITERATIONS, RunOptions, stream_options
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -35,39 +36,41 @@ if TYPE_CHECKING:
     from .store.protocol import RunStore
     from .stream import AsyncRunStream, RunStream
 
-
-def spec_fingerprint(spec: Any) -> str:
-    """SHA-256 of a chart spec's canonical JSON (sorted keys, no spaces): the chart's identity."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+__all__ = ["FlowChart", "Launcher", "bind_launcher", "drive", "run_coroutine", "spec_fingerprint"]
 
 
-def drive(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never suspends (a chart with no async stage) without a loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RunError("internal: a chart without async stages suspended; please report this with the chart")
+class Launcher(Protocol):
+    """How a chart's entry points start a run: ``flowchart/launch.py``, bound by the façade.
 
-
-def run_coroutine(make: Any, needs_loop: bool) -> Any:
-    """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop.
-
-    When the calling thread already runs a loop (a notebook, a test harness) the fresh loop
-    runs in a helper thread, so ``chart.run()`` works there too; ``arun`` is the way to
-    share the caller's loop.
+    The structure sits below the engine, the store and the streams, so it cannot import
+    them; the layer above that can (``launch``) implements these, and
+    ``flowchart/__init__.py`` binds it once with ``bind_launcher``. Each takes the chart
+    and the ``RunOptions`` its entry point checked.
     """
-    if not needs_loop:
-        return drive(make(False))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make(True))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowchart-run") as pool:
-        # the helper thread runs in a copy of the caller's context (its current span, its contextvars)
-        return pool.submit(contextvars.copy_context().run, asyncio.run, make(True)).result()
+
+    def run(self, chart: FlowChart, input: Any, options: RunOptions) -> RunResult: ...
+    def arun(self, chart: FlowChart, input: Any, options: RunOptions) -> Awaitable[RunResult]: ...
+    def resume(self, chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult: ...
+    def aresume(
+        self, chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions
+    ) -> Awaitable[RunResult]: ...
+    def resume_run(self, chart: FlowChart, run_id: str, input: Any, options: RunOptions) -> RunResult: ...
+    def stream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> RunStream: ...
+    def astream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> AsyncRunStream: ...
+
+
+_bound: list[Launcher] = []
+
+
+def bind_launcher(launcher: Launcher) -> None:
+    """Give every chart its entry points (called once, by ``flowchart/__init__.py``)."""
+    _bound[:] = [launcher]
+
+
+def _launcher() -> Launcher:
+    if not _bound:  # only reachable by a module that bypasses the package's __init__
+        raise RunError("internal: the chart's entry points are not bound; import flowchart first")
+    return _bound[0]
 
 
 class FlowChart:
@@ -77,8 +80,6 @@ class FlowChart:
         self._root = root
         self._nodes = nodes
         self._loop_stubs: dict[str, StageNode] = {}
-        #: the run store of the last ``run(store=...)``, so ``resume_run(run_id, input)`` finds it
-        self._store: RunStore | None = None
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -198,7 +199,7 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
@@ -210,25 +211,8 @@ class FlowChart:
         With ``store`` the run is recorded there (id ``run_id``, else a fresh one, and
         ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
         """
-        from .engine.runner import start_run
-
-        if store is not None:
-            from .store.runs import run_chart
-
-            self._store = store
-
-            return run_chart(
-                self, store, input, run_id, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, cancel=cancel,
-            )  # fmt: skip
-
-        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-            return start_run(
-                self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
-            )  # fmt: skip
-
-        return run_coroutine(make, self.needs_loop or timeout is not None)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
+        return _launcher().run(self, input, options)
 
     async def arun(
         self,
@@ -236,7 +220,7 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
@@ -249,12 +233,8 @@ class FlowChart:
         ``cancel`` a ``CancelToken`` whose ``cancel(reason)`` ends the run before its next
         stage with ``RunCancelledError`` (the running stage's writes commit).
         """
-        from .engine.runner import start_run
-
-        return await start_run(
-            self, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return await _launcher().arun(self, input, options)
 
     def stream(
         self,
@@ -271,9 +251,7 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        from .stream import RunStream, chart_plan
-
-        return RunStream(chart_plan(self, input, modes, run_options, store, run_id))
+        return _launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
 
     def astream(
         self,
@@ -285,9 +263,7 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        from .stream import AsyncRunStream, chart_plan
-
-        return AsyncRunStream(chart_plan(self, input, modes, run_options, store, run_id))
+        return _launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
 
     def resume(
         self,
@@ -296,21 +272,14 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
-        from .engine.runner import resume_run
-
-        def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
-            return resume_run(
-                self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-                timeout=timeout, redaction=redaction, concurrent=concurrent, cancel=cancel,
-            )  # fmt: skip
-
-        return run_coroutine(make, self.needs_loop or timeout is not None)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return _launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
         self,
@@ -320,27 +289,19 @@ class FlowChart:
         store: RunStore | None = None,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
     ) -> RunResult:
         """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
         answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded.
 
-        ``store`` defaults to the store this chart last ran with (``run(..., store=...)``).
+        ``store`` defaults to the store this process recorded ``run_id`` in (``run(...,
+        store=...)``): the memory is per run id, in the store layer (``store_of``), not on the
+        immutable chart, so two runs of one chart in two stores each resume from their own.
         """
-        from .store.runs import resume_chart
-
-        if store is None:
-            store = self._store
-        if store is None:
-            raise RunError(
-                f"resume_run('{run_id}'): no run store — pass store=... (or run this chart with store= first)"
-            )
-        return resume_chart(
-            self, store, run_id, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id)
+        return _launcher().resume_run(self, run_id, input, options)
 
     async def aresume(
         self,
@@ -349,15 +310,11 @@ class FlowChart:
         *,
         env: Mapping[str, Any] | None = None,
         recorders: Iterable[Any] = (),
-        max_iterations: int = 1000,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
-        from .engine.runner import resume_run
-
-        return await resume_run(
-            self, checkpoint, input, env=env, recorders=recorders, max_iterations=max_iterations,
-            timeout=timeout, redaction=redaction, concurrent=True, cancel=cancel,
-        )  # fmt: skip
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        return await _launcher().aresume(self, checkpoint, input, options)

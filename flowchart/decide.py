@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from .recorders.summary import summarize_value
 from .redaction import EVENT_PLACEHOLDER
 from .scope import Scope, ScopeObserver, transaction_of
+from .summary import summarize_value
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,

@@ -5,11 +5,18 @@
     ├── RunError(FlowchartError, RuntimeError)       a run cannot go on (unknown branch, loop cap, ...)
     │   ├── LoopLimitError                           a loop target was visited too often
     │   ├── RunTimeoutError(RunError, TimeoutError)  run(timeout=...) expired inside a stage
-    │   └── ForkError                                one or more fork children failed
+    │   ├── RunCancelledError (cancel.py)            a CancelToken ended the run
+    │   └── ForkError                                reserved: raised by chart.fork (the forks issue)
+    │                                                when a fork cannot be made; never raised by a plain run
     ├── ScopeWriteError(FlowchartError, ValueError)  a stage wrote something it may not
     │   └── ReadonlyInputError                       a stage wrote a run-input key
-    └── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
-                                                     foreign, past a limit, or fails its signature
+    ├── CheckpointError(FlowchartError, ValueError)  a checkpoint, trace or stored row is malformed,
+    │   │                                            foreign, past a limit, or fails its signature
+    │   └── TraceError                               a trace file is bad (Trace.load / from_json / from_dict,
+    │                                                and the `flowchart` command that reads traces)
+    └── StoreError (flowchart.store)                 a run store refused; its subtree (not found, exists,
+                                                     commit conflict, already answered, schema version)
+                                                     is drawn in flowchart/store/protocol.py
 
 Each error carries the context it was raised in (stage id, key) as attributes.
 """
@@ -48,7 +55,11 @@ class RunTimeoutError(RunError, TimeoutError):
 
 
 class ForkError(RunError):
-    """Children of a fork or selector failed (``fail_fast=False`` collects them all)."""
+    """Reserved for ``chart.fork(...)``: a fork of a run cannot be made (the forks issue raises it).
+
+    No plain run raises it today: a failing fork child re-raises its own error. ``errors``
+    maps what failed to its error, for the forks engineer's use.
+    """
 
     def __init__(
         self, message: str, *, stage_id: str | None = None, errors: dict[str, BaseException] | None = None
@@ -77,3 +88,11 @@ class CheckpointError(FlowchartError, ValueError):
         super().__init__(message)
         self.path = path
         self.detail = detail
+
+
+class TraceError(CheckpointError):
+    """A trace file is malformed, of an unknown version, or inconsistent; ``path`` names where.
+
+    A ``CheckpointError``, so ``except CheckpointError`` still catches it; raised by
+    ``Trace.load`` / ``Trace.from_json`` / ``Trace.from_dict`` and the ``flowchart`` command.
+    """

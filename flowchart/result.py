@@ -1,4 +1,9 @@
-"""``RunResult``: what a run (or a resume) returns."""
+"""``RunResult``: what a run (or a resume) returns, and ``result.trace()``, its file.
+
+The result sits in the engine's layer and the trace beside it (``flowchart/trace.py``
+needs nothing above the commit log), so ``trace()`` is a plain call down, not an import
+hidden in a function.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .commits import Commit
+from .trace import Trace
 
 if TYPE_CHECKING:
     from .chart import FlowChart
-    from .engine.run import Run, SubflowResult
+    from .engine.run_state import Run, SubflowResult
     from .engine.traversal import Traverser
     from .failure import RunFailure
     from .pause import Checkpoint
     from .redaction import Redaction
-    from .trace import Trace
 
 
 @attrs.define
@@ -95,6 +100,4 @@ class RunResult:
 
     def trace(self) -> Trace:
         """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot."""
-        from .trace import Trace
-
         return Trace.from_result(self)

@@ -126,7 +126,8 @@ def every_key(cl: type, converter: cattrs.Converter, optional: tuple[str, ...] =
 
 
 def make_converter() -> cattrs.Converter:
-    """Build the strict converter (exposed for the trace module, which extends it)."""
+    """The one factory of the package's strict converters (fail closed, paths in errors): checkpoints
+    use it as is, traces extend it (``trace.make_trace_converter``); a new untrusted loader starts here."""
     converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
@@ -198,6 +199,20 @@ def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict
     return copy_json(data) if copy else data
 
 
+def check_version(data: dict[str, Any], what: str, reads: int, *older: int) -> None:
+    """Refuse a loaded ``what`` (checkpoint, trace) whose integer ``version`` is not ``reads``
+    (nor one of the ``older`` versions it still upgrades): the one version check of every
+    versioned file (a non-integer is the converter's to refuse)."""
+    version = data.get("version")
+    known = (*sorted(older), reads)
+    if type(version) is int and version not in known:
+        told = f"version {reads}" if not older else "versions " + " and ".join(map(str, known))
+        raise CheckpointError(
+            f"Invalid {what}: unsupported version {version} @ $.version (this library reads {told})",
+            path="$.version",
+        )
+
+
 def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
     """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
     ``loads``, which already held it to the limits)."""
@@ -205,14 +220,8 @@ def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
         raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
     if not checked:
         check(data, what="checkpoint")
-    version = data.get("version")
-    if type(version) is int and version not in (FIRST_VERSION, CHECKPOINT_VERSION):
-        raise CheckpointError(
-            f"Invalid checkpoint: unsupported version {version} @ $.version "
-            f"(this library reads versions {FIRST_VERSION} and {CHECKPOINT_VERSION})",
-            path="$.version",
-        )
-    if version == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
+    check_version(data, "checkpoint", CHECKPOINT_VERSION, FIRST_VERSION)
+    if data.get("version") == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
         if "recorder_states" in data:
             raise _refuse("unknown key(s) recorder_states (a version-1 checkpoint has none)", "$")
         data = {**data, "version": CHECKPOINT_VERSION, "recorder_states": {}}

@@ -19,9 +19,14 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .engine.entry import _run_input, run_sync, start_run
+from .options import RunOptions
+from .recorders.narrative import narrative
+from .store.protocol import Segment
+from .store.runs import aadvance, new_run_id, remember_store, run_chart
 from .stream_drivers import AsyncRunStream, RunStream
 from .stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
 from .stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
@@ -42,58 +47,42 @@ __all__ = [
     "mark_cancelled",
 ]
 
-#: the keyword options ``chart.stream()`` passes on to the run
-RUN_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
 
-
-def chart_plan(
-    chart: FlowChart, input: Any, modes: Any, options: Mapping[str, Any], store: Any = None, run_id: str | None = None
-) -> StreamPlan:
-    """The plan of ``chart.stream(input, modes=..., **options)`` (``options`` as ``run()`` takes)."""
-    from .recorders.narrative import narrative
-
-    unknown = sorted(set(options) - RUN_OPTIONS)
-    if unknown:
-        raise TypeError(
-            f"chart.stream() got unknown run option(s) {', '.join(unknown)}: "
-            f"expected {', '.join(sorted(RUN_OPTIONS))}, modes, store or run_id"
-        )
+def chart_plan(chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> StreamPlan:
+    """The plan of ``chart.stream(input, modes=...)`` run with ``options`` (a stored run when ``options.store``)."""
     kinds = resolve_modes(modes, CHART_MODES, CHART_KINDS)
-    recorders = list(options.get("recorders", ()))
-    rest = {k: v for k, v in options.items() if k != "recorders"}
+    store = options.store
     if store is not None:
-        from .store.runs import new_run_id
-
-        run_id = run_id or new_run_id()
+        options = options.but(run_id=options.run_id or new_run_id())
+    run_id = options.run_id
 
     def make_tap(sink: Callable[[StreamEvent], None]) -> StreamTap:
         return StreamTap(sink, kinds, narrative=narrative() if "narrative" in kinds else None)
 
-    def with_tap(tap: StreamTap) -> list[Any]:
-        return [*recorders, tap]
+    def tapped(tap: StreamTap) -> RunOptions:
+        return options.but(recorders=(*options.recorders, tap))
 
     if store is not None:
 
         def run(tap: StreamTap) -> Any:
-            return chart.run(input, recorders=with_tap(tap), store=store, run_id=run_id, **rest)
+            return run_chart(chart, input, tapped(tap))
 
         async def arun(tap: StreamTap) -> Any:
-            assert run_id is not None
-            return await astart_stored(chart, store, input, run_id, recorders=with_tap(tap), **rest)
+            return await astart_stored(chart, input, tapped(tap))
 
     else:
 
         def run(tap: StreamTap) -> Any:
-            return chart.run(input, recorders=with_tap(tap), **rest)
+            return run_sync(chart, input, tapped(tap))
 
         async def arun(tap: StreamTap) -> Any:
-            return await chart.arun(input, recorders=with_tap(tap), **rest)
+            return await start_run(chart, input, tapped(tap), concurrent=True)
 
     def on_cancel(record: Cancelled) -> None:
         if store is not None and run_id is not None:
             mark_cancelled(store, run_id, record)
 
-    needs_loop = chart.needs_loop or options.get("timeout") is not None
+    needs_loop = chart.needs_loop or options.timeout is not None
     return StreamPlan(make_tap, arun, run, needs_loop, final_event, on_cancel)
 
 
@@ -105,8 +94,6 @@ def final_event(result: Any, _tap: StreamTap) -> Final:
 def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
     """Record a stored run as cancelled by its consumer: failed, with the commits it made, its
     narrative so far and the failure (``RunCancelledError``, the stage it stopped in)."""
-    from .store.protocol import Segment
-
     current = store.get(run_id)
     if current.status != "running":
         return
@@ -117,19 +104,19 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
     store.commit(run_id, segment)
 
 
-async def astart_stored(chart: FlowChart, store: Any, input: Any, run_id: str, **options: Any) -> Any:
-    """``chart.run(input, store=store, run_id=run_id)`` inside the caller's event loop."""
-    from .engine.runner import _run_input
-    from .store.runs import aadvance
-
+async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> Any:
+    """``chart.run(input, store=options.store, run_id=options.run_id)`` inside the caller's event loop."""
+    store, run_id = options.store, options.run_id
+    assert store is not None and run_id is not None, "a stored stream has a store and a run id"
     run_input = _run_input(input)
     store.create(
         run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=options.get("redaction"),
+        redaction=options.redaction,
     )  # fmt: skip
+    remember_store(run_id, store)
 
     async def step(record: Any) -> Any:
-        result = await chart.arun(record.input, **options)
+        result = await start_run(chart, record.input, options, concurrent=True)
         result.run_id = run_id
         return result
 

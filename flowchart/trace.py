@@ -26,8 +26,9 @@ Laws:
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -38,15 +39,16 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ._version import package_version
 from .causal import CausalChain, causal_chain
-from .chart import spec_fingerprint
 from .commits import Commit, Op, replay
-from .errors import CheckpointError
+from .errors import CheckpointError, TraceError
 from .failure import RunFailure
+from .fingerprint import spec_fingerprint
+from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
-from .recorders.narrative import NarrativeEntry
 from .redaction import Redaction
 from .serde import (
     Expected,
+    check_version,
     dumps,
     every_key,
     json_type,
@@ -65,10 +67,6 @@ if TYPE_CHECKING:
 TRACE_VERSION = 2
 LINES_VERSION = 1
 """The version whose narrative is bare lines (loaded and upgraded to records of type ``line``)."""
-RECORD_TYPES = frozenset(
-    {"stage", "step", "condition", "fork", "selector", "subflow", "loop", "break", "error",
-     "pause", "resume", "answer", "emit", "note", "line"}
-)  # fmt: skip
 
 
 @attrs.define
@@ -203,13 +201,15 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
-        """Load and validate; raises ``CheckpointError`` naming the bad field path."""
-        return structure_trace(data)
+        """Load and validate; raises ``TraceError`` (a ``CheckpointError``) naming the bad field path."""
+        with _as_trace_error():
+            return structure_trace(data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Trace:
-        """Parse JSON text and load it like ``from_dict`` (never executes anything)."""
-        return structure_trace(loads(text, what="trace"), checked=True)
+        """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
+        with _as_trace_error():
+            return structure_trace(loads(text, what="trace"), checked=True)
 
     def save(self, path: str | Path) -> Path:
         """Write the trace as JSON (UTF-8, one trailing newline); return the path."""
@@ -219,7 +219,7 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """Read a trace file: ``OSError`` if unreadable, ``CheckpointError`` if invalid."""
+        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
         return cls.from_json(Path(path).read_bytes())
 
 
@@ -249,6 +249,17 @@ def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
         if callable(lines):
             return [NarrativeEntry("line", 0, str(line)) for line in lines()]
     return None
+
+
+@contextlib.contextmanager
+def _as_trace_error() -> Iterator[None]:
+    """A ``CheckpointError`` raised while loading a trace becomes a ``TraceError`` (same message, path, detail)."""
+    try:
+        yield
+    except TraceError:
+        raise
+    except CheckpointError as exc:
+        raise TraceError(str(exc), path=exc.path, detail=exc.detail) from None
 
 
 # -- redaction ----------------------------------------------------------------------------------
@@ -287,7 +298,10 @@ def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
 
 
 def make_trace_converter() -> cattrs.Converter:
-    """The checkpoint converter plus commits, ops and traces (every key required but ``value``)."""
+    """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
+
+    Built on ``serde.make_converter``, the one factory of the package's strict converters;
+    the version check is ``serde.check_version``, shared with checkpoints."""
     converter = make_converter()
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
@@ -336,13 +350,8 @@ def structure_trace(data: Any, *, checked: bool = False) -> Trace:
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
+    check_version(data, "trace", TRACE_VERSION, LINES_VERSION)
     version = data.get("version")
-    if type(version) is int and version not in (LINES_VERSION, TRACE_VERSION):
-        raise CheckpointError(
-            f"Invalid trace: unsupported version {version} @ $.version "
-            f"(this library reads versions {LINES_VERSION} and {TRACE_VERSION})",
-            path="$.version",
-        )
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:

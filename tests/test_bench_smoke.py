@@ -8,6 +8,7 @@ import pytest
 
 WORKLOADS = [
     "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "stream_overhead",
+    "conversation",
 ]  # fmt: skip
 
 

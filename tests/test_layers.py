@@ -31,11 +31,15 @@ LAYERS: dict[str, int] = {
     "flowchart.values": 0,
     "flowchart.redaction": 0,
     "flowchart.events": 0,
-    "flowchart.recorders.summary": 0,
+    "flowchart.summary": 0,
+    "flowchart.fingerprint": 0,
+    "flowchart.options": 0,
+    "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
     "flowchart.signing": 0,
+    "flowchart.narrative_entry": 0,
+    # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
-    # L1 state
     "flowchart.commits": 1,
     "flowchart.tracked": 1,
     "flowchart.scope": 1,
@@ -46,21 +50,22 @@ LAYERS: dict[str, int] = {
     "flowchart.serde": 1,
     "flowchart.cancel": 1,
     "flowchart.failure": 1,
+    "flowchart.causal": 1,
+    "flowchart.analysis": 1,
     # L2 structure
     "flowchart.chart": 2,
     "flowchart.builder": 2,
     "flowchart.drawing": 2,
-    # L3 engine
+    # L3 engine, and what a run returns
     "flowchart.engine.*": 3,
     "flowchart.result": 3,
-    # L4 records
-    "flowchart.trace": 4,
-    "flowchart.causal": 4,
-    "flowchart.analysis": 4,
+    "flowchart.trace": 3,
+    # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
     "flowchart.recorders.sentences": 4,
     "flowchart.recorders.rendering": 4,
+    "flowchart.recorders.summary": 4,
     "flowchart.store.*": 4,
     "flowchart.viewer.*": 4,
     "flowchart.cli": 4,
@@ -72,18 +77,14 @@ LAYERS: dict[str, int] = {
     "flowchart.stream_events": 4,
     "flowchart.stream_plan": 4,
     "flowchart.stream_tap": 4,
+    "flowchart.launch": 4,
     # L5 façade
     "flowchart": 5,
 }
 
-# (importer, imported): why it is there. Each is a function-level import hiding a cycle.
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("flowchart.chart", "flowchart.engine.runner"): "FlowChart.run/resume run the chart from the structure",
-    ("flowchart.chart", "flowchart.store.runs"): "FlowChart.run(store=)/resume_run and the chart's _store memory",
-    ("flowchart.chart", "flowchart.stream"): "FlowChart.stream/astream start a stream from the structure",
-    ("flowchart.decide", "flowchart.recorders"): "summarize_value lives in recorders/, not in the bottom layer",
-    ("flowchart.result", "flowchart.trace"): "RunResult.trace() and Trace.from_result depend on each other",
-}
+# (importer, imported): why it is there. Empty: the last function-level imports that hid a
+# cycle went with issue 17 (chart → launch bound by the façade; summaries, fingerprint down).
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

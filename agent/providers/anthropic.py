@@ -13,6 +13,11 @@ answer (JSON or server-sent events) becomes exactly one :class:`LLMResponse`:
   a ``text`` block, so roles always alternate;
 - tools as ``{"name", "description", "input_schema"}``;
 - ``max_tokens`` is required by the API: the request's, else the provider's default;
+- an output schema as one more tool, ``{"name": <schema name>, "description",
+  "input_schema": <schema>}``, that the model must call: ``tool_choice`` ``{"type": "tool",
+  "name"}`` when it is the only tool, ``{"type": "any"}`` when the agent's tools are offered
+  too (the model calls a tool or answers). The answer tool's input, as JSON, is the reply's
+  ``content`` — it is not a tool call;
 - headers ``x-api-key`` and ``anthropic-version``;
 - answer: text blocks joined, ``tool_use`` blocks → tool calls; ``end_turn`` and
   ``stop_sequence`` → ``stop``, ``tool_use``, ``max_tokens``, ``refusal`` →
@@ -54,6 +59,7 @@ from agent.providers.types import (
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+ANSWER_TOOL_DESCRIPTION = "Give your final answer: its input is the answer, in the required shape."
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -123,6 +129,11 @@ def encode_request(req: LLMRequest, model: str, max_tokens: int, *, stream: bool
             }
             for t in req.tools
         ]
+    if req.output_schema is not None:
+        wanted = req.output_schema
+        answer_tool = {"name": wanted.name, "description": ANSWER_TOOL_DESCRIPTION, "input_schema": wanted.schema}
+        body["tools"] = [*body.get("tools", []), answer_tool]
+        body["tool_choice"] = {"type": "any"} if req.tools else {"type": "tool", "name": wanted.name}
     if req.temperature is not None:
         body["temperature"] = req.temperature
     if stream:
@@ -135,6 +146,19 @@ def _finish(raw: object, has_calls: bool) -> FinishReason:
     return "tool_use" if has_calls and reason == "stop" else reason
 
 
+def _answer_name(req: LLMRequest) -> str | None:
+    return req.output_schema.name if req.output_schema is not None else None
+
+
+def _is_answer(block: dict[str, Any], answer_tool: str | None) -> bool:
+    return answer_tool is not None and block.get("name") == answer_tool
+
+
+def _answer_text(raw: Any) -> str:
+    """The answer tool's input as the reply's text (JSON; a streamed input as it arrived)."""
+    return raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+
+
 def _tool_call(block: dict[str, Any]) -> ToolCall:
     args, error = parse_args(block.get("input"))
     return ToolCall(id=block.get("id") or "", name=block.get("name") or "", args=args, args_error=error)
@@ -143,6 +167,9 @@ def _tool_call(block: dict[str, Any]) -> ToolCall:
 @attrs.frozen(kw_only=True)
 class AnthropicProvider(HTTPProvider):
     """The Anthropic Messages API; build it with :func:`anthropic`."""
+
+    #: the answer's shape is sent natively (a forced answer tool), not as an instruction
+    structured_output = True
 
     max_tokens: int = DEFAULT_MAX_TOKENS
     version: str = ANTHROPIC_VERSION
@@ -168,12 +195,15 @@ class AnthropicProvider(HTTPProvider):
         """The endpoint every request is posted to."""
         return f"{self.base_url}/v1/messages"
 
-    def decode(self, data: Any) -> LLMResponse:
-        """A non-streamed Messages answer → :class:`LLMResponse`."""
+    def decode(self, data: Any, answer_tool: str | None = None) -> LLMResponse:
+        """A non-streamed Messages answer → :class:`LLMResponse` (``answer_tool``: the output schema's tool)."""
         try:
             blocks = data["content"]
+            uses = [b for b in blocks if b.get("type") == "tool_use"]
+            answers = [_answer_text(b.get("input")) for b in uses if _is_answer(b, answer_tool)]
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-            calls = tuple(_tool_call(b) for b in blocks if b.get("type") == "tool_use")
+            text = answers[-1] if answers else text
+            calls = tuple(_tool_call(b) for b in uses if not _is_answer(b, answer_tool))
             return LLMResponse(
                 content=text,
                 tool_calls=calls,
@@ -189,7 +219,7 @@ class AnthropicProvider(HTTPProvider):
         model = self._model_for(req)
         body = encode_request(req, model, self.max_tokens)
         data, retries = await self._post(self.url, body, model)
-        return attrs.evolve(self.decode(data), retries=retries)
+        return attrs.evolve(self.decode(data, _answer_name(req)), retries=retries)
 
     async def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:
         """Send ``req`` with ``stream: true``; yield tokens, then the assembled response."""
@@ -228,6 +258,10 @@ class AnthropicProvider(HTTPProvider):
                         if open_block is None:
                             raise self._malformed(self.url, f"json delta for no tool_use: {data}")
                         open_block["json"] += delta.get("partial_json", "")
+                        if _is_answer(open_block, _answer_name(req)) and delta.get("partial_json"):
+                            # the answer is the reply's text: a UI streams it like text
+                            yield Token(index=len(text), text=delta["partial_json"])
+                            text.append(delta["partial_json"])
                 elif kind == "message_delta":
                     reason = (event.get("delta") or {}).get("stop_reason") or reason
                     usage = event.get("usage") or {}
@@ -237,9 +271,14 @@ class AnthropicProvider(HTTPProvider):
                     break
         if not done:
             raise self._cut_short(self.url, retries)
-        calls = tuple(_tool_call({**b, "input": b["json"] or b.get("input")}) for _, b in sorted(blocks.items()))
+        answer_tool = _answer_name(req)
+        ordered = [b for _, b in sorted(blocks.items())]
+        answers = [_answer_text(b["json"] or b.get("input")) for b in ordered if _is_answer(b, answer_tool)]
+        calls = tuple(
+            _tool_call({**b, "input": b["json"] or b.get("input")}) for b in ordered if not _is_answer(b, answer_tool)
+        )
         yield LLMResponse(
-            content="".join(text),
+            content=answers[-1] if answers else "".join(text),
             tool_calls=calls,
             usage=None if tokens_in is None or tokens_out is None else Usage(tokens_in, tokens_out),
             finish_reason=_finish(reason, bool(calls)),

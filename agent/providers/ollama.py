@@ -10,6 +10,7 @@ answer (one JSON object, or one JSON object per line when streaming) becomes exa
 - assistant turns that called tools carry ``tool_calls: [{"function": {"name",
   "arguments": {...}}}]`` — arguments as an object, not a string;
 - tool results as ``{"role": "tool", "content", "tool_name"}``;
+- an output schema as ``format`` (the JSON Schema itself);
 - ``stream`` is always sent (Ollama streams unless told not to); ``temperature`` and
   ``max_tokens`` travel as ``options.temperature`` / ``options.num_predict``;
 - answer: ``message.content``, ``message.tool_calls`` (Ollama sends no ids: we mint
@@ -95,6 +96,8 @@ def encode_request(req: LLMRequest, model: str, *, stream: bool = False) -> dict
             }
             for t in req.tools
         ]
+    if req.output_schema is not None:
+        body["format"] = req.output_schema.schema
     options: dict[str, Any] = {}
     if req.temperature is not None:
         options["temperature"] = req.temperature
@@ -144,6 +147,9 @@ def _line_shape_error(chunk: dict[str, Any], number: int) -> str | None:
 @attrs.frozen(kw_only=True)
 class OllamaProvider(HTTPProvider):
     """Ollama's native ``/api/chat``; build it with :func:`ollama`."""
+
+    #: the answer's shape is sent natively (``format``), not as an instruction
+    structured_output = True
 
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = super()._headers(stream)

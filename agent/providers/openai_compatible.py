@@ -17,6 +17,8 @@ exactly one :class:`LLMResponse`:
   strict servers refuse it);
 - tool results as ``{"role": "tool", "tool_call_id", "content"}``;
 - ``max_tokens`` (not ``max_completion_tokens``: every compatible server knows it);
+- an output schema as ``response_format: {"type": "json_schema", "json_schema": {"name",
+  "schema", "strict"}}`` (``extra_body`` may not set ``response_format`` then);
 - finish reasons ``stop``/``tool_calls``/``length``/``content_filter`` → ``stop``/
   ``tool_use``/``max_tokens``/``content_filter``; a reply with tool calls is ``tool_use``
   whatever the server said (some servers say ``stop``);
@@ -159,6 +161,16 @@ def encode_request(
         body["temperature"] = req.temperature
     if req.max_tokens is not None:
         body["max_tokens"] = req.max_tokens
+    if req.output_schema is not None:
+        if "response_format" in body:
+            raise ProviderConfigError(
+                "openai_compatible: extra_body sets response_format and the agent has an output_schema; drop one"
+            )
+        wanted = req.output_schema
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
+        }
     if stream:
         # Without include_usage a streamed answer carries no token counts.
         body["stream"] = True
@@ -219,6 +231,8 @@ class OpenAICompatibleProvider(HTTPProvider):
     ``tool_choice`` and ``extra_body`` are as for :func:`openai_compatible`.
     """
 
+    #: the answer's shape is sent natively (``response_format``), not as an instruction
+    structured_output = True
     tool_choice: str | None = attrs.field(default=None, validator=_check_tool_choice)
     extra_body: dict[str, Any] | None = attrs.field(default=None, validator=_check_extra_body, hash=False)
 

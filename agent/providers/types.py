@@ -83,13 +83,32 @@ class RetryRecord:
 
 
 @attrs.frozen
+class OutputSchema:
+    """The shape the model's final answer must have (``Agent.create(output_schema=...)``).
+
+    ``name`` (letters, digits, ``_``, ``-``) names it on the wire; ``schema`` is a JSON
+    Schema whose root is an object; ``strict`` is true when the schema meets OpenAI's strict
+    rules (every object closed with ``additionalProperties: false`` and every property
+    required). A provider that can constrain the answer natively declares
+    ``structured_output = True`` and encodes it (OpenAI ``response_format``, Anthropic a forced
+    tool, Ollama ``format``); for any other provider the agent asks in the system prompt.
+    """
+
+    name: str
+    schema: dict[str, Any] = attrs.field(hash=False)
+    strict: bool = False
+
+
+@attrs.frozen
 class LLMRequest:
     """What the agent asks of a model.
 
     ``system_prompt`` is not among ``messages``. ``tools`` is empty when no tool is
     offered. ``model`` names the model; an HTTP provider configured with its own model
     uses that one instead (so only the provider line changes between test and
-    production). ``temperature`` / ``max_tokens`` are sent only when set. A provider
+    production). ``temperature`` / ``max_tokens`` are sent only when set.
+    ``output_schema`` (``None`` unless the agent has one) is the shape the answer must
+    have, for providers that can ask for it natively (see :class:`OutputSchema`). A provider
     may keep the request (the scripted provider records it), so the caller must not
     mutate the lists after the call.
     """
@@ -100,6 +119,7 @@ class LLMRequest:
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
+    output_schema: OutputSchema | None = None
 
 
 @attrs.frozen

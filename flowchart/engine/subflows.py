@@ -21,7 +21,7 @@ from ..nodes import StageNode
 from ..pause import PauseSignal, ResumeFrame
 from ..scope import Transaction
 from ..values import NotJsonSafe, copy_json
-from .run import SubflowResult
+from .run_state import SubflowResult
 
 if TYPE_CHECKING:
     from .traversal import Traverser

@@ -48,7 +48,7 @@ from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
 from . import choices, forks, resuming, subflows
-from .run import Run
+from .run_state import Run
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]

@@ -5,6 +5,6 @@ pass it to ``chart.run(recorders=[...])``.
 """
 
 from flowchart.recorders.narrative import NarrativeEntry, NarrativeRecorder, narrative
-from flowchart.recorders.summary import summarize_value
+from flowchart.summary import summarize_value
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative", "summarize_value"]

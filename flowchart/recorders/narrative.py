@@ -54,39 +54,16 @@ from flowchart.events import (
     TraversalContext,
     WriteEvent,
 )
+from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
-from flowchart.recorders.summary import js_object_keys, summarize_value
+from flowchart.summary import js_object_keys, summarize_value
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 
 #: the stage types whose ``on_stage_executed`` writes a ``Stage N:`` line; a resumed
 #: pausable stage counts as linear, as footprintjs reports it
 _LINE_STAGE_TYPES = frozenset({"linear", "pausable"})
-
-
-@attrs.frozen
-class NarrativeEntry:
-    """One narrative line with where it came from.
-
-    ``type`` is one of ``stage step condition fork selector subflow loop break error
-    pause resume answer emit note``; ``depth`` is 0 for headline entries, 1 for the steps and
-    conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
-    """
-
-    type: str
-    depth: int
-    text: str
-    stage_name: str | None = None
-    stage_id: str | None = None
-    runtime_stage_id: str | None = None
-    subflow_id: str | None = None
-    key: str | None = None
-    step_number: int | None = None
-
-    def as_tuple(self) -> tuple[str, int, str]:
-        """The entry as ``(type, depth, text)``, the shape ``entries()`` returns."""
-        return (self.type, self.depth, self.text)
 
 
 #: a buffered scope operation waiting for its stage's headline:

@@ -21,6 +21,7 @@ from .protocol import (
     Segment,
     Status,
     StoreError,
+    TurnTakenError,
 )
 from .questions import register_question_reader
 from .schema import SCHEMA_VERSION
@@ -42,5 +43,6 @@ __all__ = [
     "SqliteStore",
     "Status",
     "StoreError",
+    "TurnTakenError",
     "register_question_reader",
 ]

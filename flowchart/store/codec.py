@@ -20,8 +20,8 @@ from typing import Any
 from ..commits import Commit
 from ..errors import CheckpointError
 from ..failure import RunFailure
+from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
-from ..recorders.narrative import NarrativeEntry
 from ..redaction import Redaction
 from ..serde import dumps, loads
 from ..signing import SIGNATURE_KEY, sign, unsign
@@ -188,3 +188,22 @@ def unseal(text: str | None, key: bytes | None, run_id: str, column: str) -> str
     if not body.startswith(_ENVELOPE):  # pragma: no cover - only a key holder can sign another shape
         raise CheckpointError(f"Invalid {what}: not a signed row", path="$")
     return body[len(_ENVELOPE) : -1]
+
+
+def decode_turn_key(conversation_id: Any, turn: Any, run_id: str) -> tuple[str | None, int | None]:
+    """A row's ``(conversation_id, turn)`` columns, checked: both absent (not a conversation
+    turn), or a non-empty string and a turn >= 1 — else ``StoreError`` naming the run."""
+    if conversation_id is None and turn is None:
+        return None, None
+    if (
+        isinstance(conversation_id, str)
+        and conversation_id
+        and isinstance(turn, int)
+        and not isinstance(turn, bool)
+        and turn >= 1
+    ):
+        return conversation_id, turn
+    raise StoreError(
+        f"run '{run_id}': stored conversation columns are unreadable "
+        f"(conversation_id={conversation_id!r}, turn={turn!r}): expected a non-empty id and a turn >= 1"
+    )

@@ -19,7 +19,7 @@ from typing import Any, cast
 import attrs
 
 from ..commits import replay
-from ..recorders.narrative import NarrativeEntry
+from ..narrative_entry import NarrativeEntry
 from ..redaction import Redaction
 from ..result import RunResult
 from ..trace import Trace

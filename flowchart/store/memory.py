@@ -24,6 +24,8 @@ from .protocol import (
     RunRecord,
     Segment,
     StoreError,
+    TurnTakenError,
+    check_conversation,
     check_status,
     renumber,
 )
@@ -50,6 +52,8 @@ class _Row:
     subflows: list[str | None] = attrs.Factory(list)
     redaction: str | None = None
     failure: str | None = None
+    conversation_id: str | None = None
+    turn: int | None = None
 
 
 class MemoryStore:
@@ -58,6 +62,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._runs: dict[str, _Row] = {}
         self._specs: dict[str, str] = {}
+        self._turns: dict[str, dict[int, str]] = {}  # conversation id -> turn -> run id (its index)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -86,6 +91,7 @@ class MemoryStore:
             has_answer=row.has_answer, answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
             failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
+            conversation_id=row.conversation_id, turn=row.turn,
         )  # fmt: skip
 
     def get(self, run_id: str) -> RunRecord:
@@ -93,10 +99,18 @@ class MemoryStore:
         with self._lock:
             return self._record(run_id, self._row(run_id))
 
-    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first."""
+    def list(
+        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
+    ) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first; with
+        ``conversation``, that conversation's turns, newest turn first."""
         check_status(status)
         with self._lock:
+            if conversation is not None:
+                turns = self._turns.get(conversation, {})
+                rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
+                rows = [(rid, row) for rid, row in rows if status is None or row.status == status]
+                return [self._record(rid, row) for rid, row in rows[:limit]]
             rows = [(rid, row) for rid, row in self._runs.items() if status is None or row.status == status]
             rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
             return [self._record(rid, row) for rid, row in rows[:limit]]
@@ -110,16 +124,27 @@ class MemoryStore:
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        conversation: tuple[str, int] | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is
+        taken, ``TurnTakenError`` if ``conversation=(id, turn)`` is held by another run."""
+        turn_key = check_conversation(conversation)
         with self._lock:
             if run_id in self._runs:
                 raise RunExistsError(f"run '{run_id}' already exists in run store memory")
+            if turn_key is not None and turn_key[1] in self._turns.get(turn_key[0], {}):
+                raise TurnTakenError(
+                    f"conversation '{turn_key[0]}' turn {turn_key[1]} was started by another run first "
+                    "(run store memory): load the conversation again and send the message as the next turn"
+                )
             if chart_spec is not None:
                 self._specs.setdefault(chart_fingerprint, codec.encode(chart_spec))
             now = time.time()
             row = _Row(kind, chart_fingerprint, codec.encode(input), now, now)
             row.redaction = codec.encode_redaction(redaction)
+            if turn_key is not None:
+                row.conversation_id, row.turn = turn_key
+                self._turns.setdefault(turn_key[0], {})[turn_key[1]] = run_id
             self._runs[run_id] = row
         return self.get(run_id)
 

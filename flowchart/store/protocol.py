@@ -11,9 +11,28 @@ Laws:
   storage grows with what a stage wrote, never with the whole state per step.
 - A pause is answered once: ``answer`` inserts ``(run_id, request_id)`` under a UNIQUE
   constraint, so a second answer from any process raises ``AlreadyAnsweredError``.
+- A run may be a turn of a conversation (``conversation_id``, ``turn``): at most one run
+  per ``(conversation_id, turn)``, whichever process asks first (``TurnTakenError`` for
+  the other); ``list(conversation=...)`` reads one conversation's turns through its index.
 - Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
+
+Errors (one base, joined to ``flowchart.errors.FlowchartError``; each raised by the store
+methods named here, in every store)::
+
+    FlowchartError
+    └── StoreError                     a run store refused (message: which run, why); also a stored
+        │                              column that cannot be read (codec), a run that is waiting or
+        │                              finished when asked to advance (runs.py), no stored spec (export)
+        ├── RunNotFoundError (KeyError)    get / answer / commit: no run with this id
+        ├── RunExistsError                 create: the run id is taken
+        ├── CommitConflictError            commit: another writer landed this segment first
+        ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
+        └── SchemaVersionError             opening a database a newer pyfootprint wrote
+
+A stored row that fails its signature or its shape is a ``CheckpointError`` (``codec.py``),
+as every untrusted loader's is.
 """
 
 from __future__ import annotations
@@ -24,9 +43,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from ..commits import Commit
+from ..errors import FlowchartError
 from ..failure import RunFailure
+from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
-from ..recorders.narrative import NarrativeEntry
 from ..redaction import Redaction
 from ..trace import SubflowTrace
 
@@ -35,7 +55,7 @@ STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
 NextStep = Literal["start", "resume", "wait", "finished"]
 
 
-class StoreError(Exception):
+class StoreError(FlowchartError):
     """A run store refused an operation (the message says which run and why)."""
 
 
@@ -48,6 +68,11 @@ class RunNotFoundError(StoreError, KeyError):
 
 class RunExistsError(StoreError):
     """``create`` was given a run id that is already stored."""
+
+
+class TurnTakenError(StoreError):
+    """``create`` was asked for a conversation turn another run already holds (another
+    process started that turn first: ``UNIQUE(conversation_id, turn)`` decided)."""
 
 
 class CommitConflictError(StoreError):
@@ -131,6 +156,8 @@ class RunRecord:
     redaction: Redaction | None = attrs.field(default=None, repr=False)
     narrative_records: tuple[NarrativeEntry, ...] = attrs.field(default=(), repr=False)
     subflows: Mapping[str, SubflowTrace] = attrs.field(factory=dict, repr=False)
+    conversation_id: str | None = None
+    turn: int | None = None
 
     @property
     def next_seq(self) -> int:
@@ -167,17 +194,22 @@ class RunStore(Protocol):
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        conversation: tuple[str, int] | None = None,
     ) -> RunRecord:
         """Record a new ``running`` run (no commits yet); ``RunExistsError`` if the id is taken.
-        ``redaction`` (kept with the run) is what its readers hide."""
+        ``redaction`` (kept with the run) is what its readers hide; ``conversation=(id, turn)``
+        makes the run that turn (``TurnTakenError`` when another run holds it)."""
         ...
 
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first."""
+    def list(
+        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
+    ) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first; with
+        ``conversation``, that conversation's turns, newest turn first."""
         ...
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
@@ -197,6 +229,19 @@ def check_status(status: str | None) -> None:
     """Refuse an unknown status filter, naming the allowed ones."""
     if status is not None and status not in STATUSES:
         raise ValueError(f"unknown run status {status!r}: expected one of {', '.join(STATUSES)}")
+
+
+def check_conversation(conversation: Any) -> tuple[str, int] | None:
+    """Refuse a malformed ``conversation=(id, turn)`` before anything is written."""
+    if conversation is None:
+        return None
+    ok = isinstance(conversation, tuple) and len(conversation) == 2
+    cid, turn = conversation if ok else (None, None)
+    if not (isinstance(cid, str) and cid and isinstance(turn, int) and not isinstance(turn, bool) and turn >= 1):
+        raise ValueError(
+            f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
+        )
+    return cid, turn
 
 
 def renumber(commits: Sequence[Commit], start_seq: int) -> tuple[Commit, ...]:

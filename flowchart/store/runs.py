@@ -18,13 +18,18 @@ Laws:
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..engine.entry import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
 from ..failure import RunFailure, failed_run
-from ..recorders.narrative import NarrativeEntry
+from ..narrative_entry import NarrativeEntry
+from ..options import RunOptions
 from ..trace import subflow_traces
 from ..values import NotJsonSafe, copy_json
 from .protocol import RunRecord, RunStore, Segment, StoreError
@@ -32,6 +37,37 @@ from .protocol import RunRecord, RunStore, Segment, StoreError
 if TYPE_CHECKING:
     from ..chart import FlowChart
     from ..result import RunResult
+
+
+# -- which store a run was recorded in, by run id (this process only) ----------------------------
+# ``chart.run(..., store=s)`` then ``chart.resume_run(run_id, input)`` with no ``store=`` is
+# promised (API.md). A built chart is immutable, so the memory is not on the chart: it is here,
+# keyed by RUN ID, so two runs of one chart in two stores each resume from their own. Stores are
+# held weakly (a dropped store is forgotten) and only the most recent ``REMEMBERED_RUNS`` ids are
+# kept; in another process, or past that, pass ``store=``.
+REMEMBERED_RUNS = 10_000
+_stores: OrderedDict[str, Callable[[], RunStore | None]] = OrderedDict()
+_stores_lock = threading.Lock()
+
+
+def remember_store(run_id: str, store: RunStore) -> None:
+    """Note that ``run_id`` is recorded in ``store`` (so ``resume_run(run_id)`` can find it)."""
+    try:
+        ref: Callable[[], RunStore | None] = weakref.ref(store)
+    except TypeError:  # a store class with __slots__ and no __weakref__: hold it
+        ref = lambda: store  # noqa: E731
+    with _stores_lock:
+        _stores[run_id] = ref
+        _stores.move_to_end(run_id)
+        while len(_stores) > REMEMBERED_RUNS:
+            _stores.popitem(last=False)
+
+
+def store_of(run_id: str) -> RunStore | None:
+    """The store this process last recorded ``run_id`` in, or ``None``."""
+    with _stores_lock:
+        ref = _stores.get(run_id)
+    return None if ref is None else ref()
 
 
 def new_run_id() -> str:
@@ -166,37 +202,42 @@ async def aadvance(
     return land(store, record, result, output)
 
 
-def run_chart(chart: FlowChart, store: RunStore, input: Any, run_id: str | None, **options: Any) -> RunResult:
-    """``chart.run(input, store=store)``: record a new run and advance it to its pause or end."""
-    from ..engine.runner import _run_input
-
-    run_id = run_id or new_run_id()
+def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
+    """``chart.run(input, store=store)``: record a new run (id ``options.run_id``, else a fresh
+    one) in ``options.store`` and advance it to its pause or end."""
+    store = options.store
+    assert store is not None, "run_chart records into options.store"
+    run_id = options.run_id or new_run_id()
     run_input = _run_input(input)
     store.create(
         run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=options.get("redaction"),
+        redaction=options.redaction,
     )  # fmt: skip
-    return advance_chart(chart, store, run_id, **options)
+    remember_store(run_id, store)
+    return advance_chart(chart, store, run_id, options)
 
 
-def advance_chart(chart: FlowChart, store: RunStore, run_id: str, **options: Any) -> RunResult:
+def advance_chart(chart: FlowChart, store: RunStore, run_id: str, options: RunOptions | None = None) -> RunResult:
     """Advance a stored chart run (start it, or resume it with its recorded answer)."""
+    given = options or RunOptions()
 
     def step(record: RunRecord) -> RunResult:
-        given = dict(options)
-        if given.get("redaction") is None and record.redaction is not None:
-            given["redaction"] = record.redaction  # the rule the run was started under
+        segment = given
+        if segment.redaction is None and record.redaction is not None:
+            segment = segment.but(redaction=record.redaction)  # the rule the run was started under
         if record.checkpoint is None:
-            result = chart.run(record.input, **given)
+            result = run_sync(chart, record.input, segment)
         else:
-            result = chart.resume(record.checkpoint, record.answer, **given)
+            result = resume_sync(chart, record.checkpoint, record.answer, segment)
         result.run_id = run_id
         return result
 
     return advance(store, run_id, chart.fingerprint, step)
 
 
-def resume_chart(chart: FlowChart, store: RunStore, run_id: str, input: Any, **options: Any) -> RunResult:
+def resume_chart(
+    chart: FlowChart, store: RunStore, run_id: str, input: Any, options: RunOptions | None = None
+) -> RunResult:
     """``chart.resume_run(run_id, input, store=store)``: answer the pause once, then advance."""
     try:
         answer = copy_json(input)
@@ -205,4 +246,4 @@ def resume_chart(chart: FlowChart, store: RunStore, run_id: str, input: Any, **o
     record = store.get(run_id)
     check_chart(record, chart.fingerprint)
     store.answer(run_id, record.pause_answer_id(), answer)
-    return advance_chart(chart, store, run_id, **options)
+    return advance_chart(chart, store, run_id, options)

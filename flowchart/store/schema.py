@@ -6,16 +6,17 @@ Laws:
   once released); each runs in one transaction with its version row.
 - A database whose newest version is above ``SCHEMA_VERSION`` was written by a newer
   pyfootprint and is refused with ``SchemaVersionError`` before anything is read.
-- Uniqueness is the database's job: ``commits`` is keyed ``(run_id, seq)`` and
-  ``answers`` ``(run_id, request_id)``, so double commits and double answers fail in
-  the database, whichever process tries them.
+- Uniqueness is the database's job: ``commits`` is keyed ``(run_id, seq)``,
+  ``answers`` ``(run_id, request_id)`` and a conversation's turns ``(conversation_id,
+  turn)``, so double commits, double answers and two processes starting the same turn
+  fail in the database, whichever process tries them.
 - The SQL is portable between SQLite and PostgreSQL (``?`` placeholders are rewritten
   for psycopg); JSON lives in TEXT columns.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -69,9 +70,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN redaction TEXT",
         "ALTER TABLE runs ADD COLUMN failure TEXT",
     ),
-    # 3: each segment's subflow logs (old rows: NULL, no subflow logs); the narrative column
+    # 3: the conversation a run is a turn of, and which turn (old rows: NULL, no conversation);
+    # the unique index decides which of two racing writers gets a turn, and serves the
+    # conversation's reads, so a turn costs what it loads, never the size of the store
+    3: (
+        "ALTER TABLE runs ADD COLUMN conversation_id TEXT",
+        "ALTER TABLE runs ADD COLUMN turn INTEGER",
+        "CREATE UNIQUE INDEX runs_by_conversation ON runs (conversation_id, turn)",
+    ),
+    # 4: each segment's subflow logs (old rows: NULL, no subflow logs); the narrative column
     # holds records (objects with stage ids) from here on, old rows keep their bare lines
-    3: ("ALTER TABLE segments ADD COLUMN subflows TEXT",),
+    4: ("ALTER TABLE segments ADD COLUMN subflows TEXT",),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

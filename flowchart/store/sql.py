@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..recorders.narrative import NarrativeEntry
+from ..narrative_entry import NarrativeEntry
 from ..redaction import Redaction
 from ..signing import check_key
 from ..trace import SubflowTrace
@@ -35,6 +35,8 @@ from .protocol import (
     SchemaVersionError,
     Segment,
     StoreError,
+    TurnTakenError,
+    check_conversation,
     check_status,
     renumber,
 )
@@ -43,7 +45,7 @@ from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
-    "output, error, created_at, updated_at, redaction, failure"
+    "output, error, created_at, updated_at, redaction, failure, conversation_id, turn"
 )
 
 
@@ -136,19 +138,29 @@ class SqlStore:
                 raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
             return self._record(cur, row)
 
-    def list(self, status: str | None = None, *, limit: int | None = None) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first."""
+    def list(
+        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
+    ) -> list[RunRecord]:
+        """Runs (with ``status`` when given), most recently updated first; with
+        ``conversation``, that conversation's turns, newest turn first (read through its index)."""
         check_status(status)
-        where, params = ("WHERE status = ?", (status,)) if status else ("", ())
+        clauses, params = (["status = ?"], [status]) if status else ([], [])
+        order = "updated_at DESC, run_id"
+        if conversation is not None:
+            clauses.append("conversation_id = ?")
+            params.append(conversation)
+            order = "turn DESC"
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         with self._tx(write=False) as cur:
-            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY updated_at DESC, run_id{tail}"
-            rows = self._run(cur, sql, params).fetchall()
+            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
+            rows = self._run(cur, sql, tuple(params)).fetchall()
             return [self._record(cur, row) for row in rows]
 
     def _record(self, cur: Any, row: Any) -> RunRecord:
         run_id, fingerprint = row[0], row[2]
         key = self._key
+        turn_key = codec.decode_turn_key(row[15], row[16], run_id)
         commits = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
         log = tuple(
             codec.decode_commit(str(codec.unseal(body, key, run_id, f"commit {seq}")))
@@ -175,7 +187,12 @@ class SqlStore:
             created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
+            conversation_id=turn_key[0], turn=turn_key[1],
         )  # fmt: skip
+
+    def _exists(self, run_id: str) -> bool:
+        with self._tx(write=False) as cur:
+            return self._run(cur, "SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
         row = self._run(cur, f"SELECT status, next_seq FROM runs WHERE run_id = ?{self.for_update}", (run_id,))
@@ -194,8 +211,11 @@ class SqlStore:
         input: dict[str, Any],
         chart_spec: dict[str, Any] | None = None,
         redaction: Redaction | None = None,
+        conversation: tuple[str, int] | None = None,
     ) -> RunRecord:
-        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is taken."""
+        """Record a new ``running`` run (with the rule its readers apply); ``RunExistsError`` if the id is
+        taken, ``TurnTakenError`` if ``conversation=(id, turn)`` is held by another run."""
+        conversation_id, turn = check_conversation(conversation) or (None, None)
         now = time.time()
         try:
             with self._tx() as cur:
@@ -207,7 +227,7 @@ class SqlStore:
                 self._run(
                     cur,
                     "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
-                    "redaction) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                    "redaction, conversation_id, turn) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         kind,
@@ -216,10 +236,17 @@ class SqlStore:
                         now,
                         now,
                         codec.encode_redaction(redaction),
+                        conversation_id,
+                        turn,
                     ),
                 )
         except Exception as exc:
             if self._is_unique_violation(exc):
+                if conversation_id is not None and not self._exists(run_id):
+                    raise TurnTakenError(
+                        f"conversation '{conversation_id}' turn {turn} was started by another run first "
+                        f"(run store {self._where}): load the conversation again and send the message as the next turn"
+                    ) from None
                 raise RunExistsError(f"run '{run_id}' already exists in run store {self._where}") from None
             raise
         return self.get(run_id)

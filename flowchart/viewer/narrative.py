@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..commits import Commit
-from ..recorders.narrative import NarrativeEntry
+from ..narrative_entry import NarrativeEntry
 from ..trace import SubflowTrace
 
 DECISION_TYPES = ("condition", "selector")

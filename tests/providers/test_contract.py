@@ -40,6 +40,7 @@ EXPECTED = {
     "ModelNotFoundError",
     "OllamaProvider",
     "OpenAICompatibleProvider",
+    "OutputSchema",
     "ProviderAuthError",
     "ProviderConfigError",
     "ProviderConnectionError",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 import pytest
 from charts import approval_chart, failing_chart
 
-from flowchart import CheckpointError, narrative, replay
-from flowchart.store import AlreadyAnsweredError, RunStore, StoreError
-from flowchart.store.runs import advance_chart
+from flowchart import CheckpointError, RunError, narrative, replay
+from flowchart.store import AlreadyAnsweredError, MemoryStore, RunNotFoundError, RunStore, StoreError
+from flowchart.store.runs import advance_chart, store_of
 
 
 def test_a_run_that_pauses_is_recorded_and_resumes_from_another_view(make_store: Callable[[], RunStore]) -> None:
@@ -84,3 +85,41 @@ def test_resume_input_must_be_json_safe(store: RunStore) -> None:
     with pytest.raises(TypeError, match="resume input is not JSON-safe"):
         chart.resume_run(run_id, {"ok": object()}, store=store)
     assert store.get(run_id).status == "paused"
+
+
+def test_resume_run_without_store_finds_the_store_the_run_was_recorded_in() -> None:
+    """Two runs of ONE chart in two stores each resume from their own store, with no ``store=``:
+    the memory is per run id (``store_of``), not one slot on the chart."""
+    chart = approval_chart()
+    first_store, second_store = MemoryStore(), MemoryStore()
+    first = chart.run({"amount": 1}, store=first_store)
+    second = chart.run({"amount": 2}, store=second_store)
+    assert chart.resume_run(first.run_id, {"ok": True}).output == "approved"
+    assert chart.resume_run(second.run_id, {"ok": False}).output == "declined"
+    assert first_store.get(first.run_id).status == "done" and second_store.get(second.run_id).status == "done"
+    assert store_of(first.run_id) is first_store and store_of(second.run_id) is second_store
+    with pytest.raises(RunNotFoundError):
+        second_store.get(first.run_id)
+
+
+def test_a_built_chart_keeps_no_store() -> None:
+    """Running with ``store=`` leaves the chart as it was: nothing about the store is kept on it."""
+    chart, store = approval_chart(), MemoryStore()
+    chart.run(store=store)
+    assert not hasattr(chart, "_store") and all(value is not store for value in vars(chart).values())
+
+
+def test_resume_run_of_an_unknown_run_without_store_names_the_fix() -> None:
+    """With no ``store=`` and no run of that id recorded in this process, the error says what to pass."""
+    with pytest.raises(RunError, match=r"^resume_run\('nowhere'\): no run store — pass store=\.\.\. "):
+        approval_chart().resume_run("nowhere", {"ok": True})
+
+
+def test_the_store_memory_forgets_a_dropped_store() -> None:
+    """The run-id memory holds stores weakly: a store no one keeps is not kept alive by it."""
+    store = MemoryStore()
+    run_id = approval_chart().run(store=store).run_id
+    assert store_of(run_id) is store
+    del store
+    gc.collect()
+    assert store_of(run_id) is None

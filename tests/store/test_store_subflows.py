@@ -80,11 +80,12 @@ def _schema_2_database(path: Path) -> None:
 
 
 def test_a_schema_2_database_migrates_and_its_lines_load_as_records(tmp_path: Path) -> None:
-    """A database from before subflow logs is migrated in place; its bare lines load as records
-    of type ``line`` (no stage id) and its runs have no subflow logs."""
+    """A database from before subflow logs (schema 2; 3 added conversations) is migrated in
+    place; its bare lines load as records of type ``line`` (no stage id) and its runs have no
+    subflow logs."""
     _schema_2_database(tmp_path / "old.db")
     store = SqliteStore(tmp_path / "old.db")
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     record = store.get("old")
     assert record.narrative == ("Stage 1: The process began with A.",)
     assert [(r.type, r.runtime_stage_id) for r in record.narrative_records] == [("line", None)]

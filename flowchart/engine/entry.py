@@ -1,4 +1,7 @@
-"""Starting and resuming runs: from arguments to a ``RunResult``.
+"""The engine's entry points: from a chart, an input and ``RunOptions`` to a ``RunResult``.
+
+``start_run`` / ``resume_run`` are the coroutines; ``run_sync`` / ``resume_sync`` drive them
+without an event loop when nothing awaits. The run's shared state is ``run_state.py``.
 
 Laws:
 - The run input is validated (a dict of JSON-safe values, or ``None``) before any stage
@@ -12,21 +15,22 @@ Laws:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..context import ReadonlyArgs
+from ..coroutines import run_coroutine
 from ..errors import CheckpointError, RunTimeoutError
 from ..events import ROOT_CONTEXT_ID, RunEvent, TraversalContext
 from ..failure import RunFailure, attach
 from ..nodes import StageNode
+from ..options import RunOptions
 from ..pause import Checkpoint, PauseSignal
-from ..redaction import Redaction
 from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
-from .run import Run
+from .run_state import Run
 from .traversal import Traverser
 
 if TYPE_CHECKING:
@@ -71,33 +75,15 @@ def load_states(recorders: Iterable[Any], states: Mapping[str, Any]) -> None:
                 raise CheckpointError(f"Invalid checkpoint: {exc} @ {path}", path=path) from None
 
 
-def _make_run(
-    recorders: Iterable[Any],
-    env: Mapping[str, Any] | None,
-    max_iterations: int,
-    timeout: float | None,
-    redaction: Redaction | None,
-    concurrent: bool,
-    checkpoint: Checkpoint | None = None,
-    cancel: Any = None,
-) -> Run:
-    recorders = list(recorders)
-    observers = Observers(recorders) if recorders else NO_OBSERVERS
-    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if cancel is not None and not callable(getattr(cancel, "check", None)):
-        raise TypeError(f"cancel must be a flowchart.CancelToken, got {type(cancel).__name__}")
+def _make_run(options: RunOptions, concurrent: bool, checkpoint: Checkpoint | None = None) -> Run:
+    observers = Observers(options.recorders) if options.recorders else NO_OBSERVERS
     if checkpoint is not None:
-        load_states(recorders, checkpoint.recorder_states)
+        load_states(options.recorders, checkpoint.recorder_states)
     if checkpoint is None:
-        return Run(
-            observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
-            redaction=redaction, concurrent=concurrent, cancel=cancel,
-        )  # fmt: skip
+        return Run(options, observers=observers, concurrent=concurrent)
     return Run(
-        observers=observers, env=env, max_iterations=max_iterations, timeout=timeout,
-        redaction=redaction, concurrent=concurrent, counter=checkpoint.execution_count,
-        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts, cancel=cancel,
+        options, observers=observers, concurrent=concurrent, counter=checkpoint.execution_count,
+        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts,
     )  # fmt: skip
 
 
@@ -107,9 +93,9 @@ async def _finish(
     top: Traverser,
     body: Callable[[], Awaitable[Any]],
     run_input: dict[str, Any],
-    recorders: list[Any],
 ) -> RunResult:
     observers = run.observers
+    recorders = list(run.options.recorders)
     try:
         if run.timeout is None:
             output = await body()
@@ -139,16 +125,14 @@ async def _finish(
     except BaseException as exc:
         if observers.any:
             observers.emit("on_run_failed", RunEvent(_root_context(run), None, exc))
-        _record_failure(chart, run, top, exc, run_input, recorders)
+        _record_failure(chart, run, top, exc, run_input)
         raise
     if observers.any:
         observers.emit("on_run_end", RunEvent(_root_context(run), output))
     return RunResult.of(chart, run, top, output, recorders, run_input, None)
 
 
-def _record_failure(
-    chart: FlowChart, run: Run, top: Traverser, exc: BaseException, run_input: dict[str, Any], recorders: list[Any]
-) -> None:
+def _record_failure(chart: FlowChart, run: Run, top: Traverser, exc: BaseException, run_input: dict[str, Any]) -> None:
     """Let the error carry the run as far as it got (``flowchart.failure``): its commits,
     its narrative so far and the stage that raised."""
     if not isinstance(exc, Exception):  # cancellation, interpreter exit: nothing to record
@@ -158,31 +142,19 @@ def _record_failure(
         where = next(iter(run.reported_errors.values()))
     stage_id, rid = where if where is not None else (getattr(exc, "stage_id", None) or run.current_stage or None, None)
     failure = RunFailure.of(exc, stage_id, rid)
-    result = RunResult.of(chart, run, top, None, recorders, run_input, None)
+    result = RunResult.of(chart, run, top, None, list(run.options.recorders), run_input, None)
     result.failure = failure
     attach(exc, result, failure)
 
 
-async def start_run(
-    chart: FlowChart,
-    input: Any,
-    *,
-    env: Mapping[str, Any] | None,
-    recorders: Iterable[Any],
-    max_iterations: int,
-    timeout: float | None,
-    redaction: Redaction | None,
-    concurrent: bool,
-    cancel: Any = None,
-) -> RunResult:
-    """Run ``chart`` from its root."""
+async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concurrent: bool) -> RunResult:
+    """Run ``chart`` from its root with ``options`` (checked when they were made)."""
     run_input = _run_input(input)
-    recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, cancel=cancel)
+    run = _make_run(options, concurrent)
     top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
-    return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input, recorders)
+    return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input)
 
 
 def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
@@ -265,17 +237,7 @@ def _local(chart: FlowChart, level: FlowChart, prefix: str, stage_id: str, path:
 
 
 async def resume_run(
-    chart: FlowChart,
-    checkpoint: Checkpoint,
-    input: Any,
-    *,
-    env: Mapping[str, Any] | None,
-    recorders: Iterable[Any],
-    max_iterations: int,
-    timeout: float | None,
-    redaction: Redaction | None,
-    concurrent: bool,
-    cancel: Any = None,
+    chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions, *, concurrent: bool
 ) -> RunResult:
     """Resume a paused run of ``chart`` from ``checkpoint`` with ``input``."""
     checkpoint = check_checkpoint(chart, checkpoint)
@@ -283,10 +245,27 @@ async def resume_run(
         given = copy_json(input)
     except NotJsonSafe as exc:
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
-    recorders = list(recorders)
-    run = _make_run(recorders, env, max_iterations, timeout, redaction, concurrent, checkpoint, cancel)
+    run = _make_run(options, concurrent, checkpoint)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     frames = list(checkpoint.frames)
-    return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input, recorders)
+    return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)
+
+
+def run_sync(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
+    """``chart.run(input)`` with ``options`` (no store): without an event loop when nothing awaits."""
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return start_run(chart, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)
+
+
+def resume_sync(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
+    """``chart.resume(checkpoint, input)`` with ``options``: without an event loop when nothing awaits."""
+
+    def make(concurrent: bool) -> Coroutine[Any, Any, RunResult]:
+        return resume_run(chart, checkpoint, input, options, concurrent=concurrent)
+
+    return run_coroutine(make, chart.needs_loop or options.timeout is not None)

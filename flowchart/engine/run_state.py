@@ -1,4 +1,7 @@
-"""Run-wide bookkeeping shared by the top-level traversal and every subflow traversal.
+"""The run's state: bookkeeping shared by the top-level traversal and every subflow traversal.
+
+``Run`` holds the run's ``RunOptions`` (``run.options``) and what changes as it goes
+(counters, visit and loop counts, subflow results). Runs are started in ``entry.py``.
 
 Law: one execution counter per run, shared with subflows, so every runtime stage id
 ``[subflow/]stage_id#N`` is unique across the run — and across a pause, because a
@@ -16,7 +19,8 @@ from typing import Any
 import attrs
 
 from ..errors import RunTimeoutError
-from ..redaction import NO_REDACTION, Redaction
+from ..options import RunOptions
+from ..redaction import NO_REDACTION
 from .observers import Observers
 
 
@@ -49,6 +53,7 @@ class Run:
         "loop_counts",
         "max_iterations",
         "observers",
+        "options",
         "redacted_paths",
         "redacting",
         "redaction",
@@ -61,29 +66,25 @@ class Run:
 
     def __init__(
         self,
+        options: RunOptions,
         *,
         observers: Observers,
-        env: Mapping[str, Any] | None = None,
-        max_iterations: int = 1000,
-        timeout: float | None = None,
-        redaction: Redaction | None = None,
         concurrent: bool = False,
         counter: int = 0,
         visit_counts: Mapping[str, int] | None = None,
         loop_counts: Mapping[str, int] | None = None,
-        cancel: Any = None,
     ) -> None:
-        if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
-            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+        #: the run's options, checked when they were made (``flowchart.options``)
+        self.options = options
         self.run_id = uuid.uuid4().hex
         self.observers = observers
-        self.env: Mapping[str, Any] = dict(env or {})
-        self.max_iterations = max_iterations
-        self.timeout = timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.env: Mapping[str, Any] = dict(options.env or {})
+        self.max_iterations = options.max_iterations
+        self.timeout = options.timeout
+        self.deadline = None if options.timeout is None else time.monotonic() + options.timeout
         #: the run's ``CancelToken`` (``None``: not cancellable, nothing checked)
-        self.cancel = cancel
-        self.redaction = redaction or NO_REDACTION
+        self.cancel = options.cancel
+        self.redaction = options.redaction or NO_REDACTION
         #: ``redaction.active``, asked once per run rather than per stage
         self.redacting = self.redaction.active
         self.concurrent = concurrent

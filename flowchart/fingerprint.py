@@ -1,0 +1,22 @@
+"""A chart's identity: the SHA-256 of its spec's canonical JSON.
+
+Law: the same structure has the same fingerprint in every process and on every machine
+(sorted keys, no spaces, UTF-8), and any change of structure changes it. Functions are
+not part of a spec, so they are not part of the fingerprint. Checkpoints, traces and
+stored runs are refused on a chart whose fingerprint differs. A bottom-layer module: it
+imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["spec_fingerprint"]
+
+
+def spec_fingerprint(spec: Any) -> str:
+    """SHA-256 of a chart spec's canonical JSON (sorted keys, no spaces): the chart's identity."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
