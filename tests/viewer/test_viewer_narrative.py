@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from viewer_traces import loan_trace, support_traces
 
 from flowchart import Trace, flow_chart, narrative
+from flowchart.cli import main as flowchart_main
 from flowchart.recorders import NarrativeEntry
 from flowchart.viewer import build_payload
 from flowchart.viewer.narrative import commit_records
@@ -97,3 +100,24 @@ def test_a_fork_child_records_sit_on_their_own_commits() -> None:
     records = trace.narrative or []
     for commit, mine in zip(trace.commit_log, blocks, strict=True):
         assert {records[i].runtime_stage_id for i in mine} == {commit.runtime_stage_id}
+
+
+def test_flowchart_narrate_prints_the_same_bytes_for_records_and_old_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``flowchart narrate`` prints the recorder's lines exactly, from a version-2 trace (records)
+    and from the same run written as a version-1 trace (bare lines)."""
+    from examples import loan
+
+    rec = narrative()
+    trace = loan.chart.run({"applicant": loan.APPLICANT}, recorders=[rec]).trace()
+    new = trace.save(tmp_path / "new.json")
+    data = trace.to_dict()
+    data.update(version=1, narrative=rec.lines())
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data), encoding="utf-8")
+    printed = []
+    for path in (new, old):
+        assert flowchart_main(["narrate", str(path)]) == 0
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] == "\n".join(rec.lines()) + "\n"
