@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from flowchart import Checkpoint, Redaction, RunResult, narrative
-from flowchart.chart import drive, run_coroutine
+from flowchart import Checkpoint, Redaction, Retry, RunResult, narrative
+from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
@@ -96,6 +96,7 @@ class Agent:
         output_retries: int = 2,
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
+        llm_retry: Retry | None = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -112,6 +113,9 @@ class Agent:
         sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
         ``conversation_window``/``conversation_chars`` bound the history a conversation turn
         sends (the last N turns / a character budget; see docs/conversations.md).
+        ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
+        (after the provider's own HTTP retries) is tried again, each failed attempt recorded
+        on the stage's commit (docs/durable.md).
         """
         # the builder makes an Agent and an Agent starts a builder: the one import that
         # cannot be at the top (agent.builder imports this module)
@@ -121,7 +125,7 @@ class Agent:
             provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
             temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
             redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
-            output_retries=output_retries,
+            output_retries=output_retries, llm_retry=llm_retry,
             conversation_window=conversation_window, conversation_chars=conversation_chars,
         )  # fmt: skip
 
@@ -309,6 +313,8 @@ class Agent:
 
         The decision is checked against the store's record and accepted ONCE: a second
         answer to the same request, from any process, raises ``ResumeDecisionError``.
+        A ``failed`` run (a provider down, a stage error) is continued at the stage that
+        failed instead, with no decision: nothing that committed runs again (docs/durable.md).
         """
         if self.needs_event_loop:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowchart import StageContext
-from flowchart.scope import Scope
+from flowchart import Scope, StageContext
 from governance import HUMAN_DECISIONS, CheckInDecision
 from governance.human import human_decision_row, human_reply_row
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from flowchart import Retry
 from flowchart.events import ALL_HOOKS
 from governance.checkin import resolve_check_in_config
 from governance.middleware import validate_chain
@@ -109,6 +110,10 @@ class AgentBuilder:
             output = structured.build_output(settings["output_schema"], settings["output_retries"], self._tools)
         except (TypeError, ValueError) as exc:
             raise AgentBuildError(str(exc)) from None
+        if settings["llm_retry"] is not None and not isinstance(settings["llm_retry"], Retry):
+            raise AgentBuildError(
+                f"Agent.create(llm_retry=...): expected a flowchart.Retry, got {type(settings['llm_retry']).__name__}"
+            )
         for recorder in settings["recorders"]:
             if not any(callable(getattr(recorder, hook, None)) for hook in ALL_HOOKS):
                 raise AgentBuildError(
@@ -122,6 +127,7 @@ class AgentBuilder:
             check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],
             permission_checker=settings["permission_checker"], stream=settings["stream"],
+            llm_retry=settings["llm_retry"],
         )  # fmt: skip
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])

@@ -20,22 +20,34 @@ Laws:
   key ``<run_id>:<tool_call_id>`` (``ctx.idempotency_key``) to deduplicate side effects.
 - The agent is named by import path (``MODULE:ATTR``, a built ``Agent`` or a
   zero-argument factory) and built once per worker process, after the fork; nothing
-  is pickled. Its store must be one every worker reaches (PostgreSQL across machines,
+  is pickled. A plain ``FlowChart`` is advanced the same way: name it instead of an
+  agent, and its store with ``make_app(..., store="MODULE:ATTR")`` (``submit_chart``
+  queues a chart run). Its store must be one every worker reaches (PostgreSQL across machines,
   SQLite on one machine).
 - Messages are JSON (a run id); nothing else travels through the broker.
+- A run that FAILS in a stage is recorded ``failed`` with its resume point; with
+  ``make_app(..., retry_failed=Retry(...))`` the worker retries it under that policy: it
+  flips the run back to ``running`` (``store.retry``: once, whichever worker wins) and
+  enqueues the advance after the policy's delay, which re-runs only the stage that
+  failed. The attempts are counted from the record (the log's ``recovers`` commits), so
+  the count survives worker restarts.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowchart.store import CommitConflictError, RunStore
+from flowchart import FlowChart, Retry
+from flowchart.lowlevel import validated_input
+from flowchart.store import CommitConflictError, RunStore, StoreError
+from flowchart.store.runs import advance_chart, new_run_id
 
 from . import durable
 from .errors import AgentLoadError
-from .loading import load_agent
+from .loading import load_agent_or_chart, load_store
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -66,6 +78,8 @@ def make_app(
     name: str = "pyfootprint",
     queue: str = "pyfootprint",
     visibility_timeout: float = 3600.0,
+    retry_failed: Retry | None = None,
+    store: str | None = None,
     **config: Any,
 ) -> Any:
     """A Celery app whose task ``advance_run`` advances runs of the agent ``agent`` names.
@@ -76,8 +90,11 @@ def make_app(
     running at the timeout is delivered again: harmless, the store keeps one commit, but
     its tools run twice). Workers sweep for abandoned tasks every quarter of it (1–10 s). ``config`` is
     passed to ``app.conf.update``. The newest app made in a process is the default
-    for ``agent.submit``.
+    for ``agent.submit``. ``retry_failed`` (a ``flowchart.Retry``) is the policy under which
+    workers retry a run that failed in a stage (``None``: a failed run stays failed).
     """
+    if retry_failed is not None and not isinstance(retry_failed, Retry):
+        raise TypeError(f"make_app(retry_failed=...): expected a flowchart.Retry, got {type(retry_failed).__name__}")
     celery = _celery()
     from celery.utils.log import get_task_logger
 
@@ -97,13 +114,21 @@ def make_app(
     )  # fmt: skip
     app.conf.update(config)
     app.conf.pyfootprint_agent = agent
+    app.conf.pyfootprint_retry_failed = retry_failed
+    app.conf.pyfootprint_store = store
 
     @app.task(name=TASK_NAME, bind=True, max_retries=20)
     def advance_run(task: Any, run_id: str) -> str:
         """Advance stored run ``run_id`` to its next pause or end (a no-op if it is not due)."""
         task_log.info("advance %s start", run_id)
         try:
-            status = advance(app_agent(app), run_id)
+            target = app_agent(app)
+            status = advance(
+                target, run_id, store=_chart_store(app, target), retry_failed=retry_failed,
+                requeue=lambda delay: app.send_task(
+                    TASK_NAME, args=[run_id], queue=app.conf.task_default_queue, countdown=delay
+                ),
+            )  # fmt: skip
             task_log.info("advance %s end %s", run_id, status)
             return status
         except _Retry as exc:
@@ -120,21 +145,45 @@ def default_app() -> Any:
     return _DEFAULT_APP[0]
 
 
-def app_agent(app: Any) -> Agent:
-    """The agent ``app`` advances, built once per process (after a worker's fork)."""
+def app_agent(app: Any) -> Any:
+    """The agent (or plain ``FlowChart``) ``app`` advances, built once per process (after a
+    worker's fork)."""
     spec = app.conf.pyfootprint_agent
     key = (os.getpid(), spec)
     if key not in _AGENTS:
         try:
-            _AGENTS[key] = load_agent(spec)
+            _AGENTS[key] = load_agent_or_chart(spec)
         except AgentLoadError as exc:
             raise RuntimeError(f"agent.celery: {exc}") from None
     return _AGENTS[key]
 
 
+def _chart_store(app: Any, target: Any) -> RunStore | None:
+    """The store of a chart app (``make_app(..., store=MODULE:ATTR)``), opened once per process."""
+    if not isinstance(target, FlowChart):
+        return None
+    spec = app.conf.pyfootprint_store
+    if not spec:
+        raise RuntimeError(
+            f"agent.celery: {app.conf.pyfootprint_agent} is a chart: pass make_app(..., store=MODULE:ATTR)"
+        )
+    key = (os.getpid(), "store:" + spec)
+    if key not in _AGENTS:
+        try:
+            _AGENTS[key] = load_store(spec)
+        except AgentLoadError as exc:
+            raise RuntimeError(f"agent.celery: {exc}") from None
+    store: RunStore = _AGENTS[key]
+    return store
+
+
 def app_store(app: Any) -> RunStore:
-    """The store of the agent ``app`` advances."""
-    store = app_agent(app).store
+    """The store of the agent (or chart) ``app`` advances."""
+    target = app_agent(app)
+    chart_store = _chart_store(app, target)
+    if chart_store is not None:
+        return chart_store
+    store = target.store
     if store is None:
         raise RuntimeError(f"the agent {app.conf.pyfootprint_agent} has no run store (Agent.create(store=...))")
     return store
@@ -146,20 +195,38 @@ class _Retry(Exception):
         self.error = error
 
 
-def advance(agent: Agent, run_id: str) -> str:
+def advance(
+    agent: Agent | FlowChart,
+    run_id: str,
+    *,
+    store: RunStore | None = None,
+    retry_failed: Retry | None = None,
+    requeue: Callable[[float], Any] | None = None,
+) -> str:
     """What ``advance_run`` does: advance the run if the store says it is due; return its status.
 
     A lost commit race (another worker committed this segment) is not an error: the
-    run is already where it should be. A run failing in a stage is recorded ``failed``
-    and not retried. Anything that left the run unrecorded (the store unreachable) is
-    retried with backoff.
+    run is already where it should be. A run failing in a stage is recorded ``failed``;
+    under ``retry_failed`` it is made ``running`` again and ``requeue(delay)`` schedules
+    the advance that resumes it (``retry_failed_run``). Anything that left the run
+    unrecorded (the store unreachable) is retried with backoff. ``agent`` may be a plain
+    ``FlowChart``, whose runs live in ``store``.
     """
-    store = agent.store
+    if isinstance(agent, FlowChart):
+        if store is None:
+            raise TypeError("advance(chart, run_id, store=...): a chart's runs need their store")
+        chart, chart_store = agent, store
+        step: Callable[[], Any] = lambda: advance_chart(chart, chart_store, run_id)  # noqa: E731
+    else:
+        store = agent.store
+        target = agent
+        step = lambda: durable.advance_now(target, run_id)  # noqa: E731
+    assert store is not None
     record = store.get(run_id)
     if record.next_step in ("wait", "finished"):
         return record.status
     try:
-        durable.advance_now(agent, run_id)
+        step()
     except CommitConflictError:
         log.info("run %s: another worker committed this segment first; nothing to do", run_id)
         return store.get(run_id).status
@@ -170,9 +237,30 @@ def advance(agent: Agent, run_id: str) -> str:
             raise _Retry(exc) from None
         if status == "running":
             raise _Retry(exc) from None
+        if status == "failed" and retry_failed is not None and requeue is not None:
+            delay = retry_failed_run(store, run_id, exc, retry_failed)
+            if delay is not None:
+                log.warning("run %s failed (%s); retrying in %.1f s", run_id, exc, delay)
+                requeue(delay)
+                return "running"
         log.warning("run %s %s: %s", run_id, status, exc)
         return status
     return store.get(run_id).status
+
+
+def retry_failed_run(store: RunStore, run_id: str, error: BaseException, policy: Retry) -> float | None:
+    """Under ``policy``, mark the failed run ``running`` again and return the delay before its
+    advance; ``None`` when the policy is spent, does not retry ``error``, the run has no
+    resume point, or another worker retried it first."""
+    record = store.get(run_id)
+    failures = 1 + sum(1 for commit in record.commit_log if commit.recovers is not None)
+    if failures >= policy.attempts or not policy.retries(error) or record.checkpoint is None:
+        return None
+    try:
+        store.retry(run_id)
+    except StoreError:
+        return None  # another worker retried it (or it moved on): its advance is queued
+    return policy.delay(failures, run_id)
 
 
 def enqueue(app: Any, run_id: str) -> None:
@@ -180,11 +268,31 @@ def enqueue(app: Any, run_id: str) -> None:
     app.send_task(TASK_NAME, args=[run_id], queue=app.conf.task_default_queue)
 
 
+def submit_chart(
+    chart: FlowChart, store: RunStore, input: Any = None, *, app: Any = None, run_id: str | None = None
+) -> str:
+    """Record a queued run of the plain ``chart`` on ``input`` in ``store`` and enqueue it; return its run id
+    (the app's workers must name the same chart and store: ``make_app("m:chart", store="m:store")``)."""
+    run_id = run_id or new_run_id()
+    store.create(
+        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=validated_input(input), chart_spec=chart.spec
+    )
+    enqueue(app or default_app(), run_id)
+    return run_id
+
+
 def submit(agent: Agent, message: str, identity: Any = None, *, app: Any = None, run_id: str | None = None) -> str:
     """Record a queued run of ``agent`` on ``message`` and enqueue it; return its run id."""
     run_id = durable.create(agent, durable.make_input(message, identity), run_id)
     enqueue(app or default_app(), run_id)
     return run_id
+
+
+def retry_and_enqueue(app: Any, store: RunStore, run_id: str) -> None:
+    """Mark the failed run ``running`` again (once, ``store.retry``) and enqueue the advance
+    that re-runs the stage that failed."""
+    durable.retry_failed(store, run_id)
+    enqueue(app, run_id)
 
 
 def answer_and_enqueue(app: Any, store: RunStore, run_id: str, decision: Any) -> None:

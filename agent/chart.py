@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowchart import FlowChart, Pausable, flow_chart
-from flowchart.chart import drive
+from flowchart.lowlevel import drive
 
 from . import structured
 from .config import AgentConfig
@@ -69,7 +69,7 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     )
     branches = (
         flow_chart("Seed", fit(make_seed(cfg)), "seed")
-        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm")
+        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
         .add_decider_function("Route", fit(make_route(cfg)), "route")
         .add_pausable_function_branch("tool-calls", "ToolCalls", tool_calls, loop_to="call-llm")
     )

@@ -5,6 +5,7 @@
     agent runs show RUN [--json]                      the question, evidence, narrative so far
     agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
+    agent runs retry RUN --agent MODULE:ATTR          continue a failed run at the stage that failed
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
     agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
                                                       why the answer is what it is, in content
@@ -37,9 +38,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from flowchart import replay
 from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
-from flowchart.commits import replay
-from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore
+from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
@@ -298,6 +299,44 @@ def cmd_decline(args: argparse.Namespace) -> str:
     return _answer(args, False)
 
 
+def cmd_retry(args: argparse.Namespace) -> str:
+    """``runs retry``: continue a failed run at the stage that failed (once, across processes)."""
+    from agent import durable
+    from agent.paused import Paused
+
+    try:
+        if args.queue:
+            from agent.celery import app_store, retry_and_enqueue
+
+            app = load_object(args.queue, "--queue")
+            store = open_store(args) if (args.db or args.dsn) else app_store(app)
+            retry_and_enqueue(app, store, args.run)
+            return f"run {args.run}: retrying at {_failed_stage(store.get(args.run))}; queued for the workers"
+        spec = args.agent or os.environ.get("AGENT_SPEC")
+        if not spec:
+            raise CliError(
+                "retry re-runs the failed stage, so it needs the agent: pass --agent MODULE:ATTR (a built Agent "
+                "or a function returning one), or --queue MODULE:ATTR for Celery workers"
+            )
+        agent = load_agent(spec)
+        agent.store = open_store(args, agent)
+        where = _failed_stage(agent.store.get(args.run))
+        durable.retry_failed(agent.store, args.run)
+        outcome = durable.advance_now(agent, args.run)
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    if isinstance(outcome, Paused):
+        return f"run {args.run}: retried at {where}; paused: {question_line(agent.store.get(args.run))}"
+    return f"run {args.run}: retried at {where}; done: {outcome}"
+
+
+def _failed_stage(record: RunRecord) -> str:
+    checkpoint = record.checkpoint
+    if checkpoint is None or checkpoint.recovery is None:
+        return "?"
+    return checkpoint.recovery.runtime_stage_id
+
+
 def cmd_why(args: argparse.Namespace) -> str:
     """``why``: the answer's provenance (a trace file, or a run id in the store)."""
     from flowchart import causal_chain
@@ -383,6 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--note", metavar="TEXT", help="a note (on decline, the model reads it)")
         sub.add_argument("--agent", metavar="MODULE:ATTR", help="the agent (or factory) that resumes the run")
         sub.add_argument("--queue", metavar="MODULE:ATTR", help="a Celery app (agent.celery.make_app) to hand it to")
+    sub = command("retry", cmd_retry, "Continue a failed run at the stage that failed (committed stages never re-run).")
+    sub.add_argument("run", metavar="RUN", help="the run id")
+    sub.add_argument("--agent", metavar="MODULE:ATTR", help="the agent (or factory) that continues the run")
+    sub.add_argument("--queue", metavar="MODULE:ATTR", help="a Celery app (agent.celery.make_app) to hand it to")
     sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
     sub.add_argument("run", metavar="RUN", help="the run id")
     sub.add_argument(

@@ -55,6 +55,9 @@ class AgentConfig:
     #: what a middleware ``ask`` does: "pause" the run, or "refuse" it as a denial naming the middleware
     #: (an agent served over MCP, which cannot wait for a person: ``agent.mcp.mcp_server``)
     ask_policy: Literal["pause", "refuse"] = "pause"
+    #: the ``flowchart.Retry`` of the call-llm stage (``Agent.create(llm_retry=...)``), beside the
+    #: providers' own HTTP retries: a failed model call is tried again, its attempts recorded
+    llm_retry: Any = None
     #: the answer's required shape (``agent.structured.OutputSpec``); None: free text
     output: Any = None
 

@@ -76,7 +76,7 @@ def earlier_turn_lines(chain: Any, log: Any) -> list[str]:
     """Where a causal chain crosses into earlier conversation turns: when it reaches the seed
     that loaded them, one line per earlier run and the commits of it the loaded messages
     came from (``agent why RUN --keys`` on that run continues the chain there)."""
-    from flowchart.commits import replay
+    from flowchart import replay
 
     from .state import CONVERSATION
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import attrs
 
-from flowchart.commits import Commit, apply_commit
+from flowchart import Commit
+from flowchart.lowlevel import apply_commit
 
 from .errors import ConversationError
 from .state import CONVERSATION, FINAL_CONTENT, HISTORY

@@ -33,9 +33,8 @@ from typing import Any
 
 import attrs
 
-from flowchart import Pausable, StageContext
-from flowchart.pause import pause_again
-from flowchart.scope import Scope, peek
+from flowchart import Pausable, Scope, StageContext, pause_again
+from flowchart.lowlevel import peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -124,15 +123,27 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     cfg, ctx, tool, call = site.cfg, site.ctx, site.tool, site.call
     identity = _identity(site.scope)
     error = False
-    try:
-        result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
-        if inspect.isawaitable(result):
-            result = await result
-    except AskHumanSignal:
-        raise
-    except Exception as exc:
-        result, error = str(exc) or type(exc).__name__, True
-        record_tool_error(site.scope, ctx, error_row(exc, tool.name, call["id"], site.iteration))
+    attempt = 1
+    while True:
+        try:
+            result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
+            if inspect.isawaitable(result):
+                result = await result
+        except AskHumanSignal:
+            raise
+        except Exception as exc:
+            row = error_row(exc, tool.name, call["id"], site.iteration)
+            policy = tool.retry
+            if policy is not None:
+                row["attempt"] = attempt
+                if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
+                    record_tool_error(site.scope, ctx, {**row, "retried": True})
+                    await policy.wait(policy.delay(attempt, tool.name))
+                    attempt += 1
+                    continue
+            result, error = str(exc) or type(exc).__name__, True
+            record_tool_error(site.scope, ctx, row)
+        break
     if ctx.observed:
         ctx.emit(
             events.TOOL_END,
@@ -380,7 +391,7 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
         if not outcome.executed:
             _not_run(ctx, call, outcome.text or "")
         _append_result(history, call, outcome.text or "")
-        if ctx._traverser.stopped:  # a permission halt: the rest of the batch is not dispatched
+        if ctx.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart import RunResult
-from flowchart.chart import drive, run_coroutine
-from flowchart.engine.entry import _run_input as validated_input
+from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
@@ -137,9 +136,24 @@ def answer_in(
 
 
 async def resume(agent: Agent, run_id: str, decision: Any) -> str | Paused:
-    """Answer the stored run's pause with ``decision`` (once) and advance it."""
-    answer(agent, run_id, decision)
+    """Answer the stored run's pause with ``decision`` (once) and advance it; a ``failed`` run
+    is continued at the stage that failed instead (``retry_failed``)."""
+    if _store(agent).get(run_id).status == "failed":
+        retry_failed(_store(agent), run_id, decision)
+    else:
+        answer(agent, run_id, decision)
     return await advance_run(agent, run_id)
+
+
+def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecord:
+    """Mark the failed run ``running`` again (once: ``store.retry``) so the next advance re-runs
+    the stage that failed from its stored checkpoint; a failed run takes no answer."""
+    if decision is not None:
+        raise TypeError(
+            f"resume_run('{run_id}', decision): the run failed, it is not paused — continue it at the "
+            "stage that failed with resume_run(run_id) and no decision"
+        )
+    return store.retry(run_id)
 
 
 async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:

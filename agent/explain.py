@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from flowchart import Commit, Trace
-from flowchart.commits import apply_commit
+from flowchart.lowlevel import apply_commit
 from governance import HUMAN_DECISIONS, LEDGER_KEY
 from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens

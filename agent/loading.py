@@ -10,7 +10,11 @@ object that is not an agent) — nothing is pickled or evaluated.
 
 from __future__ import annotations
 
-from flowchart.cli_support import CliError, load_target
+from typing import Any
+
+from flowchart import FlowChart
+from flowchart.cli_support import CliError, import_target, load_target
+from flowchart.store import RunStore
 
 from .agent import Agent
 from .errors import AgentLoadError
@@ -25,3 +29,24 @@ def load_agent(target: str) -> Agent:
     except CliError as exc:
         raise AgentLoadError(str(exc)) from None
     return agent
+
+
+def load_agent_or_chart(target: str) -> Agent | FlowChart:
+    """What a Celery app advances: the ``Agent`` or plain ``FlowChart`` ``MODULE:ATTR`` names."""
+    try:
+        found: Any = import_target(target, USAGE)
+        if isinstance(found, FlowChart):
+            return found
+        agent: Agent = load_target(target, Agent, USAGE)
+    except CliError as exc:
+        raise AgentLoadError(str(exc)) from None
+    return agent
+
+
+def load_store(target: str) -> RunStore:
+    """The ``RunStore`` that ``MODULE:ATTR`` names (a store or a zero-argument factory)."""
+    try:
+        store: RunStore = load_target(target, RunStore, "expected MODULE:ATTR for store= (e.g. myapp.db:store)")
+    except CliError as exc:
+        raise AgentLoadError(str(exc)) from None
+    return store

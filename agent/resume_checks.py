@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowchart import Checkpoint, CheckpointError
-from flowchart.engine.entry import check_checkpoint
+from flowchart.lowlevel import check_checkpoint, json_type
 from governance import CheckInRequest, MiddlewareAsk
 from governance.errors import WireFormatError
 from governance.middleware import link_name
@@ -55,8 +55,6 @@ def _field(data: dict[str, Any], key: str, kind: type, path: str) -> Any:
         raise _refuse("required key missing", f"{path}.{key}")
     value = data[key]
     if type(value) is not kind:
-        from flowchart.serde import json_type
-
         names = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
         raise _refuse(f"expected {names[kind]}, got {json_type(value)}", f"{path}.{key}")
     return value
@@ -142,8 +140,6 @@ def _check_pause_data(data: Any, kind: str, call_id: str, tool: str) -> None:
 def _check_call(value: Any, where: str) -> None:
     """One model tool call as ``call-llm`` writes it: ``id``, ``name``, ``args`` (or ``args_error``)."""
     if type(value) is not dict:
-        from flowchart.serde import json_type
-
         raise _refuse(f"expected an object, got {json_type(value)}", where)
     _field(value, "id", str, where)
     _field(value, "name", str, where)
@@ -161,8 +157,6 @@ def _check_messages(history: list[Any]) -> None:
     for n, message in enumerate(history):
         where = f"{_STATE}.history[{n}]"
         if type(message) is not dict:
-            from flowchart.serde import json_type
-
             raise _refuse(f"expected a message object, got {json_type(message)}", where)
         role = _field(message, "role", str, where)
         if role not in _ROLES:

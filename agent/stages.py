@@ -27,10 +27,8 @@ import inspect
 import re
 from typing import Any
 
-from flowchart import StageContext, decide
-from flowchart.context import thaw
-from flowchart.decide import Decision
-from flowchart.scope import Scope, peek, raw_read
+from flowchart import Decision, Scope, StageContext, decide
+from flowchart.lowlevel import peek, raw_read, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload

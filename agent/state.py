@@ -18,6 +18,7 @@ from typing import Any, Literal
 import attrs
 
 from flowchart import CheckpointError
+from flowchart.lowlevel import json_type
 
 # -- the run input (``durable.make_input``) ---------------------------------------------
 INPUT_MESSAGE = "input_message"
@@ -67,8 +68,6 @@ def _refuse(problem: str, path: str) -> CheckpointError:
 
 
 def _json_type(value: Any) -> str:
-    from flowchart.serde import json_type
-
     return json_type(value)
 
 

@@ -165,7 +165,7 @@ def agent_plan(
         return await agent.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
-        from flowchart.chart import drive
+        from flowchart.lowlevel import drive
 
         return drive(arun(_tap))
 

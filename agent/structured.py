@@ -30,9 +30,8 @@ from typing import Any
 import attrs
 import cattrs
 
-from flowchart import StageContext
-from flowchart.scope import Scope, peek
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart import Scope, StageContext
+from flowchart.lowlevel import NotJsonSafe, copy_json, peek
 
 from . import events
 from .errors import OutputSchemaError, retries_text

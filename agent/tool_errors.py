@@ -17,8 +17,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from flowchart import StageContext
-from flowchart.scope import Scope
+from flowchart import Scope, StageContext
 
 from . import events
 from .config import TOOL_ERRORS

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart.lowlevel import NotJsonSafe, copy_json
 
 _SIMPLE: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 _CONVERTER = cattrs.Converter()

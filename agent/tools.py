@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart import Retry
+from flowchart.lowlevel import NotJsonSafe, copy_json
 from governance.checkin import validate_check_in_demand
 
 from .errors import ToolDefinitionError
@@ -60,6 +61,8 @@ class Tool:
     is_async: bool = False
     #: where the tool came from (``ToolCallInfo.source``): ``None`` in code, an MCP server's name
     source: str | None = None
+    #: the ``flowchart.Retry`` of the tool body (``define_tool(..., retry=...)``); ``None``: one try
+    retry: Any = None
 
     def schema(self) -> dict[str, Any]:
         """What the model is offered: ``{"name", "description", "input_schema"}``."""
@@ -75,12 +78,18 @@ def define_tool(
     input_schema: Mapping[str, Any] | None = None,
     execute: Callable[..., Any] | None = None,
     check_in: Any = None,
+    retry: Retry | None = None,
 ) -> Tool:
     """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result.
 
     ``define_tool(fn)`` builds it from a typed function instead, as ``@tool`` does
     (``agent.function_tools``): ``name``/``description`` then override the function's.
+    ``retry`` (a ``flowchart.Retry``) runs the body again when it raises an error the policy
+    names; each failed attempt is a ``tool_errors`` row (``attempt``, ``retried``). A tool
+    body is at-least-once: a retried or re-dispatched call may have run before.
     """
+    if retry is not None and not isinstance(retry, Retry):
+        raise ToolDefinitionError(f"define_tool: retry must be a flowchart.Retry, got {type(retry).__name__}")
     if fn is not None:
         if input_schema is not None or execute is not None:
             raise ToolDefinitionError(
@@ -89,7 +98,8 @@ def define_tool(
             )
         from .function_tools import tool_from_function
 
-        return tool_from_function(fn, name=name, description=description, check_in=check_in)
+        made = tool_from_function(fn, name=name, description=description, check_in=check_in)
+        return made if retry is None else attrs.evolve(made, retry=retry)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ToolDefinitionError(f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'")
     if not isinstance(description, str) or not description.strip():
@@ -109,7 +119,7 @@ def define_tool(
         validate_check_in_demand(check_in)
     except ValueError as exc:
         raise ToolDefinitionError(f"define_tool('{name}'): {exc}") from None
-    return Tool(name, description, schema, execute, check_in, inspect.iscoroutinefunction(execute))
+    return Tool(name, description, schema, execute, check_in, inspect.iscoroutinefunction(execute), retry=retry)
 
 
 class AskHumanSignal(BaseException):

@@ -13,6 +13,7 @@
 #   BENCH_BUDGET_S=N   time budget per measurement (default 4 s)
 #   BENCH_PASSES=N     run the whole suite N times and pool the passes (default 1)
 #   BENCH_ONLY="W1 W3" run only these workloads
+#   BENCH_W7_BIG=1     W7 also at 150,000 commits (minutes, and a few hundred MB)
 #   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ REQS="$ROOT/bench/requirements-peers.txt"
 OUT="$ROOT/bench/results/latest.jsonl"
 MD="$ROOT/bench/results/latest.md"
 PASSES=${BENCH_PASSES:-1}
-ONLY=${BENCH_ONLY:-W1 W2 W3 W4 W5 W6}
+ONLY=${BENCH_ONLY:-W1 W2 W3 W4 W5 W6 W7}
 FAILED=0
 
 say() { echo "bench: $*" >&2; }
@@ -81,6 +82,7 @@ run_peer() {
     pyfootprint) step "$peer" "$w" "$PF_PY" -m "bench.pyfootprint.$mod" ;;
     langgraph)
       [[ $HAVE_LG == 1 ]] || return 0
+      [[ -f "$ROOT/bench/peers/langgraph/$mod.py" ]] || return 0  # no peer script for this workload
       if [[ $w == W4 ]]; then  # one process per saver, so peak RSS is per saver
         for kind in memory sqlite sqlite-sync; do
           step "$peer" "$w" "$PEERS_VENV/bin/python" -m "bench.peers.langgraph.$mod" "$kind"
@@ -91,6 +93,7 @@ run_peer() {
       ;;
     footprintjs)
       [[ $HAVE_FP == 1 ]] || return 0
+      [[ -f "$ROOT/bench/peers/footprintjs/$mod.mjs" ]] || return 0
       step "$peer" "$w" node --expose-gc "$ROOT/bench/peers/footprintjs/$mod.mjs"
       ;;
   esac

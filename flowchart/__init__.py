@@ -27,12 +27,13 @@ from flowchart.errors import (
     ScopeWriteError,
     TraceError,
 )
-from flowchart.failure import RunFailure, failed_run
+from flowchart.failure import RunFailure, failed_checkpoint, failed_run
 from flowchart.nodes import Pausable
 from flowchart.pause import Checkpoint, pause_again
 from flowchart.recorders.narrative import narrative
 from flowchart.redaction import Redaction
 from flowchart.result import RunResult
+from flowchart.retry import Retry
 from flowchart.scope import Scope
 from flowchart.trace import Trace
 
@@ -65,6 +66,7 @@ __all__ = [
     "Pausable",
     "ReadonlyInputError",
     "Redaction",
+    "Retry",
     "RunCancelledError",
     "RunError",
     "RunFailure",
@@ -80,6 +82,7 @@ __all__ = [
     "causal_chain",
     "commit_value_at",
     "decide",
+    "failed_checkpoint",
     "failed_run",
     "find_commit",
     "find_commits",

@@ -3,8 +3,9 @@
 Laws:
 - Argument order is footprintjs's: ``(name, fn, id)`` for stages, ``(branch_id, name, fn)``
   for branches; ``description`` is keyword-only everywhere (never silently ignored).
-- Every structural mistake is collected while building and raised by ``build()`` as a
-  ``BuildError`` naming the stage and the fix — so a chart either builds whole or not at all.
+- A structural mistake is collected while building, not raised at the call that made it;
+  ``build()`` raises the FIRST one as a ``BuildError`` naming the stage and the fix (fix it
+  and build again to see the next) — so a chart either builds whole or not at all.
   Where footprintjs has a message for the mistake, it comes first, in footprintjs's words
   (the stage NAME it quotes, Python method names), then `` — `` and the fix.
 - A decider and a selector on one node are mutually exclusive (as in footprintjs): a
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import BuildError
 from .nodes import Pausable, StageCallable, StageNode, SubflowMount
+from .retry import Retry
 
 if TYPE_CHECKING:
     from .chart import FlowChart
@@ -89,9 +91,26 @@ class FlowChartBuilder:
                 self._problem(str(exc), stage_id)
         return node
 
+    def _retry(self, node: StageNode, retry: Any) -> StageNode:
+        """Give ``node`` its ``Retry`` policy (``None``: the run's default, if any)."""
+        if retry is not None and not isinstance(retry, Retry):
+            self._problem(
+                f"retry of '{node.id}' must be a flowchart.Retry (e.g. Retry(attempts=3)), got {type(retry).__name__}",
+                node.id,
+            )
+            return node
+        node.retry = retry
+        return node
+
     # -- entry ------------------------------------------------------------------------------
     def start(
-        self, name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None
+        self,
+        name: str,
+        fn: StageFn | Pausable,
+        stage_id: str,
+        *,
+        description: str | None = None,
+        retry: Retry | None = None,
     ) -> FlowChartBuilder:
         """Set the root stage (a function or a ``Pausable``)."""
         if self._root is not None:
@@ -102,35 +121,50 @@ class FlowChartBuilder:
             node = self._node("stage", name, fn if callable(fn) else None, stage_id, description)
             if not callable(fn):
                 self._problem(f"stage '{stage_id}' has no function — pass a callable or a Pausable", stage_id)
+        self._retry(node, retry)
         self._register(node, chain=True)
         self._root = self._cursor = node
         return self
 
     # -- linear stages ------------------------------------------------------------------------
     def add_function(
-        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None
+        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, retry: Retry | None = None
     ) -> FlowChartBuilder:
-        """Append a plain stage ``fn(scope[, ctx])``."""
+        """Append a plain stage ``fn(scope[, ctx])`` (``retry``: its ``Retry`` policy)."""
         if not callable(fn):
             self._problem(f"stage '{stage_id}' has no function — provide a fn argument to add_function", stage_id)
-        return self._append(self._node("stage", name, fn if callable(fn) else None, stage_id, description))
+        node = self._node("stage", name, fn if callable(fn) else None, stage_id, description)
+        return self._append(self._retry(node, retry))
 
     def add_pausable_function(
-        self, name: str, pausable: Pausable, stage_id: str, *, description: str | None = None
+        self,
+        name: str,
+        pausable: Pausable,
+        stage_id: str,
+        *,
+        description: str | None = None,
+        retry: Retry | None = None,
     ) -> FlowChartBuilder:
-        """Append a two-phase stage (``Pausable(execute, resume)``)."""
-        return self._append(_pausable_node(self, name, pausable, stage_id, description))
+        """Append a two-phase stage (``Pausable(execute, resume)``); ``retry`` applies to each half."""
+        return self._append(self._retry(_pausable_node(self, name, pausable, stage_id, description), retry))
 
     def add_decider_function(
-        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None
+        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, retry: Retry | None = None
     ) -> BranchList:
         """Append a decider: ``fn`` returns a branch id or a ``decide()`` result."""
-        node = self._node("decider", name, fn, stage_id, description)
+        node = self._retry(self._node("decider", name, fn, stage_id, description), retry)
         self._append(node)
         return BranchList(self, node, "decider")
 
     def add_selector_function(
-        self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, fail_fast: bool = False
+        self,
+        name: str,
+        fn: StageFn,
+        stage_id: str,
+        *,
+        description: str | None = None,
+        fail_fast: bool = False,
+        retry: Retry | None = None,
     ) -> BranchList:
         """Append a selector: ``fn`` returns branch ids (or a ``select()`` result) to run in parallel."""
         cursor = self._cursor
@@ -140,15 +174,16 @@ class FlowChartBuilder:
                 "them (add_function) if the selector should run after the decider's branch",
                 cursor.id,
             )
-        node = self._node("selector", name, fn, stage_id, description)
+        node = self._retry(self._node("selector", name, fn, stage_id, description), retry)
         node.fail_fast = fail_fast
         self._append(node)
         return BranchList(self, node, "selector")
 
     def add_list_of_function(
-        self, children: Sequence[tuple[str, str, StageFn]], *, fail_fast: bool = False
+        self, children: Sequence[tuple[str, str, StageFn]], *, fail_fast: bool = False, retry: Retry | None = None
     ) -> FlowChartBuilder:
-        """Fork: run ``(id, name, fn)`` children in parallel after the current stage."""
+        """Fork: run ``(id, name, fn)`` children in parallel after the current stage
+        (``retry``: the ``Retry`` policy of each child, retried on its own)."""
         parent = self._cursor
         if parent is None:
             self._problem("add_list_of_function needs a stage before it: call flow_chart(name, fn, id) first")
@@ -176,6 +211,7 @@ class FlowChartBuilder:
             node = self._node("stage", child_name, fn if callable(fn) else None, child_id, None)
             if not callable(fn):
                 self._problem(f"fork child '{child_id}' under '{parent.id}' has no function", child_id)
+            self._retry(node, retry)
             self._register(node, chain=False)
             parent.children.append(node)
         parent.fail_fast = parent.fail_fast or fail_fast
@@ -322,7 +358,14 @@ class BranchList:
         return self
 
     def add_function_branch(
-        self, branch_id: str, name: str, fn: StageFn, *, description: str | None = None, loop_to: str | None = None
+        self,
+        branch_id: str,
+        name: str,
+        fn: StageFn,
+        *,
+        description: str | None = None,
+        loop_to: str | None = None,
+        retry: Retry | None = None,
     ) -> BranchList:
         """A branch running ``fn``; ``loop_to`` jumps back to an earlier stage after it."""
         if not callable(fn):
@@ -332,7 +375,7 @@ class BranchList:
                 branch_id,
             )
         branch = self._builder._node("stage", name, fn if callable(fn) else None, branch_id, description)
-        return self._add(branch, branch_id, loop_to)
+        return self._add(self._builder._retry(branch, retry), branch_id, loop_to)
 
     def add_pausable_function_branch(
         self,
@@ -342,9 +385,11 @@ class BranchList:
         *,
         description: str | None = None,
         loop_to: str | None = None,
+        retry: Retry | None = None,
     ) -> BranchList:
         """A two-phase branch (``Pausable(execute, resume)``)."""
-        return self._add(_pausable_node(self._builder, name, pausable, branch_id, description), branch_id, loop_to)
+        node = _pausable_node(self._builder, name, pausable, branch_id, description)
+        return self._add(self._builder._retry(node, retry), branch_id, loop_to)
 
     def add_subflow_chart_branch(
         self,
@@ -463,6 +508,8 @@ def _mount_node(
     return node
 
 
-def flow_chart(name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None) -> FlowChartBuilder:
-    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")``."""
-    return FlowChartBuilder().start(name, fn, stage_id, description=description)
+def flow_chart(
+    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
+) -> FlowChartBuilder:
+    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
+    return FlowChartBuilder().start(name, fn, stage_id, description=description, retry=retry)

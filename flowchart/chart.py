@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .pause import Checkpoint
     from .redaction import Redaction
     from .result import RunResult
+    from .retry import Retry
     from .store.protocol import RunStore
     from .stream import AsyncRunStream, RunStream
 
@@ -205,13 +206,14 @@ class FlowChart:
         cancel: CancelToken | None = None,
         store: RunStore | None = None,
         run_id: str | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Run the chart to its end or its first pause. See ``arun`` for the arguments.
 
         With ``store`` the run is recorded there (id ``run_id``, else a fresh one, and
         ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, retry)
         return _launcher().run(self, input, options)
 
     async def arun(
@@ -224,6 +226,7 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Run the chart inside the caller's event loop (fork children run concurrently).
 
@@ -231,9 +234,10 @@ class FlowChart:
         is never recorded; ``recorders`` observers; ``max_iterations`` the per-target loop
         cap; ``timeout`` seconds for the whole run; ``redaction`` what to hide in recordings;
         ``cancel`` a ``CancelToken`` whose ``cancel(reason)`` ends the run before its next
-        stage with ``RunCancelledError`` (the running stage's writes commit).
+        stage with ``RunCancelledError`` (the running stage's writes commit); ``retry`` the
+        default ``Retry`` policy of every stage that has none of its own (docs/durable.md).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
         return await _launcher().arun(self, input, options)
 
     def stream(
@@ -276,9 +280,14 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
-        """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        """Resume a paused run: the paused stage's ``resume(scope, input)`` runs, then the rest.
+
+        A failed run's checkpoint (``err.checkpoint``) re-runs the stage that failed, from the
+        state before its partial commit, and goes on (docs/durable.md).
+        """
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
         return _launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
@@ -292,15 +301,22 @@ class FlowChart:
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         timeout: float | None = None,
         redaction: Redaction | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """Answer the pause of the stored run ``run_id`` with ``input`` (once: a second
         answer raises ``AlreadyAnsweredError``) and run on; the outcome is recorded.
+
+        A ``failed`` run is continued at the stage that failed instead (``input`` must be
+        ``None``): that stage re-runs from the state before its partial commit, nothing that
+        committed runs again, and the store decides races (one process wins).
 
         ``store`` defaults to the store this process recorded ``run_id`` in (``run(...,
         store=...)``): the memory is per run id, in the store layer (``store_of``), not on the
         immutable chart, so two runs of one chart in two stores each resume from their own.
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id)
+        options = RunOptions(
+            env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id, retry=retry
+        )
         return _launcher().resume_run(self, run_id, input, options)
 
     async def aresume(
@@ -314,7 +330,8 @@ class FlowChart:
         timeout: float | None = None,
         redaction: Redaction | None = None,
         cancel: CancelToken | None = None,
+        retry: Retry | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel)
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
         return await _launcher().aresume(self, checkpoint, input, options)

@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .retry import Attempt
+
 Verb = Literal["set", "merge", "append", "delete"]
 
 
@@ -47,7 +49,11 @@ class Commit:
     ``trace`` is the ordered list of ops; ``reads`` the state keys the stage read (in
     first-read order; used by causal backtracking); ``redacted_paths`` the paths whose
     values were replaced by ``"REDACTED"`` in this entry; ``decision`` what a decider or
-    selector returned (``{"chosen" | "selected", "evidence"?}``), ``None`` for other stages.
+    selector returned (``{"chosen" | "selected", "evidence"?}``), ``None`` for other stages;
+    ``attempts`` the failed attempts of a stage that was retried (``flowchart.retry``), before
+    the attempt this commit is; ``recovers`` the runtime id of a failed execution this one
+    re-ran when a failed run was resumed (its partial writes are undone by this commit's ops).
+    Both are absent from ``to_dict`` when empty, so a run without retries records as before.
     """
 
     idx: int
@@ -58,6 +64,8 @@ class Commit:
     reads: tuple[str, ...] = ()
     redacted_paths: tuple[str, ...] = ()
     decision: dict[str, Any] | None = None
+    attempts: tuple[Attempt, ...] = ()
+    recovers: str | None = None
 
     @property
     def overwrite(self) -> dict[str, Any]:
@@ -84,7 +92,17 @@ class Commit:
             "trace": [op.to_dict() for op in self.trace],
             "reads": list(self.reads),
             "redacted_paths": list(self.redacted_paths),
-        } | ({} if self.decision is None else {"decision": copy.deepcopy(self.decision)})
+        } | self._extras()
+
+    def _extras(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.decision is not None:
+            out["decision"] = copy.deepcopy(self.decision)
+        if self.attempts:
+            out["attempts"] = [a.to_dict() for a in self.attempts]
+        if self.recovers is not None:
+            out["recovers"] = self.recovers
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Commit:
@@ -98,6 +116,8 @@ class Commit:
             reads=tuple(data.get("reads", ())),
             redacted_paths=tuple(data.get("redacted_paths", ())),
             decision=copy.deepcopy(data.get("decision")),
+            attempts=tuple(Attempt(a["attempt"], a["error_type"], a["message"]) for a in data.get("attempts", ())),
+            recovers=data.get("recovers"),
         )
 
 
@@ -165,3 +185,49 @@ def replay(
     for commit in log[:end]:
         apply_commit(state, commit)
     return copy.deepcopy(state)
+
+
+def commit_data(commit: Commit) -> dict[str, Any]:
+    """``commit.to_dict()`` for a caller that serialises it at once and lets it go.
+
+    The same keys in the same order, so the JSON is byte-identical; nothing is copied (values
+    are shared with the commit, tuples stand for lists): this is the form ``Trace.save`` and the
+    run stores write, one dict per commit, built once.
+    """
+    data: dict[str, Any] = {
+        "idx": commit.idx,
+        "stage": commit.stage,
+        "stage_id": commit.stage_id,
+        "runtime_stage_id": commit.runtime_stage_id,
+        "trace": [
+            {"path": op.path, "verb": op.verb}
+            if op.verb == "delete"
+            else {"path": op.path, "verb": op.verb, "value": op.value}
+            for op in commit.trace
+        ],
+        "reads": commit.reads,
+        "redacted_paths": commit.redacted_paths,
+    }
+    if commit.decision is not None:
+        data["decision"] = commit.decision
+    if commit.attempts:
+        data["attempts"] = [a.to_dict() for a in commit.attempts]
+    if commit.recovers is not None:
+        data["recovers"] = commit.recovers
+    return data
+
+
+def commit_from_parsed(data: Mapping[str, Any]) -> Commit:
+    """``Commit.from_dict`` for data freshly parsed from JSON text (nobody else holds it): no copies."""
+    return Commit(
+        idx=data["idx"],
+        stage=data["stage"],
+        stage_id=data["stage_id"],
+        runtime_stage_id=data["runtime_stage_id"],
+        trace=tuple(Op(tuple(o["path"]), o["verb"], o.get("value")) for o in data["trace"]),
+        reads=tuple(data.get("reads", ())),
+        redacted_paths=tuple(data.get("redacted_paths", ())),
+        decision=data.get("decision"),
+        attempts=tuple(Attempt(a["attempt"], a["error_type"], a["message"]) for a in data.get("attempts", ())),
+        recovers=data.get("recovers"),
+    )

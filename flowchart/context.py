@@ -1,6 +1,6 @@
 """The stage context: the control surface a stage gets as its second argument.
 
-``ctx.args`` (the read-only run input), ``ctx.env``, ``ctx.stop(reason)``,
+``ctx.args`` (the read-only run input), ``ctx.env``, ``ctx.stop(reason)``, ``ctx.stopped``,
 ``ctx.emit(name, payload)``, ``ctx.run_id``, ``ctx.stage_id``, ``ctx.runtime_stage_id``.
 A ``StageContext`` is only made for stages whose function takes it (inspected at build
 time), so stages that do not ask for it do not pay for it.
@@ -109,6 +109,12 @@ class StageContext:
         """The id of this run (a resumed run gets a new one)."""
         return self._traverser.run.run_id
 
+    @property
+    def stopped(self) -> bool:
+        """True once this chart (a subflow: this subflow) was asked to stop, by ``stop()`` in
+        this stage or one before it; nothing runs after the current stage then. Read-only."""
+        return bool(self._traverser.stopped)
+
     def stop(self, reason: str | None = None) -> None:
         """End the run after this stage commits (footprintjs ``$break``); the first reason wins."""
         self._traverser.request_stop(reason)
@@ -116,14 +122,14 @@ class StageContext:
     @property
     def observed(self) -> bool:
         """True when some recorder listens to emits (so building a payload is worth it)."""
-        return self._traverser.run.observers.wants("on_emit")
+        return self._traverser.run.observers.emits
 
     def emit(self, name: str, payload: Any = None) -> None:
         """Send a named event with a JSON-safe payload to the run's emit recorders, in order.
 
         The payload is copied (and checked) only when somebody listens.
         """
-        if self._traverser.run.observers.wants("on_emit"):
+        if self._traverser.run.observers.emits:
             self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
 
     def __repr__(self) -> str:

@@ -39,7 +39,14 @@ class BuildError(FlowchartError, ValueError):
 
 
 class RunError(FlowchartError, RuntimeError):
-    """A run cannot go on; carries the stage id it was raised at."""
+    """A run cannot go on; carries the stage id it was raised at.
+
+    ``checkpoint`` (set when the error ends a run; ``None`` before, or when the failure has
+    no single resume point) resumes the run at the stage that failed:
+    ``chart.resume(err.checkpoint)``. Any other error a run raises carries it too.
+    """
+
+    checkpoint: Any = None
 
     def __init__(self, message: str, *, stage_id: str | None = None) -> None:
         super().__init__(message)

@@ -8,19 +8,29 @@ Data (scope) hooks, fired live while a stage runs:
     on_stage_start(StageEvent) · on_read(ReadEvent) · on_write(WriteEvent)
     on_emit(EmitEvent) · on_stage_end(StageEvent) · on_commit(CommitEvent)
 
+The batch hook, fired once per stage at commit time, right before ``on_commit``:
+    on_stage_ops(StageOpsEvent): the stage's reads, writes and emits in arrival order.
+A recorder that has ``on_stage_ops`` gets its scope operations in that one batch
+instead of one event each: its ``on_read`` / ``on_write`` / ``on_emit`` are not bound
+unless it asks for them live with the attribute ``live_operations = True``. The batch
+costs a list append per operation while the stage runs; the per-operation events cost
+an event object, a dispatch and a hook call each.
+
 Flow hooks, fired after a stage commits:
     on_run_start(RunEvent) · on_run_end(RunEvent) · on_run_failed(RunEvent)
     on_stage_executed(StageExecutedEvent) · on_next(NextEvent)
     on_decision(DecisionEvent) · on_fork(ForkEvent) · on_selected(SelectedEvent)
     on_subflow_entry(SubflowEvent) · on_subflow_exit(SubflowEvent)
     on_loop(LoopEvent) · on_break(BreakEvent) · on_error(ErrorEvent)
-    on_pause(PauseEvent) · on_resume(ResumeEvent)
+    on_pause(PauseEvent) · on_resume(ResumeEvent) · on_retry(RetryEvent)
 
 Event order for one plain stage: on_stage_start → on_read/on_write/on_emit (live) →
 on_stage_end → on_commit → on_stage_executed → on_next. A decider fires on_decision
 before its on_stage_executed; a stage that raises fires on_commit, then on_error, and
 no on_stage_end / on_stage_executed. A pause fires on_commit then on_pause, and
-neither on_run_end nor on_run_failed.
+neither on_run_end nor on_run_failed. A stage retried under a ``Retry`` policy fires
+on_retry after each failed attempt (whose data events were live, and whose writes are
+discarded), then runs again under the same runtime id; only the last attempt commits.
 
 A recorder that raises never breaks the run: the exception is swallowed and reported
 to the other recorders' ``on_error`` hook as an ErrorEvent with channel "recorder".
@@ -43,7 +53,10 @@ DATA_HOOKS = (
     "on_emit",
     "on_stage_end",
     "on_commit",
+    "on_stage_ops",
 )
+#: the per-operation hooks that ``on_stage_ops`` replaces unless ``live_operations`` is set
+OPERATION_HOOKS = ("on_read", "on_write", "on_emit")
 FLOW_HOOKS = (
     "on_run_start",
     "on_run_end",
@@ -60,6 +73,7 @@ FLOW_HOOKS = (
     "on_error",
     "on_pause",
     "on_resume",
+    "on_retry",
 )
 ALL_HOOKS = DATA_HOOKS + FLOW_HOOKS
 
@@ -139,6 +153,28 @@ class CommitEvent:
 
     ctx: TraversalContext
     commit: Any  # flowchart.commits.Commit (Any here to keep this module import-free)
+
+
+#: one scope operation of a batch: ``(kind, key, value, operation, redacted)``. ``kind``
+#: is ``read`` | ``missing`` | ``write`` | ``emit``; ``operation`` is ``set`` | ``update`` |
+#: ``delete`` for a write (``""`` otherwise); an emit's ``key`` is its name and ``value``
+#: its payload; a ``missing`` read (footprintjs's ``undefined``) carries ``None``
+StageOp = tuple[str, str, Any, str, bool]
+
+
+@attrs.define(slots=True)
+class StageOpsEvent:
+    """A stage's scope operations, delivered once at commit time (the batch hook).
+
+    ``ops`` lists every read, write and emit of the stage in arrival order, as
+    :data:`StageOp` tuples, with the run's redaction applied (as on ``ReadEvent`` /
+    ``WriteEvent``). Each value is as it was at the moment of the operation: a dict or
+    list the stage went on to change is a snapshot, never the live view. Read-only by
+    contract (not frozen, so that building it costs one plain assignment per field).
+    """
+
+    ctx: TraversalContext
+    ops: list[StageOp]
 
 
 @attrs.frozen
@@ -248,6 +284,20 @@ class ErrorEvent:
 
 
 @attrs.frozen
+class RetryEvent:
+    """Attempt ``attempt - 1`` of a stage failed with ``error_type: message``; attempt
+    ``attempt`` of ``attempts`` follows after ``delay`` seconds (its writes were discarded)."""
+
+    ctx: TraversalContext
+    stage_name: str
+    attempt: int
+    attempts: int
+    error_type: str
+    message: str
+    delay: float = 0.0
+
+
+@attrs.frozen
 class PauseEvent:
     """A pausable stage paused the run with ``pause_data``."""
 
@@ -261,10 +311,13 @@ class PauseEvent:
 @attrs.frozen
 class ResumeEvent:
     """A paused run was resumed at ``stage_name``; ``has_input`` says whether input came;
-    ``paused_run_id`` is the run id the checkpoint was taken in (the resumed run gets a new one)."""
+    ``paused_run_id`` is the run id the checkpoint was taken in (the resumed run gets a new one);
+    ``recovery`` is set when a FAILED run was resumed: the ``pause.Recovery`` of the execution
+    that failed, which runs again from the state before its partial commit."""
 
     ctx: TraversalContext
     stage_name: str
     stage_id: str
     has_input: bool
     paused_run_id: str = ""
+    recovery: Any = None

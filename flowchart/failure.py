@@ -20,10 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .errors import RunError
+from .pause import Checkpoint
+
 if TYPE_CHECKING:
     from .result import RunResult
 
 _ATTRIBUTE = "_flowchart_failed_run"
+_CHECKPOINT = "_flowchart_failed_checkpoint"
 _MESSAGE_LIMIT = 2000
 
 
@@ -68,10 +72,22 @@ class RunFailure:
         return cls(**data)
 
 
-def attach(error: BaseException, result: RunResult, failure: RunFailure) -> None:
-    """Let ``error`` carry the run it ended (outermost run wins when runs nest)."""
+def attach(error: BaseException, result: RunResult, failure: RunFailure, checkpoint: Checkpoint | None = None) -> None:
+    """Let ``error`` carry the run it ended (outermost run wins when runs nest), and the
+    checkpoint that resumes it at the stage that failed as ``error.checkpoint`` (``None``
+    when there is no single resume point; an error class with its own ``checkpoint``
+    attribute keeps it, and ``failed_checkpoint(error)`` still finds this one)."""
     # straight into the instance dict: an exception class may forbid setattr (attrs frozen)
     error.__dict__[_ATTRIBUTE] = (result, failure)
+    error.__dict__[_CHECKPOINT] = checkpoint
+    if isinstance(error, RunError) or "checkpoint" in error.__dict__ or not hasattr(error, "checkpoint"):
+        error.__dict__["checkpoint"] = checkpoint
+
+
+def failed_checkpoint(error: BaseException) -> Checkpoint | None:
+    """The checkpoint that resumes the run ``error`` ended at the stage that failed, or ``None``."""
+    found = error.__dict__.get(_CHECKPOINT)
+    return found if isinstance(found, Checkpoint) else None
 
 
 def failed_run(error: BaseException) -> tuple[RunResult, RunFailure] | None:
@@ -80,4 +96,4 @@ def failed_run(error: BaseException) -> tuple[RunResult, RunFailure] | None:
     return found if isinstance(found, tuple) else None
 
 
-__all__ = ["RunFailure", "attach", "failed_run"]
+__all__ = ["RunFailure", "attach", "failed_checkpoint", "failed_run"]

@@ -13,10 +13,20 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["spec_fingerprint"]
+__all__ = ["canonical_json", "json_digest", "spec_fingerprint"]
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a JSON-safe ``value``: sorted keys, no whitespace, UTF-8 as is
+    (``ensure_ascii=False``). The one spelling every fingerprint and request id is hashed from."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_digest(value: Any) -> str:
+    """SHA-256 (64 hex digits) of the canonical JSON of a JSON-safe ``value``."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def spec_fingerprint(spec: Any) -> str:
     """SHA-256 of a chart spec's canonical JSON (sorted keys, no spaces): the chart's identity."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return json_digest(spec)

@@ -113,6 +113,7 @@ class StageNode:
         "name",
         "next",
         "resume",
+        "retry",
     )
 
     def __init__(self, kind: NodeKind, name: str, stage_id: str, description: str | None = None) -> None:
@@ -132,6 +133,8 @@ class StageNode:
         self.children: list[StageNode] = []
         self.fail_fast = False
         self.branch_id: str | None = None
+        #: the stage's ``Retry`` policy (``None``: the run's default, if any)
+        self.retry: Any = None
 
     @property
     def is_async(self) -> bool:

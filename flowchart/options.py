@@ -13,7 +13,7 @@ check in ``__attrs_post_init__``, one keyword on each public entry point that ta
 ``run.options.<name>`` (``flowchart/engine/run_state.py`` keeps the value). Nothing in
 between changes: the store runner and the stream plan pass the value through whole.
 
-A bottom-layer module: it needs only ``redaction`` (for the type check).
+A bottom-layer module: it needs only ``redaction`` and ``retry`` (for the type checks).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .redaction import Redaction
+from .retry import Retry
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
@@ -51,7 +52,8 @@ class RunOptions:
     ``redaction``: what to hide in every record. ``cancel``: a ``CancelToken``.
     ``store``: a run store that records the run (``None``: the run is not stored).
     ``run_id``: the stored run's id (a fresh one when ``None``; only used with ``store``).
-    Later issues add their options here (``retry``): see the module docstring for how.
+    ``retry``: the default ``Retry`` of every stage without its own (docs/durable.md).
+    Later issues add their options here: see the module docstring for how.
     """
 
     env: Mapping[str, Any] | None = None
@@ -62,6 +64,7 @@ class RunOptions:
     cancel: CancelToken | None = None
     store: RunStore | None = None
     run_id: str | None = None
+    retry: Retry | None = None
 
     def __attrs_post_init__(self) -> None:
         count = self.max_iterations
@@ -78,6 +81,10 @@ class RunOptions:
             raise TypeError(f"redaction must be a flowchart.Redaction or None, got {type(self.redaction).__name__}")
         if self.run_id is not None and (not isinstance(self.run_id, str) or not self.run_id):
             raise TypeError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
+        if self.retry is not None and not isinstance(self.retry, Retry):
+            raise TypeError(
+                f"retry must be a flowchart.Retry (e.g. Retry(attempts=3)), got {type(self.retry).__name__}"
+            )
         if self.store is not None and not all(callable(getattr(self.store, m, None)) for m in ("create", "get")):
             raise TypeError(f"store must be a run store (flowchart.store.RunStore), got {type(self.store).__name__}")
 
@@ -87,7 +94,7 @@ class RunOptions:
 
 
 #: the keyword options ``chart.stream()`` passes on to the run (a stream cancels through its consumer)
-STREAM_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction"})
+STREAM_OPTIONS = frozenset({"env", "recorders", "max_iterations", "timeout", "redaction", "retry"})
 
 
 def stream_options(given: Mapping[str, Any], store: Any = None, run_id: str | None = None) -> RunOptions:

@@ -129,6 +129,25 @@ class PauseSignal(BaseException):
 
 
 @attrs.define(eq=True)
+class Recovery:
+    """The failed execution a resumed failed run re-runs (``Checkpoint.recovery``).
+
+    ``runtime_stage_id`` is the execution that failed, ``error_type`` and ``message`` its
+    error. The failed execution's partial commit stays in the log; the re-run starts from
+    the state BEFORE it: ``restore`` holds the values the failed commit overwrote (keys of
+    the stage's own level, inside its fork namespace if any) and ``discard`` the keys it
+    created. The re-run's one commit carries those undo writes with its own, so folding the
+    log still gives the live state.
+    """
+
+    runtime_stage_id: str
+    error_type: str
+    message: str
+    restore: dict[str, Any] = attrs.Factory(dict)
+    discard: list[str] = attrs.Factory(list)
+
+
+@attrs.define(eq=True)
 class Checkpoint:
     """Everything needed to resume a paused run in a fresh process. JSON via ``to_json``.
 
@@ -141,6 +160,10 @@ class Checkpoint:
     stage), ``frames`` (the resume path), ``paused_at`` (seconds since the epoch),
     ``recorder_states`` (per recorder id, what a recorder with ``save_state`` / ``load_state``
     carries across the pause: the narrative's stage count; version 2).
+
+    A checkpoint of a FAILED run (``RunError.checkpoint``, a stored ``failed`` run) also has
+    ``recovery``: the leaf frame is the stage that failed, and resuming re-runs it from the
+    state before its partial commit (``Recovery``). Absent (and not serialised) otherwise.
     """
 
     shared_state: dict[str, Any]
@@ -161,6 +184,12 @@ class Checkpoint:
     loop_counts: dict[str, int] = attrs.Factory(dict)
     frames: list[ResumeFrame] = attrs.Factory(list)
     recorder_states: dict[str, Any] = attrs.Factory(dict)
+    recovery: Recovery | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True for the checkpoint of a failed run (resuming re-runs the stage that failed)."""
+        return self.recovery is not None
 
     @classmethod
     def from_signal(

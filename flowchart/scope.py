@@ -14,6 +14,10 @@ Laws:
   joins the stage's reads and observers hear ``missing(key)``, then the Python error
   (``KeyError`` / ``AttributeError``) is raised. ``"k" in scope`` records ``k`` among
   the reads, and tells observers only when ``k`` is absent.
+- With an operation log (``oplog``, set by the engine when a recorder takes operations in
+  one batch) every read, miss and write is also appended there as it happens, with the
+  value as it is at that moment: a live view is logged as ``plain()`` of it, a committed
+  or freshly copied value as itself (neither is ever changed in place).
 - Nothing here copies the whole state: reading a primitive is a dict lookup, reading a
   container makes a shallow tracked view, a commit touches only the changed keys.
 """
@@ -82,7 +86,9 @@ class Transaction:
         "hides",
         "namespace",
         "observer",
+        "oplog",
         "readonly",
+        "snapshot",
         "state",
     )
 
@@ -98,6 +104,10 @@ class Transaction:
         self.namespace = namespace
         self.readonly = readonly
         self.observer = observer
+        #: the stage's operation log (``StageOp`` tuples), or ``None`` when nobody takes it
+        self.oplog: list[Any] | None = None
+        #: how a live view is kept in the log, ``snapshot(key, view)`` (``None``: ``plain()``)
+        self.snapshot: Any = None
         #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
         self.hides: Any = None
         self._working: dict[str, Any] = {}
@@ -131,9 +141,9 @@ class Transaction:
     # -- the stage-facing surface ---------------------------------------------------------
     def get(self, key: str) -> Any:
         """Read ``key`` (tracked); ``KeyError`` when it is not in the state."""
-        value = self._working.get(key, _MISSING)
+        value = raw = self._working.get(key, _MISSING)
         if value is _MISSING:
-            value = self._committed(key)
+            value = raw = self._committed(key)
             if value is _MISSING:
                 raise self._miss(key)
             kind = type(value)
@@ -147,6 +157,15 @@ class Transaction:
             self._reads[key] = None
         if self.observer is not None:
             self.observer.read(key, value)
+        if self.oplog is not None:
+            kind = type(raw)
+            if kind is TrackedDict or kind is TrackedList:
+                kept = self._kept(key, raw)
+            elif (kind is dict or kind is list) and self.snapshot is not None:
+                kept = self.snapshot(key, raw)  # not a reference that would keep this version alive
+            else:
+                kept = raw
+            self.oplog.append(("read", key, kept, "", False))
         return value
 
     def _miss(self, key: str) -> KeyError:
@@ -155,6 +174,8 @@ class Transaction:
             self._reads[key] = None
         if self.observer is not None:
             self.observer.missing(key)
+        if self.oplog is not None:
+            self.oplog.append(("missing", key, None, "", False))
         return KeyError(key)
 
     def contains(self, key: str) -> bool:
@@ -162,8 +183,11 @@ class Transaction:
         if key not in self._reads:
             self._reads[key] = None
         found = self.has(key)
-        if not found and self.observer is not None:
-            self.observer.missing(key)
+        if not found:
+            if self.observer is not None:
+                self.observer.missing(key)
+            if self.oplog is not None:
+                self.oplog.append(("missing", key, None, "", False))
         return found
 
     def _view(self, key: str, value: Any) -> Any:
@@ -192,6 +216,8 @@ class Transaction:
         self._touched[key] = SET
         if self.observer is not None:
             self.observer.write(key, copied, "set")
+        if self.oplog is not None:
+            self.oplog.append(("write", key, copied, "set", False))
 
     def delete(self, key: str) -> None:
         """Stage the removal of ``key``; ``KeyError`` when it is not there."""
@@ -203,6 +229,8 @@ class Transaction:
         self._touched[key] = SET
         if self.observer is not None:
             self.observer.write(key, None, "delete")
+        if self.oplog is not None:
+            self.oplog.append(("write", key, None, "delete", False))
 
     def keys(self) -> list[str]:
         """Every key visible to the stage (committed, plus own writes, minus own deletes)."""
@@ -238,6 +266,13 @@ class Transaction:
             self._reads[key] = None
         if self.observer is not None:
             self.observer.read(key, value)
+        if self.oplog is not None:
+            kind = type(value)
+            if kind is TrackedDict or kind is TrackedList or ((kind is dict or kind is list) and self.snapshot):
+                kept = self._kept(key, value)
+            else:
+                kept = value
+            self.oplog.append(("read", key, kept, "", False))
         return value
 
     def note_reads(self, keys: Iterable[str]) -> None:
@@ -255,15 +290,27 @@ class Transaction:
         if key in self.readonly:
             raise _readonly(key)
         self._touched[key] = self._touched.get(key, 0) | change
-        if self.observer is not None:
-            value = self._working.get(key)
-            if change != MERGE:
-                self.observer.write(key, value, "set")
-                return
+        if self.observer is None and self.oplog is None:
+            return
+        value = self._working.get(key)
+        if change != MERGE:
+            operation = "set"
+        else:
+            operation = "update"
             if fields is not None and type(value) is TrackedDict:
                 # a nested merge is told by what it changed: the touched fields only
                 value = {field: dict.__getitem__(value, field) for field in fields if dict.__contains__(value, field)}
-            self.observer.write(key, value, "update")
+        if self.observer is not None:
+            self.observer.write(key, value, operation)
+        if self.oplog is not None:
+            # the view lives on (the stage may change it again): log it as it is now
+            shown = {f: plain(v) for f, v in value.items()} if type(value) is dict else self._kept(key, value)
+            self.oplog.append(("write", key, shown, operation, False))
+
+    def _kept(self, key: str, view: Any) -> Any:
+        """A live view as the operation log keeps it: as it is now, never the view itself."""
+        snapshot = self.snapshot
+        return plain(view) if snapshot is None else snapshot(key, view)
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)

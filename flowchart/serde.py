@@ -23,10 +23,10 @@ from cattrs.errors import (
     ForbiddenExtraKeysError,
     IterableValidationError,
 )
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import CheckpointError
-from .pause import CHECKPOINT_VERSION, FIRST_VERSION, Checkpoint, ResumeFrame
+from .pause import CHECKPOINT_VERSION, FIRST_VERSION, Checkpoint, Recovery, ResumeFrame
 from .untrusted import check, parse
 from .untrusted import step as _step
 from .values import NotJsonSafe, copy_json
@@ -135,8 +135,13 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
     converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
-    for cl in (Checkpoint, ResumeFrame):
+    for cl in (Recovery, ResumeFrame):
         converter.register_structure_hook(cl, every_key(cl, converter))
+    # a failed run's checkpoint carries ``recovery``; a pause's has none and serialises as before
+    converter.register_structure_hook(Checkpoint, every_key(Checkpoint, converter, optional=("recovery",)))
+    converter.register_unstructure_hook(
+        Checkpoint, make_dict_unstructure_fn(Checkpoint, converter, recovery=override(omit_if_default=True))
+    )
     return converter
 
 
@@ -252,6 +257,8 @@ def check_consistency(cp: Checkpoint) -> None:
         raise _refuse(
             f"the last frame is '{leaf.stage_id}' but paused_stage_id is '{cp.paused_stage_id}'", "$.paused_stage_id"
         )
+    if cp.recovery is not None:
+        _check_recovery(cp.recovery, leaf.stage_id)
     mounts = [f.stage_id for f in cp.frames if f.kind == "mount"]
     if cp.subflow_path != mounts:
         raise _refuse(f"subflow_path must list the mount frames {mounts}, got {cp.subflow_path}", "$.subflow_path")
@@ -272,6 +279,20 @@ def check_consistency(cp: Checkpoint) -> None:
         for key, count in getattr(cp, name).items():
             if count < 0:
                 raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
+
+
+def _check_recovery(recovery: Recovery, leaf: str) -> None:
+    """A failed run's recovery names an execution of the leaf stage; restored and discarded keys differ."""
+    stage, _, count = recovery.runtime_stage_id.rpartition("#")
+    if stage != leaf or not count.isdigit():
+        raise _refuse(
+            f"recovery.runtime_stage_id must be an execution of '{leaf}' ('{leaf}#N'), "
+            f"got {recovery.runtime_stage_id!r}",
+            "$.recovery.runtime_stage_id",
+        )
+    both = [key for key in recovery.discard if key in recovery.restore]
+    if both:
+        raise _refuse(f"key '{both[0]}' is both restored and discarded", "$.recovery.discard")
 
 
 def check_counters(cp: Checkpoint) -> None:

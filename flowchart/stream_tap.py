@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, TraversalContext
+from .events import ALL_HOOKS, OPERATION_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -87,14 +87,27 @@ class StreamTap:
             bound = self._bind(hook)
             if bound is not None:
                 setattr(self, hook, bound)
+        snapshot = getattr(self.narrative, "snapshot_view", None)
+        if callable(snapshot):  # how the batch keeps live views
+            self.snapshot_view = snapshot
         if self.narrative is not None:  # readers of the run's narrative (traces, snapshots) find it here
             self.lines = self.narrative.lines
             self.entries = self.narrative.entries
             self.records = self.narrative.records
 
+    #: the tap's own emit hook is live; the narrative it wraps takes its operations in a batch
+    live_operations = True
+
     def _bind(self, hook: str) -> Callable[[Any], None] | None:
         mine = self._own_hook(hook)
-        theirs = getattr(self.narrative, hook, None) if self.narrative is not None else None
+        narrative = self.narrative
+        theirs = getattr(narrative, hook, None) if narrative is not None else None
+        if (
+            hook in OPERATION_HOOKS
+            and callable(getattr(narrative, "on_stage_ops", None))
+            and not getattr(narrative, "live_operations", False)
+        ):
+            theirs = None  # the narrative hears these in its on_stage_ops batch
         if not callable(theirs):
             return mine
         return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines

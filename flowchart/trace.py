@@ -17,6 +17,12 @@ Laws:
   stage id that told it), so a reader places a line by its stage, never by its wording.
   A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
   type ``line`` with no stage (``upgrade``); any other shape or version is refused.
+- Saving builds plain data once (``commit_data``: no converter call and no copy per
+  commit) and writes the commit log in chunks straight to a temporary file that replaces
+  the target only when complete, so a failed save leaves nothing half-written. Loading a
+  file checks each commit with a strict hand-written pass over the parsed JSON; anything it
+  is not sure of goes through the converter, which names the bad field, so both paths
+  accept and refuse exactly the same documents.
 - Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
   only, unknown or missing keys, wrong types and an unknown ``version`` are refused
   with a ``CheckpointError`` naming the field path (``$.commit_log[2].trace[0].verb``);
@@ -27,7 +33,10 @@ Laws:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
+import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
@@ -39,13 +48,14 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ._version import package_version
 from .causal import CausalChain, causal_chain
-from .commits import Commit, Op, replay
+from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
 from .fingerprint import spec_fingerprint
 from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
+from .retry import Attempt
 from .serde import (
     Expected,
     check_version,
@@ -188,16 +198,53 @@ class Trace:
 
     # -- persistence ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict with stable keys (through the owned converter)."""
-        data: dict[str, Any] = CONVERTER.unstructure(self)
-        ordered = {key: data[key] for key in _FIELD_ORDER}
+        """JSON-safe dict with stable keys (a deep copy the caller may change)."""
+        return copy_json(self._plain())
+
+    def _plain(self) -> dict[str, Any]:
+        """The trace as plain JSON data, built once, sharing the commits' values (never mutate it)."""
+        data: dict[str, Any] = {}
+        for key in _FIELD_ORDER:
+            data[key] = self._plain_field(key)
         if self.failure is not None:  # absent unless the run failed: other traces stay byte-identical
-            ordered["failure"] = data["failure"]
-        return copy_json(ordered)
+            data["failure"] = CONVERTER.unstructure(self.failure)
+        return data
+
+    def _plain_field(self, key: str) -> Any:
+        if key == "commit_log":
+            return [commit_data(c) for c in self.commit_log]
+        if key == "subflows":
+            return {
+                rid: {
+                    "mount_id": sub.mount_id,
+                    "runtime_stage_id": sub.runtime_stage_id,
+                    "initial_state": sub.initial_state,
+                    "commit_log": [commit_data(c) for c in sub.commit_log],
+                }
+                for rid, sub in self.subflows.items()
+            }
+        return CONVERTER.unstructure(getattr(self, key))
+
+    def _chunks(self) -> Iterator[str]:
+        """The JSON text of the trace in pieces; the commit log goes ``_CHUNK`` commits at a time."""
+        yield "{"
+        keys = (*_FIELD_ORDER, "failure") if self.failure is not None else _FIELD_ORDER
+        for n, key in enumerate(keys):
+            yield ("," if n else "") + dumps(key) + ":"
+            if key != "commit_log":
+                yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
+                continue
+            log = self.commit_log
+            yield "["
+            for start in range(0, len(log), _CHUNK):
+                text = dumps([commit_data(c) for c in log[start : start + _CHUNK]])
+                yield (text[1:-1] if start == 0 else "," + text[1:-1])
+            yield "]"
+        yield "}"
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text."""
-        return dumps(self.to_dict())
+        return "".join(self._chunks())
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
@@ -208,13 +255,26 @@ class Trace:
     @classmethod
     def from_json(cls, text: str | bytes) -> Trace:
         """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
-        with _as_trace_error():
-            return structure_trace(loads(text, what="trace"), checked=True)
+        with _as_trace_error(), _no_gc_pauses():
+            return structure_trace(loads(text, what="trace"), checked=True, fresh=True)
 
     def save(self, path: str | Path) -> Path:
-        """Write the trace as JSON (UTF-8, one trailing newline); return the path."""
+        """Write the trace as JSON (UTF-8, one trailing newline); return the path.
+
+        The text is streamed to a temporary file beside ``path`` that replaces it once
+        complete: a save that fails leaves ``path`` as it was.
+        """
         target = Path(path)
-        target.write_text(self.to_json() + "\n", encoding="utf-8")
+        temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with open(temp, "w", encoding="utf-8") as out:
+                out.writelines(self._chunks())
+                out.write("\n")
+            os.replace(temp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
         return target
 
     @classmethod
@@ -222,6 +282,26 @@ class Trace:
         """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
         return cls.from_json(Path(path).read_bytes())
 
+
+@contextlib.contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Hold the cycle collector while a document is parsed and structured.
+
+    Loading makes hundreds of thousands of container objects and no cycle: every
+    collection the allocations trigger walks the growing heap for nothing (a third of a
+    big trace's load time). The collector runs again as soon as the load returns or fails.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+#: commits per ``json.dumps`` call when a trace is written (the text never holds the whole log twice)
+_CHUNK = 1024
 
 _FIELD_ORDER = (
     "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
@@ -307,7 +387,10 @@ def make_trace_converter() -> cattrs.Converter:
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
-    converter.register_structure_hook(Commit, every_key(Commit, converter, optional=("decision",)))
+    converter.register_structure_hook(Attempt, every_key(Attempt, converter))
+    converter.register_structure_hook(
+        Commit, every_key(Commit, converter, optional=("decision", "attempts", "recovers"))
+    )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
     converter.register_structure_hook(NarrativeEntry, every_key(NarrativeEntry, converter))
     converter.register_structure_hook(_Lines, every_key(_Lines, converter))
@@ -343,9 +426,11 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def structure_trace(data: Any, *, checked: bool = False) -> Trace:
+def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
-    came from ``loads``, which already held it to the limits of ``flowchart.untrusted``."""
+    came from ``loads``, which already held it to the limits of ``flowchart.untrusted``;
+    ``fresh``: nobody else holds ``data`` (just parsed), so its values need no copy and the
+    commit log may take the strict fast pass (:func:`_parsed_log`)."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
@@ -361,14 +446,78 @@ def structure_trace(data: Any, *, checked: bool = False) -> Trace:
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
+    log = _parsed_log(body.get("commit_log")) if fresh else None
+    if log is not None:
+        body["commit_log"] = []  # checked already; the converter checks the rest
     try:
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
+    if log is not None:
+        trace.commit_log = log
     if raw_checkpoint is not None:
         trace.checkpoint = _nested_checkpoint(raw_checkpoint)
     _check_consistency(trace)
     return trace
+
+
+_COMMIT_KEYS = frozenset(("idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths"))
+_COMMIT_KEYS_DECIDED = _COMMIT_KEYS | {"decision"}
+_OP_KEYS = frozenset(("path", "verb", "value"))
+_OP_KEYS_BARE = frozenset(("path", "verb"))
+_VERBS = frozenset(get_args(Op.__attrs_attrs__.verb.type))
+
+
+_STR = frozenset((str,))
+
+
+def _strs(value: Any) -> bool:
+    """A JSON list of strings only (the types are gathered in C: no Python loop per item)."""
+    return type(value) is list and set(map(type, value)) <= _STR
+
+
+def _parsed_log(raw: Any) -> list[Commit] | None:
+    """A freshly parsed commit log as commits, or ``None`` when anything is not plainly right.
+
+    Strict: it accepts only what the converter accepts (every key, no other key, exact JSON
+    types, a known verb), sharing the parsed values (nobody else holds them). On ``None`` the
+    converter structures the log and names the first bad field, so errors read the same.
+    """
+    if type(raw) is not list:
+        return None
+    out: list[Commit] = []
+    append = out.append
+    for item in raw:
+        if type(item) is not dict:
+            return None
+        keys = item.keys()
+        if keys == _COMMIT_KEYS:
+            decision = None
+        elif keys == _COMMIT_KEYS_DECIDED:
+            decision = item["decision"]
+            if decision is not None and type(decision) is not dict:
+                return None
+        else:
+            return None
+        idx, stage, stage_id, rid = item["idx"], item["stage"], item["stage_id"], item["runtime_stage_id"]
+        if type(idx) is not int or type(stage) is not str or type(stage_id) is not str or type(rid) is not str:
+            return None
+        reads, redacted, trace = item["reads"], item["redacted_paths"], item["trace"]
+        if not _strs(reads) or not _strs(redacted) or type(trace) is not list:
+            return None
+        ops = []
+        for op in trace:
+            if type(op) is not dict:
+                return None
+            op_keys = op.keys()
+            if op_keys != _OP_KEYS and op_keys != _OP_KEYS_BARE:
+                return None
+            path, verb = op["path"], op["verb"]
+            if not _strs(path) or type(verb) is not str or verb not in _VERBS:
+                return None
+            ops.append(Op(tuple(path), verb, op.get("value")))  # type: ignore[arg-type]  # a known verb
+        append(Commit(idx, stage, stage_id, rid, tuple(ops), tuple(reads), tuple(redacted), decision))
+    return out
 
 
 def _nested_checkpoint(raw: Any) -> Checkpoint:

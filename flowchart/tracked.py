@@ -6,8 +6,10 @@ access — so ``scope.items.append(x)`` changes only the stage's private working
 tells the stage's transaction which top-level key changed and how:
 
 - a dict key assigned (at any depth, with no list on the way) may commit as a ``merge``;
-- any list change, or a dict key deleted, makes the top-level key commit as a ``set``
-  of its whole new value (as footprintjs 9.24 does).
+- items appended to the top-level list itself (``append``, ``extend``, ``+=``) may commit
+  as an ``append`` of the new tail;
+- any other list change, or a dict key deleted, makes the top-level key commit as a
+  ``set`` of its whole new value (as footprintjs 9.24 does).
 
 Values put INTO a view are validated and copied (``copy_json``) at the moment of writing.
 ``plain()`` turns a view back into plain dict/list values, sharing every child that was
@@ -200,7 +202,8 @@ class TrackedDict(dict):
 
 
 class TrackedList(list):
-    """A list read from the scope: reads wrap items lazily; every change is a ``set``."""
+    """A list read from the scope: reads wrap items lazily; appends to a top-level list are an
+    ``append``, every other change a ``set``."""
 
     __slots__ = ("_fc_owner", "_fc_root", "_fc_wrapped")
 

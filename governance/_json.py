@@ -6,14 +6,21 @@ committed to the run's state, written into a checkpoint and compared in another 
 ``json_safe`` makes such a copy of anything (never raising: a chain must never raise);
 ``describe_*`` name a value's SHAPE without ever quoting the value, so errors and
 refusals can say what went wrong without leaking what a person typed.
+
+What "JSON-safe" means, how a value is checked and copied, and the canonical JSON every id
+is hashed from are flowchart's (``flowchart.values``, ``flowchart.fingerprint``, both L0):
+governance adds only the never-raising fallback for what a run could not store.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from flowchart.fingerprint import json_digest
+from flowchart.values import NotJsonSafe, copy_json, escape_surrogates
 
 _CIRCULAR = "[circular]"
 
@@ -21,23 +28,33 @@ _CIRCULAR = "[circular]"
 def json_safe(value: Any) -> Any:
     """Return a JSON-safe deep copy of ``value``.
 
-    Mappings become dicts with string keys, lists/tuples/sets become lists, objects with a
-    ``to_dict()`` are converted through it, and any other object becomes ``str(value)``.
-    A container that contains itself is cut with ``"[circular]"``. Never raises.
+    A value a run could store is copied by ``flowchart.values.copy_json``. Otherwise:
+    mappings become dicts with string keys, lists/tuples/sets become lists, objects with a
+    ``to_dict()`` are converted through it, and any other object becomes ``str(value)``; a
+    non-finite float becomes its text (``"nan"``) and a lone surrogate is written out as
+    ``\\uXXXX`` text, so the copy can always be committed. A container that contains itself is
+    cut with ``"[circular]"``. Never raises.
     """
-    return _safe(value, set())
+    try:
+        return copy_json(value)
+    except (NotJsonSafe, RecursionError):
+        return _safe(value, set())
 
 
 def _safe(value: Any, seen: set[int]) -> Any:
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, bool | int):
         return value
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
     # The id set guards recursion: a self-containing value must not crash a chain.
     if id(value) in seen:
         return _CIRCULAR
     seen.add(id(value))
     try:
         if isinstance(value, Mapping):
-            return {str(k): _safe(v, seen) for k, v in value.items()}
+            return {escape_surrogates(str(k)): _safe(v, seen) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [_safe(v, seen) for v in value]
         if isinstance(value, set | frozenset):
@@ -58,17 +75,6 @@ def _safe(value: Any, seen: set[int]) -> Any:
 def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
     """``tuple(items)``, typed for attrs converters (a read-only sequence field)."""
     return tuple(items)
-
-
-def is_json_safe(value: Any) -> bool:
-    """True when ``value`` is made only of dict (string keys), list, str, int, float, bool, None."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return True
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and is_json_safe(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(is_json_safe(v) for v in value)
-    return False
 
 
 def describe_json_shape(value: Any) -> str:
@@ -106,13 +112,8 @@ def describe_shape(value: Any) -> str:
     return f"{article} {name}"
 
 
-def canonical_json(value: Any) -> str:
-    """The canonical JSON text of ``value``: JSON-safe copy, sorted keys, no whitespace."""
-    return json.dumps(json_safe(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def fingerprint(prefix: str, value: Any) -> str:
     """An opaque, deterministic id: ``<prefix>_`` + the first 32 hex digits of the SHA-256 of
-    the canonical JSON of ``value``. It carries no value from the run."""
-    digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-    return f"{prefix}_{digest[:32]}"
+    the canonical JSON (``flowchart.fingerprint``) of the JSON-safe copy of ``value``. It
+    carries no value from the run."""
+    return f"{prefix}_{json_digest(json_safe(value))[:32]}"

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from governance._json import describe_shape, is_json_safe
+from flowchart.values import NotJsonSafe, copy_json
+from governance._json import describe_shape
 from governance.errors import WireFormatError
 
 _MISSING = object()
@@ -89,16 +90,19 @@ def listing(d: dict[str, Any], key: str, path: str) -> list[Any]:
 
 
 def json_value(d: dict[str, Any], key: str, path: str) -> Any:
-    """``d[key]``, which must be JSON-safe (any shape)."""
+    """A plain copy of ``d[key]``, which must be JSON-safe as a run stores it (any shape;
+    ``flowchart.values.copy_json``: no NaN, no lone surrogate)."""
     value = d.get(key)
-    if not is_json_safe(value):
-        raise fail(f"{path}.{key}", f"expected a JSON-safe value, got {describe_shape(value)}")
-    return value
+    try:
+        return copy_json(value)
+    except NotJsonSafe:
+        raise fail(f"{path}.{key}", f"expected a JSON-safe value, got {describe_shape(value)}") from None
 
 
 def json_object(d: dict[str, Any], key: str, path: str) -> dict[str, Any]:
-    """``d[key]``, which must be a JSON-safe dict."""
+    """A plain copy of ``d[key]``, which must be a JSON-safe dict."""
     value = d.get(key)
-    if not isinstance(value, dict) or not is_json_safe(value):
+    if not isinstance(value, dict):
         raise fail(f"{path}.{key}", f"expected a JSON-safe dict, got {describe_shape(value)}")
-    return value
+    copied: dict[str, Any] = json_value(d, key, path)
+    return copied

@@ -29,8 +29,9 @@ from typing import Any
 
 import attrs
 
+from flowchart.values import NotJsonSafe, copy_json
 from governance import _wire
-from governance._json import describe_shape, is_json_safe
+from governance._json import describe_shape
 from governance.checkin import CheckInRequest
 from governance.errors import DecisionInputError, DecisionRequiredError, Gate, ResumeDecisionError
 
@@ -115,22 +116,30 @@ def _decide(
         raise DecisionInputError(f"{verb}(by=...): say who decided, as a non-empty string; got {describe_shape(by)}")
     if note is not None and not isinstance(note, str):
         raise DecisionInputError(f"{verb}(note=...): a note is a string; got {describe_shape(note)}")
-    if not is_json_safe(value):
+    try:
+        value = copy_json(value)  # what the run will store: a plain copy, tuples as lists
+    except NotJsonSafe:
         raise DecisionInputError(
             f"{verb}(value=...): a decision's value must be JSON-safe (it travels in the "
             f"checkpoint); got {describe_shape(value)}"
-        )
+        ) from None
     if value is not None and _is_check_in(request):
         raise DecisionInputError(
             f"{verb}(value=...): a tool check-in's decision takes no value — the tool runs with its "
             f"arguments, or is declined. To change what runs, approve with args={{...}}; to explain, "
             f"pass note=...; got value={describe_shape(value)}"
         )
-    if args is not None and (not isinstance(args, Mapping) or not is_json_safe(dict(args))):
-        raise DecisionInputError(
+    if args is not None:
+        bad_args = DecisionInputError(
             f"{verb}(args=...): edited arguments are a JSON-safe dict of the tool's arguments; "
             f"got {describe_shape(args)}"
         )
+        if not isinstance(args, Mapping):
+            raise bad_args
+        try:
+            args = copy_json(args)  # a plain, deep copy: the caller's dict can change no decision
+        except NotJsonSafe:
+            raise bad_args from None
     if at is not None and not isinstance(at, str):
         raise DecisionInputError(f"{verb}(at=...): a timestamp is an ISO-8601 string; got {describe_shape(at)}")
     return CheckInDecision(
@@ -140,7 +149,7 @@ def _decide(
         note=note or None,
         at=at if at is not None else now_iso(),
         value=value,
-        args=None if args is None else dict(args),
+        args=args,
     )
 
 

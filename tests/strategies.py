@@ -1,7 +1,9 @@
-"""Hypothesis strategies shared by the test suites: JSON values and checkpoints.
+"""The one module of hypothesis strategies: JSON values, checkpoints, chart specs and the
+governance value types. (``engine/engine_strategies.py`` keeps only the random-chart plan
+that its own builder interprets, drawn from the JSON values here.)
 
-Import them by module name (``from strategies import checkpoints``): ``tests/`` is on
-``sys.path`` because ``tests/conftest.py`` lives there.
+Import them by module name (``from strategies import checkpoints``, ``import strategies
+as gs``): ``tests/`` is on ``sys.path`` because ``tests/conftest.py`` lives there.
 """
 
 from __future__ import annotations
@@ -11,15 +13,43 @@ from typing import Any
 from hypothesis import strategies as st
 
 from flowchart.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from governance import (
+    CheckInDecision,
+    CheckInEvidence,
+    CheckInRequest,
+    ContextFrame,
+    ContextUnit,
+    Driver,
+    MiddlewareAsk,
+    Trail,
+    TrailCall,
+)
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+INTS, FINITE, TEXT, KEYS = (
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(),
+    st.text(max_size=8),
+)
 
 
-def json_values(max_leaves: int = 20) -> st.SearchStrategy[Any]:
+def json_scalars(
+    *, ints: st.SearchStrategy[int] = INTS, floats: st.SearchStrategy[float] = FINITE,
+    text: st.SearchStrategy[str] = TEXT,
+) -> st.SearchStrategy[Any]:  # fmt: skip
+    """The JSON scalars a run may store (no NaN or infinity; ``st.text`` draws no lone
+    surrogate); narrow a domain to make values collide."""
+    return st.none() | st.booleans() | ints | floats | text
+
+
+def json_values(
+    max_leaves: int = 20, *, scalars: st.SearchStrategy[Any] | None = None,
+    keys: st.SearchStrategy[str] = KEYS, max_size: int = 4,
+) -> st.SearchStrategy[Any]:  # fmt: skip
     """Any JSON value: scalars, lists and string-keyed objects, nested."""
     return st.recursive(
-        json_scalars,
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        json_scalars() if scalars is None else scalars,
+        lambda inner: st.lists(inner, max_size=max_size) | st.dictionaries(keys, inner, max_size=max_size),
         max_leaves=max_leaves,
     )
 
@@ -108,3 +138,58 @@ def chart_specs(draw: st.DrawFn, depth: int = 2) -> dict[str, Any]:
             stage["array_merge"] = "concat"
         stages.append(stage)
     return {"root": ids[0], "name": draw(st.text(max_size=8)), "stages": stages}
+
+
+# -- governance value types -----------------------------------------------------------
+
+text = st.text(max_size=40)
+ids = st.text(min_size=1, max_size=20)
+# JSON the governance wire types carry: integers a JavaScript reader keeps exactly
+wire_values = json_values(12, scalars=json_scalars(ints=st.integers(-(2**53), 2**53), text=text), keys=text)
+wire_objects = st.dictionaries(text, wire_values, max_size=5)
+channels = st.sampled_from(["system", "task", "result"])
+scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+frames = st.builds(ContextFrame, id=ids, channel=channels, summary=text)
+drivers = st.builds(Driver, id=ids, channel=channels, text=text, score=scores)
+units = st.builds(ContextUnit, id=ids, channel=channels, text=text)
+trails = st.builds(
+    Trail,
+    iteration=st.integers(min_value=0, max_value=50),
+    tool_calls=st.lists(st.builds(TrailCall, name=ids, ok=st.booleans()), max_size=4),
+    summary=text,
+)
+evidence = st.builds(
+    CheckInEvidence,
+    will_do=text,
+    read=st.none() | st.lists(frames, max_size=4),
+    drivers=st.none() | st.lists(drivers, max_size=4),
+    trail=st.none() | trails,
+)
+check_in_requests = st.builds(
+    CheckInRequest,
+    id=ids,
+    tool=ids,
+    args=wire_objects,
+    intent=st.none() | text,
+    evidence=evidence,
+)
+middleware_asks = st.builds(
+    MiddlewareAsk,
+    id=ids,
+    question=ids,
+    detail=wire_values,
+    middleware=ids,
+    tool=ids,
+    args=wire_objects,
+    tool_call_id=ids,
+)
+decisions = st.builds(
+    CheckInDecision,
+    request_id=ids,
+    approved=st.booleans(),
+    by=ids,
+    note=st.none() | text,
+    at=text,
+    value=wire_values,
+)

@@ -8,7 +8,7 @@ import pytest
 
 WORKLOADS = [
     "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "stream_overhead",
-    "conversation",
+    "w7_big_run", "conversation",
 ]  # fmt: skip
 
 

@@ -7,7 +7,8 @@ façade ``flowchart`` itself, whose import every submodule pays anyway), so thos
 as imported too.
 
 - ``flowchart`` never imports ``agent`` or ``governance``; ``governance`` never imports
-  ``agent``.
+  ``agent``, and of ``flowchart`` only the values layers (L0/L1: JSON safety, fingerprints),
+  never the engine, a chart or a store.
 - Inside ``flowchart``, a module imports only from its own layer or below (``LAYERS``),
   and nothing imports the façade. Today's violations are listed by name in
   ``KNOWN_UPWARD`` — the debt, documented: a new one fails, and so does a listed one
@@ -37,6 +38,7 @@ LAYERS: dict[str, int] = {
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
     "flowchart.signing": 0,
+    "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
     # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
@@ -78,6 +80,7 @@ LAYERS: dict[str, int] = {
     "flowchart.stream_plan": 4,
     "flowchart.stream_tap": 4,
     "flowchart.launch": 4,
+    "flowchart.lowlevel": 4,
     # L5 façade
     "flowchart": 5,
 }
@@ -191,6 +194,19 @@ def test_governance_never_imports_agent() -> None:
     assert offenders == []
 
 
+def test_governance_uses_only_flowchart_values_layers() -> None:
+    """governance may reuse flowchart's L0/L1 values (JSON safety, canonical JSON), nothing above."""
+    known = modules("flowchart")
+    offenders = sorted(
+        f"{name} imports {imported} (L{layer_of(imported)})"
+        for name, path in modules("governance").items()
+        for target in imports_of(path)
+        if target.split(".")[0] == "flowchart" and (imported := _existing(target, known)) is not None
+        if (layer_of(imported) or 0) > 1 or imported == "flowchart"
+    )
+    assert offenders == []
+
+
 def test_every_flowchart_module_has_a_layer() -> None:
     """A new module is placed on the map (LAYERS here, the table in docs/architecture.md)."""
     assert [name for name in modules("flowchart") if layer_of(name) is None] == []
@@ -278,3 +294,32 @@ def test_the_viewer_names_no_agent_state_key() -> None:
         if re.search(rf"[\"'.]{re.escape(key)}\b", path.read_text(encoding="utf-8"))
     )
     assert named == []
+
+
+# The modules outside code may import (docs/api.md, "Low level"); the agent uses no other.
+PUBLIC_FLOWCHART = ("flowchart", "flowchart.lowlevel", "flowchart.events", "flowchart.stream",
+                    "flowchart.stream_events", "flowchart.recorders.rendering", "flowchart.testing",
+                    "flowchart.otel", "flowchart.store", "flowchart.store.*", "flowchart.viewer")  # fmt: skip
+# (module of flowchart): why the agent still imports it, not yet through flowchart.lowlevel.
+AGENT_INTERNAL_DEBT = {
+    "flowchart.cli_support": "the agent's CLI shares flowchart's CLI plumbing (CliError, run_cli)",
+    "flowchart.stream_tap": "the agent's stream taps the run's events as flowchart's stream does",
+}
+
+
+def _public(module: str) -> bool:
+    return any(module == p or (p.endswith(".*") and module.startswith(p[:-1])) for p in PUBLIC_FLOWCHART)
+
+
+def test_the_agent_imports_flowchart_only_through_public_modules() -> None:
+    """The agent is a library on flowchart: it reaches internals through ``flowchart.lowlevel``,
+    never ``flowchart.scope`` / ``.values`` / ``.engine`` and the like (listed debt excepted)."""
+    known = modules("flowchart")
+    used = {
+        imported
+        for path in modules("agent").values()
+        for target in imports_of(path)
+        if target.split(".")[0] == "flowchart" and (imported := _existing(target, known)) is not None
+    }
+    assert sorted(m for m in used if not _public(m) and m not in AGENT_INTERNAL_DEBT) == []
+    assert sorted(m for m in AGENT_INTERNAL_DEBT if m not in used) == []

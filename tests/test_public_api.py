@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
-MODULES = ("flowchart", "flowchart.otel", "agent", "agent.providers", "agent.mcp", "governance")
+MODULES = ("flowchart", "flowchart.lowlevel", "flowchart.otel", "agent", "agent.providers", "agent.mcp", "governance")
 CONTRACT = {
     "flowchart": (
         "flow_chart Pausable decide select narrative replay causal_chain Redaction FlowChart RunResult "

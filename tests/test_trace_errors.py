@@ -49,7 +49,7 @@ def test_text_that_is_not_json_is_a_trace_error() -> None:
 
 def test_except_checkpoint_error_still_catches_a_bad_trace() -> None:
     """Existing ``except CheckpointError`` code keeps working."""
-    with pytest.raises(CheckpointError):
+    with pytest.raises(CheckpointError, match=r"^Invalid trace: expected an object, got list @ \$$"):
         Trace.from_dict([])
 
 

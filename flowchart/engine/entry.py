@@ -15,6 +15,7 @@ Laws:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
+from .retrying import FailureSite
 from .run_state import Run
 from .traversal import Traverser
 
@@ -144,7 +146,29 @@ def _record_failure(chart: FlowChart, run: Run, top: Traverser, exc: BaseExcepti
     failure = RunFailure.of(exc, stage_id, rid)
     result = RunResult.of(chart, run, top, None, list(run.options.recorders), run_input, None)
     result.failure = failure
-    attach(exc, result, failure)
+    attach(exc, result, failure, _failure_checkpoint(chart, run, top, exc, run_input))
+
+
+def _failure_checkpoint(
+    chart: FlowChart, run: Run, top: Traverser, exc: BaseException, run_input: dict[str, Any]
+) -> Checkpoint | None:
+    """The checkpoint that resumes the failed run at the stage that failed (``None``: no single one)."""
+    site = run.failure_site
+    if not isinstance(site, FailureSite) or site.error is not exc or site.broken or not site.frames:
+        return None
+    if site.pending_mount is not None or site.recovery is None:
+        return None
+    leaf = site.frames[-1]
+    return Checkpoint(
+        shared_state=dict(top.state), paused_stage_id=leaf.stage_id,
+        subflow_path=[f.stage_id for f in site.frames if f.kind == "mount"], pause_data=None,
+        subflow_states={k: dict(v) for k, v in site.subflow_states.items()}, execution_count=run.counter,
+        visit_counts=dict(run.visit_counts), invoker_stage_id=leaf.invoker_stage_id,
+        continuation_stage_id=leaf.continuation_stage_id, paused_at=time.time(),
+        chart_fingerprint=chart.fingerprint, run_id=run.run_id, run_input=run_input,
+        subflow_args=dict(site.subflow_args), loop_counts=dict(run.loop_counts), frames=list(site.frames),
+        recovery=site.recovery,
+    )  # fmt: skip
 
 
 async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concurrent: bool) -> RunResult:
@@ -196,8 +220,9 @@ def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
         what = "paused stage" if frame.kind == "stage" else "stage"
         node = _local(chart, level, prefix, frame.stage_id, f"{where}.stage_id", what)
         expected = {"stage": "a pausable stage", "mount": "a subflow mount", "fork": "a fork or selector"}
+        failed_leaf = checkpoint.recovery is not None and index == len(checkpoint.frames) - 1
         fits = {
-            "stage": node.kind == "pausable",
+            "stage": node.kind == "pausable" or (failed_leaf and node.kind != "loop"),
             "mount": node.kind == "subflow",
             "fork": bool(node.children) or node.kind == "selector",
         }[frame.kind]
@@ -239,7 +264,8 @@ def _local(chart: FlowChart, level: FlowChart, prefix: str, stage_id: str, path:
 async def resume_run(
     chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions, *, concurrent: bool
 ) -> RunResult:
-    """Resume a paused run of ``chart`` from ``checkpoint`` with ``input``."""
+    """Resume a paused run of ``chart`` from ``checkpoint`` with ``input`` (or a failed run:
+    its checkpoint's ``recovery`` re-runs the stage that failed)."""
     checkpoint = check_checkpoint(chart, checkpoint)
     try:
         given = copy_json(input)

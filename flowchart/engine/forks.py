@@ -37,7 +37,9 @@ async def run_children(
                 return await traverser.run_mount(child, rid, namespace)
             call = child.execute if child.kind == "pausable" else child.fn
             assert call is not None
-            return await traverser.call_stage(child, call, rid, (*namespace, "runs", child.id))
+            if child.retry is None and traverser.run.retry is None:
+                return await traverser.call_stage(child, call, rid, (*namespace, "runs", child.id))
+            return await traverser.attempt(child, call, rid, (*namespace, "runs", child.id))
         except PauseSignal as signal:  # a subflow child paused inside
             frame = ResumeFrame.at(
                 traverser.prefix + child.id, "mount", None, traverser.prefix + parent.id, namespace, traverser.prefix

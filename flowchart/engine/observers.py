@@ -4,6 +4,11 @@ Law: a hook a recorder lacks is skipped (looked up on the object, once per run);
 that raises is swallowed and reported to the OTHER recorders' ``on_error`` with channel
 "recorder". With no recorder attached every ``has_*`` flag is False and the engine
 builds no event at all, so observing costs nothing when nobody observes.
+
+A recorder with ``on_stage_ops`` takes its scope operations in one batch per stage: its
+``on_read`` / ``on_write`` / ``on_emit`` are bound only when it sets ``live_operations``
+(so a recorder never hears the same operation twice); ``has_ops`` tells the engine to keep
+the stage's operation log.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..events import ALL_HOOKS, ErrorEvent, TraversalContext
+from ..events import ALL_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
 
 Hook = Callable[[Any], Any]
 
@@ -20,16 +25,33 @@ Hook = Callable[[Any], Any]
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "has_data")
+    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "snapshot")
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
+        #: somebody takes emits: live (``on_emit``) or in a batch (a batched recorder with ``on_emit``)
+        self.emits = False
         for recorder in recorders:
+            batched = callable(getattr(recorder, "on_stage_ops", None)) and not getattr(
+                recorder, "live_operations", False
+            )
+            if callable(getattr(recorder, "on_emit", None)):
+                self.emits = True
             for name in ALL_HOOKS:
+                if batched and name in OPERATION_HOOKS:
+                    continue
                 hook = getattr(recorder, name, None)
                 if callable(hook):
                     self._hooks.setdefault(name, []).append((recorder, hook))
         self.any = bool(self._hooks)
+        self.has_ops = "on_stage_ops" in self._hooks
+        #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
+        #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
+        #: e.g. the narrative keeps only the summary it will print
+        self.snapshot: Hook | None = None
+        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
+        if len(takers) == 1:
+            self.snapshot = getattr(takers[0], "snapshot_view", None)
         self.has_data = any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )

@@ -17,12 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import ResumeEvent, TraversalContext
 from ..pause import PauseAgain, PauseSignal, ResumeFrame
+from . import retrying
+from .subflows import ResumePoint
 
 if TYPE_CHECKING:
     from .traversal import Hop, Traverser
 
 
-def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any, paused_run_id: str = "") -> None:
+def announce_resume(
+    traverser: Traverser, frames: list[ResumeFrame], given: Any, paused_run_id: str = "", checkpoint: Any = None
+) -> None:
     """Fire ``on_resume`` for the paused stage before anything runs (footprintjs order)."""
     chart, prefix, path = traverser.chart, traverser.prefix, list(traverser.subflow_path)
     for frame in frames[:-1]:
@@ -40,7 +44,9 @@ def announce_resume(traverser: Traverser, frames: list[ResumeFrame], given: Any,
         subflow_path=tuple(path),
         depth=len(path),
     )
-    traverser.run.observers.emit("on_resume", ResumeEvent(ctx, leaf.name, full, given is not None, paused_run_id))
+    recovery = getattr(checkpoint, "recovery", None)
+    event = ResumeEvent(ctx, leaf.name, full, given is not None, paused_run_id, recovery)
+    traverser.run.observers.emit("on_resume", event)
 
 
 async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, ...], given: Any) -> None:
@@ -50,6 +56,7 @@ async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, 
     traverser.commit(node, rid, txn)
     if error is not None:
         traverser.fail(node, rid, error)
+        retrying.unresumable(traverser.run, error, f"the answer half of '{rid}' failed")
         raise error
     traverser.executed(node, rid, "answer")
 
@@ -57,7 +64,7 @@ async def _record_answer(traverser: Traverser, node: Any, namespace: tuple[str, 
 async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, given: Any, checkpoint: Any) -> Any:
     """Continue a paused run at ``frames[index]`` (this level) without re-running any body."""
     if index == 0 and traverser.run.observers.wants("on_resume"):
-        announce_resume(traverser, frames, given, str(getattr(checkpoint, "run_id", "")))
+        announce_resume(traverser, frames, given, str(getattr(checkpoint, "run_id", "")), checkpoint)
     frame = frames[index]
     node = traverser.chart.find(frame.stage_id[len(traverser.prefix) :])
     # a fork or selector child goes nowhere after itself: its parent's frame goes on
@@ -67,15 +74,19 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
     repause: PauseSignal | None = None
     hop: Hop = (None, None, None)
     try:
+        if frame.kind == "stage" and checkpoint.recovery is not None and index == len(frames) - 1:
+            return await retrying.rerun(traverser, node, frame, cont, checkpoint.recovery)
         if frame.kind == "stage":
             if node.answer is not None:
                 await _record_answer(traverser, node, namespace, given)
             rid = traverser.stamp(node, visit=False)
             assert node.resume is not None
-            output, txn, error = await traverser.call_stage(node, node.resume, rid, namespace, given)
+            output, txn, error = await traverser.attempt(node, node.resume, rid, namespace, given)
             traverser.commit(node, rid, txn)
             if error is not None:
                 traverser.fail(node, rid, error)
+                # the answer is spent: re-running the resume half would need it again
+                retrying.unresumable(traverser.run, error, f"the resume half of '{rid}' failed after its answer")
                 raise error
             if isinstance(output, PauseAgain):
                 repause = traverser.pause(node, rid, output.data, frame)
@@ -84,7 +95,7 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
                 hop = traverser.after_stop_or(node, rid, cont)
         elif frame.kind == "mount":
             rid = traverser.stamp(node, visit=False)
-            inside = (frames, index + 1, given, checkpoint)
+            inside = ResumePoint(frames, index + 1, given, checkpoint)
             output, mount_txn, error = await traverser.run_mount(node, rid, namespace, inside)
             traverser.commit(node, rid, mount_txn)
             if error is not None:
@@ -96,6 +107,9 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
             hop = (None, None, None) if traverser.stopped else traverser.follow(node, "", cont)
     except PauseSignal as signal:
         signal.push(frame)
+        raise
+    except Exception as exc:
+        retrying.unwind(traverser, node, exc, cont, frame.invoker_stage_id, namespace)
         raise
     if repause is not None:
         raise repause

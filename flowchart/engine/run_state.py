@@ -50,14 +50,18 @@ class Run:
         "current_stage",
         "deadline",
         "env",
+        "failure_site",
         "loop_counts",
         "max_iterations",
         "observers",
         "options",
+        "recovery",
         "redacted_paths",
         "redacting",
         "redaction",
         "reported_errors",
+        "retry",
+        "retry_log",
         "run_id",
         "subflow_results",
         "timeout",
@@ -97,6 +101,14 @@ class Run:
         #: errors already reported to recorders (an error is reported once, where it arose):
         #: ``id(error)`` → the (stage id, runtime id) of the innermost stage that raised it
         self.reported_errors: dict[int, tuple[str, str]] = {}
+        #: the run-wide default ``Retry`` (``run(retry=...)``); a stage's own policy wins
+        self.retry = options.retry
+        #: failed attempts per runtime id, waiting for that execution's commit (``engine.retrying``)
+        self.retry_log: dict[str, tuple[Any, ...]] = {}
+        #: where the run failed, built while the error unwinds (``engine.retrying.FailureSite``)
+        self.failure_site: Any = None
+        #: a failed execution to re-run on resume: its writes to undo (``pause.Recovery``)
+        self.recovery: Any = None
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from ..context import ReadonlyArgs
 from ..errors import RunError
 from ..events import BreakEvent, SubflowEvent
@@ -21,10 +23,22 @@ from ..nodes import StageNode
 from ..pause import PauseSignal, ResumeFrame
 from ..scope import Transaction
 from ..values import NotJsonSafe, copy_json
+from . import retrying
 from .run_state import SubflowResult
 
 if TYPE_CHECKING:
     from .traversal import Traverser
+
+
+@attrs.frozen
+class ResumePoint:
+    """Where a resumed run re-enters a mounted subflow: the paused ``frames``, the ``index``
+    of the subflow's first frame in them, the resume input (``given``) and the ``checkpoint``."""
+
+    frames: list[ResumeFrame]
+    index: int
+    given: Any
+    checkpoint: Any
 
 
 class _ReadTracking(Mapping[str, Any]):
@@ -56,7 +70,7 @@ async def run_mount(
     node: StageNode,
     rid: str,
     namespace: tuple[str, ...],
-    resume: tuple[list[ResumeFrame], int, Any, Any] | None = None,
+    resume: ResumePoint | None = None,
 ) -> tuple[Any, Transaction, Exception | None]:
     """Run a subflow in its own state and log; return the mount's merge-back transaction."""
     mount = node.mount
@@ -64,6 +78,8 @@ async def run_mount(
     full = traverser.prefix + node.id
     run = traverser.run
     txn = Transaction(traverser.state, namespace=namespace, readonly=traverser.readonly)
+    if run.recovery is not None:  # re-running a mount whose own mapper failed
+        retrying.seed(run, full, txn)
     if resume is None:
         try:
             mapped = map_input(traverser, node, txn)
@@ -71,9 +87,8 @@ async def run_mount(
             return None, txn, exc
         inner_args = mapped
     else:
-        checkpoint = resume[3]
-        mapped = copy_json(checkpoint.subflow_states[full])
-        inner_args = copy_json(checkpoint.subflow_args.get(full, {}))
+        mapped = copy_json(resume.checkpoint.subflow_states[full])
+        inner_args = copy_json(resume.checkpoint.subflow_args.get(full, {}))
     entry_state = mapped if resume is None else {}
     description = mount.chart.root.description or node.description
     traverser.flow("on_subflow_entry", node, rid, lambda c: SubflowEvent(c, node.name, full, description, entry_state))
@@ -93,8 +108,7 @@ async def run_mount(
         if resume is None:
             output = await inner.walk(mount.chart.root, None, None)
         else:
-            frames, index, given, checkpoint = resume
-            output = await inner.resume(frames, index, given, checkpoint)
+            output = await inner.resume(resume.frames, resume.index, resume.given, resume.checkpoint)
     except PauseSignal as signal:
         signal.subflow_states[full] = inner.state
         signal.subflow_args[full] = inner.args.to_dict()
@@ -105,6 +119,7 @@ async def run_mount(
         raise
     except Exception as exc:
         error = exc
+        retrying.note_subflow(run, exc, full, inner)
     run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
         full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name
     )

@@ -39,6 +39,7 @@ from ..events import (
     ReadEvent,
     StageEvent,
     StageExecutedEvent,
+    StageOpsEvent,
     StageType,
     TraversalContext,
     WriteEvent,
@@ -47,11 +48,36 @@ from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
-from . import choices, forks, resuming, subflows
+from . import choices, forks, resuming, retrying, subflows
 from .run_state import Run
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
+
+
+def _shown(redaction: Any, key: str, value: Any) -> tuple[Any, bool]:
+    """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
+    if redaction.hides(key):
+        return EVENT_PLACEHOLDER, True
+    if key in redaction.fields:
+        scrubbed, hidden = redaction.scrub_fields(key, value, EVENT_PLACEHOLDER)
+        return scrubbed, bool(hidden)
+    return value, False
+
+
+def _redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
+    """A batch of stage operations as the run's redaction lets recorders see them."""
+    out = []
+    for op in ops:
+        kind, key, value, operation, _ = op
+        if kind == "read" or (kind == "write" and operation != "delete"):
+            value, hidden = _shown(redaction, key, value)
+            out.append((kind, key, value, operation, hidden))
+        elif kind == "write" or kind == "missing":
+            out.append((kind, key, value, operation, redaction.hides(key) if kind == "write" else False))
+        else:
+            out.append(op)
+    return out
 
 
 class _StageRecorder:
@@ -70,13 +96,7 @@ class _StageRecorder:
 
     def _shown(self, key: str, value: Any) -> tuple[Any, bool]:
         """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
-        redaction = self.redaction
-        if redaction.hides(key):
-            return EVENT_PLACEHOLDER, True
-        if key in redaction.fields:
-            scrubbed, hidden = redaction.scrub_fields(key, value, EVENT_PLACEHOLDER)
-            return scrubbed, bool(hidden)
-        return value, False
+        return _shown(self.redaction, key, value)
 
     def read(self, key: str, value: Any) -> None:
         if self.reads:
@@ -129,6 +149,8 @@ class Traverser:
         self._last_context: tuple[StageNode, str, TraversalContext] | None = None
         #: the latest runtime id stamped per node (the loop event names the stage that looped)
         self._rids: dict[int, str] = {}
+        #: the operation logs of the stages running now, by runtime id (batch recorders only)
+        self.oplogs: dict[str, list[Any]] = {}
 
     # -- small helpers -------------------------------------------------------------------
     def full_id(self, node: StageNode) -> str:
@@ -180,6 +202,10 @@ class Traverser:
     def emit(self, ctx: StageContext, name: str, payload: Any) -> None:
         """Deliver ``ctx.emit(name, payload)`` to the emit recorders."""
         observers = self.run.observers
+        if observers.has_ops:
+            log = self.oplogs.get(ctx.runtime_stage_id)
+            if log is not None:  # the payload is already a copy (StageContext.emit)
+                log.append(("emit", name, payload, "", False))
         if observers.wants("on_emit"):
             node = self.chart.find(ctx.stage_id[len(self.prefix) :])
             tctx = self.context(node, ctx.runtime_stage_id)
@@ -207,6 +233,8 @@ class Traverser:
         txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
         if run.redacting:
             txn.hides = run.redaction.hides
+        if run.recovery is not None:  # re-running a failed execution: start from before its commit
+            retrying.seed(run, self.prefix + node.id, txn)
         args: list[Any] = [Scope(txn)]
         if given is not _NO_INPUT:
             args.append(given)
@@ -214,6 +242,10 @@ class Traverser:
             args.append(StageContext(self, self.prefix + node.id, node.name, rid))
         observers = run.observers
         tctx = None
+        if observers.has_ops:
+            txn.oplog = self.oplogs[rid] = []
+            if not run.redacting:  # redaction scrubs the values it is given: keep them plain
+                txn.snapshot = observers.snapshot
         if observers.has_data:
             tctx = self.context(node, rid)
             txn.observer = _StageRecorder(self, tctx)
@@ -243,11 +275,21 @@ class Traverser:
         redacted: tuple[str, ...] = ()
         if ops and self.run.redacting:
             ops, redacted = self._redact(ops, len(txn.namespace) if txn is not None else 0)
+        run = self.run
+        attempts = run.retry_log.pop(rid, ()) if run.retry_log else ()
+        recovers = retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None
         commit = Commit(
-            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision
-        )
+            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision,
+            attempts, recovers,
+        )  # fmt: skip
         self.commit_log.append(commit)
         observers = self.run.observers
+        if observers.has_ops and txn is not None and txn.oplog is not None:
+            del self.oplogs[rid]
+            if txn.oplog:
+                ops_log = _redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
+                txn.oplog = None
+                observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
         if observers.wants("on_commit"):
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit
@@ -318,7 +360,12 @@ class Traverser:
             if run.cancel is not None:
                 run.cancel.check(self.prefix + node.id)
             source = node
-            output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
+            try:
+                output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
+            except Exception as exc:  # leave the resume point of a failed run (``retrying``)
+                assert source is not None
+                retrying.unwind(self, source, exc, cont, invoker, namespace)
+                raise
             if self.stopped:
                 break
         return output
@@ -387,7 +434,10 @@ class Traverser:
 
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
-        output, txn, error = await self.call_stage(node, call, rid, namespace)
+        if node.retry is None and self.run.retry is None:  # no policy: no extra coroutine per stage
+            output, txn, error = await self.call_stage(node, call, rid, namespace)
+        else:
+            output, txn, error = await self.attempt(node, call, rid, namespace)
         choice = (
             choices.decision_record(output) if error is None and (kind == "decider" or kind == "selector") else None
         )
@@ -440,17 +490,14 @@ class Traverser:
 
     choose_selected = choices.choose_selected
 
+    # -- retries ---------------------------------------------------------------------------------
+    attempt = retrying.attempt
+
     # -- forks -------------------------------------------------------------------------------------
     run_children = forks.run_children
 
     # -- subflows ------------------------------------------------------------------------------------
     run_mount = subflows.run_mount
 
-    _map_input = subflows.map_input
-
-    _merge_output = subflows.merge_output
-
     # -- resume ------------------------------------------------------------------------------------------
-    _announce_resume = resuming.announce_resume
-
     resume = resuming.resume

@@ -3,8 +3,11 @@
 The law: for the same run, :func:`narrative` produces the same ``(type, depth, text)``
 entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
 
-* Scope operations (reads, writes, emits) arrive live while a stage runs. They are
-  buffered per ``runtime_stage_id`` and numbered in arrival order (``Step 1`` ...,
+* Scope operations (reads, writes, emits) arrive in one batch per stage at commit time
+  (``on_stage_ops``; the engine logs them as they happen, with each value as it was then,
+  so the narrative pays no event per operation). Fed live instead (``on_read`` /
+  ``on_write`` / ``on_emit``, called directly or with ``live_operations = True``) they are
+  told the same way. They are buffered per ``runtime_stage_id`` and numbered in arrival order (``Step 1`` ...,
   reads, writes and emits share one count), then flushed as depth-1 entries right
   after the stage's ``Stage N:`` line — which is written when the stage's linear
   ``on_stage_executed`` arrives, or its ``on_decision`` for a decider.
@@ -48,8 +51,10 @@ from flowchart.events import (
     PauseEvent,
     ReadEvent,
     ResumeEvent,
+    RetryEvent,
     SelectedEvent,
     StageExecutedEvent,
+    StageOpsEvent,
     SubflowEvent,
     TraversalContext,
     WriteEvent,
@@ -58,6 +63,7 @@ from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 from flowchart.summary import js_object_keys, summarize_value
+from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 
@@ -104,6 +110,10 @@ class NarrativeRecorder:
     renderer: Any = None
     _records: list[_Entry] = attrs.field(factory=list, init=False, repr=False)
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
+    #: the batches of stages whose headline has not come yet, by runtime id (raw ``StageOp``s)
+    _batches: dict[str, list[Any]] = attrs.field(factory=dict, init=False, repr=False)
+    #: True while ``_records`` holds a :class:`_Batch` not yet told in sentences
+    _lazy: bool = attrs.field(default=False, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
@@ -118,7 +128,7 @@ class NarrativeRecorder:
 
     def entries(self) -> list[tuple[str, int, str]]:
         """All entries in run order as ``(type, depth, text)``."""
-        return [(kind, depth, text) for kind, depth, text, *_ in self._records]
+        return [(kind, depth, text) for kind, depth, text, *_ in self._told()]
 
     def records(self) -> list[NarrativeEntry]:
         """All entries in run order, with stage ids, subflow id and key."""
@@ -134,7 +144,7 @@ class NarrativeRecorder:
                 key=key,
                 step_number=step,
             )
-            for kind, depth, text, stage_name, ctx, key, step in self._records
+            for kind, depth, text, stage_name, ctx, key, step in self._told()
         ]
 
     def entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
@@ -144,23 +154,39 @@ class NarrativeRecorder:
     @property
     def step_count(self) -> int:
         """How many distinct execution steps produced entries (footprintjs ``stepCount``)."""
-        return len({entry[4].runtime_stage_id for entry in self._records})
+        return len({entry[4].runtime_stage_id for entry in self._told()})
 
     def lines(self) -> list[str]:
         """The narrative text, one line per entry."""
-        return [entry[2] for entry in self._records]
+        return [entry[2] for entry in self._told()]
+
+    def _told(self) -> list[_Entry]:
+        """The entries, with every stage batch told in sentences now (once: the text is kept)."""
+        if self._lazy:
+            told: list[_Entry] = []
+            push = told.append
+            for entry in self._records:
+                if type(entry) is _Batch:
+                    self._tell_batch(entry.ctx, entry.stage_name, entry.ops, push)
+                else:
+                    push(entry)
+            self._records = told
+            self._lazy = False
+        return self._records
 
     def follow(self, on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
         """Also hand every entry to ``on_entry`` the moment it is written (a live reader: a stream).
 
         The entry is the record tuple ``(type, depth, text, stage_name, ctx, key, step)``.
         """
-        self._records = _Followed(self._records, on_entry)
+        self._records = _Followed(self._told(), on_entry)
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
         self._records.clear()
+        self._lazy = False
         self._pending.clear()
+        self._batches.clear()
         self._stage_counters.clear()
         self._started.clear()
         self._visits.clear()
@@ -196,6 +222,124 @@ class NarrativeRecorder:
         self._visits = dict(state["visits"])
 
     # ── data channel: buffered until the stage's headline ──────────────────────
+
+    #: False: the engine hands this recorder a stage's operations in one batch
+    #: (``on_stage_ops``) rather than one event each; True asks for the live events
+    live_operations = False
+    #: whether emits are told (and numbered); the ``include_emits=False`` narrative says no
+    _tells_emits = True
+
+    def snapshot_view(self, key: str, view: Any) -> Any:
+        """How the engine keeps a live view for this narrative's batch: its summary, told now.
+
+        The step shows the value as it was at that operation, and a summary is all a
+        default narrative prints: summarising now costs what footprintjs's live event does,
+        where a copy of a growing list would cost its length at every append. A noted key,
+        a renderer or a custom ``format_value`` gets the plain value as it was.
+        """
+        if not self._summarizes or key in self.notes:
+            return plain(view)
+        return _Told(summarize_value(view, self.max_value_length))
+
+    @property
+    def _summarizes(self) -> bool:
+        """True when a summary is all this narrative prints of a value (the default options).
+
+        Only then is a batch kept untold until read: it holds summaries and values the
+        commits share. Otherwise it is told at its headline, so no value outlives its stage.
+        """
+        return self._render_op is None and self.format_value is summarize_value
+
+    def on_stage_ops(self, event: StageOpsEvent) -> None:
+        """Keep a stage's reads, writes and emits (one batch at commit time) for its headline.
+
+        Nothing is summarised here: the batch is told in sentences when the narrative is
+        read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
+        """
+        rid = event.ctx.runtime_stage_id
+        if rid in self._pending:  # operations fed live came first: number on after them
+            self._buffer_batch(rid, event.ops)
+        elif rid in self._batches:
+            self._batches[rid] = self._batches[rid] + list(event.ops)
+        else:
+            self._batches[rid] = event.ops
+
+    def _buffer_batch(self, rid: str, batch: list[Any]) -> None:
+        ops = self._pending[rid]
+        append = ops.append
+        step = ops[-1][3] if ops else 0
+        fmt, max_len = self.format_value, self.max_value_length
+        keep_raw = self._render_op is not None
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "read" or kind == "missing":
+                if key:
+                    step += 1
+                    summary = "undefined" if kind == "missing" else _summary(fmt, value, max_len)
+                    append(("read", key, summary, step, "set", value if keep_raw else None))
+            elif kind == "write":
+                step += 1
+                append(("write", key, _summary(fmt, value, max_len), step, operation, value if keep_raw else None))
+                tell = self.notes.get(key) if self.notes else None
+                if tell is not None and operation != "delete":
+                    self._note(rid, key, tell, value)
+                    step = ops[-1][3]
+            elif kind == "emit" and self._tells_emits:
+                step += 1
+                append(("emit", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+
+    def _tell_batch(
+        self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
+    ) -> None:
+        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush`` tells live operations."""
+        fmt, max_len = self.format_value, self.max_value_length
+        numbered, values = self.include_step_numbers, self.include_values
+        describe = sentences.operation
+        render = self._render_op
+        notes = self.notes
+        step = 0
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "write":
+                step += 1
+                summary = value.text if type(value) is _Told else fmt(value, max_len)
+            elif kind == "read":
+                if not key:
+                    continue
+                step += 1
+                summary = value.text if type(value) is _Told else fmt(value, max_len)
+                operation = "set"
+            elif kind == "missing":
+                if not key:
+                    continue
+                step += 1
+                kind, summary, operation, value = "read", "undefined", "set", None
+            elif kind == "emit":
+                if not self._tells_emits:
+                    continue
+                step += 1
+                push(("emit", 1, f"[emit] {key}: {fmt(value, max_len)}", stage_name, ctx, None, step))
+                continue
+            else:
+                continue
+            told = True
+            if render is not None:
+                custom = render(OpRenderContext(kind, key, value, summary, operation, step))
+                if custom == "":
+                    told = False  # the renderer leaves this step out
+                elif custom is not None:
+                    push(("step", 1, custom, stage_name, ctx, key, step))
+                    told = False
+            if told:
+                text = describe(kind, operation, key, summary, include_values=values)
+                push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
+            if kind == "write" and notes and operation != "delete":
+                tell = notes.get(key)
+                if tell is not None:
+                    try:
+                        note = tell(value)
+                    except Exception:
+                        continue
+                    if isinstance(note, str) and note:
+                        push(("note", 1, note, stage_name, ctx, key, None))
 
     def on_read(self, event: ReadEvent) -> None:
         """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
@@ -294,18 +438,33 @@ class NarrativeRecorder:
         if event.channel != "flow":
             return  # a recorder's failure is not part of the run's story
         self._pending.pop(event.ctx.runtime_stage_id, None)  # never flushed, as in footprintjs
+        self._batches.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
         self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
+
+    def on_retry(self, event: RetryEvent) -> None:
+        """``[Retry]: retried X (attempt 2 of 3) after TimeoutError: <message>`` — the failed
+        attempt's buffered reads and writes are dropped (they were discarded, not committed)."""
+        self._pending.pop(event.ctx.runtime_stage_id, None)
+        name = _qualify(event.stage_name, event.ctx)
+        text = sentences.retry(name, event.attempt, event.attempts, event.error_type, event.message)
+        self._push("retry", 0, text, event.ctx, stage_name=name)
 
     def on_pause(self, event: PauseEvent) -> None:
         """``Execution paused at X.``; the paused stage's operations are never told."""
         self._pending.pop(event.ctx.runtime_stage_id, None)
+        self._batches.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
         self._push("pause", 0, sentences.paused(name), event.ctx, stage_name=name)
 
     def on_resume(self, event: ResumeEvent) -> None:
         """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
         name = _qualify(event.stage_name, event.ctx)
+        recovery = event.recovery
+        if recovery is not None:  # a failed run, continued where it failed
+            text = sentences.recovered(name, recovery.error_type, recovery.message)
+            self._push("resume", 0, text, event.ctx, stage_name=name)
+            return
         self._push("resume", 0, sentences.resumed(name, event.has_input), event.ctx, stage_name=name)
 
     # ── helpers ────────────────────────────────────────────────────────────────
@@ -354,6 +513,14 @@ class NarrativeRecorder:
         self._flush(ctx, name)
 
     def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
+        if self._batches:
+            batch = self._batches.pop(ctx.runtime_stage_id, None)
+            if batch:
+                if type(self._records) is _Followed or not self._summarizes:  # tell it now
+                    self._tell_batch(ctx, stage_name, batch, self._records.append)
+                else:
+                    self._records.append(_Batch(ctx, stage_name, batch))  # type: ignore[arg-type]
+                    self._lazy = True
         ops = self._pending.pop(ctx.runtime_stage_id, None)
         if not ops:
             return
@@ -393,6 +560,30 @@ class NarrativeRecorder:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
 
 
+class _Told:
+    """A value the narrative summarised when the stage made it (see ``snapshot_view``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _summary(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
+    return value.text if type(value) is _Told else fmt(value, max_len)
+
+
+class _Batch:
+    """A stage's operations in the entry list, not yet told in sentences (see ``_told``)."""
+
+    __slots__ = ("ctx", "ops", "stage_name")
+
+    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any]) -> None:
+        self.ctx = ctx
+        self.stage_name = stage_name
+        self.ops = ops
+
+
 class _Followed(list):
     """The narrative's entry list, telling a live reader of each entry as it is appended."""
 
@@ -410,6 +601,7 @@ class _SilentEmitsRecorder(NarrativeRecorder):
     """A narrative that does not listen to emits (no ``on_emit`` hook, so emits cost nothing)."""
 
     on_emit = None  # type: ignore[assignment]
+    _tells_emits = False
 
 
 def narrative(

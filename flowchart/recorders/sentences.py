@@ -151,6 +151,21 @@ def loop(target: str, iteration: int, description: str | None) -> str:
     return f"On pass {iteration}: {description} again." if description else f"On pass {iteration} through {target}."
 
 
+def retry(stage_name: str, attempt: int, attempts: int, error_type: str, message: str) -> str:
+    """``[Retry]: retried X (attempt 2 of 3) after TimeoutError: <message>`` (no footprintjs
+    counterpart: footprintjs has no retries)."""
+    return f"[Retry]: retried {stage_name} (attempt {attempt} of {attempts}) after {error_type}: {message}"
+
+
+def recovered(stage_name: str, error_type: str, message: str) -> str:
+    """``Execution resumed at X after it failed with ValueError: <message>; its partial writes
+    were discarded.`` — a failed run continued where it failed."""
+    return (
+        f"Execution resumed at {stage_name} after it failed with {error_type}: {message}; "
+        "its partial writes were discarded."
+    )
+
+
 def error(stage_name: str, message: str) -> str:
     """``[Error]: An error occurred at X: <message>.``."""
     return f"[Error]: An error occurred at {stage_name}: {message}."

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..commits import Commit
+from ..commits import Commit, commit_data, commit_from_parsed
 from ..errors import CheckpointError
 from ..failure import RunFailure
 from ..narrative_entry import NarrativeEntry
@@ -109,12 +109,12 @@ def decode(text: str | None) -> Any:
 
 def encode_commit(commit: Commit) -> str:
     """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state."""
-    return dumps(commit.to_dict())
+    return dumps(commit_data(commit))
 
 
 def decode_commit(text: str) -> Commit:
     """Inverse of ``encode_commit``."""
-    return Commit.from_dict(loads(text, what="stored commit"))
+    return commit_from_parsed(loads(text, what="stored commit"))
 
 
 def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:

@@ -26,6 +26,7 @@ from .protocol import (
     StoreError,
     TurnTakenError,
     check_conversation,
+    check_retry,
     check_status,
     renumber,
 )
@@ -183,6 +184,15 @@ class MemoryStore:
             row.answered[request_id] = by or ""
             row.status, row.question = "running", None
             row.has_answer, row.answer = True, codec.encode(answer)
+            row.updated_at = time.time()
+        return self.get(run_id)
+
+    def retry(self, run_id: str) -> RunRecord:
+        """Mark the failed run ``running`` again (once per failure), to resume where it failed."""
+        with self._lock:
+            row = self._row(run_id)
+            check_retry(run_id, row.status, row.checkpoint is not None)
+            row.status = "running"
             row.updated_at = time.time()
         return self.get(run_id)
 

@@ -14,6 +14,9 @@ Laws:
 - A run may be a turn of a conversation (``conversation_id``, ``turn``): at most one run
   per ``(conversation_id, turn)``, whichever process asks first (``TurnTakenError`` for
   the other); ``list(conversation=...)`` reads one conversation's turns through its index.
+- A failed run that left a checkpoint is retried once per failure: ``retry`` flips
+  ``failed`` to ``running`` under the same row lock ``commit`` takes, so of two racing
+  processes one wins and the other gets ``StoreError``.
 - Status: ``running`` (queued, advancing, or answered and waiting to be advanced),
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
@@ -220,9 +223,26 @@ class RunStore(Protocol):
         """Record the answer to the paused run's pending pause (once) and mark it running."""
         ...
 
+    def retry(self, run_id: str) -> RunRecord:
+        """Mark the ``failed`` run ``running`` again so the next advance resumes it at the stage
+        that failed (its stored checkpoint); ``StoreError`` when it is not failed (another
+        process retried it first) or failed without a resume point."""
+        ...
+
     def close(self) -> None:
         """Release connections (the store is unusable afterwards)."""
         ...
+
+
+def check_retry(run_id: str, status: str, resumable: bool) -> None:
+    """Refuse to retry a run that is not failed, or that failed without a resume point."""
+    if status != "failed":
+        raise StoreError(f"run '{run_id}' is {status}, not failed: only a failed run can be retried")
+    if not resumable:
+        raise StoreError(
+            f"run '{run_id}' failed without a resume point (a failure between stages, two fork children "
+            "failing, or a run stored before failures kept one): start a new run"
+        )
 
 
 def check_status(status: str | None) -> None:

@@ -14,6 +14,9 @@ Laws:
   run hid; a chart run resumed without ``redaction=`` keeps the stored one.
 - An answer is recorded (once, by the database) BEFORE the resume runs; a resume that
   then dies is finished by the next advance with the same recorded answer.
+- A failed segment stores the failure's checkpoint (``flowchart.failure.failed_checkpoint``);
+  ``resume_run`` on a failed run flips it back to ``running`` (``store.retry``: one process
+  wins) and advances it from that checkpoint, re-running only the stage that failed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.entry import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
-from ..failure import RunFailure, failed_run
+from ..failure import RunFailure, failed_checkpoint, failed_run
 from ..narrative_entry import NarrativeEntry
 from ..options import RunOptions
 from ..trace import subflow_traces
@@ -121,9 +124,10 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
     lines = () if result is None else narrative_lines(result.recorders)
     records = () if result is None else narrative_records(result.recorders)
     subflows = {} if result is None else subflow_traces(result.subflow_results)
+    # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
-        start_seq, "failed", commits, error=f"{type(exc).__name__}: {exc}", narrative=lines, failure=failure,
-        records=records, subflows=subflows,
+        start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
+        narrative=lines, failure=failure, records=records, subflows=subflows,
     )  # fmt: skip
 
 
@@ -245,5 +249,13 @@ def resume_chart(
         raise TypeError(f"resume input is not JSON-safe: {exc.what} at input{exc.where}") from None
     record = store.get(run_id)
     check_chart(record, chart.fingerprint)
-    store.answer(run_id, record.pause_answer_id(), answer)
+    if record.status == "failed":
+        if answer is not None:
+            raise TypeError(
+                f"resume_run('{run_id}', input): the run failed, it is not paused — a failed run is "
+                "continued at the stage that failed with resume_run(run_id) and no input"
+            )
+        store.retry(run_id)
+    else:
+        store.answer(run_id, record.pause_answer_id(), answer)
     return advance_chart(chart, store, run_id, options)

@@ -37,6 +37,7 @@ from .protocol import (
     StoreError,
     TurnTakenError,
     check_conversation,
+    check_retry,
     check_status,
     renumber,
 )
@@ -296,6 +297,18 @@ class SqlStore:
                 codec.text(segment.error), codec.encode_failure(segment.failure), now, run_id,
             ),
         )  # fmt: skip
+
+    def retry(self, run_id: str) -> RunRecord:
+        """Mark the failed run ``running`` again (once per failure), to resume where it failed."""
+        with self._tx() as cur:
+            status, _ = self._locked_row(cur, run_id)
+            row = self._run(cur, "SELECT checkpoint FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            check_retry(run_id, status, row[0] is not None)
+            self._run(
+                cur, "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
+                (time.time(), run_id),
+            )  # fmt: skip
+        return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
         """Record the answer to the run's pending pause (once) and mark it ``running``."""

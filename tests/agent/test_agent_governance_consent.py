@@ -253,14 +253,22 @@ def test_the_same_call_in_another_run_is_another_request() -> None:
     second = agent.run("refund A1")
     assert isinstance(second, Paused) and second.check_in is not None
     assert second.check_in.id != first.check_in.id
-    with pytest.raises(ResumeDecisionError) as caught:
+    with pytest.raises(
+        ResumeDecisionError,
+        match=r"^this decision answers request 'cki_\w{32}', which has already been "
+        r"answered: a decision answers its request once\. ",
+    ) as caught:
         agent.resume(second.checkpoint, first_decision)
     assert caught.value.problem == "already-used" and len(body.runs) == 1
     assert (
         agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done again."
     )
     assert len(body.runs) == 2
-    with pytest.raises(ResumeDecisionError):
+    with pytest.raises(
+        ResumeDecisionError,
+        match=r"^this decision answers request 'cki_\w{32}', which has already been "
+        r"answered: a decision answers its request once\. ",
+    ):
         agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT))
 
 
@@ -313,7 +321,11 @@ def test_a_changed_check_in_call_is_refused() -> None:
     agent, _ = build([REFUND_CALL, "Done."], refund_tool(body, check_in="always"))
     out = agent.run("refund")
     assert isinstance(out, Paused) and out.check_in is not None
-    with pytest.raises(ResumeDecisionError) as caught:
+    with pytest.raises(
+        ResumeDecisionError,
+        match=r"^this decision answers request 'cki_\w{32}', but the call it was asked "
+        r"about has changed since the ask ",
+    ) as caught:
         agent.resume(tampered(out.checkpoint, 1), check_in_approved(request=out.check_in, by="alice", at=AT))
     assert caught.value.problem == "changed-call"
     assert body.runs == []

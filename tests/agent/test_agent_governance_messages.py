@@ -113,7 +113,7 @@ def test_input_deny_raises_before_any_provider_call() -> None:
 def test_input_deny_commits_why_and_stops_at_seed() -> None:
     """An input deny commits message_denied_* at seed and the run stops there."""
     agent, _ = build(["never"], configure=with_messages(NS(name="no-secrets", on_message=refuse_secrets)))
-    with pytest.raises(MessageDeniedError):
+    with pytest.raises(MessageDeniedError, match=r"^Message denied at 'input' by 'no-secrets': no passwords, please$"):
         agent.run("password")
     snap = agent.last_snapshot()
     assert stage_ids(agent) == ["seed#0"]

@@ -170,7 +170,11 @@ def test_without_a_store_a_retry_after_a_failed_resume_is_refused_and_the_tool_r
     with pytest.raises(Exception, match=r"^scripted provider exhausted"):
         agent.resume(out.checkpoint, decision)
     for _ in range(2):
-        with pytest.raises(ResumeDecisionError) as caught:
+        with pytest.raises(
+            ResumeDecisionError,
+            match=r"^this decision answers request 'cki_\w{32}', which has already been "
+            r"answered: a decision answers its request once\. ",
+        ) as caught:
             agent.resume(Checkpoint.from_json(out.checkpoint.to_json()), decision)
         assert caught.value.problem == "already-used"
     assert body.runs == [{"order_id": "A1", "amount": 500}]

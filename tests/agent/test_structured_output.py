@@ -197,7 +197,7 @@ def test_a_stored_run_that_raises_output_schema_error_is_failed_with_its_commits
     """With a store the failed run keeps its retry commits and names the error."""
     store = SqliteStore(tmp_path / "runs.db")
     agent, _ = _agent(["{}", "{}"], CITY_SCHEMA, output_retries=1, store=store)
-    with pytest.raises(OutputSchemaError):
+    with pytest.raises(OutputSchemaError, match=r"^the model's reply does not match the output schema after 1 retry: "):
         agent.run("Biggest French city?")
     (record,) = store.list()
     assert record.status == "failed"

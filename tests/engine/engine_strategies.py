@@ -1,9 +1,12 @@
-"""Hypothesis strategies for random charts with random writes (one place for all of them)."""
+"""The random-chart plan of the engine properties and the builder that interprets it: random
+stages, deciders, loops and forks doing random writes (the JSON values come from
+``tests/strategies.py``, the one strategies module)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import strategies
 from hypothesis import strategies as st
 
 from flowchart import FlowChart, flow_chart
@@ -11,21 +14,16 @@ from flowchart import FlowChart, flow_chart
 KEYS = ("a", "b", "c", "d")
 SUBKEYS = ("x", "y")
 
-json_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-3, max_value=3),
-    st.floats(min_value=-2, max_value=2, allow_nan=False, allow_infinity=False),
-    st.text(alphabet="ab", max_size=2),
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.sampled_from(SUBKEYS), inner, max_size=2),
+# a tiny domain, so writes collide (the same value again, 1 vs 1.0 vs True)
+json_values = strategies.json_values(
+    5,
+    scalars=strategies.json_scalars(
+        ints=st.integers(-3, 3), floats=st.floats(-2, 2, allow_nan=False, allow_infinity=False),
+        text=st.text(alphabet="ab", max_size=2),
     ),
-    max_leaves=5,
-)
+    keys=st.sampled_from(SUBKEYS),
+    max_size=3,
+)  # fmt: skip
 
 #: (kind, key, subkey, value)
 actions = st.lists(

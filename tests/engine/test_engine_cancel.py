@@ -89,7 +89,7 @@ def test_a_stored_run_records_the_cancellation(tmp_path: Any):
     """With a store, the cancelled run is stored as failed with the cancellation as its error."""
     token = CancelToken()
     store = SqliteStore(str(tmp_path / "runs.db"))
-    with pytest.raises(RunCancelledError):
+    with pytest.raises(RunCancelledError, match=r"^Run cancelled before stage 'never': user pressed stop$"):
         _chart(token).run(cancel=token, store=store, run_id="r1")
     record = store.get("r1")
     assert record.status == "failed"

@@ -119,6 +119,26 @@ def test_stop_commits_the_stage_and_nothing_after_runs_first_reason_wins():
     assert result.state == {"after_stop_call": True}
 
 
+def test_ctx_stopped_says_whether_this_stage_asked_to_stop():
+    """``ctx.stopped`` is read-only and turns True once the stage calls ``ctx.stop`` (a stage
+    driving a batch reads it to leave the rest undone)."""
+    seen: list[bool] = []
+
+    def halt(scope, ctx):
+        seen.append(ctx.stopped)
+        ctx.stop("enough")
+        seen.append(ctx.stopped)
+
+    flow_chart("Seed", lambda s, ctx: seen.append(ctx.stopped), "seed").add_function("Halt", halt, "halt").build().run()
+    assert seen == [False, False, True]
+
+    def write(scope, ctx):
+        ctx.stopped = True
+
+    with pytest.raises(AttributeError, match="stopped"):
+        flow_chart("Write", write, "write").build().run()
+
+
 def test_stop_in_a_decider_takes_no_branch():
     """A decider that stops commits, and neither a branch nor its next stage runs."""
     order: list[str] = []

@@ -303,3 +303,23 @@ async def test_a_middleware_ask_needs_an_ask_verdict() -> None:
     result = await run_tool_chain([], call)
     with pytest.raises(ValueError, match=r"^build_middleware_ask: the chain's verdict is 'allow', not 'ask'$"):
         build_middleware_ask(result, call)
+
+
+def test_request_ids_are_pinned_byte_for_byte() -> None:
+    """A request id is the hash of canonical JSON (flowchart's spelling): ids stored in old
+    checkpoints must still match, so these known values never change."""
+    from governance.checkin import ask_human_request_id, ask_request_id, check_in_request_id
+
+    args = {"amount": 1.5, "who": "Zoë", "tags": ("a", "b"), "n": {"b": 1, "a": [True, None]}}
+    position = {"iteration": 2, "step": "call-tools#3"}
+    assert [
+        check_in_request_id(
+            tool="refund", args=args, tool_call_id="tc_1", identity={"user": "u1"}, run_id="run-7", position=position
+        ),
+        ask_request_id(middleware="m", tool="refund", args={"x": 1}, tool_call_id="tc_1"),
+        ask_human_request_id(tool="t", tool_call_id="c"),
+    ] == [
+        "cki_6a7a9c2830c4207417d8a703a4119029",
+        "ask_f172082395dce3d9eab80d6f51ef642c",
+        "hum_384afc3dbbda377dd2194c3e8502ac2b",
+    ]

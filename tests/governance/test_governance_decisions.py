@@ -162,7 +162,11 @@ def test_require_decision_returns_a_decision() -> None:
 
 def test_a_string_answer_to_an_ask_is_refused_with_its_shape_only() -> None:
     """The error names the gate, asker, tool and shape — never the text."""
-    with pytest.raises(DecisionRequiredError) as caught:
+    with pytest.raises(
+        DecisionRequiredError,
+        match=r"^\[resume\] this run paused on a consent gate — a tool middleware's "
+        r"ask",
+    ) as caught:
         require_decision("yes go ahead", gate="ask", tool_name="act", middleware="gate")
     err = caught.value
     assert (err.gate, err.tool_name, err.middleware, err.received, err.code) == (
@@ -197,7 +201,11 @@ def test_a_dict_answer_to_a_check_in_is_described_by_its_keys() -> None:
 
 def test_no_answer_is_received_as_nothing() -> None:
     """``None`` is described as nothing."""
-    with pytest.raises(DecisionRequiredError) as caught:
+    with pytest.raises(
+        DecisionRequiredError,
+        match=r"^\[resume\] this run paused on a consent gate — a tool's check-in — .* "
+        r"Got nothing\.",
+    ) as caught:
         require_decision(None, gate="check_in")
     assert caught.value.received == "nothing"
 
@@ -252,3 +260,31 @@ def test_a_decision_used_twice_is_refused() -> None:
     ) as caught:
         verify_decision(decision_for("cki_1"), pending_request_id="cki_1", answered_ids={"cki_1"})
     assert caught.value.problem == "already-used"
+
+
+def test_a_nan_value_is_refused_like_a_run_would_refuse_it() -> None:
+    """JSON-safe is flowchart's rule: a NaN cannot be written into the checkpoint, so the
+    decision refuses it up front instead of failing at the commit."""
+    with pytest.raises(
+        DecisionInputError,
+        match=r"^check_in_approved\(value=\.\.\.\): a decision's value must be JSON-safe .*; got a float$",
+    ):
+        check_in_approved(request=REQUEST, by="a", value=float("nan"))
+
+
+def test_edited_args_are_a_plain_deep_copy() -> None:
+    """approve(args=...) keeps what the run would store: tuples become lists, and changing
+    the caller's dict afterwards changes no decision."""
+    edited = {"order": {"ids": (1, 2)}}
+    decision = check_in_approved(request=REQUEST, by="a", args=edited)
+    edited["order"]["ids"] = ()
+    assert decision.args == {"order": {"ids": [1, 2]}}
+
+
+def test_a_stored_decision_with_a_nan_value_is_refused_naming_the_field() -> None:
+    """The wire reader checks with flowchart's rule too: a NaN read back is refused, by path."""
+    from governance import CheckInDecision, WireFormatError
+
+    row = check_in_approved(request=REQUEST, by="a").to_dict() | {"value": float("nan")}
+    with pytest.raises(WireFormatError, match=r"^\$\.value: expected a JSON-safe value, got a float$"):
+        CheckInDecision.from_dict(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-import governance_strategies as gs
+import strategies as gs
 from hypothesis import given
 from hypothesis import strategies as st
 

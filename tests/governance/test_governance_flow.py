@@ -137,7 +137,11 @@ async def test_an_ask_then_approval_resumes_after_the_asker() -> None:
         ("gate", "allow", "approved by alice"),
         ("tag", "allow", "tag"),
     ]
-    with pytest.raises(ResumeDecisionError):
+    with pytest.raises(
+        ResumeDecisionError,
+        match=r"^this decision answers request 'ask_\w{32}', which has already been "
+        r"answered: a decision answers its request once\. ",
+    ):
         verify_decision(decision, pending_request_id=paused.id, answered_ids={paused.id})
 
 

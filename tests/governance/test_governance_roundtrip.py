@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import governance_strategies as gs
 import pytest
+import strategies as gs
 from hypothesis import given
 
 from governance import (

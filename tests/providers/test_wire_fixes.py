@@ -160,7 +160,11 @@ async def test_a_tool_calling_turn_without_text_is_sent_with_empty_content(serve
 async def test_a_validation_500_is_not_retried_and_names_the_failing_field(server: WireServer, sleeps: Sleeps) -> None:
     """A 500 whose body is a request-validation report: one request, no retry, the cause's field in the message."""
     server.push(*[Reply(status=500, json=VALIDATION_500)] * 3)
-    with pytest.raises(ProviderResponseError) as info:
+    with pytest.raises(
+        ProviderResponseError,
+        match=r"the server refused the request's shape \(not retried: it would fail "
+        r"again\)$",
+    ) as info:
         await openai_compatible(f"{server.url}/v1", sleep=sleeps).complete(ROUND_TRIP)
     assert len(server.seen) == 1 and sleeps.delays == [] and info.value.retries == ()
     message = str(info.value)

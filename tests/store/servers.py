@@ -131,7 +131,7 @@ def start_worker(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # generous: a loaded 2-core machine starts celery slowly
     while not (log.exists() and " ready." in log.read_text(errors="replace")):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_worker(proc)

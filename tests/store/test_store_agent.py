@@ -131,7 +131,11 @@ def test_a_decision_for_one_run_never_approves_another_run_with_an_identical_cal
     assert isinstance(run_a, Paused) and isinstance(run_b, Paused) and run_a.check_in and run_b.check_in
     assert run_a.check_in.args == run_b.check_in.args and run_a.check_in.id != run_b.check_in.id
     decision_for_a = check_in_approved(request=run_a.check_in, by="alice")
-    with pytest.raises(ResumeDecisionError) as caught:
+    with pytest.raises(
+        ResumeDecisionError,
+        match=r"^this decision answers request 'cki_\w{32}', but the run is paused on "
+        r"request 'cki_\w{32}'\. ",
+    ) as caught:
         refund_agent(make_store()).resume_run(run_b.run_id or "", decision_for_a)
     assert caught.value.problem == "another-request"
     assert make_store().get(run_b.run_id or "").status == "paused" and REFUNDS == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,28 @@ def test_advance_does_what_the_record_says(store: RunStore) -> None:
     assert store.get(run_id).output == "Done: refunded 150.00 on A-1"
 
 
-def _wait(predicate: object, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-        time.sleep(0.05)
+def _wait_while_progressing(progress: Callable[[], tuple[bool, object]], what: str, *, stall: float = 180.0) -> None:
+    """Poll ``progress()`` — ``(finished, how far)`` — until finished. Load-proof and bounded:
+    the clock restarts whenever ``how far`` changes, and gives up after ``stall`` seconds with
+    no progress at all (a stuck worker), or after ten stalls' worth in total."""
+    start = last_move = time.monotonic()
+    seen: object = None
+    while True:
+        finished, how_far = progress()
+        if finished:
+            return
+        now = time.monotonic()
+        if how_far != seen:
+            seen, last_move = how_far, now
+        if now - last_move > stall or now - start > 10 * stall:
+            raise AssertionError(f"no progress for {now - last_move:.0f} s waiting for {what}; got to {how_far}")
+        time.sleep(0.2)
+
+
+def _wait(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds: bounded, and generous under load (three times
+    ``seconds``, at least 180 s) since nothing here measures how fast the workers are."""
+    _wait_while_progressing(lambda: (bool(condition()), None), what, stall=max(3 * seconds, 180.0))
 
 
 def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str, tmp_path: Path) -> None:
@@ -77,15 +94,16 @@ def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str,
             enqueue(app, run_id)  # a duplicate delivery
         answered: set[str] = set()
 
-        def all_done() -> bool:
+        def answer_the_paused() -> tuple[bool, object]:
             for record in store.list(status="paused"):
                 if record.run_id not in answered:
                     decision = check_in_approved(request=record.question, by="ops")
                     answer_and_enqueue(app, store, record.run_id, decision)
                     answered.add(record.run_id)
-            return len(store.list(status="done")) == len(ids)
+            done = len(store.list(status="done"))
+            return done == len(ids), f"{len(answered)} answered, {done} of {len(ids)} done"
 
-        _wait(all_done, 120, "40 runs to finish")
+        _wait_while_progressing(answer_the_paused, "40 runs to finish")
     finally:
         for worker in workers:
             stop_worker(worker)
@@ -99,3 +117,92 @@ def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str,
         assert [c.idx for c in record.commit_log] == list(range(len(record.commit_log)))
     refunds = (tmp_path / "refunds.log").read_text().splitlines()
     assert sorted(refunds) == sorted(f"{run_id}:call-1" for run_id in ids)
+
+
+def test_a_worker_killed_mid_stage_leaves_runs_that_finish_once(pg_dsn: str, redis_url: str, tmp_path: Path) -> None:
+    """A worker is killed (SIGKILL, whole process group) while a slow tool runs; another worker
+    picks the task up after the visibility timeout and advances the run from the store. Every
+    run finishes exactly once (one segment, unique commits); only the killed stage's tool body
+    may have run twice (at-least-once, same idempotency key)."""
+    import signal
+
+    import psycopg
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    log = tmp_path / "refunds.log"
+    env = {
+        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(log), "REFUND_DELAY": "2", "VISIBILITY_TIMEOUT": "2",
+    }  # fmt: skip
+    first = start_worker("k0", env, tmp_path)
+    second = None
+    try:
+        app = make_app("refund_agent:refund_agent", broker=redis_url, visibility_timeout=2)
+        store = PostgresStore(dsn)
+        agent = refund_agent(store)
+        ids = [agent.submit("refund order A-1 20", app=app) for _ in range(3)]
+        _wait(lambda: log.exists() and log.read_text().strip(), 60, "a refund to start")
+        stop_worker(first, signal.SIGKILL)  # mid-stage: the refund is sleeping
+        killed = log.read_text().split()[0]
+        second = start_worker("k1", env, tmp_path)
+        _wait(lambda: len(store.list(status="done")) == len(ids), 120, "3 runs to finish")
+    finally:
+        stop_worker(first, signal.SIGKILL)
+        if second is not None:
+            stop_worker(second)
+    with psycopg.connect(dsn) as raw:
+        segments = raw.execute("SELECT run_id, COUNT(*) FROM segments GROUP BY run_id").fetchall()
+        commits = raw.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM commits").fetchone()
+    assert sorted(n for _, n in segments) == [1, 1, 1]
+    assert commits is not None and commits[0] == commits[1]
+    for record in store.list():
+        assert record.status == "done" and record.output == "Done: refunded 20.00 on A-1"
+    refunds = log.read_text().split()
+    assert set(refunds) == {f"{run_id}:call-1" for run_id in ids}
+    assert refunds.count(killed) in (1, 2) and all(refunds.count(k) == 1 for k in set(refunds) - {killed})
+
+
+def test_workers_advance_plain_charts_retry_a_failure_and_survive_a_kill(
+    pg_dsn: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Chart runs (no agent) on real workers: run 0 fails once in Flaky and the workers retry it
+    under ``retry_failed``; the worker running a slow stage is killed and the other finishes the
+    run from the store. Every run ends ``done`` once, Start commits once per run, and the
+    retried run's log names the execution it recovered."""
+    import signal
+
+    import chart_flows
+    import psycopg
+
+    from agent.celery import submit_chart
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    log, flaky = tmp_path / "chart.log", tmp_path / "flaky"
+    flaky.write_text("1")
+    env = {
+        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
+        "CHART_LOG": str(log), "CHART_FLAKY": str(flaky), "CHART_DELAY": "2", "VISIBILITY_TIMEOUT": "2",
+    }  # fmt: skip
+    first = start_worker("c0", env, tmp_path, app="chart_worker_app")
+    second = None
+    try:
+        app = make_app("chart_flows:chart", broker=redis_url, store="unused:store", visibility_timeout=2)
+        store = PostgresStore(dsn)
+        ids = [submit_chart(chart_flows.chart, store, {"n": n}, app=app) for n in range(3)]
+        _wait(lambda: log.exists() and log.read_text().strip(), 60, "a slow stage to start")
+        stop_worker(first, signal.SIGKILL)
+        second = start_worker("c1", env, tmp_path, app="chart_worker_app")
+        _wait(lambda: len(store.list(status="done")) == len(ids), 120, "3 chart runs to finish")
+    finally:
+        stop_worker(first, signal.SIGKILL)
+        if second is not None:
+            stop_worker(second)
+    with psycopg.connect(dsn) as raw:
+        commits = raw.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM commits").fetchone()
+    assert commits is not None and commits[0] == commits[1]
+    for n, run_id in enumerate(ids):
+        record = store.get(run_id)
+        assert record.status == "done"
+        stages = [c.stage_id for c in record.commit_log]
+        assert stages.count("start") == 1
+        assert [c.recovers for c in record.commit_log if c.recovers] == (["flaky#2"] if n == 0 else [])

@@ -98,7 +98,7 @@ def test_resume_run_without_store_finds_the_store_the_run_was_recorded_in() -> N
     assert chart.resume_run(second.run_id, {"ok": False}).output == "declined"
     assert first_store.get(first.run_id).status == "done" and second_store.get(second.run_id).status == "done"
     assert store_of(first.run_id) is first_store and store_of(second.run_id) is second_store
-    with pytest.raises(RunNotFoundError):
+    with pytest.raises(RunNotFoundError, match=r"^no run '\w+' in run store memory$"):
         second_store.get(first.run_id)
 
 

@@ -58,7 +58,7 @@ def test_an_unknown_run_is_a_clear_key_error(store: RunStore) -> None:
     """get of an unknown id raises RunNotFoundError (a KeyError) naming the run."""
     with pytest.raises(RunNotFoundError, match="no run 'nope'"):
         store.get("nope")
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match=r"^no run 'nope' in run store "):
         store.get("nope")
 
 
@@ -127,7 +127,11 @@ def test_a_failed_segment_keeps_the_error(store: RunStore) -> None:
     _create(store)
     record = store.commit("r1", Segment(0, "failed", error="RuntimeError: boom"))
     assert (record.status, record.error, record.next_step) == ("failed", "RuntimeError: boom", "finished")
-    with pytest.raises(CommitConflictError):
+    with pytest.raises(
+        CommitConflictError,
+        match=r"^run 'r1' moved on \(status \w+, next seq \d+\) before this segment "
+        r"\(from seq 0\) could commit: another writer advanced it$",
+    ):
         store.commit("r1", Segment(0, "done"))
 
 

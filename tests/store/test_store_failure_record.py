@@ -72,7 +72,7 @@ def test_an_agent_whose_provider_raises_is_stored_failed_with_what_it_committed(
 
 def test_a_failed_run_trace_carries_the_failure_and_other_traces_do_not(store: RunStore) -> None:
     """``record_trace`` of a failed run has ``failure`` (and it loads back); a done run's has no such key."""
-    with pytest.raises(LookupError):
+    with pytest.raises(LookupError, match=r"^order A-9 is gone$"):
         _two_step_chart().run(store=store, run_id="bad")
     trace = record_trace(store.get("bad"))
     assert trace.failure is not None and trace.failure.runtime_stage_id == "second#1"

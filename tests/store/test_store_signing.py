@@ -65,7 +65,11 @@ def test_an_edited_checkpoint_row_is_refused_and_nothing_runs(tmp_path: Path) ->
         match=rf"^Invalid stored run '{out.run_id}' \(checkpoint\): the signature does not match @ \$\.signature",
     ):
         SqliteStore(path, key=KEY).get(str(out.run_id))
-    with pytest.raises(CheckpointError):
+    with pytest.raises(
+        CheckpointError,
+        match=r"^Invalid stored run '\w+' \(checkpoint\): the signature does not match "
+        r"@ \$\.signature ",
+    ):
         refund_agent(SqliteStore(path, key=KEY)).resume_run(
             str(out.run_id), check_in_approved(request=out.check_in, by="a")
         )

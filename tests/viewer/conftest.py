@@ -8,6 +8,7 @@ screenshot per page under ``tmp_path``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,17 +21,66 @@ from agent.viewer_panel import PANEL
 from flowchart import Trace
 from flowchart.viewer import write_page
 
+HERE = Path(__file__).resolve().parent
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for the session (skips when Chromium or Playwright is missing)."""
+
+class _Chromium:
+    """One Playwright and one headless Chromium, launched on first use, shared by this
+    folder's tests and closed as soon as the next test is outside the folder.
+
+    Not a session fixture: while Playwright's sync API is open it keeps an event loop marked
+    as running on the main thread, so every later test that starts a loop there
+    (``asyncio.run``, pytest-asyncio's runner) would fail with "cannot be called from a
+    running event loop" — the suite's order-dependent failure (tests/viewer, then tests/otel).
+    """
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self.browser: Any = None
+
+    def get(self) -> Any:
+        if self.browser is None:
+            sync_api = pytest.importorskip(
+                "playwright.sync_api", reason="pip install playwright (no browser download needed)"
+            )
+            self._playwright = sync_api.sync_playwright()
+            playwright = self._playwright.__enter__()
+            try:
+                self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            except BaseException:
+                self.close()
+                raise
+        return self.browser
+
+    def close(self) -> None:
+        browser, playwright, self.browser, self._playwright = self.browser, self._playwright, None, None
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            if playwright is not None:
+                playwright.__exit__(None, None, None)
+
+
+_CHROMIUM = _Chromium()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test's own teardown: close the browser when the next test is not a viewer test."""
+    yield
+    if nextitem is None or HERE not in Path(nextitem.path).parents:
+        _CHROMIUM.close()
+        # the point of closing here: the main thread must be free to start event loops again
+        assert asyncio._get_running_loop() is None, "Playwright left an event loop running on the main thread"
+
+
+@pytest.fixture
+def browser() -> Any:
+    """The shared headless Chromium (skips when Chromium or Playwright is missing)."""
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set FLOWCHART_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download needed)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
+    return _CHROMIUM.get()
 
 
 @pytest.fixture
