@@ -276,7 +276,7 @@ BROKEN = [
      "expected an object, got a string @ $.narrative[0]"),
     (_set(["narrative", 0, "type"], "poem"), "$.narrative[0].type",
      "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, "
-     "note, pause, resume, selector, stage, step, subflow) @ $.narrative[0].type"),
+     "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type"),
     (_set(["narrative", 0, "depth"], -1), "$.narrative[0].depth",
      "a narrative depth is 0 or more @ $.narrative[0].depth"),
     (_pop(["narrative", 0, "runtime_stage_id"]), "$.narrative[0].runtime_stage_id",
@@ -397,3 +397,11 @@ def test_structure_of_unstructure_is_identity(trace: Trace) -> None:
     """Property: any valid trace survives ``to_json`` → ``from_json`` unchanged."""
     assert Trace.from_json(trace.to_json()) == trace
     assert Trace.from_dict(json.loads(json.dumps(trace.to_dict()))).to_dict() == trace.to_dict()
+
+
+def test_every_record_type_the_narrative_writes_loads_back() -> None:
+    """The trace loader's list of record types holds every type the narrative recorder pushes
+    (read from its source), so a new kind of line cannot make its own traces unreadable."""
+    source = (Path(flowchart.__file__).parent / "recorders" / "narrative.py").read_text(encoding="utf-8")
+    pushed = set(re.findall(r'_push\(\s*"([a-z_]+)"', source)) | set(re.findall(r'push\(\("([a-z_]+)"', source))
+    assert pushed and pushed <= RECORD_TYPES
