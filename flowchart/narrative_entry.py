@@ -23,7 +23,8 @@ class NarrativeEntry:
 
     ``type`` is one of ``stage step condition fork selector subflow loop break error
     pause resume answer emit note retry`` (``line``: a line kept before records were);
-    ``depth`` is 0 for headline entries, 1 for the steps and conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
+    ``depth`` is 0 for headline entries, 1 for the steps and conditions under a stage.
+    :meth:`as_tuple` gives the ``(type, depth, text)`` form.
     """
 
     type: str
