@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,12 +97,14 @@ def cmd_diff(args: argparse.Namespace) -> str:
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: write the trace as one self-contained HTML page (``flowchart.viewer``)."""
-    from .viewer import load_panel, write_page
+    from .viewer import installed_panels, load_panel, write_page
 
     try:
         panels = [load_panel(target) for target in args.panel or ()]
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if not args.panel and not args.no_panels:
+        panels = installed_panels(warn=lambda text: print(f"flowchart view: {text}", file=sys.stderr))
     trace = _load(args.trace)
     out = args.output or os.path.splitext(args.trace)[0] + ".html"
     try:
@@ -169,8 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--open", action="store_true", help="open the page in a web browser")
     sub.add_argument(
         "--panel", action="append", metavar="MODULE:ATTR",
-        help="add a viewer Panel (repeatable), e.g. agent.viewer_panel:PANEL (what `agent view` adds)",
+        help="use this viewer Panel (repeatable) instead of the installed ones, e.g. agent.viewer_panel:PANEL",
     )  # fmt: skip
+    sub.add_argument(
+        "--no-panels",
+        action="store_true",
+        help="leave out the installed viewer panels (entry points flowchart.viewer_panels)",
+    )
     return parser
 
 

@@ -16,6 +16,14 @@ and the viewer calls it once, after the page is drawn, with ``api``: ``el(tag, a
 on the run's story) and ``side`` (the host in the side column). The agent's panel
 (``agent.viewer_panel``) is the reference: ``agent view`` and
 ``flowchart view --panel agent.viewer_panel:PANEL`` pass it.
+
+Installed panels: a distribution may register a panel under the entry-point group
+``flowchart.viewer_panels`` (``name = "module:ATTR"``); ``flowchart view`` without ``--panel``
+adds every installed one (``installed_panels``), and each decides by its ``build`` whether the
+run is one it explains. This is how ``flowchart view`` of an agent trace shows the agent's
+story while ``flowchart`` itself still imports nothing of the agent: pyfootprint registers
+``agent.viewer_panel:PANEL`` there. A registered panel that cannot be loaded is named in one
+warning and left out, never a failed page.
 """
 
 from __future__ import annotations
@@ -80,4 +88,30 @@ def load_panel(target: str) -> Panel:
     return found
 
 
-__all__ = ["Panel", "load_panel", "panel_data", "panels_title"]
+PANEL_GROUP = "flowchart.viewer_panels"
+
+
+def installed_panels(warn: Callable[[str], None] | None = None) -> list[Panel]:
+    """Every panel registered under the ``flowchart.viewer_panels`` entry-point group, sorted by
+    entry-point name (so a page is the same on every machine with the same packages); one that
+    does not load, or is not a ``Panel``, is reported to ``warn`` and skipped."""
+    from importlib.metadata import entry_points
+
+    found: list[Panel] = []
+    for point in sorted(entry_points(group=PANEL_GROUP), key=lambda p: p.name):
+        try:
+            panel = point.load()
+        except Exception as exc:  # a broken plugin never breaks the page
+            if warn is not None:
+                warn(f"viewer panel {point.name!r} ({point.value}) was left out: cannot load it ({exc})")
+            continue
+        if not isinstance(panel, Panel):
+            if warn is not None:
+                kind = type(panel).__name__
+                warn(f"viewer panel {point.name!r} ({point.value}) was left out: it is a {kind}, not a Panel")
+            continue
+        found.append(panel)
+    return found
+
+
+__all__ = ["PANEL_GROUP", "Panel", "installed_panels", "load_panel", "panel_data", "panels_title"]

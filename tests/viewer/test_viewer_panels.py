@@ -19,7 +19,7 @@ from agent.cli import main as agent_main
 from agent.viewer_panel import PANEL
 from flowchart import Trace
 from flowchart.cli import main as flowchart_main
-from flowchart.viewer import Panel, build_payload, load_panel, render_page
+from flowchart.viewer import Panel, build_payload, installed_panels, load_panel, render_page
 
 Open = Callable[..., View]
 
@@ -92,24 +92,51 @@ def test_a_panel_name_that_leads_nowhere_is_one_error_line(
     assert load_panel("agent.viewer_panel:PANEL") is PANEL
 
 
-def test_flowchart_view_with_the_agent_panel_and_agent_view_write_the_same_page(tmp_path: Path) -> None:
-    """``flowchart view T --panel agent.viewer_panel:PANEL`` and ``agent view T`` embed the agent's
-    story; plain ``flowchart view`` embeds no panel at all."""
+def test_flowchart_view_adds_the_installed_agent_panel_as_agent_view_does(tmp_path: Path) -> None:
+    """``flowchart view T`` adds the installed panels (the agent's is registered under the
+    ``flowchart.viewer_panels`` entry points), so it writes the same page as ``agent view T`` and
+    ``flowchart view T --panel agent.viewer_panel:PANEL``; ``--no-panels`` embeds none."""
     _, resumed = off_loop(support_traces)
     trace_file = resumed.save(tmp_path / "support.trace.json")
-    assert flowchart_main(["view", str(trace_file), "-o", str(tmp_path / "plain.html")]) == 0
+    assert flowchart_main(["view", str(trace_file), "-o", str(tmp_path / "installed.html")]) == 0
+    assert flowchart_main(["view", str(trace_file), "--no-panels", "-o", str(tmp_path / "plain.html")]) == 0
     assert (
         flowchart_main(["view", str(trace_file), "--panel", "agent.viewer_panel:PANEL", "-o", str(tmp_path / "f.html")])
         == 0
     )
     assert agent_main(["view", str(trace_file)]) == 0
     plain = _payload((tmp_path / "plain.html").read_text(encoding="utf-8"))
+    installed = _payload((tmp_path / "installed.html").read_text(encoding="utf-8"))
     via_flowchart = _payload((tmp_path / "f.html").read_text(encoding="utf-8"))
     via_agent = _payload((tmp_path / "support.trace.html").read_text(encoding="utf-8"))
     assert plain["panels"] == {} and plain["meta"]["title"] == resumed.chart_spec["name"]
-    assert via_agent == via_flowchart
+    assert via_agent == via_flowchart == installed
     assert via_agent["panels"]["agent"]["answer"] == resumed.final_state["final_content"]
     assert via_agent["meta"]["title"].startswith("Agent run: Hi, I was charged twice")
+
+
+def test_an_installed_panel_that_does_not_load_is_named_in_one_warning_and_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A distribution on the path registers two broken panels (a missing module, a non-Panel): the
+    page is still written, without them, and stderr names each once; a chart run gets no agent panel."""
+    dist = tmp_path / "site" / "broken_panels-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-panels\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[flowchart.viewer_panels]\nghost = no_such_module_anywhere:PANEL\nwrong = json:dumps\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    trace_file = loan_trace().save(tmp_path / "loan.trace.json")
+    assert flowchart_main(["view", str(trace_file), "-o", str(tmp_path / "p.html")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "flowchart view: viewer panel 'ghost' (no_such_module_anywhere:PANEL) was left out: "
+        "cannot load it (No module named 'no_such_module_anywhere')",
+        "flowchart view: viewer panel 'wrong' (json:dumps) was left out: it is a function, not a Panel",
+    ]
+    assert [p.name for p in installed_panels()] == ["agent"]
+    assert _payload((tmp_path / "p.html").read_text(encoding="utf-8"))["panels"] == {}
 
 
 def test_agent_view_reads_a_stored_run(
