@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -78,8 +78,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN turn INTEGER",
         "CREATE UNIQUE INDEX runs_by_conversation ON runs (conversation_id, turn)",
     ),
-    # 4: a fork's lineage — the run it was forked from and the commit it forked at (others: NULL)
-    4: (
+    # 4: each segment's subflow logs (old rows: NULL, no subflow logs); the narrative column
+    # holds records (objects with stage ids) from here on, old rows keep their bare lines
+    4: ("ALTER TABLE segments ADD COLUMN subflows TEXT",),
+    # 5: a fork's lineage — the run it was forked from and the commit it forked at (others: NULL)
+    5: (
         "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
         "ALTER TABLE runs ADD COLUMN forked_at INTEGER",
         "CREATE INDEX runs_by_parent ON runs (parent_run_id, created_at)",

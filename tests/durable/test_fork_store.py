@@ -76,12 +76,12 @@ def test_a_run_id_without_a_store_is_refused() -> None:
         big_chart().fork("r1", at=0)
 
 
-def test_a_version_3_database_migrates_to_lineage_columns(tmp_path: Path) -> None:
+def test_a_version_4_database_migrates_to_lineage_columns(tmp_path: Path) -> None:
     """An old database gains parent_run_id / forked_at (NULL for its runs) on open."""
     path = tmp_path / "old.db"
     SqliteStore(path).close()
     raw = sqlite3.connect(path)
-    raw.execute("DELETE FROM schema_version WHERE version = 4")
+    raw.execute("DELETE FROM schema_version WHERE version = 5")
     raw.execute("DROP INDEX runs_by_parent")
     raw.execute("ALTER TABLE runs DROP COLUMN forked_at")
     raw.execute("ALTER TABLE runs DROP COLUMN parent_run_id")
@@ -94,7 +94,7 @@ def test_a_version_3_database_migrates_to_lineage_columns(tmp_path: Path) -> Non
     raw.commit()
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version() == 4
+    assert store.schema_version() == 5
     record = store.get("old")
     assert (record.parent_run_id, record.forked_at) == (None, None)
     assert store.forks("old") == []
