@@ -227,10 +227,14 @@ _BOUNDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], Any], str, bool
     ("maxItems", _JSON_TYPES["array"], len, "at most {} items long", False),
 )
 
+_BOUND_KEYWORDS = frozenset(keyword for keyword, *_rest in _BOUNDS)
+
 
 def _bounds(value: Any, schema: Mapping[str, Any], where: str) -> list[str]:
     """The ``minimum``/``maximum``/``min*``/``max*`` keywords ``value`` breaks."""
-    issues = []
+    issues: list[str] = []
+    if _BOUND_KEYWORDS.isdisjoint(schema):  # the usual schema has none: one set operation
+        return issues
     for keyword, applies, measure, wording, lower in _BOUNDS:
         limit = schema.get(keyword)
         if not applies(value) or not _JSON_TYPES["number"](limit):

@@ -101,7 +101,7 @@ def _copy(value: Any) -> Any:
         for k, v in dict.items(value):
             if type(k) is not str:
                 raise _Unsafe(f"a non-string dict key {k!r}")
-            if not _text(k):
+            if not k.isascii() and not _text(k):  # the ASCII test inline: one C call per key
                 raise _Unsafe(f"a dict key that is {_not_text(k)}")
             try:
                 out[k] = v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v)
