@@ -584,7 +584,7 @@ class _Followed(list):
         self.on_entry = on_entry
 
     def append(self, entry: Any) -> None:
-        super().append(entry)
+        list.append(self, entry)  # not super(): this runs for every line a stream tells
         self.on_entry(entry)
 
 
