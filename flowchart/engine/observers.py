@@ -25,7 +25,7 @@ Hook = Callable[[Any], Any]
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "snapshot")
+    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "live_ops", "snapshot")
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
@@ -52,6 +52,8 @@ class Observers:
         takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
         if len(takers) == 1:
             self.snapshot = getattr(takers[0], "snapshot_view", None)
+        #: somebody takes reads or writes one event each (the transaction then reports every operation)
+        self.live_ops = "on_read" in self._hooks or "on_write" in self._hooks
         self.has_data = any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )
