@@ -25,18 +25,27 @@ Hook = Callable[[Any], Any]
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "live_ops", "snapshot")
+    __slots__ = ("_hooks", "any", "emit_names", "emits", "has_data", "has_ops", "live_ops", "snapshot")
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
         #: somebody takes emits: live (``on_emit``) or in a batch (a batched recorder with ``on_emit``)
         self.emits = False
+        #: the emit names somebody takes (``None``: every name). A recorder may say which it
+        #: wants with an ``emit_names`` frozenset (a stream filtered by ``modes=``); one without
+        #: it takes them all. Emits nobody takes are neither copied nor delivered
+        self.emit_names: frozenset[str] | None = frozenset()
         for recorder in recorders:
             batched = callable(getattr(recorder, "on_stage_ops", None)) and not getattr(
                 recorder, "live_operations", False
             )
             if callable(getattr(recorder, "on_emit", None)):
                 self.emits = True
+                wanted = getattr(recorder, "emit_names", None)
+                if wanted is None or self.emit_names is None:
+                    self.emit_names = None
+                else:
+                    self.emit_names = self.emit_names | wanted
             for name in ALL_HOOKS:
                 if batched and name in OPERATION_HOOKS:
                     continue
