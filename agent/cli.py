@@ -9,6 +9,7 @@
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
     agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
                                                       why the answer is what it is, in content
+    agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
@@ -360,6 +361,32 @@ def cmd_why(args: argparse.Namespace) -> str:
     return json.dumps(explanation.to_dict(), ensure_ascii=False, indent=2) if args.json else explanation.format()
 
 
+def cmd_view(args: argparse.Namespace) -> str:
+    """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
+    with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
+    from flowchart import CheckpointError, Trace
+    from flowchart.viewer import write_page
+
+    from .viewer_panel import PANEL
+
+    if os.path.exists(args.target):
+        try:
+            trace = Trace.load(args.target)
+        except (OSError, CheckpointError) as exc:
+            raise CliError(f"{args.target}: {exc}") from None
+        default = os.path.splitext(args.target)[0] + ".html"
+    else:
+        from flowchart.store.export import record_trace
+
+        trace = record_trace(open_store(args).get(args.target))
+        default = f"{args.target}.html"
+    out = args.output or default
+    try:
+        return str(write_page(trace, out, [PANEL]))
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
 # -- parsing ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command has ``--help``)."""
@@ -413,6 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("--drivers", action="store_true", help="rank the messages by the words they share with it")
     why.add_argument("--keys", action="store_true", help="print the key-level causal chain of final_content instead")
     why.add_argument("--json", action="store_true", help="print JSON")
+    text = "Write the run as one self-contained HTML page: the question, the answer, why, then the chart."
+    view = groups.add_parser("view", help=text, description=text, parents=[store_options])
+    view.set_defaults(handler=cmd_view)
+    view.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
+    view.add_argument(
+        "-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html, or RUN.html)"
+    )
     add_conversation_commands(groups, store_options)
     return parser
 

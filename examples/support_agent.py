@@ -230,7 +230,7 @@ def main() -> int:
     trace_file = record_trace(stored, redaction=resumed_agent.redaction).save(RUNS / "support.trace.json")
     heading(f"WHY final_content? (flowchart why {trace_file} final_content)")
     print(causal_chain(stored.commit_log, "final_content").format())
-    print(f"\nSee it: .venv/bin/flowchart view {trace_file} -o {RUNS / 'support.html'}")
+    print(f"\nSee it: .venv/bin/agent view {trace_file} -o {RUNS / 'support.html'}")
     return 0
 
 

@@ -5,7 +5,8 @@
     flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
     flowchart diff TRACE A B               what changed between commits A and B
     flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
-    flowchart view TRACE [-o PAGE] [--open] one self-contained HTML page of the run
+    flowchart view TRACE [-o PAGE] [--open] [--panel MODULE:ATTR]
+                                           one self-contained HTML page of the run
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
 an index out of range, a bad MODULE:ATTR) prints ONE line ``flowchart: error: ...`` on
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +63,7 @@ def cmd_narrate(args: argparse.Namespace) -> str:
     trace = _load(args.trace)
     if trace.narrative is None:
         raise CliError(f"{args.trace} has no narrative: run the chart with recorders=[narrative()]")
-    return "\n".join(trace.narrative)
+    return "\n".join(trace.narrative_lines or ())
 
 
 def cmd_why(args: argparse.Namespace) -> str:
@@ -95,12 +97,18 @@ def cmd_diff(args: argparse.Namespace) -> str:
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: write the trace as one self-contained HTML page (``flowchart.viewer``)."""
-    from .viewer import write_page
+    from .viewer import installed_panels, load_panel, write_page
 
+    try:
+        panels = [load_panel(target) for target in args.panel or ()]
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if not args.panel and not args.no_panels:
+        panels = installed_panels(warn=lambda text: print(f"flowchart view: {text}", file=sys.stderr))
     trace = _load(args.trace)
     out = args.output or os.path.splitext(args.trace)[0] + ".html"
     try:
-        page = write_page(trace, out)
+        page = write_page(trace, out, panels)
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     if args.open:
@@ -162,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html)")
     sub.add_argument("--open", action="store_true", help="open the page in a web browser")
+    sub.add_argument(
+        "--panel", action="append", metavar="MODULE:ATTR",
+        help="use this viewer Panel (repeatable) instead of the installed ones, e.g. agent.viewer_panel:PANEL",
+    )  # fmt: skip
+    sub.add_argument(
+        "--no-panels",
+        action="store_true",
+        help="leave out the installed viewer panels (entry points flowchart.viewer_panels)",
+    )
     return parser
 
 

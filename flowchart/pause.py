@@ -26,7 +26,9 @@ from .values import NotJsonSafe, copy_json
 if TYPE_CHECKING:
     from .nodes import StageNode
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+FIRST_VERSION = 1
+"""A version-1 checkpoint has no ``recorder_states``: it loads as if they were ``{}``."""
 SIGNED_PURPOSE = "pyfootprint checkpoint v1"
 FrameKind = Literal["stage", "mount", "fork"]
 
@@ -155,7 +157,9 @@ class Checkpoint:
     ``subflow_path`` (mount ids from the top), ``pause_data``, ``subflow_states`` and
     ``subflow_args`` (per mount id), ``execution_count``, ``visit_counts``,
     ``loop_counts``, ``invoker_stage_id`` and ``continuation_stage_id`` (of the paused
-    stage), ``frames`` (the resume path), ``paused_at`` (seconds since the epoch).
+    stage), ``frames`` (the resume path), ``paused_at`` (seconds since the epoch),
+    ``recorder_states`` (per recorder id, what a recorder with ``save_state`` / ``load_state``
+    carries across the pause: the narrative's stage count; version 2).
 
     A checkpoint of a FAILED run (``RunError.checkpoint``, a stored ``failed`` run) also has
     ``recovery``: the leaf frame is the stage that failed, and resuming re-runs it from the
@@ -179,6 +183,7 @@ class Checkpoint:
     subflow_args: dict[str, dict[str, Any]] = attrs.Factory(dict)
     loop_counts: dict[str, int] = attrs.Factory(dict)
     frames: list[ResumeFrame] = attrs.Factory(list)
+    recorder_states: dict[str, Any] = attrs.Factory(dict)
     recovery: Recovery | None = None
 
     @property
@@ -198,6 +203,7 @@ class Checkpoint:
         visit_counts: dict[str, int],
         loop_counts: dict[str, int],
         fingerprint: str,
+        recorder_states: dict[str, Any] | None = None,
     ) -> Checkpoint:
         """Build the checkpoint of a run that unwound with ``signal``."""
         leaf = signal.frames[-1]
@@ -218,6 +224,7 @@ class Checkpoint:
             subflow_args=dict(signal.subflow_args),
             loop_counts=dict(loop_counts),
             frames=list(signal.frames),
+            recorder_states=dict(recorder_states or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .errors import CheckpointError
-from .pause import CHECKPOINT_VERSION, Checkpoint, Recovery, ResumeFrame
+from .pause import CHECKPOINT_VERSION, FIRST_VERSION, Checkpoint, Recovery, ResumeFrame
 from .untrusted import check, parse
 from .untrusted import step as _step
 from .values import NotJsonSafe, copy_json
@@ -204,13 +204,16 @@ def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict
     return copy_json(data) if copy else data
 
 
-def check_version(data: dict[str, Any], what: str, reads: int) -> None:
-    """Refuse a loaded ``what`` (checkpoint, trace) whose integer ``version`` is not ``reads``:
-    the one version check of every versioned file (a non-integer is the converter's to refuse)."""
+def check_version(data: dict[str, Any], what: str, reads: int, *older: int) -> None:
+    """Refuse a loaded ``what`` (checkpoint, trace) whose integer ``version`` is not ``reads``
+    (nor one of the ``older`` versions it still upgrades): the one version check of every
+    versioned file (a non-integer is the converter's to refuse)."""
     version = data.get("version")
-    if type(version) is int and version != reads:
+    known = (*sorted(older), reads)
+    if type(version) is int and version not in known:
+        told = f"version {reads}" if not older else "versions " + " and ".join(map(str, known))
         raise CheckpointError(
-            f"Invalid {what}: unsupported version {version} @ $.version (this library reads version {reads})",
+            f"Invalid {what}: unsupported version {version} @ $.version (this library reads {told})",
             path="$.version",
         )
 
@@ -222,7 +225,11 @@ def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
         raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
     if not checked:
         check(data, what="checkpoint")
-    check_version(data, "checkpoint", CHECKPOINT_VERSION)
+    check_version(data, "checkpoint", CHECKPOINT_VERSION, FIRST_VERSION)
+    if data.get("version") == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
+        if "recorder_states" in data:
+            raise _refuse("unknown key(s) recorder_states (a version-1 checkpoint has none)", "$")
+        data = {**data, "version": CHECKPOINT_VERSION, "recorder_states": {}}
     try:
         checkpoint = CONVERTER.structure(data, Checkpoint)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:

@@ -99,7 +99,7 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
         return
     segment = Segment(
         current.next_seq, "failed", record.commit_log, error=record.message, narrative=record.narrative,
-        failure=record.failure,
+        failure=record.failure, records=record.records,
     )  # fmt: skip
     store.commit(run_id, segment)
 

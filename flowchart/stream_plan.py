@@ -38,14 +38,16 @@ class Cancelled:
 
     ``stage`` is the runtime id of the last stage that committed — the one in progress
     when the cancellation took effect, which committed what it had written —,
-    ``commit_log`` the run's top-level commits, that stage's included, and ``narrative``
-    the run's narrative so far (when the stream had one).
+    ``commit_log`` the run's top-level commits, that stage's included, ``narrative``
+    the run's narrative so far (when the stream had one) and ``records`` the same as records
+    (with their stage ids, what a store keeps).
     """
 
     reason: str
     stage: str | None
     commit_log: tuple[Commit, ...]
     narrative: tuple[str, ...] = ()
+    records: tuple[Any, ...] = ()
 
     @property
     def error(self) -> RunCancelledError:
@@ -129,7 +131,10 @@ class Core:
         tap = self.tap
         commits = tuple(tap.commits)
         lines = tuple(tap.narrative.lines()) if tap.narrative is not None else ()
-        self.cancelled = Cancelled(CANCEL_REASON, commits[-1].runtime_stage_id if commits else None, commits, lines)
+        told = getattr(tap.narrative, "records", None)
+        records = tuple(told()) if callable(told) else ()
+        last = commits[-1].runtime_stage_id if commits else None
+        self.cancelled = Cancelled(CANCEL_REASON, last, commits, lines, records)
         if self.plan.on_cancel is not None:
             self.plan.on_cancel(self.cancelled)
 

@@ -88,8 +88,8 @@ def render_trace(trace: Trace) -> str:
     lines.append(f"initial state: {_json(trace.initial_state)}")
     if trace.redacted_paths:
         lines.append(f"redacted: {', '.join(trace.redacted_paths)}")
-    if trace.narrative is not None:
-        lines += ["", "narrative:", *(f"  {line}" for line in trace.narrative)]
+    if trace.narrative_lines is not None:
+        lines += ["", "narrative:", *(f"  {line}" for line in trace.narrative_lines)]
     lines += ["", "commits:", *_commit_lines(trace.commit_log, "  ")]
     for rid, sub in trace.subflows.items():
         lines += ["", f"subflow {sub.mount_id} ({rid}) initial state: {_json(sub.initial_state)}"]

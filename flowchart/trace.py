@@ -13,6 +13,10 @@ Laws:
   absent from every other trace, which stays byte-identical.
 - Two runs of the same chart on the same input give byte-identical trace files except
   for ``run_id`` and the checkpoint's ``run_id`` / ``paused_at``.
+- The narrative is kept as RECORDS (``NarrativeEntry``: type, depth, text and the runtime
+  stage id that told it), so a reader places a line by its stage, never by its wording.
+  A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
+  type ``line`` with no stage (``upgrade``); any other shape or version is refused.
 - Saving builds plain data once (``commit_data``: no converter call and no copy per
   commit) and writes the commit log in chunks straight to a temporary file that replaces
   the target only when complete, so a failed save leaves nothing half-written. Loading a
@@ -48,6 +52,7 @@ from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
 from .fingerprint import spec_fingerprint
+from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
@@ -69,7 +74,9 @@ from .values import copy_json
 if TYPE_CHECKING:
     from .result import RunResult
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+LINES_VERSION = 1
+"""The version whose narrative is bare lines (loaded and upgraded to records of type ``line``)."""
 
 
 @attrs.define
@@ -99,9 +106,10 @@ class Trace:
     Fields (stable JSON keys, in this order): ``version``, ``library_version``,
     ``run_id``, ``chart_fingerprint``, ``chart_spec`` (``chart.spec``), ``run_input``,
     ``initial_state``, ``commit_log``, ``subflows`` (per mount runtime id, e.g.
-    ``"sf#1"``), ``redacted_paths``, ``narrative`` (lines, or ``None`` when the run had
-    no narrative recorder), ``checkpoint`` (``None`` unless the run paused) and, only
-    for a failed run, ``failure`` (a ``RunFailure``).
+    ``"sf#1"``), ``redacted_paths``, ``narrative`` (``NarrativeEntry`` records, or ``None``
+    when the run had no narrative recorder; ``narrative_lines`` gives their text),
+    ``checkpoint`` (``None`` unless the run paused) and, only for a failed run, ``failure``
+    (a ``RunFailure``).
     """
 
     library_version: str
@@ -113,7 +121,7 @@ class Trace:
     commit_log: list[Commit]
     subflows: dict[str, SubflowTrace] = attrs.Factory(dict)
     redacted_paths: list[str] = attrs.Factory(list)
-    narrative: list[str] | None = None
+    narrative: list[NarrativeEntry] | None = None
     checkpoint: Checkpoint | None = None
     version: int = TRACE_VERSION
     failure: RunFailure | None = None
@@ -123,11 +131,7 @@ class Trace:
     def from_result(cls, result: RunResult) -> Trace:
         """The trace of a finished or paused run (see the module law for what is kept)."""
         hides = _hides_of(result)
-        subflows = {
-            rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides), list(sub.commit_log))
-            for rid, sub in sorted(result.subflow_results.items(), key=lambda item: _rid_order(item[0]))
-            if rid == sub.runtime_stage_id
-        }
+        subflows = subflow_traces(result.subflow_results, hides)
         checkpoint = result.checkpoint
         if checkpoint is not None:
             checkpoint = Checkpoint.from_dict(checkpoint.to_dict())
@@ -135,7 +139,7 @@ class Trace:
             checkpoint.run_input = _redact(checkpoint.run_input, hides)
             checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
-        narrative = next((list(r.lines()) for r in result.recorders if callable(getattr(r, "lines", None))), None)
+        narrative = _narrative_of(result.recorders)
         return cls(
             library_version=package_version(),
             run_id=result.run_id,
@@ -152,6 +156,11 @@ class Trace:
         )
 
     # -- reading --------------------------------------------------------------------------
+    @property
+    def narrative_lines(self) -> list[str] | None:
+        """The narrative's text, one line per record (``None`` without a narrative)."""
+        return None if self.narrative is None else [record.text for record in self.narrative]
+
     @property
     def paused(self) -> bool:
         """True when the run paused (the trace carries its checkpoint)."""
@@ -300,6 +309,28 @@ _FIELD_ORDER = (
 )  # fmt: skip
 
 
+def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None = None) -> dict[str, SubflowTrace]:
+    """Each subflow execution of a run as a ``SubflowTrace`` (its initial state under ``hides``),
+    in execution order."""
+    return {
+        rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides or Redaction()), list(sub.commit_log))
+        for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
+        if rid == sub.runtime_stage_id
+    }
+
+
+def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
+    """The records of the first recorder that keeps a narrative (bare ``lines()``: type ``line``)."""
+    for recorder in recorders:
+        records = getattr(recorder, "records", None)
+        if callable(records):
+            return list(records())
+        lines = getattr(recorder, "lines", None)
+        if callable(lines):
+            return [NarrativeEntry("line", 0, str(line)) for line in lines()]
+    return None
+
+
 @contextlib.contextmanager
 def _as_trace_error() -> Iterator[None]:
     """A ``CheckpointError`` raised while loading a trace becomes a ``TraceError`` (same message, path, detail)."""
@@ -361,6 +392,8 @@ def make_trace_converter() -> cattrs.Converter:
         Commit, every_key(Commit, converter, optional=("decision", "attempts", "recovers"))
     )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
+    converter.register_structure_hook(NarrativeEntry, every_key(NarrativeEntry, converter))
+    converter.register_structure_hook(_Lines, every_key(_Lines, converter))
     converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
     converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))
     converter.register_unstructure_hook(RunFailure, RunFailure.to_dict)
@@ -370,7 +403,27 @@ def make_trace_converter() -> cattrs.Converter:
     return converter
 
 
+@attrs.define
+class _Lines:
+    """A version-1 trace's narrative: bare lines."""
+
+    narrative: list[str] | None
+
+
 CONVERTER = make_trace_converter()
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 trace dict as version 2: each narrative line a record of type ``line``
+    (no stage: the lines were never tied to one). A narrative that is not lines is refused."""
+    try:
+        lines = CONVERTER.structure({"narrative": data["narrative"]}, _Lines).narrative
+    except (ClassValidationError, TypeError, ValueError) as exc:
+        raise load_error(exc, "trace") from None
+    body = dict(data, version=TRACE_VERSION)
+    if lines is not None:
+        body["narrative"] = [CONVERTER.unstructure(NarrativeEntry("line", 0, line)) for line in lines]
+    return body
 
 
 def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) -> Trace:
@@ -382,13 +435,14 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
-    check_version(data, "trace", TRACE_VERSION)
+    check_version(data, "trace", TRACE_VERSION, LINES_VERSION)
+    version = data.get("version")
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:
             raise _refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
         check_spec(spec)
-    body = dict(data)
+    body = upgrade(data) if version == LINES_VERSION and "narrative" in data else dict(data)
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
@@ -506,6 +560,12 @@ def _check_consistency(trace: Trace) -> None:
                 f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
         _check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
+    for n, record in enumerate(trace.narrative or ()):
+        if record.type not in RECORD_TYPES:
+            known = ", ".join(sorted(RECORD_TYPES))
+            raise _refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
+        if record.depth < 0:
+            raise _refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
     cp = trace.checkpoint
     if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
         raise _refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")

@@ -114,6 +114,7 @@ def checkpoints(draw: st.DrawFn) -> Checkpoint:
         subflow_args={m: draw(json_objects(4)) for m in mounts},
         loop_counts=loops,
         frames=frames,
+        recorder_states=draw(st.dictionaries(st.text(max_size=8), json_objects(3), max_size=2)),
     )
 
 

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "flowchart.untrusted": 0,
     "flowchart.signing": 0,
     "flowchart.retry": 0,
+    "flowchart.narrative_entry": 0,
     # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
     "flowchart.commits": 1,
@@ -277,6 +278,22 @@ def test_agent_imports_only_the_user_api_from_the_governance_facade() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "governance" and node.level == 0:
                 offenders += [f"{name}: {a.name}" for a in node.names if a.name not in public]
     assert offenders == []
+
+
+def test_the_viewer_names_no_agent_state_key() -> None:
+    """flowchart's viewer (Python, script and style) spells no key of the agent's state and no
+    agent stage id: the agent's view comes in through a ``Panel`` (``agent/viewer_panel.py``)."""
+    import agent.state
+
+    keys = {v for k, v in vars(agent.state).items() if k.isupper() and isinstance(v, str)} | {"call-llm"}
+    files = [p for p in sorted((REPO / "flowchart" / "viewer").rglob("*")) if p.suffix in (".py", ".js", ".css")]
+    named = sorted(
+        f"{path.relative_to(REPO)} names {key!r}"
+        for path in files
+        for key in keys
+        if re.search(rf"[\"'.]{re.escape(key)}\b", path.read_text(encoding="utf-8"))
+    )
+    assert named == []
 
 
 # The modules outside code may import (docs/api.md, "Low level"); the agent uses no other.

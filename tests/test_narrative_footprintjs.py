@@ -281,14 +281,19 @@ def loop_pause_chart() -> Any:
 
 
 def resume_both_ways(case: str, chart: Any, answer: Any) -> None:
-    """Pause, then resume with the same recorder and with a fresh one; compare all three."""
+    """Pause, then resume with the same recorder, with a new one (the checkpoint carries the
+    count: it goes on as footprintjs's same executor does) and with a new one under another id
+    (it starts over, as footprintjs's fresh executor does); compare all four."""
     rec = narrative()
     result = chart.run(recorders=[rec])
     assert result.paused
     assert rec.entries() == reference(case)
-    fresh = narrative()
+    fresh = narrative(id="fresh-executor")
     chart.resume(result.checkpoint, answer, recorders=[fresh])
     assert fresh.entries() == reference(case, "entries_fresh_executor_resume")
+    carried = narrative()
+    chart.resume(result.checkpoint, answer, recorders=[carried])
+    assert carried.entries() == reference(case, "entries_after_same_executor_resume")[len(reference(case)) :]
     chart.resume(result.checkpoint, answer, recorders=[rec])
     assert rec.entries() == reference(case, "entries_after_same_executor_resume")
 

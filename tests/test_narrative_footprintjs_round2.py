@@ -374,7 +374,7 @@ def test_selector_child_pause_records_the_continuation_and_resumes_there() -> No
         expected["invokerStageId"],
     )
     assert checkpoint.shared_state == expected["sharedState"]
-    fresh = narrative()
+    fresh = narrative(id="fresh-executor")  # another id: the checkpoint's count is not its own
     resumed = chart.resume(checkpoint, {"approved": True}, recorders=[fresh])
     expected_resume = reference("selector_pause", "entries_fresh_executor_resume")
     # a resumed parallel child keeps writing into its own runs/<id> namespace

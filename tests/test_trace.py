@@ -26,7 +26,8 @@ from flowchart import (
     replay,
 )
 from flowchart.commits import Op
-from flowchart.trace import KeyChange, SubflowTrace, spec_fingerprint
+from flowchart.recorders import NarrativeEntry
+from flowchart.trace import RECORD_TYPES, KeyChange, SubflowTrace, spec_fingerprint
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
@@ -76,11 +77,12 @@ def test_a_trace_holds_spec_log_narrative_and_version(loan_chart: FlowChart) -> 
     trace = result.trace()
     assert trace.chart_spec == loan_chart.spec and trace.chart_fingerprint == loan_chart.fingerprint
     assert trace.commit_log == result.commit_log
-    assert trace.narrative == rec.lines()
+    assert trace.narrative == rec.records()
+    assert trace.narrative_lines == rec.lines()
     assert (trace.library_version, trace.run_id, trace.version) == (
         flowchart.__version__,
         result.run_id,
-        1,
+        2,
     )
     assert (trace.run_input, trace.initial_state, trace.checkpoint, trace.paused) == (
         REJECTED,
@@ -233,8 +235,8 @@ SF = '$.subflows["sf#1"]'
 CL = "$.commit_log"
 CP = "$.checkpoint"
 BROKEN = [
-    (_set(["version"], 2), "$.version",
-     "unsupported version 2 @ $.version (this library reads version 1)"),
+    (_set(["version"], 3), "$.version",
+     "unsupported version 3 @ $.version (this library reads versions 1 and 2)"),
     (_set(["version"], "1"), "$.version", "expected an integer, got a string @ $.version"),
     (_set(["library_version"], 1), "$.library_version",
      "expected a string, got an integer @ $.library_version"),
@@ -269,7 +271,19 @@ BROKEN = [
     (_set(["redacted_paths"], [1]), "$.redacted_paths[0]",
      "expected a string, got an integer @ $.redacted_paths[0]"),
     (_set(["narrative"], [1]), "$.narrative[0]",
-     "expected a string, got an integer @ $.narrative[0]"),
+     "expected an object, got an integer @ $.narrative[0]"),
+    (_set(["narrative"], ["Stage 1: A."]), "$.narrative[0]",
+     "expected an object, got a string @ $.narrative[0]"),
+    (_set(["narrative", 0, "type"], "poem"), "$.narrative[0].type",
+     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, "
+     "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type"),
+    (_set(["narrative", 0, "depth"], -1), "$.narrative[0].depth",
+     "a narrative depth is 0 or more @ $.narrative[0].depth"),
+    (_pop(["narrative", 0, "runtime_stage_id"]), "$.narrative[0].runtime_stage_id",
+     "required key missing @ $.narrative[0].runtime_stage_id"),
+    (_set(["narrative", 0, "extra"], 1), "$.narrative[0]", "unknown key(s) extra @ $.narrative[0]"),
+    (lambda d: d.update(version=1, narrative=[{"text": "Stage 1: A."}]), "$.narrative[0]",
+     "expected a string, got an object @ $.narrative[0]"),
     (_set(["narrative"], "text"), "$.narrative", "expected a list, got a string @ $.narrative"),
     (_pop(["narrative"]), "$.narrative", "required key missing @ $.narrative"),
     (_set(["surprise"], 1), "$", "unknown key(s) surprise @ $"),
@@ -334,6 +348,23 @@ def commit_logs(draw: st.DrawFn) -> list[Commit]:
     return out
 
 
+def narrative_records() -> st.SearchStrategy[NarrativeEntry]:
+    """Valid narrative records: a known type, depth 0 or 1, any text, stage ids or none."""
+    maybe = st.none() | NAMES
+    return st.builds(
+        NarrativeEntry,
+        type=st.sampled_from(sorted(RECORD_TYPES)),
+        depth=st.integers(0, 1),
+        text=st.text(max_size=20),
+        stage_name=maybe,
+        stage_id=maybe,
+        runtime_stage_id=maybe,
+        subflow_id=maybe,
+        key=maybe,
+        step_number=st.none() | st.integers(0, 9),
+    )
+
+
 @st.composite
 def traces(draw: st.DrawFn) -> Trace:
     """Random, valid traces (a checkpoint, when present, names the trace's chart)."""
@@ -355,7 +386,7 @@ def traces(draw: st.DrawFn) -> Trace:
         commit_log=draw(commit_logs()),
         subflows=subflows,
         redacted_paths=draw(st.lists(NAMES, max_size=2)),
-        narrative=draw(st.none() | st.lists(st.text(max_size=20), max_size=4)),
+        narrative=draw(st.none() | st.lists(narrative_records(), max_size=4)),
         checkpoint=checkpoint,
     )
 
@@ -366,3 +397,11 @@ def test_structure_of_unstructure_is_identity(trace: Trace) -> None:
     """Property: any valid trace survives ``to_json`` → ``from_json`` unchanged."""
     assert Trace.from_json(trace.to_json()) == trace
     assert Trace.from_dict(json.loads(json.dumps(trace.to_dict()))).to_dict() == trace.to_dict()
+
+
+def test_every_record_type_the_narrative_writes_loads_back() -> None:
+    """The trace loader's list of record types holds every type the narrative recorder pushes
+    (read from its source), so a new kind of line cannot make its own traces unreadable."""
+    source = (Path(flowchart.__file__).parent / "recorders" / "narrative.py").read_text(encoding="utf-8")
+    pushed = set(re.findall(r'_push\(\s*"([a-z_]+)"', source)) | set(re.findall(r'push\(\("([a-z_]+)"', source))
+    assert pushed and pushed <= RECORD_TYPES

@@ -35,7 +35,8 @@ def test_a_trace_of_another_version_is_a_trace_error() -> None:
     data = good_trace().to_dict()
     data["version"] = 99
     with pytest.raises(
-        TraceError, match=r"^Invalid trace: unsupported version 99 @ \$\.version \(this library reads version 1\)$"
+        TraceError,
+        match=r"^Invalid trace: unsupported version 99 @ \$\.version \(this library reads versions 1 and 2\)$",
     ):
         Trace.from_dict(data)
 

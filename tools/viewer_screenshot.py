@@ -2,10 +2,11 @@
 
 ``make screenshot`` runs this: the support-agent demo (``examples/support_agent.py``) runs
 in a temporary ``RUNS_DIR``, its whole-run trace (``support.trace.json``, the file the
-README tells you to view) is written as a viewer page, and headless Chromium — Debian's
-``/usr/bin/chromium`` driven by Playwright, no browser download, no network — opens it at
-1440x900, selects the last routing decision (the final answer's) and saves the picture.
-So the image always shows what the code draws today.
+README tells you to view) is written as a viewer page with the agent's panel (what
+``agent view`` writes), and headless Chromium — Debian's ``/usr/bin/chromium`` driven by
+Playwright, no browser download, no network — opens it at 1440x900, selects the last routing
+decision (the final answer's) and saves the first screen: the run's story. So the image
+always shows what the code draws today.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def demo_trace_page(folder: Path) -> tuple[Path, int]:
     """Run the demo into ``folder``; write its trace's page; return it and the commit to select."""
     os.environ["RUNS_DIR"] = str(folder)
     sys.path.insert(0, str(REPO))
+    from agent.viewer_panel import PANEL
     from examples import support_agent
     from flowchart import Trace
     from flowchart.viewer import write_page
@@ -35,7 +37,7 @@ def demo_trace_page(folder: Path) -> tuple[Path, int]:
         support_agent.main()
     trace = Trace.load(folder / "support.trace.json")
     routes = [c.idx for c in trace.commit_log if c.stage_id == "route"]
-    return write_page(trace, folder / "support.html"), routes[-1]
+    return write_page(trace, folder / "support.html", [PANEL]), routes[-1]
 
 
 def main() -> int:
@@ -57,6 +59,7 @@ def main() -> int:
             page.wait_for_selector("body[data-ready='1']", timeout=30_000)
             page.evaluate(f"document.getElementById('timeline').scrollTop = Math.max(0, {selected} * 26 - 100)")
             page.locator(f'#timeline .row[data-idx="{selected}"] .idx').click()  # the row's start: no sideways scroll
+            page.evaluate("window.scrollTo(0, 0)")  # the first screen: the story
             page.screenshot(path=str(OUT))
             browser.close()
     print(f"screenshot: wrote {OUT.relative_to(REPO)} (commit #{selected} selected)")

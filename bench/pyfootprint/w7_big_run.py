@@ -122,7 +122,7 @@ def _operation(name: str, path: str) -> dict[str, Any]:
     elif name == "replay":
         trace.state_at(len(trace.commit_log) - 1)
     elif name == "narrate":
-        "\n".join(trace.narrative or [])
+        "\n".join(trace.narrative_lines or [])
     elif name == "why":
         trace.why("blob").format()
     elif name == "view":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..context import ReadonlyArgs
@@ -54,8 +54,33 @@ def _root_context(run: Run) -> TraversalContext:
     return TraversalContext(run.run_id, ROOT_CONTEXT_ID, f"{ROOT_CONTEXT_ID}#0", ROOT_CONTEXT_ID)
 
 
+def save_states(recorders: Iterable[Any]) -> dict[str, Any]:
+    """What each recorder with ``save_state()`` and an ``id`` carries across a pause (JSON-safe)."""
+    states = {}
+    for recorder in recorders:
+        save, rid = getattr(recorder, "save_state", None), getattr(recorder, "id", None)
+        if callable(save) and isinstance(rid, str):
+            states[rid] = copy_json(save())
+    return states
+
+
+def load_states(recorders: Iterable[Any], states: Mapping[str, Any]) -> None:
+    """Hand each recorder with ``load_state`` its saved state, before anything runs; a state
+    that is not the recorder's shape is a ``CheckpointError`` naming it."""
+    for recorder in recorders:
+        load, rid = getattr(recorder, "load_state", None), getattr(recorder, "id", None)
+        if callable(load) and isinstance(rid, str) and rid in states:
+            try:
+                load(states[rid])
+            except ValueError as exc:
+                path = f"$.recorder_states.{rid}"
+                raise CheckpointError(f"Invalid checkpoint: {exc} @ {path}", path=path) from None
+
+
 def _make_run(options: RunOptions, concurrent: bool, checkpoint: Checkpoint | None = None) -> Run:
     observers = Observers(options.recorders) if options.recorders else NO_OBSERVERS
+    if checkpoint is not None:
+        load_states(options.recorders, checkpoint.recorder_states)
     if checkpoint is None:
         return Run(options, observers=observers, concurrent=concurrent)
     return Run(
@@ -96,6 +121,7 @@ async def _finish(
             visit_counts=run.visit_counts,
             loop_counts=run.loop_counts,
             fingerprint=chart.fingerprint,
+            recorder_states=save_states(recorders),
         )
         return RunResult.of(chart, run, top, signal.pause_data, recorders, run_input, checkpoint)
     except BaseException as exc:
@@ -171,7 +197,7 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
     check_consistency(checkpoint)  # a hand-built or edited Checkpoint gets the from_dict checks
     _check_frames(chart, checkpoint)
     check_counters(checkpoint)  # after the frames: their stages exist, now they must have run
-    for name in ("subflow_states", "subflow_args"):
+    for name in ("subflow_states", "subflow_args", "recorder_states"):
         _copy_field(checkpoint, name)
     return checkpoint
 

@@ -20,6 +20,9 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   (``writer/deep/DeepStart``); names are qualified here from ``ctx.subflow_id``,
   unless the engine already qualified them.
 
+* Across a pause (``save_state`` / ``load_state``, carried in the checkpoint's
+  ``recorder_states``), a resumed run's narrative goes on numbering where the paused one
+  stopped, as footprintjs's same-executor resume does, even in a fresh process.
 * A pausable's ``answer`` half (not in footprintjs) is told as ``Recorded the answer at X.``
   followed by its operations, without a stage number: the resumed stage keeps its own.
 * ``notes`` (not in footprintjs) tells a sentence of the caller's right after the write of a
@@ -56,6 +59,7 @@ from flowchart.events import (
     TraversalContext,
     WriteEvent,
 )
+from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 from flowchart.summary import js_object_keys, summarize_value
@@ -66,30 +70,6 @@ __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 #: the stage types whose ``on_stage_executed`` writes a ``Stage N:`` line; a resumed
 #: pausable stage counts as linear, as footprintjs reports it
 _LINE_STAGE_TYPES = frozenset({"linear", "pausable"})
-
-
-@attrs.frozen
-class NarrativeEntry:
-    """One narrative line with where it came from.
-
-    ``type`` is one of ``stage step condition fork selector subflow loop break error
-    pause resume answer emit note``; ``depth`` is 0 for headline entries, 1 for the steps and
-    conditions under a stage. :meth:`as_tuple` gives the ``(type, depth, text)`` form.
-    """
-
-    type: str
-    depth: int
-    text: str
-    stage_name: str | None = None
-    stage_id: str | None = None
-    runtime_stage_id: str | None = None
-    subflow_id: str | None = None
-    key: str | None = None
-    step_number: int | None = None
-
-    def as_tuple(self) -> tuple[str, int, str]:
-        """The entry as ``(type, depth, text)``, the shape ``entries()`` returns."""
-        return (self.type, self.depth, self.text)
 
 
 #: a buffered scope operation waiting for its stage's headline:
@@ -210,6 +190,36 @@ class NarrativeRecorder:
         self._stage_counters.clear()
         self._started.clear()
         self._visits.clear()
+
+    # ── across a pause: the checkpoint carries the counts ──────────────────────
+
+    def save_state(self) -> dict[str, Any]:
+        """What a resumed run needs to go on numbering as footprintjs's same-executor resume
+        does: the ``Stage N`` count per flow, the flows already begun, the visits per stage.
+        The engine stores it in the checkpoint's ``recorder_states`` under this recorder's ``id``."""
+        return {
+            "stages": dict(self._stage_counters),
+            "started": sorted(self._started),
+            "visits": dict(self._visits),
+        }
+
+    def load_state(self, state: Any) -> None:
+        """Go on from ``save_state``'s value (read from a checkpoint: untrusted, checked here;
+        ``ValueError`` naming the field when it is not that shape)."""
+        if not isinstance(state, dict) or set(state) != {"stages", "started", "visits"}:
+            raise ValueError("expected an object with exactly the keys stages, started, visits")
+        for name in ("stages", "visits"):
+            counts = state[name]
+            if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()
+            ):
+                raise ValueError(f"{name}: expected an object of counts (integers, 0 or more)")
+        started = state["started"]
+        if not isinstance(started, list) or not all(isinstance(k, str) for k in started):
+            raise ValueError("started: expected a list of strings")
+        self._stage_counters = dict(state["stages"])
+        self._started = set(started)
+        self._visits = dict(state["visits"])
 
     # ── data channel: buffered until the stage's headline ──────────────────────
 
@@ -355,7 +365,7 @@ class NarrativeRecorder:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
         if event.stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(event.stage_name, event.ctx)
-            self._push("answer", 0, f"Recorded the answer at {name}.", event.ctx, stage_name=name)
+            self._push("answer", 0, sentences.answer(name), event.ctx, stage_name=name)
             self._flush(event.ctx, name)
             return
         if event.stage_type not in _LINE_STAGE_TYPES:
@@ -402,7 +412,7 @@ class NarrativeRecorder:
         for number, key in enumerate(js_object_keys(mapped), 1):
             value = mapped[key]
             summary = self.format_value(value, self.max_value_length)
-            text = f"Input: {key} = {summary}" if self.include_values else f"Input: {key}"
+            text = sentences.subflow_input(key, summary, include_values=self.include_values)
             if render is not None:
                 custom = render(OpRenderContext("write", key, value, summary, "set", number))
                 if custom == "":
@@ -422,7 +432,7 @@ class NarrativeRecorder:
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
         name = event.stage_name if event.propagated_from_subflow else _qualify(event.stage_name, event.ctx)
-        self._push("break", 0, f"Execution stopped at {name}.", event.ctx, stage_name=name)
+        self._push("break", 0, sentences.stopped(name), event.ctx, stage_name=name)
 
     def on_error(self, event: ErrorEvent) -> None:
         """``[Error]: An error occurred at X: <message>.`` for stage errors only."""
@@ -446,7 +456,7 @@ class NarrativeRecorder:
         self._pending.pop(event.ctx.runtime_stage_id, None)
         self._batches.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
-        self._push("pause", 0, f"Execution paused at {name}.", event.ctx, stage_name=name)
+        self._push("pause", 0, sentences.paused(name), event.ctx, stage_name=name)
 
     def on_resume(self, event: ResumeEvent) -> None:
         """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
@@ -456,8 +466,7 @@ class NarrativeRecorder:
             text = sentences.recovered(name, recovery.error_type, recovery.message)
             self._push("resume", 0, text, event.ctx, stage_name=name)
             return
-        suffix = " with input." if event.has_input else "."
-        self._push("resume", 0, f"Execution resumed at {name}{suffix}", event.ctx, stage_name=name)
+        self._push("resume", 0, sentences.resumed(name, event.has_input), event.ctx, stage_name=name)
 
     # ── helpers ────────────────────────────────────────────────────────────────
 
@@ -522,7 +531,7 @@ class NarrativeRecorder:
         render = self._render_op
         for kind, key, summary, step, operation, raw in ops:
             if kind == "emit":
-                push(("emit", 1, f"[emit] {key}: {summary}", stage_name, ctx, None, step))
+                push(("emit", 1, sentences.emit(key, summary), stage_name, ctx, None, step))
                 continue
             if kind == "note":
                 push(("note", 1, summary, stage_name, ctx, key, None))
@@ -536,7 +545,7 @@ class NarrativeRecorder:
                     push(("step", 1, custom, stage_name, ctx, key, step))
                     continue
             text = describe(kind, operation, key, summary, include_values=values)
-            push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
+            push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
     def _push(
         self,

@@ -1,6 +1,7 @@
 """The narrative's sentence templates, one function per kind of entry.
 
-The law: each function returns, character for character, the sentence footprintjs
+The law: every sentence the narrative writes is worded here and nowhere else; each
+function returns, character for character, the sentence footprintjs
 9.24.0's narrative writes for the same facts (see ``tests/fixtures/footprintjs``).
 Values arrive already summarised; only rule thresholds are rendered here, as
 JavaScript's ``JSON.stringify`` would.
@@ -14,15 +15,22 @@ from typing import Any
 from flowchart.summary import js_json
 
 __all__ = [
+    "answer",
     "decision",
+    "emit",
     "error",
     "fork",
     "loop",
     "operation",
+    "paused",
+    "resumed",
     "selected",
     "stage",
+    "step",
+    "stopped",
     "subflow_entry",
     "subflow_exit",
+    "subflow_input",
 ]
 
 _CHECK = "\u2713"
@@ -161,3 +169,38 @@ def recovered(stage_name: str, error_type: str, message: str) -> str:
 def error(stage_name: str, message: str) -> str:
     """``[Error]: An error occurred at X: <message>.``."""
     return f"[Error]: An error occurred at {stage_name}: {message}."
+
+
+def step(number: int, text: str) -> str:
+    """``Step N: <operation>`` (an operation with its step number)."""
+    return f"Step {number}: {text}"
+
+
+def subflow_input(key: str, summary: str, *, include_values: bool = True) -> str:
+    """``Input: k = v`` — a key a subflow's input mapper handed in."""
+    return f"Input: {key} = {summary}" if include_values else f"Input: {key}"
+
+
+def emit(name: str, summary: str) -> str:
+    """``[emit] name: payload``."""
+    return f"[emit] {name}: {summary}"
+
+
+def stopped(name: str) -> str:
+    """``Execution stopped at X.``."""
+    return f"Execution stopped at {name}."
+
+
+def paused(name: str) -> str:
+    """``Execution paused at X.``."""
+    return f"Execution paused at {name}."
+
+
+def resumed(name: str, has_input: bool) -> str:
+    """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
+    return f"Execution resumed at {name}{' with input.' if has_input else '.'}"
+
+
+def answer(name: str) -> str:
+    """``Recorded the answer at X.`` — a pausable's answer half (not in footprintjs)."""
+    return f"Recorded the answer at {name}."

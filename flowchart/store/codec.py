@@ -20,10 +20,13 @@ from typing import Any
 from ..commits import Commit, commit_data, commit_from_parsed
 from ..errors import CheckpointError
 from ..failure import RunFailure
+from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
 from ..serde import dumps, loads
 from ..signing import SIGNATURE_KEY, sign, unsign
+from ..trace import CONVERTER as TRACE
+from ..trace import SubflowTrace
 from ..values import NotJsonSafe, copy_json, escape_surrogates
 from .protocol import StoreError
 
@@ -36,6 +39,59 @@ def text(value: str | None) -> str | None:
 def encode_lines(lines: Any) -> str:
     """A narrative (list of lines) as JSON text; each line stored with ``text``."""
     return dumps([text(str(line)) for line in lines])
+
+
+def encode_narrative(lines: Any, records: Any) -> str:
+    """A segment's narrative as JSON text: its records (objects with stage ids) when it has
+    them, else its lines; free text stored with ``text``."""
+    if not records:
+        return encode_lines(lines)
+    return dumps([{**TRACE.unstructure(r), "text": text(r.text)} for r in records])
+
+
+def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
+    """Inverse of ``encode_narrative``: a bare line (a row from before records) becomes a record
+    of type ``line``; ``StoreError`` naming the run when an item is neither."""
+    items = decode(value)
+    if not isinstance(items, list):
+        raise StoreError(f"run '{run_id}': its stored narrative cannot be read (not a list)")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(NarrativeEntry("line", 0, item))
+            continue
+        out.append(_decode_column(dumps(item), run_id, "narrative", _narrative_record))
+    return tuple(out)
+
+
+def _narrative_record(data: Any) -> NarrativeEntry:
+    try:
+        record: NarrativeEntry = TRACE.structure(data, NarrativeEntry)
+    except Exception as exc:  # cattrs groups its errors; the message names the field
+        raise ValueError(str(exc)) from None
+    return record
+
+
+def encode_subflows(subflows: Any) -> str | None:
+    """A segment's subflow logs (``SubflowTrace`` per mount runtime id) as JSON text, NULL when none."""
+    if not subflows:
+        return None
+    return dumps({rid: TRACE.unstructure(sub) for rid, sub in subflows.items()})
+
+
+def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
+    """Inverse of ``encode_subflows`` (``{}`` for NULL); ``StoreError`` when the column is not one."""
+    if value is None:
+        return {}
+
+    def load(data: Any) -> dict[str, SubflowTrace]:
+        try:
+            subflows: dict[str, SubflowTrace] = TRACE.structure(data, dict[str, SubflowTrace])
+        except Exception as exc:  # cattrs groups its errors; the message names the field
+            raise ValueError(str(exc)) from None
+        return subflows
+
+    return dict(_decode_column(value, run_id, "subflows", load))
 
 
 def encode(value: Any) -> str:

@@ -6,8 +6,9 @@ paused run's checkpoint, redacted exactly as ``Trace.from_result`` redacts a liv
 run's: the trace is built BY ``Trace.from_result`` from the stored pieces, under the
 rule stored with the run (``RunRecord.redaction``; without one, every key the log
 reports hiding becomes ``"REDACTED"``), which hides values in the stored input too. A
-failed run's trace carries its ``failure``. Subflow logs are not stored, so the trace
-has none. The result is validated by loading it back.
+failed run's trace carries its ``failure``, and every segment's subflow logs (their initial
+states hidden under the same rule; a run stored before they were kept has none). The
+narrative is the stored records (stage ids and all). The result is validated by loading it back.
 """
 
 from __future__ import annotations
@@ -15,21 +16,24 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
+import attrs
+
 from ..commits import replay
+from ..narrative_entry import NarrativeEntry
 from ..redaction import Redaction
 from ..result import RunResult
 from ..trace import Trace
 from .protocol import RunRecord, StoreError
 
 
-class _Lines:
-    """A stand-in recorder carrying the stored narrative."""
+class _Records:
+    """A stand-in recorder carrying the stored narrative records."""
 
-    def __init__(self, lines: tuple[str, ...]) -> None:
-        self._lines = list(lines)
+    def __init__(self, records: tuple[NarrativeEntry, ...]) -> None:
+        self._records = list(records)
 
-    def lines(self) -> list[str]:
-        return list(self._lines)
+    def records(self) -> list[NarrativeEntry]:
+        return list(self._records)
 
 
 def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace:
@@ -49,7 +53,13 @@ def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace
         checkpoint=record.checkpoint, run_id=record.run_id, subflow_results={},
         redacted_paths=sorted({path for commit in log for path in commit.redacted_paths}),
         initial_state={}, args=dict(record.input), chart=cast(Any, chart),
-        recorders=[_Lines(record.narrative)] if record.narrative else [], redaction=redaction,
+        recorders=[_Records(record.narrative_records)] if record.narrative_records else [], redaction=redaction,
         failure=record.failure if record.status == "failed" else None,
     )  # fmt: skip
-    return Trace.from_dict(Trace.from_result(result).to_dict())
+    trace = Trace.from_result(result)
+    hides = redaction if redaction is not None else Redaction(keys={p.split("/", 1)[0] for p in result.redacted_paths})
+    trace.subflows = {
+        rid: attrs.evolve(sub, initial_state=hides.scrub_state(sub.initial_state))
+        for rid, sub in record.subflows.items()
+    }
+    return Trace.from_dict(trace.to_dict())

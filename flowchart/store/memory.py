@@ -50,6 +50,7 @@ class _Row:
     error: str | None = None
     answered: dict[str, str] = attrs.Factory(dict)
     narrative: list[str] = attrs.Factory(list)
+    subflows: list[str | None] = attrs.Factory(list)
     redaction: str | None = None
     failure: str | None = None
     conversation_id: str | None = None
@@ -76,13 +77,18 @@ class MemoryStore:
 
     def _record(self, run_id: str, row: _Row) -> RunRecord:
         spec = self._specs.get(row.fingerprint)
+        records = tuple(r for text in row.narrative for r in codec.decode_narrative(text, run_id))
+        subflows: dict[str, Any] = {}
+        for text in row.subflows:
+            subflows.update(codec.decode_subflows(text, run_id))
         return RunRecord(
             run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
             input=codec.decode(row.input), commit_log=tuple(codec.decode_commit(c) for c in row.commits),
             checkpoint=codec.decode_checkpoint(row.checkpoint),
             question=read_question(row.kind, codec.decode(row.question)),
             output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
-            narrative=tuple(row.narrative), created_at=row.created_at, updated_at=row.updated_at,
+            narrative=tuple(r.text for r in records), narrative_records=records, subflows=subflows,
+            created_at=row.created_at, updated_at=row.updated_at,
             has_answer=row.has_answer, answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
             failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
@@ -153,7 +159,8 @@ class MemoryStore:
                     f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                 )
             row.commits.extend(codec.encode_commit(c) for c in renumber(segment.commits, segment.start_seq))
-            row.narrative.extend(codec.decode(codec.encode_lines(segment.narrative)))
+            row.narrative.append(codec.encode_narrative(segment.narrative, segment.records))
+            row.subflows.append(codec.encode_subflows(segment.subflows))
             row.status = segment.status
             row.checkpoint = codec.encode_checkpoint(segment.checkpoint)
             row.question = codec.encode(segment.question) if segment.status == "paused" else None

@@ -40,7 +40,7 @@ as every untrusted loader's is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -48,8 +48,10 @@ import attrs
 from ..commits import Commit
 from ..errors import FlowchartError
 from ..failure import RunFailure
+from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
+from ..trace import SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
 STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
@@ -97,7 +99,9 @@ class Segment:
     the run's new status; ``checkpoint`` and ``question`` are set when it paused;
     ``output`` when done; ``error`` (one line) and ``failure`` (the error's class,
     message and the stage that raised) when failed — a failed segment still carries the
-    commits made before the failure; ``narrative`` the segment's lines.
+    commits made before the failure; ``narrative`` the segment's lines, ``records`` the same
+    narrative as records with their stage ids (stored instead of the lines when given);
+    ``subflows`` the subflow logs the segment ran (per mount runtime id).
     """
 
     start_seq: int
@@ -109,6 +113,8 @@ class Segment:
     error: str | None = None
     narrative: tuple[str, ...] = ()
     failure: RunFailure | None = None
+    records: tuple[NarrativeEntry, ...] = ()
+    subflows: Mapping[str, SubflowTrace] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -121,7 +127,10 @@ class RunRecord:
     kind has a question reader (an agent's ``CheckInRequest`` or ``MiddlewareAsk``; see
     ``questions``), else the pause data as stored;
     ``answer`` is the recorded answer not yet applied (``has_answer``); ``answered`` the
-    request ids answered so far; ``narrative`` the lines of every segment so far;
+    request ids answered so far; ``narrative`` the lines of every segment so far and
+    ``narrative_records`` the same as records (stage ids, type, depth; a run stored before
+    records were kept has records of type ``line``); ``subflows`` every segment's subflow logs
+    (none for a run stored before they were kept);
     ``failure`` why a ``failed`` run failed (``None`` for runs stored before it was
     recorded); ``redaction`` the rule the run was recorded under, which every reader of
     the record (the ``agent`` CLI, ``record_trace``, the viewer) applies to what the store
@@ -148,6 +157,8 @@ class RunRecord:
     chart_spec: dict[str, Any] | None = attrs.field(default=None, repr=False)
     failure: RunFailure | None = None
     redaction: Redaction | None = attrs.field(default=None, repr=False)
+    narrative_records: tuple[NarrativeEntry, ...] = attrs.field(default=(), repr=False)
+    subflows: Mapping[str, SubflowTrace] = attrs.field(factory=dict, repr=False)
     conversation_id: str | None = None
     turn: int | None = None
 

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 from ..engine.entry import _run_input, resume_sync, run_sync
 from ..errors import CheckpointError
 from ..failure import RunFailure, failed_checkpoint, failed_run
+from ..narrative_entry import NarrativeEntry
 from ..options import RunOptions
+from ..trace import subflow_traces
 from ..values import NotJsonSafe, copy_json
 from .protocol import RunRecord, RunStore, Segment, StoreError
 
@@ -85,15 +87,30 @@ def narrative_lines(recorders: Any) -> tuple[str, ...]:
     return ()
 
 
+def narrative_records(recorders: Any) -> tuple[NarrativeEntry, ...]:
+    """The records of the first recorder that has ``records()`` (a narrative), else none."""
+    for recorder in recorders:
+        records = getattr(recorder, "records", None)
+        if callable(records):
+            return tuple(records())
+    return ()
+
+
 def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrative: tuple[str, ...] = ()) -> Segment:
-    """The segment a finished or paused ``result`` writes (``output`` defaults to the result's)."""
+    """The segment a finished or paused ``result`` writes (``output`` defaults to the result's):
+    its commits, its narrative (as records too) and its subflow logs."""
+    records = narrative_records(result.recorders)
+    subflows = subflow_traces(result.subflow_results)
     if result.paused:
         return Segment(
             start_seq, "paused", tuple(result.commit_log), result.checkpoint,
-            question=result.output, narrative=narrative,
+            question=result.output, narrative=narrative, records=records, subflows=subflows,
         )  # fmt: skip
     value = result.output if output is None else output
-    return Segment(start_seq, "done", tuple(result.commit_log), output=value, narrative=narrative)
+    return Segment(
+        start_seq, "done", tuple(result.commit_log), output=value, narrative=narrative, records=records,
+        subflows=subflows,
+    )  # fmt: skip
 
 
 def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = None) -> Segment:
@@ -105,10 +122,12 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
         result = failed[0]
     commits = () if result is None else tuple(result.commit_log)
     lines = () if result is None else narrative_lines(result.recorders)
+    records = () if result is None else narrative_records(result.recorders)
+    subflows = {} if result is None else subflow_traces(result.subflow_results)
     # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
         start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
-        narrative=lines, failure=failure,
+        narrative=lines, failure=failure, records=records, subflows=subflows,
     )  # fmt: skip
 
 

@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -78,6 +78,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN turn INTEGER",
         "CREATE UNIQUE INDEX runs_by_conversation ON runs (conversation_id, turn)",
     ),
+    # 4: each segment's subflow logs (old rows: NULL, no subflow logs); the narrative column
+    # holds records (objects with stage ids) from here on, old rows keep their bare lines
+    4: ("ALTER TABLE segments ADD COLUMN subflows TEXT",),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

@@ -21,8 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..narrative_entry import NarrativeEntry
 from ..redaction import Redaction
 from ..signing import check_key
+from ..trace import SubflowTrace
 from . import codec
 from .protocol import (
     AlreadyAnsweredError,
@@ -167,8 +169,12 @@ class SqlStore:
         )
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())
-        notes = self._run(cur, "SELECT narrative FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
-        narrative = tuple(line for (text,) in notes.fetchall() for line in codec.decode(text))
+        notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
+        records: list[NarrativeEntry] = []
+        subflows: dict[str, SubflowTrace] = {}
+        for text, subs in notes.fetchall():
+            records.extend(codec.decode_narrative(text, run_id))
+            subflows.update(codec.decode_subflows(subs, run_id))  # runtime ids never repeat across segments
         if fingerprint not in self._specs:
             spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
             self._specs[fingerprint] = None if spec is None else codec.decode(spec[0])
@@ -178,7 +184,8 @@ class SqlStore:
             checkpoint=codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint")),
             question=read_question(row[1], codec.decode(row[6])), output=codec.decode(row[9]), error=row[10],
             answered=ids,
-            narrative=narrative, created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
+            narrative=tuple(r.text for r in records), narrative_records=tuple(records), subflows=subflows,
+            created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
             conversation_id=turn_key[0], turn=turn_key[1],
@@ -272,8 +279,11 @@ class SqlStore:
             self._run(cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)", (run_id, commit.idx, body))
         n = self._run(cur, "SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,)).fetchone()[0]
         self._run(
-            cur, "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, n, segment.start_seq, segment.status, codec.encode_lines(segment.narrative), now),
+            cur,
+            "INSERT INTO segments (run_id, n, start_seq, status, narrative, created_at, subflows) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, n, segment.start_seq, segment.status, codec.encode_narrative(segment.narrative, segment.records),
+             now, codec.encode_subflows(segment.subflows)),
         )  # fmt: skip
         output = None if segment.status != "done" else codec.encode(segment.output)
         self._run(

@@ -2,12 +2,17 @@
 
 The chart (SVG laid out in Python), the timeline of commits with the narrative, the
 state at any step (replayed in the page from the commit ops), the diff, the reads, the
-decision, ``why`` chains and the agent panels. See ``docs/viewer.md``.
+decision, ``why`` chains, and the views a ``Panel`` adds (the agent's story comes from
+``agent.viewer_panel``). See ``docs/viewer.md``.
 """
 
 from .layout import Layout, layout_spec
 from .page import embed_json, render_page, write_page
+from .panels import Panel, installed_panels, load_panel
 from .payload import build_payload
 from .svg import render_svg
 
-__all__ = ["Layout", "build_payload", "embed_json", "layout_spec", "render_page", "render_svg", "write_page"]
+__all__ = [
+    "Layout", "Panel", "build_payload", "embed_json", "installed_panels", "layout_spec", "load_panel", "render_page",
+    "render_svg", "write_page",
+]  # fmt: skip

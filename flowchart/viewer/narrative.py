@@ -1,121 +1,76 @@
-"""Which narrative lines belong to which commit, recovered from the narrative text alone.
+"""Which narrative records belong to which commit: placed by stage id, never by wording.
 
-Law: a trace keeps its narrative as plain lines, so the mapping is a best-effort parse
-that never invents text. At subflow depth 0 a block starts at ``Stage N:`` (a stage or a
-decider), ``Execution paused at`` (the paused stage tells nothing else), ``Recorded the
-answer at`` (a pausable's answer commit), ``Entering ...``
-(a subflow mount: everything up to the matching ``Exiting`` line belongs to it),
-``[Selected]:`` or ``[Parallel]:``; an ``On pass N ...`` line
-starts the block that follows it; lines before the first block join the first block.
-Blocks are paired with commits in order, a block of the wrong shape for a commit (a
-mount's ``Entering`` block for a plain stage) is skipped over (up to a few blocks), and a
-commit left without a block simply has no narrative. The step's decision sentence is
-the first ``[Condition]:`` / ``[Selected]:`` line of its block.
+Law: a record is placed by the runtime stage id that told it — never by parsing its
+text, so rewording a sentence (a ``renderer``, a new footprintjs phrasing) moves nothing.
+A record belongs to the top-level commit with its runtime stage id; a record told inside
+a subflow belongs to the commit of the mount that ran it (through the trace's subflow
+logs, nested mounts included). A record whose stage made no commit (a stored run without
+its subflow logs) joins the commit of the record before it (the first placed one when it
+comes first). Records of a version-1 trace carry no stage: nothing is placed. A step's
+decision is its first ``condition`` / ``selector`` record.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
-import attrs
+from collections.abc import Mapping, Sequence
 
 from ..commits import Commit
+from ..narrative_entry import NarrativeEntry
+from ..trace import SubflowTrace
 
-_STAGE = re.compile(r"^Stage \d+: ")
-_PASS = re.compile(r"^On pass \d+")
-_LOOKAHEAD = 4
-
-
-@attrs.frozen
-class Block:
-    """Lines ``[start, end)`` of the narrative, opened by a line of ``shape``."""
-
-    start: int
-    end: int
-    shape: str  # "stage" | "subflow" | "selector" | "fork"
+DECISION_TYPES = ("condition", "selector")
+HEADLINE_TYPES = ("stage", "subflow", "answer", "pause")
 
 
-def _shape(line: str) -> str | None:
-    if _STAGE.match(line) or line.startswith(("Execution paused at ", "Recorded the answer at ")):
-        return "stage"
-    if line.startswith("Entering "):
-        return "subflow"
-    if line.startswith("[Selected]:"):
-        return "selector"
-    if line.startswith("[Parallel]:"):
-        return "fork"
-    return None
+def owners(commits: Sequence[Commit], subflows: Mapping[str, SubflowTrace]) -> dict[str, int]:
+    """Runtime stage id → the index of the top-level commit it belongs to."""
+    owner = {commit.runtime_stage_id: commit.idx for commit in commits}
+    pending = dict(subflows)
+    while pending:  # a nested mount's log resolves once its own mount has
+        placed = [rid for rid in pending if rid in owner]
+        if not placed:
+            break
+        for rid in placed:
+            for inner in pending.pop(rid).commit_log:
+                owner.setdefault(inner.runtime_stage_id, owner[rid])
+    return owner
 
 
-def split_blocks(lines: Sequence[str]) -> list[Block]:
-    """The depth-0 blocks of ``lines`` (see the module law)."""
-    starts: list[tuple[int, str]] = []
-    depth = 0
-    pending_pass: int | None = None
-    for i, line in enumerate(lines):
-        if depth == 0:
-            if _PASS.match(line):
-                pending_pass = i
-                continue
-            shape = _shape(line)
-            if shape is not None:
-                starts.append((i if pending_pass is None else pending_pass, shape))
-            pending_pass = None
-        if line.startswith("Entering "):
-            depth += 1
-        elif line.startswith("Exiting ") and depth > 0:
-            depth -= 1
-    blocks = []
-    for n, (start, shape) in enumerate(starts):
-        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        blocks.append(Block(0 if n == 0 else start, end, shape))
-    return blocks
-
-
-def _fits(shape: str, kind: str) -> bool:
-    if kind == "subflow":
-        return shape == "subflow"
-    if kind == "selector":
-        return shape in ("selector", "stage")
-    return shape in ("stage", "fork")
-
-
-def commit_blocks(
-    lines: Sequence[str] | None, commits: Sequence[Commit], kinds: dict[str, str]
-) -> list[tuple[int, int] | None]:
-    """For each commit, the ``(start, end)`` of its narrative lines, or ``None``.
-
-    ``kinds`` maps a stage id to its spec ``kind``.
-    """
-    if not lines:
-        return [None] * len(commits)
-    blocks = split_blocks(lines)
-    out: list[tuple[int, int] | None] = []
-    cursor = 0
-    for commit in commits:
-        kind = kinds.get(commit.stage_id, "stage")
-        found = None
-        for j in range(cursor, min(cursor + _LOOKAHEAD, len(blocks))):
-            if _fits(blocks[j].shape, kind):
-                found = j
-                break
-        if found is None:
-            out.append(None)
-            continue
-        out.append((blocks[found].start, blocks[found].end))
-        cursor = found + 1
+def commit_records(
+    records: Sequence[NarrativeEntry] | None,
+    commits: Sequence[Commit],
+    subflows: Mapping[str, SubflowTrace] | None = None,
+) -> list[list[int]]:
+    """For each commit, the indexes of its narrative records, in run order (see the module law)."""
+    out: list[list[int]] = [[] for _ in commits]
+    if not records or not commits:
+        return out
+    owner = owners(commits, subflows or {})
+    placed = [owner.get(r.runtime_stage_id) if r.runtime_stage_id is not None else None for r in records]
+    if all(p is None for p in placed):
+        return out
+    last = next(p for p in placed if p is not None)
+    for i, at in enumerate(placed):
+        last = at if at is not None else last
+        out[last].append(i)
     return out
 
 
-def decision_line(lines: Sequence[str], span: tuple[int, int] | None) -> int | None:
-    """The index of the block's first ``[Condition]:`` / ``[Selected]:`` line, if any."""
-    if span is None:
-        return None
-    for i in range(*span):
-        if lines[i].startswith(("[Condition]:", "[Selected]:")):
-            return i
-    return None
+def decision_record(records: Sequence[NarrativeEntry], mine: Sequence[int]) -> int | None:
+    """The index of the step's first ``condition`` / ``selector`` record, if any."""
+    return next((i for i in mine if records[i].type in DECISION_TYPES), None)
 
 
-__all__ = ["Block", "commit_blocks", "decision_line", "split_blocks"]
+def headline_record(records: Sequence[NarrativeEntry], mine: Sequence[int]) -> int | None:
+    """What the timeline shows for a step: its decision, else its first stage / subflow / answer /
+    pause record, else its first depth-0 record, else its first."""
+    found = decision_record(records, mine)
+    for kinds in (HEADLINE_TYPES, None):
+        if found is None:
+            found = next(
+                (i for i in mine if records[i].depth == 0 and records[i].type in (kinds or (records[i].type,))), None
+            )
+    return found if found is not None else (mine[0] if mine else None)
+
+
+__all__ = ["commit_records", "decision_record", "headline_record", "owners"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..trace import Trace
 from .layout import layout_spec
+from .panels import Panel
 from .payload import build_payload, visits_and_taken
 from .svg import render_svg
 
@@ -44,13 +46,16 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def render_page(trace: Trace) -> str:
-    """The viewer page for ``trace``, as one HTML string."""
+def render_page(trace: Trace, panels: Sequence[Panel] = ()) -> str:
+    """The viewer page for ``trace``, as one HTML string; ``panels`` add their views
+    (``flowchart.viewer.panels``: their scripts go first in the one script element)."""
     visits, taken = visits_and_taken(trace)
     svg = render_svg(layout_spec(trace.chart_spec), visits, taken)
-    data = build_payload(trace)
+    data = build_payload(trace, panels)
     payload = embed_json(data)
-    script, style = _static("viewer.js"), _static("viewer.css")
+    used = [panel.script for panel in panels if panel.name in data["panels"]]
+    styles = [panel.style for panel in panels if panel.name in data["panels"] and panel.style]
+    script, style = "\n".join([*used, _static("viewer.js")]), "\n".join([_static("viewer.css"), *styles])
     csp = (
         f"default-src 'none'; script-src '{_script_hash(script)}'; style-src 'unsafe-inline'; "
         "img-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
@@ -73,6 +78,7 @@ def render_page(trace: Trace) -> str:
   <span id="meta"></span>
   <label class="picker">why <select id="why-key"><option value="">— pick a key —</option></select></label>
 </header>
+<section id="story" aria-label="the run's story" hidden></section>
 <main>
   <section id="chart-pane" aria-label="chart">
     <button id="zoom" type="button" class="as-json">1:1</button>{svg}
@@ -86,7 +92,7 @@ def render_page(trace: Trace) -> str:
     <div id="run-panel"></div>
     <div id="why-panel" hidden></div>
     <div id="pause-panel" hidden></div>
-    <div id="agent-panel" hidden></div>
+    <div id="panel-side" hidden></div>
   </section>
 </main>
 <script type="application/json" id="payload">{payload}</script>
@@ -96,10 +102,10 @@ def render_page(trace: Trace) -> str:
 """
 
 
-def write_page(trace: Trace, path: str | Path) -> Path:
-    """Write ``render_page(trace)`` to ``path`` (UTF-8) and return the path."""
+def write_page(trace: Trace, path: str | Path, panels: Sequence[Panel] = ()) -> Path:
+    """Write ``render_page(trace, panels)`` to ``path`` (UTF-8) and return the path."""
     target = Path(path)
-    target.write_text(render_page(trace), encoding="utf-8")
+    target.write_text(render_page(trace, panels), encoding="utf-8")
     return target
 
 

@@ -1,34 +1,23 @@
 """The data a viewer page embeds: one JSON-safe dict built from a ``Trace``.
 
 Law: the payload holds only what the trace holds (already redacted) plus what is DERIVED
-from it in Python — the narrative block of each commit, the causal chain of each key at
-the end of the log, the agent panels, visit counts. States are NOT stored per commit:
-the page replays the commit ops itself (the fold ``flowchart.commits.replay`` defines),
-so the payload grows with the log, not with log × state.
+from it in Python — the narrative records of each commit (placed by stage id), the causal
+chain of each key at the end of the log, what each ``Panel`` builds
+(``flowchart.viewer.panels``: the viewer itself reads no one's state keys), visit counts.
+States are NOT stored per commit: the page replays the commit ops itself (the fold
+``flowchart.commits.replay`` defines), so the payload grows with the log, not with log × state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..trace import Trace
-from .agent import agent_panels
-from .narrative import commit_blocks, decision_line
+from .narrative import commit_records, decision_record, headline_record
+from .panels import Panel, panel_data, panels_title
 
 MAX_WHY_KEYS = 200
-TITLE_CHARS = 60
-
-
-def run_title(chart_name: str, agent: dict[str, Any] | None) -> str:
-    """What names the run: an agent run by the user's first message (cut), a chart run by the chart's name."""
-    history = agent.get("history") if agent else None
-    if isinstance(history, list):
-        for message in history:
-            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
-                text = " ".join(message["content"].split())
-                return "Agent run: " + (text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…")
-        return "Agent run"
-    return chart_name or "run"
 
 
 def stage_kinds(spec: dict[str, Any]) -> dict[str, str]:
@@ -103,23 +92,24 @@ def _subflows(trace: Trace) -> dict[str, Any]:
     }
 
 
-def build_payload(trace: Trace) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-safe dict (see the module law)."""
+def build_payload(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-safe dict (see the module law); ``panels`` add
+    their data under ``panels`` (and may name the run)."""
     kinds = stage_kinds(trace.chart_spec)
     final = trace.final_state
-    spans = commit_blocks(trace.narrative, trace.commit_log, kinds)
-    lines = trace.narrative or []
+    records = trace.narrative or []
+    blocks = commit_records(records, trace.commit_log, trace.subflows)
     keys, cut = _why_keys(trace, final)
     checkpoint = trace.checkpoint
     pause = None
     if checkpoint is not None:
         pause = {"stage_id": checkpoint.paused_stage_id, "data": checkpoint.pause_data}
-    agent = agent_panels(final, trace.initial_state, trace.commit_log, pause["data"] if pause else None)
+    extra = panel_data(trace, panels)
     name = str(trace.chart_spec.get("name", ""))
     return {
         "meta": {
             "name": name,
-            "title": run_title(name, agent),
+            "title": panels_title(panels, extra) or name or "run",
             "run_id": trace.run_id,
             "fingerprint": trace.chart_fingerprint,
             "library_version": trace.library_version,
@@ -132,16 +122,17 @@ def build_payload(trace: Trace) -> dict[str, Any]:
         "run_input": trace.run_input,
         "initial": trace.initial_state,
         "commits": _commit_rows(trace),
-        "narrative": lines,
-        "spans": [list(s) if s is not None else None for s in spans],
-        "decisions": [decision_line(lines, s) for s in spans],
+        "narrative": [[r.type, r.depth, r.text] for r in records],
+        "blocks": blocks,
+        "headlines": [headline_record(records, mine) for mine in blocks],
+        "decisions": [decision_record(records, mine) for mine in blocks],
         "choices": [c.decision for c in trace.commit_log],
         "why": why_chains(trace, keys),
         "subflows": _subflows(trace),
-        "agent": agent,
+        "panels": extra,
         "pause": pause,
         "failure": None if trace.failure is None else trace.failure.to_dict(),
     }
 
 
-__all__ = ["build_payload", "run_title", "stage_kinds", "visits_and_taken", "why_chains"]
+__all__ = ["build_payload", "stage_kinds", "visits_and_taken", "why_chains"]

@@ -223,7 +223,7 @@ def test_failed_attempts_survive_a_trace_save_and_load_and_show_once(tmp_path: P
     ]
     text = path.read_text()
     assert text.count("page try 1") == 2  # once in the commit, once in the narrative line
-    assert sum("retried Fetch" in line for line in loaded.narrative) == 1
+    assert sum("retried Fetch" in line for line in loaded.narrative_lines or []) == 1
 
 
 def test_a_trace_with_a_malformed_attempt_is_refused_naming_the_path(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ KEYS = [
     "subflow_args",
     "loop_counts",
     "frames",
+    "recorder_states",
 ]
 FRAME_KEYS = ["stage_id", "kind", "continuation_stage_id", "continuation_is_loop", "invoker_stage_id", "namespace"]
 
@@ -60,7 +61,7 @@ def test_to_dict_has_the_documented_keys_in_order() -> None:
     data = paused().to_dict()
     assert list(data) == KEYS
     assert all(list(frame) == FRAME_KEYS for frame in data["frames"])
-    assert data["version"] == 1
+    assert data["version"] == 2
 
 
 def test_to_json_is_compact_deterministic_json_of_to_dict() -> None:
@@ -136,6 +137,7 @@ WRONG = {
     "subflow_args": ([], "expected an object, got a list"),
     "loop_counts": (3, "expected an object, got an integer"),
     "frames": ({"0": {}}, "expected a list, got an object"),
+    "recorder_states": ([], "expected an object, got a list"),
 }
 FRAME_WRONG = {
     "stage_id": (None, "expected a string, got null"),
@@ -203,13 +205,13 @@ def test_unknown_keys_are_refused_at_the_top_and_in_a_frame() -> None:
 
 
 def test_an_unknown_version_is_refused() -> None:
-    """Only version 1 is read; a newer or older version is refused before anything else."""
-    for version in (0, 2):
+    """Versions 1 and 2 are read; a newer or older version is refused before anything else."""
+    for version in (0, 3):
         data = paused().to_dict()
         data["version"] = version
         error = refused(data)
         assert str(error) == (
-            f"Invalid checkpoint: unsupported version {version} @ $.version (this library reads version 1)"
+            f"Invalid checkpoint: unsupported version {version} @ $.version (this library reads versions 1 and 2)"
         )
         assert error.path == "$.version"
 

@@ -18,6 +18,7 @@ import pytest
 from agent import Agent, Paused, define_tool
 from agent.cli import main
 from agent.providers import scripted
+from agent.viewer_panel import PANEL
 from examples.support_agent import QUESTION, build_agent
 from flowchart import narrative
 from flowchart.store import SqliteStore
@@ -140,7 +141,7 @@ def test_a_tool_that_raises_is_recorded_for_the_developer_not_the_model(
     code, out, _ = _run(capsys, "runs", "show", record.run_id, "--db", db)
     assert code == 0 and "tool error: lookup (call c1, iteration 1): LookupError: no order X" in out
     assert f"  {row['traceback'][0]}" in out
-    assert build_payload(record_trace(record))["agent"]["tool_errors"] == [row]
+    assert build_payload(record_trace(record), [PANEL])["panels"]["agent"]["tool_errors"] == [row]
 
 
 def test_a_run_without_tool_errors_has_no_tool_errors_key() -> None:

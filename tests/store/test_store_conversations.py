@@ -243,7 +243,7 @@ def test_a_version_2_database_migrates_in_place_and_old_runs_still_load(tmp_path
     raw.commit()
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     old = store.get("old")
     assert (old.status, old.conversation_id, old.turn) == ("done", None, None)
     chat_agent(store).run("hi", conversation="c")

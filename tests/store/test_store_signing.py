@@ -16,6 +16,7 @@ from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
 from flowchart import CheckpointError
+from flowchart.pause import CHECKPOINT_VERSION
 from flowchart.store import SqliteStore
 from governance import check_in_approved
 
@@ -116,4 +117,6 @@ def test_signed_rows_need_the_key_and_a_key_needs_signed_rows(tmp_path: Path) ->
     assert isinstance(unsigned, Paused)
     with pytest.raises(CheckpointError, match=rf"^Invalid stored run '{unsigned.run_id}' \(commit 0\): no signature"):
         SqliteStore(plain, key=KEY).get(str(unsigned.run_id))
-    assert json.loads(SqliteStore(plain).get(str(unsigned.run_id)).checkpoint.to_json())["version"] == 1  # type: ignore[union-attr]
+    assert (
+        json.loads(SqliteStore(plain).get(str(unsigned.run_id)).checkpoint.to_json())["version"] == CHECKPOINT_VERSION
+    )  # type: ignore[union-attr]

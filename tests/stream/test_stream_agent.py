@@ -171,6 +171,8 @@ def test_breaking_out_of_an_agent_stream_cancels_the_stored_run(tmp_path: Path) 
     )
     assert [c.stage_id for c in record.commit_log] == ["seed", "call-llm", "route", "tool-calls", "call-llm"]
     assert record.narrative[0] == "Stage 1: The process began with Seed."  # the narrative so far is kept
+    first = record.narrative_records[0]  # kept as records: the viewer places them by stage
+    assert (first.type, first.runtime_stage_id) == ("stage", "seed#0")
 
 
 def test_a_stored_agent_stream_read_to_the_end_is_done(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from viewer_harness import ARGS, CHROMIUM, View, off_loop
 
+from agent.viewer_panel import PANEL
 from flowchart import Trace
 from flowchart.viewer import write_page
 
@@ -84,12 +85,12 @@ def browser() -> Any:
 
 @pytest.fixture
 def viewer(browser: Any, tmp_path: Path) -> Iterator[Callable[[Trace, str], View]]:
-    """Open traces as pages: ``view = viewer(trace, "name")``."""
+    """Open traces as pages with the agent's panel (``agent view``): ``view = viewer(trace, "name")``."""
     opened: list[View] = []
     contexts: list[Any] = []
 
     def open_view(trace: Trace, name: str) -> View:
-        path = write_page(trace, tmp_path / f"{name}.html")
+        path = write_page(trace, tmp_path / f"{name}.html", [PANEL])  # the agent's panel: an agent run's story
         context = browser.new_context(viewport={"width": 1500, "height": 950}, service_workers="block")
         contexts.append(context)
         page = context.new_page()

@@ -111,10 +111,10 @@ def test_the_agent_panels_list_model_calls_and_the_ledger(viewer: Open, support:
     trace = support[1]
     view = viewer(trace, "support")
     ledger = trace.final_state["middleware_decisions"]
-    badges = view.page.eval_on_selector_all("#agent-panel .ledger-row .badge", "bs => bs.map(b => b.textContent)")
+    badges = view.page.eval_on_selector_all("#story .ledger-row .badge", "bs => bs.map(b => b.textContent)")
     assert badges == ["rewrite" if r["outcome"] == "allow" and r.get("changed") else r["outcome"] for r in ledger]
     assert len(badges) == 2
-    rewrite = view.page.locator("#agent-panel .ledger-row.rewrite .before-after").text_content()
+    rewrite = view.page.locator("#story .ledger-row.rewrite .before-after").text_content()
     assert "REDACTED" in rewrite and "card [card]" in rewrite and "4111" not in rewrite
     history = trace.final_state["history"]
     answers = [  # this log's model calls that asked for no tool: the final answer, in no history message
@@ -122,19 +122,20 @@ def test_the_agent_panels_list_model_calls_and_the_ledger(viewer: Open, support:
     ]
     assert len(answers) == 1
     asked = sum(m["role"] == "assistant" for m in history)
-    assert view.page.locator("#agent-panel details.call").count() == asked + len(answers)
-    tools = view.page.eval_on_selector_all("#agent-panel .msg.role-tool", "ms => ms.map(m => m.textContent)")
+    assert view.page.locator("#story details.call").count() == asked + len(answers)
+    tools = view.page.eval_on_selector_all("#story .msg.role-tool", "ms => ms.map(m => m.textContent)")
     assert any("refunded 129.00 on A-1001" in t for t in tools)
-    assert "refunded 129.00" in view.page.locator("#agent-panel p.decision").text_content()
+    assert "refunded 129.00" in view.page.locator("#story p.decision").text_content()
     view.check_clean()
 
 
 def test_the_resumed_run_says_who_approved(viewer: Open, support: tuple[Trace, Trace]) -> None:
     """The resumed demo's check-in section names alice, what she approved, and links her commit."""
     view = viewer(support[1], "support-decided")
-    text = view.page.locator("#agent-panel p.human-decision.approved").first.text_content() or ""
-    assert text.startswith("alice approved issue_refund(") and "duplicate charge" in text
-    assert view.page.locator("#agent-panel p.human-decision b.by").first.text_content() == "alice"
+    text = view.page.locator("#story p.human-decision.approved").first.text_content() or ""
+    assert text.startswith("issue_refund(") and " — approved by alice at 2026-12-01T00:00:00Z" in text
+    assert "duplicate charge" in text
+    assert view.page.locator("#story p.human-decision b.by").first.text_content() == "alice"
     view.check_clean()
 
 
@@ -146,11 +147,13 @@ def test_a_paused_run_shows_the_check_in_evidence_and_the_pending_question(
     assert trace.checkpoint is not None
     request = trace.checkpoint.pause_data["check_in"]
     view = viewer(trace, "support-paused")
-    will_do = view.page.locator("#agent-panel p.will-do").text_content()
+    will_do = view.page.locator("#story p.will-do").text_content()
     assert will_do == "will do: " + request["evidence"]["will_do"]
-    drivers = view.page.locator("#agent-panel ol.drivers li").count()
+    drivers = view.page.locator("#story ol.drivers li").count()
     assert drivers == len(request["evidence"]["drivers"])
-    assert "issue_refund needs a person" in view.page.locator("#pause-panel p.question").text_content()
+    assert view.page.locator("#story h3", has_text="Check-in — waiting for a decision").count() == 1
+    assert "Paused at tool-calls — pending question" in (view.page.locator("#pause-panel").text_content() or "")
+    assert view.page.locator("#story h3", has_text="No final answer yet").count() == 1
     assert view.page.locator("#status").text_content() == "paused"
     view.check_clean()
 

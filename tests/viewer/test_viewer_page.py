@@ -15,10 +15,9 @@ from hypothesis import strategies as st
 from viewer_harness import off_loop
 from viewer_traces import HOSTILE, hostile_trace, loan_trace, support_traces
 
+from agent.viewer_panel import PANEL, model_calls, written_at
 from flowchart.cli import main
 from flowchart.viewer import build_payload, embed_json, layout_spec, render_page
-from flowchart.viewer.agent import model_calls, written_at
-from flowchart.viewer.narrative import commit_blocks, split_blocks
 from flowchart.viewer.payload import stage_kinds
 
 
@@ -82,36 +81,6 @@ def test_a_subflow_is_laid_out_inside_its_mount() -> None:
         assert fx <= x and x + w <= fx + fw and fy <= y and y + h <= fy + fh
 
 
-def test_the_decider_commit_gets_the_condition_line() -> None:
-    """The loan run: each commit maps to its own block; Route's holds the ``[Condition]`` line."""
-    trace = loan_trace()
-    assert trace.narrative is not None
-    spans = commit_blocks(trace.narrative, trace.commit_log, stage_kinds(trace.chart_spec))
-    assert all(span is not None for span in spans)
-    route = next(c.idx for c in trace.commit_log if c.stage_id == "route")
-    start, end = spans[route] or (0, 0)
-    assert any(line.startswith("[Condition]: It evaluated Rule 0") for line in trace.narrative[start:end])
-    payload = build_payload(trace)
-    assert payload["decisions"][route] is not None and payload["decisions"][0] is None
-
-
-def test_narrative_blocks_nest_subflows_and_carry_pass_lines() -> None:
-    """``On pass`` opens the next block; a subflow's lines stay in its mount's block."""
-    lines = [
-        "Stage 1: A.",
-        "On pass 2 through B.",
-        "Stage 2: B.",
-        "Entering the S subflow.",
-        "Stage 1: X.",
-        "Exiting the S subflow.",
-    ]
-    assert [(b.start, b.end, b.shape) for b in split_blocks(lines)] == [
-        (0, 1, "stage"),
-        (1, 3, "stage"),
-        (3, 6, "subflow"),
-    ]
-
-
 def test_agent_rows_link_to_the_commit_that_added_them() -> None:
     """``append`` and ``set`` ops both give each list item the commit that added it."""
     from flowchart import Commit, Op
@@ -161,7 +130,7 @@ def test_decision_evidence_comes_from_the_commit_even_without_a_narrative() -> N
 def test_the_resumed_demo_shows_who_approved_on_the_commit_that_recorded_it() -> None:
     """The agent panel's resumed section carries alice's decision row and the commit that wrote it."""
     _paused, resumed = off_loop(support_traces)
-    agent = build_payload(resumed)["agent"]
+    agent = build_payload(resumed, [PANEL])["panels"]["agent"]
     decision, at = agent["resumed"]["decision"], agent["resumed"]["decision_at"]
     assert (decision["by"], decision["approved"], decision["tool"]) == ("alice", True, "issue_refund")
     assert resumed.commit_log[at].written_keys == ("human_decisions",)

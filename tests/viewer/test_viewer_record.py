@@ -10,6 +10,7 @@ from viewer_harness import View, off_loop
 
 from agent import Agent, define_tool
 from agent.providers import scripted
+from agent.viewer_panel import PANEL
 from flowchart import Trace, narrative
 from flowchart.failure import failed_run
 from flowchart.viewer import build_payload
@@ -52,13 +53,13 @@ def _failed_trace() -> Trace:
 def test_a_failed_runs_payload_has_its_failure_and_tool_errors() -> None:
     """The payload carries the failure (class, message, stage) and the tool_errors rows."""
     trace = _failed_trace()
-    payload = build_payload(trace)
+    payload = build_payload(trace, [PANEL])
     assert payload["meta"]["failed"] is True
     assert payload["failure"] == {
         "error_type": "ConnectionError", "message": "model server unreachable",
         "stage_id": "call-llm", "runtime_stage_id": "call-llm#4",
     }  # fmt: skip
-    (row,) = payload["agent"]["tool_errors"]
+    (row,) = payload["panels"]["agent"]["tool_errors"]
     assert (row["tool_name"], row["error_type"], row["message"]) == ("lookup", "LookupError", "no order X")
 
 

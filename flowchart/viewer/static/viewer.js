@@ -6,7 +6,7 @@
 (function () {
   const P = JSON.parse(document.getElementById("payload").textContent);
   const ROW = 26, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
-  const commits = P.commits, N = commits.length, lines = P.narrative;
+  const commits = P.commits, N = commits.length, lines = P.narrative.map((r) => r[2]);
   const $ = (id) => document.getElementById(id);
   const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
   const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -137,13 +137,8 @@
   spacer.style.height = `${N * ROW}px`;
   let cur = -1, whyKey = "", whySet = new Set(), whyRoot = -1;
   function opsText(ops) { return ops.map((o) => (o[1] === "delete" ? "del " : o[1] + " ") + pathText(o[0])).join(" · "); }
-  function headline(i) {
-    if (P.decisions[i] !== null && P.decisions[i] !== undefined) return lines[P.decisions[i]];
-    const span = P.spans[i];
-    if (!span) return "";
-    for (let j = span[0]; j < span[1]; j++) if (/^(Stage \d+:|Entering )/.test(lines[j])) return lines[j];
-    return lines[span[0]] || "";
-  }
+  // the step's headline record, placed in Python by stage id (the text is never parsed)
+  function headline(i) { const h = P.headlines[i]; return h === null || h === undefined ? "" : lines[h]; }
   function rowClass(i) {
     return "row" + (i === cur ? " sel" : "") + (whySet.has(i) ? " why" : "") + (i === whyRoot ? " why-root" : "") +
       (P.decisions[i] !== null && P.decisions[i] !== undefined ? " decision" : "");
@@ -189,19 +184,9 @@
   }
 
   // -- the selected step ------------------------------------------------------------------------
+  // a decision the commit did not record (an older trace): its narrative record, shown as told
   function decisionView(i) {
-    const line = lines[P.decisions[i]];
-    const box = section("Decision", el("p", { class: "condition" }, line));
-    const m = /^\[Condition\]: It (?:evaluated Rule (\d+)|examined)( "([^"]*)")?: (.*), and chose (.*)\.$/.exec(line);
-    const d = /fell back to default(?: "([^"]*)")?: (.*)\.$/.exec(line);
-    if (m) {
-      box.append(el("p", { class: "matched" }, "Matched rule: ", el("b", null, m[1] !== undefined ? `Rule ${m[1]}` : "function rule"),
-        m[3] ? ` “${m[3]}”` : "", " → chose ", el("b", null, m[5])));
-      const conds = m[4].match(/[^,]+? [✓✗]/g) || m[4].split(", ");
-      box.append(el("ul", { class: "conds" }, conds.map((t) => el("li", { class: t.trim().endsWith("✗") ? "fail" : "pass" }, t.trim()))));
-    } else if (d) {
-      box.append(el("p", { class: "matched" }, "No rule matched: default ", d[1] ? `“${d[1]}” ` : "", "→ chose ", el("b", null, d[2])));
-    }
+    const box = section("Decision", el("p", { class: "condition" }, lines[P.decisions[i]]));
     if (i + 1 < N) box.append(el("p", { class: "muted" }, `next stage: ${commits[i + 1][1]} (${commits[i + 1][2]})`));
     return box;
   }
@@ -265,9 +250,10 @@
     if (N === 0) { pane.append(section("Empty log", el("p", null, "This run committed nothing.")), stateView(snaps.get(-1))); return; }
     const c = commits[i];
     pane.append(el("h2", { id: "step-title" }, `#${i} · ${c[1]}`, el("small", null, ` ${c[0]} · ${c[2]} · ${P.kinds[c[2]] || "stage"}`)));
-    const span = P.spans[i];
-    pane.append(section("Narrative", span ? el("div", { class: "narrative" }, lines.slice(span[0], span[1]).map((t) =>
-      el("div", { class: /^\[(Condition|Selected)\]/.test(t) ? "line cond" : "line" }, t))) : el("p", { class: "muted" }, "(no narrative for this step)")));
+    const mine = P.blocks[i] || [];
+    pane.append(section("Narrative", mine.length ? el("div", { class: "narrative" }, mine.map((j) =>
+      el("div", { class: `line type-${P.narrative[j][0]}` + (["condition", "selector"].includes(P.narrative[j][0]) ? " cond" : ""), "data-record": j }, lines[j])))
+      : el("p", { class: "muted" }, P.narrative.length && !P.blocks.some((b) => b.length) ? "(this trace's narrative records carry no stage ids: version 1)" : "(no narrative for this step)")));
     if (P.choices[i]) pane.append(choiceView(i));
     else if (P.decisions[i] !== null && P.decisions[i] !== undefined) pane.append(decisionView(i));
     else if (["decider", "selector"].includes(P.kinds[c[2]])) pane.append(section("Decision", el("p", { class: "muted" }, "The trace has no narrative line for this decision.")));
@@ -325,59 +311,7 @@
     el("p", { class: "muted" }, `chart ${M.fingerprint.slice(0, 16)}… · initial state: ${Object.keys(P.initial).length} keys`),
     el("p", { class: "muted" }, "Pick a key under “why” (or click a read) to see the commits behind its value.")));
 
-  // -- pause and agent panels ------------------------------------------------------------------
-  function msgView(m, i, at) {
-    if (!isObj(m)) return el("li", null, valueView(m));
-    const calls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
-    return el("li", { class: `msg role-${m.role}` }, el("b", null, m.role + (m.tool_name ? ` ${m.tool_name}` : "")),
-      at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
-      " ", textView(m.content), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
-  }
-  // a model reply no history message holds (the final answer), as its commit set it
-  function answerView(call) {
-    const calls = Array.isArray(call.tool_calls) ? call.tool_calls.filter(isObj) : [];
-    return el("li", { class: "msg role-assistant answer" }, el("b", null, calls.length ? "assistant" : "answer"),
-      el("button", { type: "button", class: "link", onclick: () => select(call.commit) }, ` #${call.commit}`),
-      " ", typeof call.answer === "string" && call.answer !== "REDACTED" ? el("q", { class: "answer-text" }, call.answer) : textView(call.answer), calls.map((t) => el("div", { class: "toolcall" }, `→ ${t.name}(`, valueView(t.args), ")")));
-  }
-  function checkInView(req, title) {
-    const ev = isObj(req.evidence) ? req.evidence : {};
-    return section(title, el("p", { class: "will-do" }, el("b", null, "will do: "), String(ev.will_do ?? "?")),
-      el("p", null, el("b", null, "tool: "), String(req.tool), " ", valueView(req.args)),
-      req.intent ? el("p", null, el("b", null, "intent: "), String(req.intent)) : "",
-      Array.isArray(ev.drivers) ? el("ol", { class: "drivers" }, ev.drivers.map((d) => el("li", null, `${Number(d.score).toFixed(3)} · ${d.channel} · `, valueView(d.text)))) : "",
-      isObj(ev.trail) ? el("p", { class: "muted" }, `trail: ${ev.trail.summary}`) : "",
-      el("p", { class: "muted" }, `request ${req.id}`));
-  }
-  function ledgerView(rows, at) {
-    const out = el("ol", { class: "ledger" });
-    rows.forEach((r, i) => {
-      if (!isObj(r)) { out.append(el("li", null, valueView(r))); return; }
-      const kind = r.outcome === "allow" && r.changed ? "rewrite" : String(r.outcome);
-      out.append(el("li", { class: `ledger-row ${kind}` }, el("span", { class: `badge ${kind}` }, kind), ` ${r.middleware} · ${r.phase || r.moment} · iteration ${r.iteration}`,
-        at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
-        r.why ? el("div", null, `why: ${r.why}`) : "", r.reason ? el("div", null, `reason: ${r.reason}`) : "",
-        r.question ? el("div", null, `asks: ${r.question}`) : "",
-        has(r, "before") ? el("div", { class: "before-after" }, el("del", null, valueView(r.before)), " → ", el("ins", null, valueView(r.after))) : ""));
-    });
-    return out;
-  }
-  function humanView(d, at) {
-    const verdict = d.gate === "ask_human" ? "answered" : d.approved === true ? "approved" : "declined";
-    return el("p", { class: `human-decision ${verdict}` }, el("b", { class: "by" }, String(d.by ?? "a person")), ` ${verdict} ${d.tool}(`, valueView(d.args), ")",
-      has(d, "after") ? el("span", { class: "before-after" }, " edited to ", el("ins", null, valueView(d.after))) : "",
-      has(d, "answer") ? el("span", null, ": ", valueView(d.answer)) : "",
-      d.note ? el("span", null, ` — note: ${d.note}`) : "", d.at ? el("span", { class: "muted" }, ` · at ${d.at}`) : "",
-      at !== null && at !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at) }, ` #${at}`) : "");
-  }
-  function toolErrorsView(rows, at) {
-    return el("ol", { class: "tool-errors" }, rows.map((r, i) => isObj(r)
-      ? el("li", { class: "tool-error" }, el("b", null, `${r.tool_name} · ${r.error_type}`), ` (call ${r.tool_call_id}, iteration ${r.iteration})`,
-        at && at[i] !== null && at[i] !== undefined ? el("button", { type: "button", class: "link", onclick: () => select(at[i]) }, ` #${at[i]}`) : "",
-        el("div", null, valueView(r.message)),
-        Array.isArray(r.traceback) ? el("pre", { class: "traceback" }, r.traceback.map(String).join("\n")) : "")
-      : el("li", null, valueView(r))));
-  }
+  // -- failure and pause ------------------------------------------------------------------
   if (P.failure) {
     const f = P.failure, panel = $("pause-panel");
     panel.hidden = false;
@@ -388,34 +322,18 @@
   if (P.pause) {
     const data = P.pause.data, panel = $("pause-panel");
     panel.hidden = false;
-    const q = isObj(data) && isObj(data.check_in) ? `${data.check_in.tool} needs a person: ${data.check_in.evidence ? data.check_in.evidence.will_do : ""}`
-      : isObj(data) && isObj(data.ask) ? String(data.ask.question) : null;
-    panel.append(section(`Paused at ${P.pause.stage_id} — pending question`, q ? el("p", { class: "question" }, q) : "", valueView(data)));
+    panel.append(section(`Paused at ${P.pause.stage_id} — pending question`, valueView(data)));
   }
-  const A = P.agent;
-  if (A) {
-    const panel = $("agent-panel");
-    panel.hidden = false;
-    for (const note of A.notes) panel.append(el("p", { class: "muted" }, note));
-    if (A.calls) panel.append(section(`Model calls (${A.calls.length})`, A.calls.map((call, k) => el("details", { class: "call", open: true },
-      el("summary", null, `call ${k + 1}`, call.commit !== null ? ` · written at #${call.commit}` : " · before this run"),
-      el("ul", { class: "msgs" }, call.inputs.map((i) => msgView(A.history[i], i, A.history_at)),
-        call.message === null ? answerView(call) : msgView(A.history[call.message], call.message, A.history_at),
-        call.results.map((i) => msgView(A.history[i], i, A.history_at)))))));
-    if (A.ledger) panel.append(section(`Ledger (${A.ledger.length} rows)`, ledgerView(A.ledger, A.ledger_at)));
-    if (A.tool_errors) panel.append(section(`Tool errors (${A.tool_errors.length}) — the model read only the message`, toolErrorsView(A.tool_errors, A.tool_errors_at)));
-    if (A.check_in) panel.append(checkInView(A.check_in.request, "Check-in — waiting for a decision"));
-    if (A.resumed) {
-      const r = A.resumed, p = r.paused, d = r.decision;
-      const title = p.kind === "ask_human" ? "Question answered" : p.kind === "ask" ? "Ask answered" : "Check-in answered";
-      panel.append(section(`${title} (this run resumed it)`,
-        el("p", null, `${p.kind} on ${p.tool_name} `, valueView(p.args), ` · request ${p.request_id || "?"}`),
-        isObj(d) ? humanView(d, r.decision_at) : el("p", { class: "muted" }, "no human decision recorded"),
-        r.result ? el("p", { class: "decision" }, el("b", null, "result: "), textView(r.result.content)) : el("p", { class: "muted" }, "no tool result recorded")));
-    }
-    if (A.decisions) panel.append(section(`Human decisions (${A.decisions.length})`,
-      el("ol", { class: "human-decisions" }, A.decisions.map((d, i) => el("li", null, isObj(d) ? humanView(d, A.decisions_at[i]) : valueView(d))))));
+  // -- panels: what a flowchart.viewer.Panel draws (its script registered a renderer first) ----
+  const api = { el, section, valueView, textView, select, isObj, has, story: $("story"), side: $("panel-side"), commits };
+  const renderers = self.flowchartPanels || {};
+  for (const [name, data] of Object.entries(P.panels || {})) {
+    if (typeof renderers[name] !== "function") continue;
+    try { renderers[name](api, data); }
+    catch (e) { $("panel-side").hidden = false; $("panel-side").append(el("p", { class: "failure" }, `panel ${name} failed: ${e}`)); }
   }
+  if ($("story").childElementCount) { $("story").hidden = false; document.body.classList.add("has-story"); }
+  if ($("panel-side").childElementCount) $("panel-side").hidden = false;
 
   // -- start -----------------------------------------------------------------------------------
   fitChart();

@@ -1,32 +1,42 @@
-"""The agent panels' data: model calls, tool results, the ledger, check-ins and pauses.
+"""The agent's view of a run in ``flowchart view``: the story first, then the chart.
 
 Law: everything here is READ from the trace — the final (replayed) state's ``history``,
 ``middleware_decisions``, ``human_decisions`` (who answered each pause, as committed) and
 ``tool_errors`` (the exceptions of tools that raised), the initial state's
-``paused_tool_call`` (a resumed run), the checkpoint's ``pause_data`` (a paused run) and
-the ``call-llm`` stage's commits (every model reply, the final answer too) —
-never recomputed or guessed. A value the
-trace hides (``"REDACTED"``) or that has an unexpected shape is reported as such, not
-repaired. ``written_at`` links a history message or ledger row to the commit whose ``append``
-added it or whose ``set`` first made the list that long (``None`` when it came with the initial
-state or was written another way).
+``paused_tool_call`` (a resumed run), the checkpoint's ``pause_data`` (a paused run), the
+``call-llm`` stage's commits (every model reply, the final answer too) and the answer's
+explanation (``agent.explain.explain_answer``, read from the same record) — never
+recomputed or guessed. A value the trace hides (``"REDACTED"``) or that has an unexpected
+shape is reported as such, not repaired. ``written_at`` links a history message or ledger
+row to the commit whose ``append`` added it or whose ``set`` first made the list that long
+(``None`` when it came with the initial state or was written another way).
+
+This module is the agent's ``flowchart.viewer.Panel`` (``PANEL``): the viewer knows no agent
+state key. ``agent view`` passes it; so does ``flowchart view --panel agent.viewer_panel:PANEL``.
+The page opens on the story — the question, the answer, why (the explanation), the model
+calls in order with what each was sent and returned, the tools with their results, the
+human decisions (who approved, when), the ledger — and the chart and timeline follow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
-from ..commits import Commit
+from flowchart import Commit, Trace
+from flowchart.viewer import Panel
 
-HISTORY = "history"
-LEDGER = "middleware_decisions"
-HUMAN = "human_decisions"
-PAUSED = "paused_tool_call"
-TOOL_ERRORS = "tool_errors"
+from .explain import ExplainError, explain_answer
+from .state import FINAL_CONTENT as FINAL
+from .state import HISTORY, TOOL_ERRORS
+from .state import HUMAN_DECISIONS as HUMAN
+from .state import LLM_LATEST_CONTENT as REPLY
+from .state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
+from .state import MIDDLEWARE_DECISIONS as LEDGER
+from .state import PAUSED_TOOL_CALL as PAUSED
+
 CALL_STAGE = "call-llm"
-REPLY = "llm_latest_content"
-REPLY_CALLS = "llm_latest_tool_calls"
 
 
 def written_at(commits: Sequence[Commit], key: str, initial: Any) -> list[int | None]:
@@ -157,6 +167,8 @@ def agent_panels(
     request = _check_in(pause_data)
     if request is not None:
         out["check_in"] = {"request": request, "status": "pending", "decision": None}
+    elif isinstance(pause_data, dict) and isinstance(pause_data.get("ask"), dict):
+        out["ask"] = dict(pause_data["ask"])
     elif isinstance(initial_state.get(PAUSED), dict):
         paused = initial_state[PAUSED]
         result = None
@@ -176,4 +188,66 @@ def agent_panels(
     return out
 
 
-__all__ = ["agent_panels", "model_calls", "with_unlisted_replies", "written_at"]
+TITLE_CHARS = 60
+
+
+def run_title(data: dict[str, Any]) -> str | None:
+    """An agent run is named by the user's first message (cut): "Agent run: Hi, I was …"."""
+    history = data.get("history")
+    if not isinstance(history, list):
+        return None
+    for message in history:
+        if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+            text = " ".join(message["content"].split())
+            return "Agent run: " + (text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…")
+    return "Agent run"
+
+
+def _question_and_answer(final_state: dict[str, Any], history: Any) -> tuple[Any, Any]:
+    question = None
+    if isinstance(history, list):
+        question = next((m.get("content") for m in history if isinstance(m, dict) and m.get("role") == "user"), None)
+    return question, final_state.get(FINAL) or None  # "" until the run answers
+
+
+def explanation(trace: Trace) -> dict[str, Any] | None:
+    """The answer's explanation (``AnswerExplanation.to_dict`` plus its text), or ``None`` when
+    the run made no model call (a paused run explains its latest call)."""
+    try:
+        explained = explain_answer(trace)
+    except ExplainError:
+        return None
+    return {**explained.to_dict(), "text": explained.format()}
+
+
+def build(trace: Trace) -> dict[str, Any] | None:
+    """The agent panel's data for ``trace``, or ``None`` when it is not an agent run."""
+    checkpoint = trace.checkpoint
+    final = trace.final_state
+    data = agent_panels(final, trace.initial_state, trace.commit_log, checkpoint.pause_data if checkpoint else None)
+    if data is None:
+        return None
+    data["question"], data["answer"] = _question_and_answer(final, final.get(HISTORY))
+    data["explanation"] = explanation(trace)
+    return data
+
+
+def _static(name: str) -> str:
+    return resources.files("agent").joinpath(name).read_text(encoding="utf-8")
+
+
+PANEL = Panel(
+    name="agent", build=build, script=_static("viewer_panel.js"), title=run_title, style=_static("viewer_panel.css")
+)
+"""The agent's viewer panel: ``write_page(trace, path, [PANEL])``."""
+
+__all__ = [
+    "PANEL",
+    "agent_panels",
+    "build",
+    "explanation",
+    "model_calls",
+    "run_title",
+    "with_unlisted_replies",
+    "written_at",
+]
