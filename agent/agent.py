@@ -12,7 +12,7 @@ The public hooks ``run_recorders``, ``chart_options``, ``arun_turn``, ``finish_r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -36,14 +36,37 @@ if TYPE_CHECKING:
     from .builder import AgentBuilder
 
 
-@attrs.frozen
+def _worded(lines: Any) -> list[str]:
+    return list(lines()) if callable(lines) else lines
+
+
+@attrs.frozen(repr=False)
 class AgentSnapshot:
-    """The last run of an agent: its ``shared_state``, ``commit_log`` and ``narrative`` lines."""
+    """The last run of an agent: its ``shared_state``, ``commit_log`` and ``narrative`` lines.
+
+    ``narrative`` may be given as the run's narrative recorder's ``lines`` (a callable): the
+    lines are then worded the first time they are asked for, not at the end of every run.
+    """
 
     shared_state: dict[str, Any]
     commit_log: list[Any]
-    narrative: list[str]
+    _narrative: list[str] | Callable[[], list[str]] = attrs.field(alias="narrative", eq=_worded)
     result: RunResult = attrs.field(repr=False)
+
+    @property
+    def narrative(self) -> list[str]:
+        """The run's narrative lines (worded on first use, then kept)."""
+        lines = self._narrative
+        if callable(lines):
+            lines = list(lines())
+            object.__setattr__(self, "_narrative", lines)  # a cache of what the run already decided
+        return lines
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentSnapshot(shared_state={self.shared_state!r}, commit_log={self.commit_log!r}, "
+            f"narrative={self.narrative!r})"
+        )
 
 
 class Agent:
@@ -344,7 +367,8 @@ class Agent:
         (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
         if self.store is None and conversations.CONVERSATION in result.state:
             self._conversations.settle(result)  # an in-memory conversation turn ended or paused
-        lines = recorders[0].lines() if self.narrative else []
+        # the narrative is worded when last_snapshot().narrative is first read, not here
+        lines = recorders[0].lines if self.narrative else []
         self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
         state = result.state
         if MESSAGE_DENIED_PHASE in state:

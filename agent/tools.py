@@ -181,24 +181,28 @@ def validate_args(args: Any, schema: Mapping[str, Any], path: str = "", *, root:
     ``additionalProperties``, ``items``, ``minimum``/``maximum``, ``minLength``/``maxLength``,
     ``minItems``/``maxItems``; other keywords pass. ``root`` names the whole value in messages.
     """
-    where = f"'{path}'" if path else root
     expected = schema.get("type")
-    if expected is not None and not _has_type(args, expected):
-        kinds = expected if isinstance(expected, list) else [expected]
-        return [f"{where}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
+    if expected is not None:
+        check = _JSON_TYPES.get(expected) if type(expected) is str else None
+        if not (check(args) if check is not None else _has_type(args, expected)):
+            kinds = expected if isinstance(expected, list) else [expected]
+            return [f"{_where(path, root)}: expected {' or '.join(kinds)}, got {_type_name(args)}"]
     issues: list[str] = []
-    if "enum" in schema and args not in schema["enum"]:
-        issues.append(f"{where}: expected one of {json.dumps(schema['enum'])}, got {_shown(args)}")
-    if "const" in schema and args != schema["const"]:
-        issues.append(f"{where}: expected {json.dumps(schema['const'])}, got {_shown(args)}")
-    branches = schema.get("anyOf")
-    if isinstance(branches, list) and branches:
-        found = [validate_args(args, b, path, root=root) for b in branches if isinstance(b, Mapping)]
-        if found and all(found):
-            issues.append(f"{where}: matches none of the {len(found)} allowed shapes ({found[0][0]})")
-    issues.extend(_bounds(args, schema, where))
-    prefix = path + "." if path else ""
+    if not _RARE_KEYWORDS.isdisjoint(schema):
+        where = _where(path, root)
+        if "enum" in schema and args not in schema["enum"]:
+            issues.append(f"{where}: expected one of {json.dumps(schema['enum'])}, got {_shown(args)}")
+        if "const" in schema and args != schema["const"]:
+            issues.append(f"{where}: expected {json.dumps(schema['const'])}, got {_shown(args)}")
+        branches = schema.get("anyOf")
+        if isinstance(branches, list) and branches:
+            found = [validate_args(args, b, path, root=root) for b in branches if isinstance(b, Mapping)]
+            if found and all(found):
+                issues.append(f"{where}: matches none of the {len(found)} allowed shapes ({found[0][0]})")
+    if not _BOUND_KEYWORDS.isdisjoint(schema):
+        issues.extend(_bounds(args, schema, _where(path, root)))
     if isinstance(args, dict):
+        prefix = path + "." if path else ""
         for key in schema.get("required", ()):
             if key not in args:
                 issues.append(f"'{prefix}{key}' is required but missing")
@@ -226,6 +230,15 @@ _BOUNDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], Any], str, bool
     ("minItems", _JSON_TYPES["array"], len, "at least {} items long", True),
     ("maxItems", _JSON_TYPES["array"], len, "at most {} items long", False),
 )
+
+# the keywords a schema rarely has: a schema without any costs one set operation for each group
+_BOUND_KEYWORDS = frozenset(keyword for keyword, *_rest in _BOUNDS)
+_RARE_KEYWORDS = frozenset(("enum", "const", "anyOf"))
+
+
+def _where(path: str, root: str) -> str:
+    """How a message names the value at ``path``: ``'a.b'``, or ``root`` for the whole value."""
+    return f"'{path}'" if path else root
 
 
 def _bounds(value: Any, schema: Mapping[str, Any], where: str) -> list[str]:

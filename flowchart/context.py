@@ -150,7 +150,8 @@ class StageContext:
 
         The payload is copied (and checked) only when somebody listens.
         """
-        if self._traverser.run.observers.emits:
+        observers = self._traverser.run.observers
+        if observers.emits and (observers.emit_names is None or name in observers.emit_names):
             self._traverser.emit(self, name, copy_json(payload) if payload is not None else None)
 
     def __repr__(self) -> str:

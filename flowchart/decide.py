@@ -84,20 +84,24 @@ class _InputCapture:
             self.inner.write(key, value, operation)
 
 
+def _hides_nothing(_key: str) -> bool:
+    return False
+
+
 def _hides(scope: Scope) -> Callable[[str], bool]:
     hides = getattr(transaction_of(scope), "hides", None)
-    return hides if callable(hides) else (lambda _key: False)
+    return hides if callable(hides) else _hides_nothing
 
 
 def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, Any]:
     if "then" not in rule or "when" not in rule:
         raise ValueError(f"rule {index} needs 'when' and 'then' keys, got {sorted(rule)}")
     when = rule["when"]
-    entry: dict[str, Any] = {"rule_index": index, "branch": rule["then"]}
     label = rule.get("label")
     if callable(when):
         txn = transaction_of(scope)
-        capture = _InputCapture(txn.observer, _hides(scope))
+        hides = getattr(txn, "hides", None)
+        capture = _InputCapture(txn.observer, hides if callable(hides) else _hides_nothing)
         txn.observer = capture
         try:
             matched = bool(when(scope))
@@ -106,9 +110,10 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
             matched, error = False, f"{type(exc).__name__}: {exc}"
         finally:
             txn.observer = capture.inner
-        entry = {
+        entry: dict[str, Any] = {
             "type": "function",
-            **entry,
+            "rule_index": index,
+            "branch": rule["then"],
             "matched": matched,
             "label": label,
             "inputs": list(capture.inputs.values()),
@@ -116,6 +121,7 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
         if error is not None:
             entry["match_error"] = error
         return entry
+    entry = {"rule_index": index, "branch": rule["then"]}
     if not isinstance(when, Mapping):
         raise TypeError(f"rule {index}: 'when' must be a filter dict or a callable, got {type(when).__name__}")
     hides = _hides(scope)

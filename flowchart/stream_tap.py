@@ -65,6 +65,7 @@ class StreamTap:
         #: True when the run can be cancelled mid-way (it awaits): commits are kept, stage starts checked
         self.guards = False
         self.cancel_requested = False
+        self.emit_names: frozenset[str] | None = None
         self._bind_all()
         if narrative is not None and "narrative" in kinds:
             narrative.follow(self._line)
@@ -87,6 +88,7 @@ class StreamTap:
             bound = self._bind(hook)
             if bound is not None:
                 setattr(self, hook, bound)
+        self.emit_names = self._emit_names()
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
             self.snapshot_view = snapshot
@@ -97,6 +99,14 @@ class StreamTap:
 
     #: the tap's own emit hook is live; the narrative it wraps takes its operations in a batch
     live_operations = True
+
+    def _emit_names(self) -> frozenset[str] | None:
+        """The emit names this tap streams (``None``: all), so the engine skips the others."""
+        if callable(getattr(self.narrative, "on_emit", None)) or "emit" in self.kinds:
+            return None  # a narrative that tells emits, or plain emit events: every name
+        if self.translate is None:
+            return frozenset()
+        return frozenset(name for name, kind in self.emit_kinds.items() if kind in self.kinds)
 
     def _bind(self, hook: str) -> Callable[[Any], None] | None:
         mine = self._own_hook(hook)

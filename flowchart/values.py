@@ -85,23 +85,15 @@ def copy_json(value: Any, where: str = "") -> Any:
 
 def _copy(value: Any) -> Any:
     # the path is only built when something is wrong: a copy that succeeds formats nothing
+    # containers first: callers copy primitives and ASCII strings inline, so what reaches
+    # here is mostly a dict or a list (no scalar is an instance of either)
     kind = type(value)
-    if kind in _PRIMITIVES:
-        return value
-    if kind is str:
-        if _text(value):
-            return value
-        raise _Unsafe(_not_text(value))
-    if kind is float:
-        if math.isfinite(value):
-            return value
-        raise _Unsafe(f"a non-finite float ({value})")
     if kind is dict or isinstance(value, dict):
         out = {}
         for k, v in dict.items(value):
             if type(k) is not str:
                 raise _Unsafe(f"a non-string dict key {k!r}")
-            if not _text(k):
+            if not k.isascii() and not _text(k):  # the ASCII test inline: one C call per key
                 raise _Unsafe(f"a dict key that is {_not_text(k)}")
             try:
                 out[k] = v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v)
@@ -119,6 +111,16 @@ def _copy(value: Any) -> Any:
                 bad.path.append(f"[{i}]")
                 raise
         return copied
+    if kind in _PRIMITIVES:
+        return value
+    if kind is str:
+        if _text(value):
+            return value
+        raise _Unsafe(_not_text(value))
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _Unsafe(f"a non-finite float ({value})")
     if isinstance(value, _SCALARS):  # subclasses such as IntEnum / StrEnum
         if isinstance(value, str) and not _text(value):
             raise _Unsafe(_not_text(value))

@@ -25,18 +25,27 @@ Hook = Callable[[Any], Any]
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "emits", "has_data", "has_ops", "snapshot")
+    __slots__ = ("_hooks", "any", "emit_names", "emits", "has_data", "has_ops", "live_ops", "snapshot")
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
         #: somebody takes emits: live (``on_emit``) or in a batch (a batched recorder with ``on_emit``)
         self.emits = False
+        #: the emit names somebody takes (``None``: every name). A recorder may say which it
+        #: wants with an ``emit_names`` frozenset (a stream filtered by ``modes=``); one without
+        #: it takes them all. Emits nobody takes are neither copied nor delivered
+        self.emit_names: frozenset[str] | None = frozenset()
         for recorder in recorders:
             batched = callable(getattr(recorder, "on_stage_ops", None)) and not getattr(
                 recorder, "live_operations", False
             )
             if callable(getattr(recorder, "on_emit", None)):
                 self.emits = True
+                wanted = getattr(recorder, "emit_names", None)
+                if wanted is None or self.emit_names is None:
+                    self.emit_names = None
+                else:
+                    self.emit_names = self.emit_names | wanted
             for name in ALL_HOOKS:
                 if batched and name in OPERATION_HOOKS:
                     continue
@@ -52,6 +61,8 @@ class Observers:
         takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
         if len(takers) == 1:
             self.snapshot = getattr(takers[0], "snapshot_view", None)
+        #: somebody takes reads or writes one event each (the transaction then reports every operation)
+        self.live_ops = "on_read" in self._hooks or "on_write" in self._hooks
         self.has_data = any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )

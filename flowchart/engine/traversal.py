@@ -251,7 +251,8 @@ class Traverser:
                 txn.snapshot = observers.snapshot
         if observers.has_data:
             tctx = self.context(node, rid)
-            txn.observer = _StageRecorder(self, tctx)
+            if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
+                txn.observer = _StageRecorder(self, tctx)
             if observers.wants("on_stage_start"):
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id

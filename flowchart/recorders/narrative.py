@@ -238,7 +238,8 @@ class NarrativeRecorder:
         where a copy of a growing list would cost its length at every append. A noted key,
         a renderer or a custom ``format_value`` gets the plain value as it was.
         """
-        if not self._summarizes or key in self.notes:
+        # ``_summarizes`` inline: this runs for every container a narrated stage reads
+        if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
             return plain(view)
         return _Told(summarize_value(view, self.max_value_length))
 
@@ -598,7 +599,7 @@ class _Followed(list):
         self.on_entry = on_entry
 
     def append(self, entry: Any) -> None:
-        super().append(entry)
+        list.append(self, entry)  # not super(): this runs for every line a stream tells
         self.on_entry(entry)
 
 
