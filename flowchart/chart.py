@@ -58,7 +58,9 @@ class Launcher(Protocol):
     def resume_run(self, chart: FlowChart, run_id: str, input: Any, options: RunOptions) -> RunResult: ...
     def stream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> RunStream: ...
     def astream(self, chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> AsyncRunStream: ...
-    def fork(self, chart: FlowChart, source: Any, at: int, patch: Any, options: RunOptions) -> RunResult: ...
+    def fork(
+        self, chart: FlowChart, source: Any, at: int | tuple[int, ...], patch: Any, options: RunOptions
+    ) -> RunResult: ...
 
 
 _bound: list[Launcher] = []
@@ -325,7 +327,7 @@ class FlowChart:
     def fork(
         self,
         source: Any,
-        at: int,
+        at: int | tuple[int, ...],
         patch: Mapping[str, Any] | None = None,
         *,
         env: Mapping[str, Any] | None = None,
@@ -338,8 +340,9 @@ class FlowChart:
         run_id: str | None = None,
     ) -> RunResult:
         """A new run that continues ``source`` (a ``Trace``, a ``RunResult`` or a run id in
-        ``store``) after its commit ``at``, with ``patch`` (state key → JSON value) written
-        as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
+        ``store``) after its commit ``at`` — or, with ``at = (m, j)``, after commit ``j`` of the
+        subflow whose mount committed at ``m`` — with ``patch`` (state key → JSON value)
+        written as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
         recorded there with its lineage. See docs/durable.md."""
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
         return _launcher().fork(self, source, at, patch, options)

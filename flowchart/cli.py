@@ -7,7 +7,7 @@
     flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
     flowchart view TRACE [-o PAGE] [--open] [--panel MODULE:ATTR]
                                            one self-contained HTML page of the run
-    flowchart fork TRACE --chart MODULE:ATTR --at K [--set KEY=JSON ...] [--out FILE]
+    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--out FILE]
                                            run on from commit K with edited values
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
@@ -151,13 +151,22 @@ def parse_set(text: str) -> tuple[str, Any]:
         raise CliError(f"--set {key}: the value is not JSON: {exc}") from None
 
 
+def _at(text: str) -> int | tuple[int, ...]:
+    """``--at``: ``K``, or ``M,J[,...]`` for a commit inside a subflow's log."""
+    try:
+        path = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise CliError(f"--at {text}: expected a commit index K or a path M,J (ints)") from None
+    return path[0] if len(path) == 1 else path
+
+
 def cmd_fork(args: argparse.Namespace) -> str:
     """``fork``: a new run of ``--chart`` from commit ``--at`` of TRACE with ``--set`` values."""
     trace = _load(args.trace)
     patch = dict(parse_set(item) for item in args.set or ())
     chart = load_chart(args.chart)
     try:
-        result = chart.fork(trace, at=args.at, patch=patch or None)
+        result = chart.fork(trace, at=_at(args.at), patch=patch or None)
     except FlowchartError as exc:
         raise CliError(str(exc)) from None
     if args.out:
@@ -217,7 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("fork", cmd_fork, "Run the chart on from a commit of TRACE, with edited values.")
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("--chart", required=True, metavar="MODULE:ATTR", help="the chart the trace is a run of")
-    sub.add_argument("--at", type=int, required=True, metavar="K", help="the commit to fork at (-1: the start)")
+    sub.add_argument(
+        "--at", required=True, metavar="K",
+        help="the commit to fork at (-1: the start); M,J: commit J of the subflow mounted at commit M",
+    )  # fmt: skip
     sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
     sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
     return parser

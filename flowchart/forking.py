@@ -6,6 +6,9 @@ Laws:
 - The fork's state is ``replay(log, upto=at)`` with ``patch`` applied as the fork's
   first commit; it continues at the stage that followed commit ``at`` (``engine.positions``)
   with the parent's counters there. No stage at or before ``at`` runs again.
+- ``at`` may be a path ``(m, j)``: commit ``j`` of the log of the subflow whose mount
+  committed at ``m`` (``(m, j, k)`` one subflow deeper). The patch is then applied to
+  that subflow's state, ``replay(subflow log, upto=j, initial=its mapped input)``.
 - A source whose log does not start at the chart's root (a resumed segment, a fork's own
   result) is refused naming what to fork instead; a stored run has the whole log.
 - With a store the fork is recorded there as a run of its own whose log is the parent's
@@ -43,6 +46,8 @@ class ForkSource:
     subflows: Mapping[str, Sequence[Commit]] | None
     ended_early: str | None
     initial_state: dict[str, Any]
+    #: each subflow execution's initial state (its mapped input), by mount runtime id
+    subflow_initials: Mapping[str, Mapping[str, Any]] = attrs.Factory(dict)
 
 
 def source_of(source: Any, store: RunStore | None) -> ForkSource:
@@ -55,18 +60,20 @@ def source_of(source: Any, store: RunStore | None) -> ForkSource:
         if source.failure is not None:
             ended = "that stage failed: fork at the commit before it to run it again"
         subs = {rid: tuple(sub.commit_log) for rid, sub in source.subflows.items()}
+        initials = {rid: sub.initial_state for rid, sub in source.subflows.items()}
         return ForkSource(
             source.run_id, source.chart_fingerprint, tuple(source.commit_log), dict(source.run_input), subs, ended,
-            dict(source.initial_state),
+            dict(source.initial_state), initials,
         )  # fmt: skip
     if isinstance(source, RunResult):
         ended = "the run paused there" if source.paused else None
         if source.failure is not None:
             ended = "that stage failed: fork at the commit before it to run it again"
-        subs = {k: tuple(v.commit_log) for k, v in source.subflow_results.items() if k == v.runtime_stage_id}
+        mine = {k: v for k, v in source.subflow_results.items() if k == v.runtime_stage_id}
+        subs = {k: tuple(v.commit_log) for k, v in mine.items()}
         return ForkSource(
             source.run_id, source.chart.fingerprint, tuple(source.commit_log), dict(source.args), subs, ended,
-            dict(source.initial_state),
+            dict(source.initial_state), {k: v.initial for k, v in mine.items()},
         )  # fmt: skip
     if isinstance(source, str):
         if store is None:
@@ -75,15 +82,35 @@ def source_of(source: Any, store: RunStore | None) -> ForkSource:
         ended = {"paused": "the run paused there", "failed": "that stage failed: fork at the commit before it"}.get(
             record.status
         )
+        subs = {rid: tuple(sub.commit_log) for rid, sub in record.subflows.items()}
+        initials = {rid: sub.initial_state for rid, sub in record.subflows.items()}
         return ForkSource(
-            record.run_id, record.chart_fingerprint, tuple(record.commit_log), dict(record.input), None, ended, {}
-        )
+            record.run_id, record.chart_fingerprint, tuple(record.commit_log), dict(record.input), subs or None, ended,
+            {}, initials,
+        )  # fmt: skip
     raise TypeError(f"fork(source): expected a Trace, a RunResult or a stored run id, got {type(source).__name__}")
 
 
-def prepare(chart: FlowChart, source: Any, at: int, store: RunStore | None) -> tuple[ForkSource, Any, dict[str, Any]]:
+def address(at: Any) -> int | tuple[int, ...]:
+    """``at`` as a commit index, or a path into subflow logs: ``(9, 1)`` is commit 1 of the
+    log of the subflow whose mount committed at commit 9 (``(9, 1, 0)`` one level deeper)."""
+    if isinstance(at, (tuple, list)):
+        if not at or not all(isinstance(k, int) and not isinstance(k, bool) for k in at):
+            raise TypeError(f"fork(at=...) as a path must be commit indexes (ints), got {at!r}")
+        return at[0] if len(at) == 1 else tuple(at)
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise TypeError(
+            f"fork(at=...) must be a commit index (an int), got {type(at).__name__}; a commit inside a "
+            "subflow is a tuple of ints, e.g. (9, 1): commit 1 of the subflow mounted at commit 9"
+        )
+    return at
+
+
+def prepare(chart: FlowChart, source: Any, at: Any, store: RunStore | None) -> tuple[ForkSource, Any, dict[str, Any]]:
     """Check ``source`` against ``chart`` and locate ``at``: (source, position, state at ``at``)."""
-    from .engine.positions import locate
+    from .engine.positions import locate, locate_inside
+
+    at = address(at)
 
     src = source_of(source, store)
     if src.fingerprint != chart.fingerprint:
@@ -96,6 +123,12 @@ def prepare(chart: FlowChart, source: Any, at: int, store: RunStore | None) -> t
             f"run '{src.run_id}' did not start at the chart's root (it is a resumed segment or a fork): "
             "its log cannot be walked from the start; fork the stored run (store=...) or the original run"
         )
+    if isinstance(at, tuple):
+        inside = locate_inside(
+            chart, src.commit_log, at, initial={}, ended_early=src.ended_early, subflows=src.subflows,
+            initials=src.subflow_initials,
+        )  # fmt: skip
+        return src, inside, inside.state
     position = locate(chart, src.commit_log, at, ended_early=src.ended_early, subflows=src.subflows)
     state = replay(src.commit_log, upto=at) if at >= 0 else {}
     return src, position, state
@@ -104,7 +137,7 @@ def prepare(chart: FlowChart, source: Any, at: int, store: RunStore | None) -> t
 def fork_chart(
     chart: FlowChart,
     source: Any,
-    at: int,
+    at: int | tuple[int, ...],
     patch: Mapping[str, Any] | None,
     options: RunOptions,
     *,
@@ -116,6 +149,7 @@ def fork_chart(
     from .engine.forkrun import fork_run
 
     store = options.store
+    at = address(at)
     src, position, state = prepare(chart, source, at, store)
 
     def make(concurrent: bool) -> Any:

@@ -71,7 +71,7 @@ def astream(chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> As
     return AsyncRunStream(chart_plan(chart, input, modes, options))
 
 
-def fork(chart: FlowChart, source: Any, at: int, patch: Any, options: RunOptions) -> RunResult:
+def fork(chart: FlowChart, source: Any, at: int | tuple[int, ...], patch: Any, options: RunOptions) -> RunResult:
     """``chart.fork``: continue a recorded run after commit ``at`` (``forking.py``), recorded in
     ``options.store`` with its lineage when there is one."""
     return fork_chart(chart, source, at, patch, options)

@@ -12,6 +12,12 @@ Laws:
 - Then the traversal goes on at the position after commit k (``positions``): the stage
   that followed it, or the children of the fork/selector that committed at k, with the
   counters the parent held there; no stage at or before commit k runs again.
+- A fork inside a subflow (``MountPoint``) re-enters the mount the way a resume does
+  (``subflows.Reentry``: no input mapper, the mount keeps its runtime id): the top-level
+  fork commit carries the lineage and no ops (the parent level's state is unchanged);
+  the patch is the first commit of the subflow's own log (stage id ``<mount>/fork``),
+  then the subflow goes on after its inner commit, then the mount's output mapper and
+  the rest of the parent.
 - The fork ends like any run (result, pause with a checkpoint, or the error re-raised).
 """
 
@@ -30,7 +36,8 @@ from ..result import RunResult
 from ..scope import Transaction
 from .entry import _finish, _root_context
 from .observers import NO_OBSERVERS, Observers
-from .positions import Position
+from .positions import MountPoint, Position
+from .retrying import unwind
 from .run_state import Run
 from .traversal import Traverser, _redacted_ops, _StageRecorder
 
@@ -80,9 +87,18 @@ async def continue_at(top: Traverser, position: Position) -> Any:
     return await top.walk(node, cont, invoker)
 
 
+def _lineage(position: Position | MountPoint) -> Any:
+    return list(position.at) if isinstance(position, MountPoint) else position.at
+
+
+def _innermost(point: MountPoint) -> tuple[Position, dict[str, Any]]:
+    inner = point.inner
+    return (inner, point.inner_state) if isinstance(inner, Position) else _innermost(inner)
+
+
 async def fork_run(
     chart: FlowChart,
-    position: Position,
+    position: Position | MountPoint,
     state: dict[str, Any],
     run_input: dict[str, Any],
     patch: Mapping[str, Any] | None,
@@ -93,7 +109,10 @@ async def fork_run(
 ) -> RunResult:
     """Start the fork of ``parent_run_id`` at ``position`` over ``state`` with ``patch``."""
     readonly = frozenset(run_input)
-    txn = patch_ops(state, patch, readonly)  # refused here, before a run exists
+    if isinstance(position, MountPoint):  # the patch goes into the innermost subflow's state
+        txn = patch_ops(_innermost(position)[1], patch, frozenset())  # refused here, before a run exists
+    else:
+        txn = patch_ops(state, patch, readonly)
     observers = Observers(options.recorders) if options.recorders else NO_OBSERVERS
     run = Run(
         options, observers=observers, concurrent=concurrent, counter=position.counter,
@@ -102,14 +121,71 @@ async def fork_run(
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=readonly)
     if observers.any:
         observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
-    _fork_commit(top, txn, parent_run_id, position)
+    if isinstance(position, MountPoint):
+        lineage = _lineage(position)
+        _fork_commit(top, Transaction(state, readonly=readonly), parent_run_id, lineage, position.counter)
+        entry = ForkEntry(position, txn, parent_run_id)
+        return await _finish(chart, run, top, lambda: continue_in_mount(top, position, entry), run_input)
+    _fork_commit(top, txn, parent_run_id, position.at, position.counter)
     return await _finish(chart, run, top, lambda: continue_at(top, position), run_input)
 
 
-def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position: Position) -> Commit:
+class ForkEntry:
+    """The ``subflows.Reentry`` of a fork inside a subflow: the subflow's state at the inner
+    commit, then (innermost) the patch as its first commit and the walk on from there."""
+
+    def __init__(self, point: MountPoint, txn: Transaction, parent_run_id: str) -> None:
+        self.point = point
+        self.txn = txn
+        self.parent_run_id = parent_run_id
+
+    def seed(self, full: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        point = self.point
+        if isinstance(point.inner, MountPoint):
+            return point.inner.state, dict(point.args)
+        return point.inner_state, dict(point.args)  # the state ``txn`` was staged over
+
+    async def enter(self, inner: Traverser) -> Any:
+        point = self.point
+        if isinstance(point.inner, MountPoint):
+            deeper = ForkEntry(point.inner, self.txn, self.parent_run_id)
+            return await continue_in_mount(inner, point.inner, deeper)
+        _fork_commit(inner, self.txn, self.parent_run_id, list(point.at), point.inner.counter)
+        return await continue_at(inner, point.inner)
+
+
+async def continue_in_mount(top: Traverser, point: MountPoint, entry: ForkEntry) -> Any:
+    """Re-enter the mount ``point.node`` under its own runtime id (as a resume does), commit
+    its merge-back, then walk on after it."""
+    node, rid, cont, invoker = point.node, point.rid, point.cont, point.invoker
+    top._rids[id(node)] = rid
+    try:
+        output, txn, error = await top.run_mount(node, rid, (), entry)
+        top.commit(node, rid, txn)
+        if error is not None:
+            top.fail(node, rid, error)
+            raise error
+    except PauseSignal as signal:
+        signal.push(top.frame(node, "mount", cont, invoker, ()))
+        raise
+    except Exception as exc:
+        unwind(top, node, exc, cont, invoker, ())
+        raise
+    if top.stopped:
+        return output
+    nxt, nxt_cont, nxt_invoker = top.follow(node, rid, cont)
+    if nxt is None:
+        return output
+    return await top.walk(nxt, nxt_cont, nxt_invoker)
+
+
+def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, at: Any, counter: int) -> Commit:
     ops = txn.commit()
-    rid = f"{FORK_STAGE}#{position.counter}"
-    ctx = TraversalContext(top.run.run_id, FORK_STAGE, rid, FORK_NAME)
+    full = top.prefix + FORK_STAGE
+    rid = f"{full}#{counter}"
+    ctx = TraversalContext(
+        top.run.run_id, full, rid, FORK_NAME, subflow_path=top.subflow_path, depth=len(top.subflow_path)
+    )
     observers = top.run.observers
     written = [
         ("write", key, top.state[key], "set", False) if key in top.state else ("write", key, None, "delete", False)
@@ -122,14 +198,17 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, position:
     redacted: tuple[str, ...] = ()
     if ops and top.run.redacting:
         ops, redacted = top._redact(ops, 0)
-    decision = {"forked_from": parent_run_id, "at": position.at}
-    commit = Commit(len(top.commit_log), FORK_NAME, FORK_STAGE, rid, tuple(ops), (), redacted, decision)
+    decision = {"forked_from": parent_run_id, "at": at}
+    commit = Commit(len(top.commit_log), FORK_NAME, full, rid, tuple(ops), (), redacted, decision)
     top.commit_log.append(commit)
     if observers.has_ops and written:  # the same writes to a batch recorder, once
         batch = _redacted_ops(top.run.redaction, written) if top.run.redacting else written
         observers.emit("on_stage_ops", StageOpsEvent(ctx, batch))
     if observers.wants("on_stage_executed"):
-        why = f"forked from run {parent_run_id} at commit {position.at}"
+        shown = at if isinstance(at, int) else "(" + ", ".join(str(k) for k in at) + ")"
+        why = f"forked from run {parent_run_id} at commit {shown}"
+        if top.prefix:
+            why = f"the fork of run {parent_run_id} at commit {shown} patched this subflow"
         observers.emit("on_stage_executed", StageExecutedEvent(ctx, FORK_NAME, why, "linear"))
     if observers.wants("on_commit"):
         observers.emit("on_commit", CommitEvent(ctx, commit))

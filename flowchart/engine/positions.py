@@ -10,6 +10,11 @@ Laws:
   invoker the traversal would hold there), or the children of a fork or selector whose
   parent committed at k. Its counters are the run's at that boundary: the execution
   counter (the runtime id the next stage takes), the visit counts and the loop counts.
+- Inside a subflow (``locate_inside``, ``at = (m, j)``) the same walk runs over the
+  subflow's own log, under the mount that committed at ``m`` — which must have run on its
+  own (a plain stage or a decider branch, not a parallel child); the counters are the
+  parent's before the mount, the mount's visit and the subflow's at ``j``, and the next
+  runtime id is the next stamp after the boundary, at whatever level it comes.
 - A boundary that is not a resume point — between the children of one parallel batch,
   between a paused stage and its resume, after the commit of the stage that failed or
   paused last — is a ``ForkError`` naming the nearest valid commits.
@@ -17,7 +22,7 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -43,7 +48,12 @@ class Position:
 
 
 def _is_fork(commit: Commit) -> bool:
-    return commit.stage_id == "fork" and isinstance(commit.decision, dict) and "forked_from" in commit.decision
+    """A fork's own commit: ``fork`` at the top, ``<mount>/fork`` for a fork inside a subflow."""
+    return (
+        commit.stage_id.rpartition("/")[2] == "fork"
+        and isinstance(commit.decision, dict)
+        and "forked_from" in commit.decision
+    )
 
 
 def _rid_index(rid: str) -> int:
@@ -219,18 +229,24 @@ def locate(
     *,
     ended_early: str | None = None,
     subflows: Mapping[str, Sequence[Commit]] | None = None,
+    prefix: str = "",
+    label: Callable[[int], str] = str,
 ) -> Position:
     """The position after commit ``at`` (``-1``: before the first) of a run of ``chart``.
 
     ``ended_early`` says why the log's last commit is not a resume point (the run paused
     or failed there); ``subflows`` maps a mount's runtime id to its own log, so the counts
-    of stages inside subflows carry over (without it they start afresh).
+    of stages inside subflows carry over (without it they start afresh). ``prefix`` is the
+    stage-id prefix of a subflow's log and ``label`` names a commit in messages.
     """
     if isinstance(at, bool) or not isinstance(at, int):
         raise TypeError(f"fork(at=...) must be a commit index (an int), got {type(at).__name__}")
     if not -1 <= at < len(log):
-        raise ForkError(f"commit {at} is out of range: the log has {len(log)} commits (fork at -1..{len(log) - 1})")
-    walk = _Walk(chart, log, "", subflows)
+        raise ForkError(
+            f"commit {label(at)} is out of range: the log has {len(log)} commits "
+            f"(fork at {label(-1)}..{label(len(log) - 1)})"
+        )
+    walk = _Walk(chart, log, prefix, subflows)
     walk.run()
     if ended_early is not None and log:
         walk.invalid[len(log) - 1] = ended_early
@@ -239,9 +255,122 @@ def locate(
         valid = sorted(k for k in walk.after if k not in walk.invalid)
         below = [k for k in valid if k < at][-1:]
         above = [k for k in valid if k > at][:1]
-        near = " or ".join(str(k) for k in (*below, *above)) or "none"
-        raise ForkError(f"commit {at} is not a fork point ({why}); the nearest valid commits are {near}")
+        near = " or ".join(label(k) for k in (*below, *above)) or "none"
+        raise ForkError(f"commit {label(at)} is not a fork point ({why}); the nearest valid commits are {near}")
     node, cont, invoker, children = walk.after[at]
     visits, loops = walk.counts[at]
     counter = _rid_index(log[at + 1].runtime_stage_id) if at + 1 < len(log) else walk.max_rid + 1
     return Position(at, node, cont, invoker, children, max(counter, 0), visits, loops)
+
+
+@attrs.frozen
+class MountPoint:
+    """A fork inside a subflow: the mount ``node`` that committed at ``at[0]`` of its level
+    (its runtime id ``rid`` kept, with the ``cont`` and ``invoker`` the traversal held),
+    the level's ``state`` before that mount, the subflow's ``args`` (its mapped input) and
+    ``inner``, where to go on inside the subflow (a ``Position``, or a ``MountPoint`` for
+    a nested subflow) over ``inner_state``. The counters are the run's at that boundary."""
+
+    at: tuple[int, ...]
+    node: StageNode
+    rid: str
+    cont: StageNode | None
+    invoker: str | None
+    state: dict[str, Any]
+    args: dict[str, Any]
+    inner: Position | MountPoint
+    inner_state: dict[str, Any]
+    counter: int
+    visit_counts: dict[str, int]
+    loop_counts: dict[str, int]
+
+
+def _address(path: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(k) for k in path) + ")"
+
+
+def _summed(*counts: Mapping[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for count in counts:
+        for key, value in count.items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def locate_inside(
+    chart: Any,
+    log: Sequence[Commit],
+    at: tuple[int, ...],
+    *,
+    initial: Mapping[str, Any],
+    ended_early: str | None,
+    subflows: Mapping[str, Sequence[Commit]] | None,
+    initials: Mapping[str, Mapping[str, Any]],
+    prefix: str = "",
+    above: tuple[int, ...] = (),
+) -> MountPoint:
+    """The position after commit ``at[-1]`` of the subflow whose mount committed at ``at[0]``
+    of ``log`` (and so on down for nested subflows): ``at = (9, 1)`` is commit 1 of the
+    log of the subflow mounted at commit 9. ``initials`` maps a mount's runtime id to the
+    subflow's initial state (its mapped input)."""
+    from ..commits import replay
+
+    path = (*above, at[0])
+    m = at[0]
+    if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < len(log):
+        raise ForkError(f"commit {_address(path)} is out of range: the log has {len(log)} commits")
+    walk = _Walk(chart, log, prefix, subflows)
+    walk.run()
+    commit = log[m]
+    hop = walk.after.get(m - 1)
+    mount = hop[0] if hop is not None and m - 1 not in walk.invalid and hop[3] is None else None
+    if (
+        hop is None
+        or mount is None
+        or mount.kind != "subflow"
+        or mount.mount is None
+        or prefix + mount.id != commit.stage_id
+    ):
+        raise ForkError(
+            f"commit {_address(path)} ('{commit.stage_id}') is not a subflow mount that ran on its own: "
+            "fork inside a subflow mounted as a plain stage or a decider branch (not a parallel child)",
+            stage_id=commit.stage_id,
+        )
+    rid = commit.runtime_stage_id
+    inner_log = subflows.get(rid) if subflows is not None else None
+    inner_initial = initials.get(rid)
+    if inner_log is None or inner_initial is None:
+        raise ForkError(
+            f"the record has no log of subflow '{rid}' (commit {_address(path)}): fork a RunResult, a Trace "
+            "or a stored run that keeps its subflow logs",
+            stage_id=commit.stage_id,
+        )
+    inner_prefix = prefix + mount.id + "/"
+    inner_ended = ended_early if m == len(log) - 1 else None
+    rest = at[1:]
+    inner: Position | MountPoint
+    if len(rest) == 1:
+        j = rest[0]
+        inner = locate(
+            mount.mount.chart, inner_log, j, ended_early=inner_ended, subflows=subflows, prefix=inner_prefix,
+            label=lambda k: _address((*path, k)),
+        )  # fmt: skip
+        inner_state = replay(inner_log, upto=j, initial=inner_initial)
+        nxt = _rid_index(inner_log[j + 1].runtime_stage_id) if j + 1 < len(inner_log) else None
+    else:
+        inner = locate_inside(
+            mount.mount.chart, inner_log, rest, initial=inner_initial, ended_early=inner_ended, subflows=subflows,
+            initials=initials, prefix=inner_prefix, above=path,
+        )  # fmt: skip
+        inner_state = inner.inner_state
+        nxt = inner.counter if inner.counter >= 0 else None
+    if nxt is None:  # the subflow ended there: the next stamp is this level's next stage
+        nxt = _rid_index(log[m + 1].runtime_stage_id) if m + 1 < len(log) else (-1 if above else walk.max_rid + 1)
+    visits, loops = walk.counts[m - 1]
+    visits = _summed(visits, {prefix + mount.id: 1}, inner.visit_counts)
+    loops = _summed(loops, inner.loop_counts)
+    state = replay(log, upto=m - 1, initial=initial)
+    return MountPoint(
+        (*above, *at), mount, rid, hop[1], hop[2], state, dict(inner_initial), inner, inner_state, nxt,
+        visits, loops,
+    )  # fmt: skip

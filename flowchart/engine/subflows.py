@@ -5,14 +5,15 @@ keys it reads are the mount's reads, for causal backtracking); without mappers n
 leaks either way; ``output_mapper(subflow_state, parent_state)`` is merged into the parent
 as the mount's ONE commit (lists concatenated unless ``array_merge="replace"``); an inner
 ``ctx.stop`` ends the parent only with ``propagate_break=True``. A pause inside unwinds
-with the subflow's state; its resume skips the input mapper.
+with the subflow's state; its resume (and a fork inside the subflow: a ``Reentry``)
+skips the input mapper.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
     from .traversal import Traverser
 
 
+class Reentry(Protocol):
+    """How a run re-enters a mounted subflow without its input mapper: a resume
+    (``ResumePoint``) or a fork inside the subflow (``forkrun.ForkEntry``)."""
+
+    def seed(self, full: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The subflow's state and its ``ctx.args`` at the re-entry."""
+        ...
+
+    async def enter(self, inner: Traverser) -> Any:
+        """Go on inside the subflow (its traverser ``inner``); return its last output."""
+        ...
+
+
 @attrs.frozen
 class ResumePoint:
     """Where a resumed run re-enters a mounted subflow: the paused ``frames``, the ``index``
@@ -39,6 +53,14 @@ class ResumePoint:
     index: int
     given: Any
     checkpoint: Any
+
+    def seed(self, full: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The subflow state and args the checkpoint stored for mount ``full``."""
+        return copy_json(self.checkpoint.subflow_states[full]), copy_json(self.checkpoint.subflow_args.get(full, {}))
+
+    async def enter(self, inner: Traverser) -> Any:
+        """Resume the paused frames inside the subflow."""
+        return await inner.resume(self.frames, self.index, self.given, self.checkpoint)
 
 
 class _ReadTracking(Mapping[str, Any]):
@@ -70,7 +92,7 @@ async def run_mount(
     node: StageNode,
     rid: str,
     namespace: tuple[str, ...],
-    resume: ResumePoint | None = None,
+    resume: Reentry | None = None,
 ) -> tuple[Any, Transaction, Exception | None]:
     """Run a subflow in its own state and log; return the mount's merge-back transaction."""
     mount = node.mount
@@ -87,8 +109,7 @@ async def run_mount(
             return None, txn, exc
         inner_args = mapped
     else:
-        mapped = copy_json(resume.checkpoint.subflow_states[full])
-        inner_args = copy_json(resume.checkpoint.subflow_args.get(full, {}))
+        mapped, inner_args = resume.seed(full)
     entry_state = mapped if resume is None else {}
     description = mount.chart.root.description or node.description
     traverser.flow("on_subflow_entry", node, rid, lambda c: SubflowEvent(c, node.name, full, description, entry_state))
@@ -108,7 +129,7 @@ async def run_mount(
         if resume is None:
             output = await inner.walk(mount.chart.root, None, None)
         else:
-            output = await inner.resume(resume.frames, resume.index, resume.given, resume.checkpoint)
+            output = await resume.enter(inner)
     except PauseSignal as signal:
         signal.subflow_states[full] = inner.state
         signal.subflow_args[full] = inner.args.to_dict()

@@ -5,6 +5,10 @@ followed by the fork's own (its ``fork`` commit first), so it folds from ``{}`` 
 resumes, lists and exports like every stored run; ``parent_run_id`` and ``forked_at``
 record where it came from, and ``store.forks(parent)`` lists it. The fork's first
 segment lands with one ``commit`` (a failure is recorded ``failed``, as any run's).
+A fork inside a subflow (``at = (m, ..., j)``) keeps the same law at every level: its
+log is the parent's commits ``0..m-1`` then the fork's (``forked_at = m - 1``; the fork
+commit's decision holds the whole address), and each subflow log on the path is the
+parent's inner commits up to the boundary then the fork's, from the parent's initial state.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ def record_fork(
     chart: FlowChart,
     store: RunStore,
     src: ForkSource,
-    at: int,
+    at: int | tuple[int, ...],
     run_id: str | None,
     run: Callable[[], RunResult],
     kind: str = "chart",
@@ -39,20 +43,37 @@ def record_fork(
     run_id = run_id or new_run_id()
     record = store.create(
         run_id, kind=kind, chart_fingerprint=chart.fingerprint, input=src.run_input, chart_spec=chart.spec,
-        parent_run_id=src.run_id, forked_at=at,
+        parent_run_id=src.run_id, forked_at=at if isinstance(at, int) else at[0] - 1,
     )  # fmt: skip
-    prefix = list(src.commit_log[: at + 1])
     try:
         result = run()
     except Exception as exc:
         failed = failed_run(exc)
-        partial = None if failed is None else attrs.evolve(failed[0], commit_log=[*prefix, *failed[0].commit_log])
+        partial = None if failed is None else _whole(src, at, failed[0])
         store.commit(run_id, failure_of(exc, record.next_seq, partial))
         raise
     result.run_id = run_id
-    stored = attrs.evolve(result, commit_log=[*prefix, *result.commit_log])
+    stored = _whole(src, at, result)
     land(store, record, stored, output)
     return result
+
+
+def _whole(src: ForkSource, at: int | tuple[int, ...], result: RunResult) -> RunResult:
+    """``result`` with the parent's commits before the fork put in front, at every level."""
+    if isinstance(at, int):
+        return attrs.evolve(result, commit_log=[*src.commit_log[: at + 1], *result.commit_log])
+    subs = dict(result.subflow_results)
+    log: Any = src.commit_log
+    for depth, k in enumerate(at[:-1]):
+        rid = log[k].runtime_stage_id
+        log = (src.subflows or {})[rid]
+        keep = at[depth + 1] + 1 if depth == len(at) - 2 else at[depth + 1]
+        for key, sub in result.subflow_results.items():
+            if sub.runtime_stage_id == rid:
+                subs[key] = attrs.evolve(
+                    sub, commit_log=(*log[:keep], *sub.commit_log), initial=dict(src.subflow_initials[rid])
+                )
+    return attrs.evolve(result, commit_log=[*src.commit_log[: at[0]], *result.commit_log], subflow_results=subs)
 
 
 __all__ = ["record_fork"]

@@ -50,6 +50,8 @@ def test_fork_prints_the_forked_state_and_saves_its_trace(trace_file: Path, tmp_
                          "the nearest valid commits are 10 or 12"),
         (["--at", "2", "--set", "limit"], "--set 'limit': expected KEY=JSON"),
         (["--at", "2", "--set", "limit={"], "--set limit: the value is not JSON"),
+        (["--at", "9,x"], "--at 9,x: expected a commit index K or a path M,J (ints)"),
+        (["--at", "8,0"], "commit (8) ('check') is not a subflow mount that ran on its own"),
     ],
 )  # fmt: skip
 def test_fork_errors_are_one_line(trace_file: Path, args: list[str], message: str) -> None:
@@ -82,3 +84,13 @@ def test_parse_set_round_trips_json(values: dict[str, object]) -> None:
     """What json.dumps writes, --set reads back."""
     for key, value in values.items():
         assert parse_set(f"{key}={json.dumps(value)}") == (key, value)
+
+
+def test_fork_at_a_commit_inside_a_subflow(trace_file: Path) -> None:
+    """``--at M,J`` forks at commit J of the subflow mounted at commit M: the patch lands in
+    the subflow's state (Sub doubled t=6 to 12; the fork sets t=100, Inc makes it 101)."""
+    status, stdout, stderr = flowchart(
+        "fork", str(trace_file), "--chart", "fork_charts:big_chart", "--at", "9,0", "--set", "t=100"
+    )
+    assert (status, stderr) == (0, "")
+    assert json.loads(stdout)["doubled"] == 101
