@@ -305,3 +305,60 @@ def test_a_stored_source_carries_the_counts_inside_its_subflows() -> None:
     memory = prepare(CHART, PARENT, MOUNT + 1, None)[1]
     assert stored.visit_counts == memory.visit_counts
     assert stored.visit_counts["done/double"] == 1
+
+
+def pausing_sub_chart(fails: list[int]) -> FlowChart:
+    """Sub: P (v = 60) → Ask (pauses while v < 50) → Q (doubles v; raises while ``fails`` has
+    entries left); the parent's End follows the mount."""
+    from flowchart import Pausable
+
+    def ask(scope: Any) -> Any:
+        return {"question": "more?"} if scope.v < 50 else None
+
+    def answer(scope: Any, given: Any) -> None:
+        scope.v = scope.v + given
+
+    def q(scope: Any) -> None:
+        if fails:
+            fails.pop()
+            raise ValueError("flaky")
+        scope.v = scope.v * 2
+
+    inner = (
+        flow_chart("P", lambda s: s.__setattr__("v", 60), "p")
+        .add_pausable_function("Ask", Pausable(execute=ask, resume=answer), "ask")
+        .add_function("Q", q, "q")
+        .build()
+    )
+    return (
+        flow_chart("Seed", lambda s: None, "seed")
+        .add_subflow_chart_next("sub", inner, mount_name="Sub", output_mapper=lambda i, p: {"v": i["v"]})
+        .add_function("End", lambda s: s.__setattr__("done", True), "end")
+        .build()
+    )
+
+
+def test_a_fork_that_pauses_inside_the_subflow_resumes_like_any_pause() -> None:
+    """The fork re-enters the subflow; a pause there unwinds through the mount's frame, and
+    the checkpoint resumes inside the subflow (the answer half, then Q, the mount, End)."""
+    chart = pausing_sub_chart([])
+    run = chart.run()
+    assert run.state == {"v": 120, "done": True}
+    fork = chart.fork(run, at=(1, 0), patch={"v": 3})
+    assert fork.paused and fork.checkpoint is not None
+    assert [c.stage_id for c in fork.commit_log] == ["fork"]
+    assert chart.resume(fork.checkpoint, 20).state == {"v": 46, "done": True}
+
+
+def test_a_fork_that_fails_inside_the_subflow_resumes_at_the_failed_inner_stage() -> None:
+    """A failure inside the re-entered subflow leaves ``RunError.checkpoint`` like any run's:
+    resuming it runs only the failed inner stage again, then the mount and End."""
+    fails = [1]
+    chart = pausing_sub_chart([])
+    run = chart.run()
+    chart = pausing_sub_chart(fails)
+    with pytest.raises(ValueError, match="flaky") as info:
+        chart.fork(run, at=(1, 1), patch={"v": 70})
+    checkpoint = getattr(info.value, "checkpoint", None)
+    assert checkpoint is not None and fails == []
+    assert chart.resume(checkpoint).state == {"v": 140, "done": True}
