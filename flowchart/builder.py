@@ -147,16 +147,25 @@ class FlowChartBuilder:
         concurrency: int = 8,
         fail_fast: bool = True,
         description: str | None = None,
+        retry: Retry | None = None,
     ) -> FlowChartBuilder:
         """Append a map: one run of ``fn`` (a function or a chart) per item of ``items(scope)``,
-        ``concurrency`` at a time, results gathered into ``into`` in item order (docs/durable.md)."""
+        ``concurrency`` at a time, results gathered into ``into`` in item order (docs/durable.md).
+        ``retry`` is each function child's policy (a chart child's stages take their own)."""
         from .mapping import map_node
 
         node = map_node(
             name, fn, stage_id, items=items, into=into, concurrency=concurrency, fail_fast=fail_fast,
             description=_description(description, stage_id, self), problem=self._problem,
         )  # fmt: skip
-        return self._append(node)
+        if retry is not None and node.mount is not None:
+            self._problem(
+                f"map '{stage_id}': retry= applies to a function child; its child is a chart, whose "
+                "stages take their own retry= (or run(retry=...))",
+                stage_id,
+            )
+            return self._append(node)
+        return self._append(self._retry(node, retry))
 
     def add_pausable_function(
         self,

@@ -13,6 +13,9 @@ Laws:
 - Children run concurrently (bounded by ``concurrency``) when the run has an event loop;
   their commits are appended in ITEM order once all have settled, then the map's own ONE
   commit writes the results, in item order, to ``into`` — the log is the same on every run.
+- A function child runs under the map's ``retry=`` policy (else the run's), as any stage:
+  each failed attempt is on its one commit (``Commit.attempts``) and told once
+  (``on_retry``); only the last attempt's writes commit.
 - A child that raises is on the record (its commit, its error event). With ``fail_fast``
   the lowest failing index fails the map with ``MapError`` (its ``index``, the child's
   error as ``__cause__``); without, its slot in ``into`` is ``{"index", "error"}``.
@@ -117,7 +120,9 @@ async def run_map(
             return await _chart_child(child, node, child_rid, index, item), child
         assert node.fn is not None
         ns = (*namespace, "runs", node.id, str(index))
-        return await child.call_stage(node, node.fn, child_rid, ns), child
+        if node.retry is None and run.retry is None:
+            return await child.call_stage(node, node.fn, child_rid, ns), child
+        return await child.attempt(node, node.fn, child_rid, ns), child
 
     async def bounded(index: int, item: Any, child_rid: str) -> tuple[Outcome, Traverser]:
         assert gate is not None

@@ -205,3 +205,77 @@ def test_a_sync_chart_runs_its_map_children_one_after_another() -> None:
 
     assert chart_of(child).run().state["pages"] == [0, 2, 4, 6, 8, 10]
     assert order == [0, 1, 2, 3, 4, 5]
+
+
+def flaky_child(tries: dict[int, int], fail_times: dict[int, int]) -> Any:
+    """Item ``i`` raises TimeoutError on its first ``fail_times[i]`` attempts (writing a
+    partial value first), then returns its doubled index."""
+
+    def child(scope: Any, ctx: Any) -> int:
+        tries[ctx.index] = tries.get(ctx.index, 0) + 1
+        scope.attempt = tries[ctx.index]
+        if tries[ctx.index] <= fail_times.get(ctx.index, 0):
+            raise TimeoutError(f"item {ctx.index} try {tries[ctx.index]}")
+        return ctx.index * 2
+
+    return child
+
+
+def test_map_children_retry_under_the_maps_policy_and_each_attempt_is_recorded() -> None:
+    """``add_map(..., retry=Retry(...))``: a flaky child is tried again (no real sleeping);
+    its one commit lists its failed attempts and holds only the last attempt's writes; the
+    narrative tells each retry once; the results are all there, in item order."""
+    from flowchart import Retry
+
+    tries: dict[int, int] = {}
+    delays: list[float] = []
+    policy = Retry(attempts=3, backoff=0.5, on=(TimeoutError,), sleep=delays.append)
+    chart = chart_of(flaky_child(tries, {1: 2, 4: 1}), retry=policy)
+    story = narrative()
+    result = chart.run(recorders=[story])
+    assert result.state["pages"] == [0, 2, 4, 6, 8, 10]
+    children = {c.runtime_stage_id: c for c in result.commit_log if c.stage_id == "fetch"}
+    one, four = children["fetch#3"], children["fetch#6"]
+    assert [(a.attempt, a.error_type, a.message) for a in one.attempts] == [
+        (1, "TimeoutError", "item 1 try 1"), (2, "TimeoutError", "item 1 try 2"),
+    ]  # fmt: skip
+    assert [a.attempt for a in four.attempts] == [1]
+    assert children["fetch#2"].attempts == ()
+    assert [op.value for op in one.trace if op.path[-1] == "attempt"] == [3]  # failed attempts' writes discarded
+    assert delays == [0.5, 1.0, 0.5]
+    retried = [line for line in story.lines() if "[Retry]" in line]
+    assert len(retried) == 3 and "retried Fetch (attempt 2 of 3) after TimeoutError: item 1 try 1" in retried[0]
+
+
+def test_a_map_child_that_fails_every_attempt_fails_the_map_with_its_attempts() -> None:
+    """When the policy is spent the child fails as without one (``MapError`` with its index),
+    and its commit still lists the attempts that failed before the last."""
+    from flowchart import Retry, failed_run
+
+    chart = chart_of(flaky_child({}, {2: 5}), retry=Retry(attempts=2, sleep=lambda s: None))
+    with pytest.raises(MapError, match=r"map 'fetch' failed at item 2: TimeoutError: item 2 try 2") as info:
+        chart.run()
+    failed = failed_run(info.value)
+    assert failed is not None
+    commit = next(c for c in failed[0].commit_log if c.runtime_stage_id == "fetch#4")
+    assert [(a.attempt, a.message) for a in commit.attempts] == [(1, "item 2 try 1")]
+
+
+def test_the_runs_default_retry_reaches_map_children_too() -> None:
+    """``run(retry=...)`` is every stage's default, map children included."""
+    from flowchart import Retry
+
+    result = chart_of(flaky_child({}, {0: 1})).run(retry=Retry(attempts=2, sleep=lambda s: None))
+    assert result.state["pages"][0] == 0
+    assert [a.attempt for a in result.commit_log[1].attempts] == [1]
+
+
+def test_retry_on_a_map_of_a_chart_child_is_a_build_error() -> None:
+    """A chart child's stages take their own retry=; the map refuses one at build time."""
+    from flowchart import Retry
+
+    child = flow_chart("One", lambda s: None, "one").build()
+    with pytest.raises(BuildError, match=r"map 'fetch': retry= applies to a function child; its child is a chart"):
+        chart_of(child, retry=Retry())
+    with pytest.raises(BuildError, match=r"retry of 'fetch' must be a flowchart.Retry"):
+        chart_of(lambda s, c: None, retry=3)
