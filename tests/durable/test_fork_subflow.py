@@ -362,3 +362,30 @@ def test_a_fork_that_fails_inside_the_subflow_resumes_at_the_failed_inner_stage(
     checkpoint = getattr(info.value, "checkpoint", None)
     assert checkpoint is not None and fails == []
     assert chart.resume(checkpoint).state == {"v": 140, "done": True}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    at=st.lists(st.integers(-2, 15), min_size=2, max_size=3).map(tuple),
+    ids=st.lists(st.sampled_from(["done/double", "done/inc", "done/fork", "double", "zzz"]), max_size=4),
+    drop=st.booleans(),
+)
+def test_an_inner_address_either_locates_or_is_refused_never_crashes(
+    at: tuple[int, ...], ids: list[str], drop: bool
+) -> None:
+    """Fuzz: any path against the record — with the subflow's log rewritten to arbitrary
+    stage ids, or missing — gives a position or a ForkError, never another error."""
+    from flowchart import Commit
+    from flowchart.engine.positions import MountPoint, locate_inside
+
+    inner = [Commit(i, "s", sid, f"{sid}#{10 + i}", (), (), (), None) for i, sid in enumerate(ids)]
+    subflows = {} if drop else {"done#9": inner}
+    try:
+        point = locate_inside(
+            CHART, PARENT.commit_log, at, initial={}, ended_early=None, subflows=subflows,
+            initials={"done#9": {"t": 6}},
+        )  # fmt: skip
+    except ForkError as exc:
+        assert str(exc)
+        return
+    assert isinstance(point, MountPoint) and point.counter >= 0
