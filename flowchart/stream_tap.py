@@ -6,7 +6,9 @@ Laws:
   — so the order of the stream is the order recorders see.
 - Narrative lines come from the run's OWN narrative recorder, which the tap wraps: each
   hook is passed on to the narrative (after the hook's own event is streamed) and every
-  line is streamed the moment the narrative writes it. Nothing is narrated twice.
+  line is streamed the moment the narrative writes it. Nothing is narrated twice. A
+  stage's steps are streamed then as lines worded when first read (the narrative counts
+  them without wording them; the words, when read, are the ones the narrative keeps).
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
   ``modes=`` filter also saves the work of the kinds it leaves out.
 - A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
@@ -68,13 +70,13 @@ class StreamTap:
         self.emit_names: frozenset[str] | None = None
         self._bind_all()
         if narrative is not None and "narrative" in kinds:
-            narrative.follow(self._line)
+            narrative.follow(self._line, self._lines)
 
     def wrap(self, narrative: NarrativeRecorder) -> None:
         """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
         self.narrative = narrative
         if "narrative" in self.kinds:
-            narrative.follow(self._line)
+            narrative.follow(self._line, self._lines)
         self._bind_all()
 
     def guard(self) -> None:
@@ -178,6 +180,12 @@ class StreamTap:
 
     def _line(self, entry: tuple[Any, ...]) -> None:
         self.sink(NarrativeLine(entry[4], entry))
+
+    def _lines(self, batch: Any, count: int) -> None:
+        """A stage's ``count`` step lines, worded when first read (``NarrativeLine``)."""
+        sink, ctx = self.sink, batch.ctx
+        for index in range(count):
+            sink(NarrativeLine(ctx, None, batch, index))
 
 
 def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
