@@ -13,7 +13,7 @@ import attrs
 
 RECORD_TYPES = frozenset(
     {"stage", "step", "condition", "fork", "selector", "subflow", "loop", "break", "error",
-     "pause", "resume", "answer", "emit", "note", "retry", "line"}
+     "pause", "resume", "answer", "emit", "note", "retry", "map", "line"}
 )  # fmt: skip
 
 
@@ -22,7 +22,7 @@ class NarrativeEntry:
     """One narrative line with where it came from.
 
     ``type`` is one of ``stage step condition fork selector subflow loop break error
-    pause resume answer emit note retry`` (``line``: a line kept before records were);
+    pause resume answer emit note retry map`` (``line``: a line kept before records were);
     ``depth`` is 0 for headline entries, 1 for the steps and conditions under a stage.
     :meth:`as_tuple` gives the ``(type, depth, text)`` form.
     """

@@ -275,7 +275,7 @@ BROKEN = [
     (_set(["narrative"], ["Stage 1: A."]), "$.narrative[0]",
      "expected an object, got a string @ $.narrative[0]"),
     (_set(["narrative", 0, "type"], "poem"), "$.narrative[0].type",
-     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, "
+     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
      "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type"),
     (_set(["narrative", 0, "depth"], -1), "$.narrative[0].depth",
      "a narrative depth is 0 or more @ $.narrative[0].depth"),

@@ -114,6 +114,17 @@ def test_the_narrative_summarises_the_map() -> None:
     ]
 
 
+def test_a_narrated_map_run_saves_and_loads_as_a_trace() -> None:
+    """A map's narrative record (type ``map``) is one the trace loader knows: the trace of a
+    narrated map run loads back with its map line, placed on the map's commit."""
+    story = narrative()
+    result = chart_of(lambda scope, ctx: ctx.index).run(recorders=[story])
+    loaded = Trace.from_json(result.trace().to_json())
+    maps = [record for record in loaded.narrative or () if record.type == "map"]
+    assert [record.text for record in maps] == ["[Map]: Mapped Fetch over 6 items."]
+    assert loaded.narrative_lines == story.lines()
+
+
 def test_a_chart_child_runs_in_its_own_state_per_item() -> None:
     """A chart child: its own state and log per item; its result is its last stage's return."""
 
