@@ -105,13 +105,30 @@ class CommitMade(StreamEvent):
         return [op.to_dict() for op in self.commit.trace]
 
 
-@attrs.define
+@attrs.define(eq=False, repr=False)
 class NarrativeLine(StreamEvent):
-    """One narrative line: ``type`` (``stage | step | condition | ...``), ``depth``, ``text``."""
+    """One narrative line: ``type`` (``stage | step | condition | ...``), ``depth``, ``text``.
+
+    A step line may come worded later: made with ``source`` (a narrative batch, whose
+    ``entries()`` words the stage's steps once) and ``index`` instead of ``entry``, it words
+    them the first time it is read, so a consumer that never reads the text never pays for
+    it. What it says is the same either way; the narrative shares the wording.
+    """
 
     kind: ClassVar[str] = "narrative"
 
-    entry: tuple[Any, ...] = ("", 0, "")
+    _entry: tuple[Any, ...] | None = ("", 0, "")
+    _source: Any = None
+    _index: int = 0
+
+    @property
+    def entry(self) -> tuple[Any, ...]:
+        """The narrative's record of the line: ``(type, depth, text, stage_name, ctx, key, step)``."""
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = self._source.entries()[self._index]
+            self._source = None
+        return entry
 
     @property
     def type(self) -> str:
@@ -130,7 +147,18 @@ class NarrativeLine(StreamEvent):
 
     def fields(self) -> dict[str, Any]:
         """``type``, ``depth`` and ``text``."""
-        return {"type": self.type, "depth": self.depth, "text": self.text}
+        entry = self.entry
+        return {"type": entry[0], "depth": entry[1], "text": entry[2]}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NarrativeLine):
+            return NotImplemented
+        return self.ctx == other.ctx and self.entry == other.entry
+
+    __hash__ = None  # a value compared by content, as the other events
+
+    def __repr__(self) -> str:
+        return f"NarrativeLine(entry={self.entry!r})"
 
 
 @attrs.define

@@ -6,7 +6,9 @@ Laws:
   — so the order of the stream is the order recorders see.
 - Narrative lines come from the run's OWN narrative recorder, which the tap wraps: each
   hook is passed on to the narrative (after the hook's own event is streamed) and every
-  line is streamed the moment the narrative writes it. Nothing is narrated twice.
+  line is streamed the moment the narrative writes it. Nothing is narrated twice. A
+  stage's steps are streamed then as lines worded when first read (the narrative counts
+  them without wording them; the words, when read, are the ones the narrative keeps).
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
   ``modes=`` filter also saves the work of the kinds it leaves out.
 - A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
@@ -68,13 +70,13 @@ class StreamTap:
         self.emit_names: frozenset[str] | None = None
         self._bind_all()
         if narrative is not None and "narrative" in kinds:
-            narrative.follow(self._line)
+            narrative.follow(self._line, self._lines)
 
     def wrap(self, narrative: NarrativeRecorder) -> None:
         """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
         self.narrative = narrative
         if "narrative" in self.kinds:
-            narrative.follow(self._line)
+            narrative.follow(self._line, self._lines)
         self._bind_all()
 
     def guard(self) -> None:
@@ -84,8 +86,14 @@ class StreamTap:
 
     # -- binding -----------------------------------------------------------------------------
     def _bind_all(self) -> None:
+        narrative = self.narrative
+        # a narrative that takes its operations in a batch hears them there, not one by one
+        batched = callable(getattr(narrative, "on_stage_ops", None)) and not getattr(
+            narrative, "live_operations", False
+        )
+        own = self._own_hooks()
         for hook in ALL_HOOKS:
-            bound = self._bind(hook)
+            bound = self._bind(own.get(hook), hook, narrative, batched)
             if bound is not None:
                 setattr(self, hook, bound)
         self.emit_names = self._emit_names()
@@ -108,36 +116,30 @@ class StreamTap:
             return frozenset()
         return frozenset(name for name, kind in self.emit_kinds.items() if kind in self.kinds)
 
-    def _bind(self, hook: str) -> Callable[[Any], None] | None:
-        mine = self._own_hook(hook)
-        narrative = self.narrative
-        theirs = getattr(narrative, hook, None) if narrative is not None else None
-        if (
-            hook in OPERATION_HOOKS
-            and callable(getattr(narrative, "on_stage_ops", None))
-            and not getattr(narrative, "live_operations", False)
-        ):
-            theirs = None  # the narrative hears these in its on_stage_ops batch
+    @staticmethod
+    def _bind(
+        mine: Callable[[Any], None] | None, hook: str, narrative: Any, batched: bool
+    ) -> Callable[[Any], None] | None:
+        if narrative is None or (batched and hook in OPERATION_HOOKS):
+            return mine
+        theirs = getattr(narrative, hook, None)
         if not callable(theirs):
             return mine
         return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
 
-    def _own_hook(self, hook: str) -> Callable[[Any], None] | None:
+    def _own_hooks(self) -> dict[str, Callable[[Any], None]]:
+        """The tap's own hooks this stream needs, by hook name."""
         kinds = self.kinds
-        if hook == "on_stage_start":
-            return self._stage_start if "stage" in kinds or self.guards else None
-        if hook == "on_commit":
-            return self._commit if "commit" in kinds or self.guards else None
-        if hook in ("on_decision", "on_selected"):
-            return self._decision if "decision" in kinds else None
-        if hook == "on_emit":
-            wanted = "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values())
-            return self._emit if wanted else None
-        if hook == "on_error":
-            return self._error
-        if hook == "on_pause":
-            return self._pause
-        return None
+        own: dict[str, Callable[[Any], None]] = {"on_error": self._error, "on_pause": self._pause}
+        if "stage" in kinds or self.guards:
+            own["on_stage_start"] = self._stage_start
+        if "commit" in kinds or self.guards:
+            own["on_commit"] = self._commit
+        if "decision" in kinds:
+            own["on_decision"] = own["on_selected"] = self._decision
+        if "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values()):
+            own["on_emit"] = self._emit
+        return own
 
     # -- the hooks -----------------------------------------------------------------------------
     def _stage_start(self, event: Any) -> None:
@@ -178,6 +180,12 @@ class StreamTap:
 
     def _line(self, entry: tuple[Any, ...]) -> None:
         self.sink(NarrativeLine(entry[4], entry))
+
+    def _lines(self, batch: Any, count: int) -> None:
+        """A stage's ``count`` step lines, worded when first read (``NarrativeLine``)."""
+        sink, ctx = self.sink, batch.ctx
+        for index in range(count):
+            sink(NarrativeLine(ctx, None, batch, index))
 
 
 def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:

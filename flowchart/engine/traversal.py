@@ -210,8 +210,12 @@ class Traverser:
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
         if observers.wants("on_emit"):
-            node = self.chart.find(ctx.stage_id[len(self.prefix) :])
-            tctx = self.context(node, ctx.runtime_stage_id)
+            rid = ctx.runtime_stage_id
+            last = self._last_context
+            if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
+                tctx = last[2]
+            else:
+                tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
     def flow(self, hook: str, node: StageNode, rid: str, make: Any) -> None:

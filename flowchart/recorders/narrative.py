@@ -165,22 +165,31 @@ class NarrativeRecorder:
         """The entries, with every stage batch told in sentences now (once: the text is kept)."""
         if self._lazy:
             told: list[_Entry] = []
-            push = told.append
+            push, extend = told.append, told.extend
             for entry in self._records:
                 if type(entry) is _Batch:
-                    self._tell_batch(entry.ctx, entry.stage_name, entry.ops, push)
+                    extend(entry.entries())
                 else:
                     push(entry)
-            self._records = told
+            if type(self._records) is _Followed:
+                self._records[:] = told  # keep following: the stream goes on after a mid-run read
+            else:
+                self._records = told
             self._lazy = False
         return self._records
 
-    def follow(self, on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
+    def follow(
+        self, on_entry: Callable[[tuple[Any, ...]], Any], on_batch: Callable[[Any, int], Any] | None = None
+    ) -> None:
         """Also hand every entry to ``on_entry`` the moment it is written (a live reader: a stream).
 
         The entry is the record tuple ``(type, depth, text, stage_name, ctx, key, step)``.
+        With ``on_batch``, a stage's steps whose number is known before they are worded (the
+        default summaries, no note due) come as ``on_batch(batch, count)`` instead, at the same
+        moment: ``batch.ctx`` is the stage's context and ``batch.entries()`` words its ``count``
+        entries the first time it is called (then keeps them; ``lines()`` shares them).
         """
-        self._records = _Followed(self._told(), on_entry)
+        self._records = _Followed(self._told(), on_entry, on_batch)
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
@@ -288,6 +297,23 @@ class NarrativeRecorder:
             elif kind == "emit" and self._tells_emits:
                 step += 1
                 append(("emit", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+
+    def _countable(self, batch: list[Any]) -> int | None:
+        """How many entries ``_tell_batch`` makes of ``batch`` (default summaries), or ``None``
+        when that is only known by wording it (a noted key is written: its teller decides)."""
+        notes, emits = self.notes, self._tells_emits
+        count = 0
+        for kind, key, _value, operation, _hidden in batch:
+            if kind == "write":
+                if notes and key in notes and operation != "delete":
+                    return None
+                count += 1
+            elif kind == "read" or kind == "missing":
+                if key:
+                    count += 1
+            elif kind == "emit" and emits:
+                count += 1
+        return count
 
     def _tell_batch(
         self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
@@ -523,11 +549,23 @@ class NarrativeRecorder:
         if self._batches:
             batch = self._batches.pop(ctx.runtime_stage_id, None)
             if batch:
-                if type(self._records) is _Followed or not self._summarizes:  # tell it now
-                    self._tell_batch(ctx, stage_name, batch, self._records.append)
-                else:
-                    self._records.append(_Batch(ctx, stage_name, batch))  # type: ignore[arg-type]
+                records = self._records
+                if not self._summarizes:  # tell it now: no value outlives its stage
+                    self._tell_batch(ctx, stage_name, batch, records.append)
+                elif type(records) is not _Followed:
+                    records.append(_Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
                     self._lazy = True
+                else:
+                    on_batch = records.on_batch
+                    count = self._countable(batch) if on_batch is not None else None
+                    if on_batch is None or count is None:  # a reader of entries only, or a note due
+                        self._tell_batch(ctx, stage_name, batch, records.append)
+                    else:  # a live reader told how many entries, worded when it reads them
+                        told = _Batch(ctx, stage_name, batch, self)
+                        list.append(records, told)
+                        self._lazy = True
+                        if count:
+                            on_batch(told, count)
         ops = self._pending.pop(ctx.runtime_stage_id, None)
         if not ops:
             return
@@ -581,22 +619,39 @@ def _summary(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
 
 
 class _Batch:
-    """A stage's operations in the entry list, not yet told in sentences (see ``_told``)."""
+    """A stage's operations in the entry list, told in sentences when first read (``entries``)."""
 
-    __slots__ = ("ctx", "ops", "stage_name")
+    __slots__ = ("_told", "ctx", "ops", "owner", "stage_name")
 
-    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any]) -> None:
+    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any], owner: NarrativeRecorder) -> None:
         self.ctx = ctx
         self.stage_name = stage_name
         self.ops = ops
+        self.owner = owner
+        self._told: list[_Entry] | None = None
+
+    def entries(self) -> list[_Entry]:
+        """The batch's entries, worded on the first call (the values are the batch's own:
+        summaries made at the operation, or committed values, which nobody mutates)."""
+        told = self._told
+        if told is None:
+            told = self._told = []
+            self.owner._tell_batch(self.ctx, self.stage_name, self.ops, told.append)
+        return told
 
 
 class _Followed(list):
     """The narrative's entry list, telling a live reader of each entry as it is appended."""
 
-    def __init__(self, entries: list[Any], on_entry: Callable[[tuple[Any, ...]], Any]) -> None:
+    def __init__(
+        self,
+        entries: list[Any],
+        on_entry: Callable[[tuple[Any, ...]], Any],
+        on_batch: Callable[[Any, int], Any] | None = None,
+    ) -> None:
         super().__init__(entries)
         self.on_entry = on_entry
+        self.on_batch = on_batch
 
     def append(self, entry: Any) -> None:
         list.append(self, entry)  # not super(): this runs for every line a stream tells
