@@ -17,12 +17,9 @@ Laws:
   stage id that told it), so a reader places a line by its stage, never by its wording.
   A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
   type ``line`` with no stage (``upgrade``); any other shape or version is refused.
-- Saving builds plain data once (``commit_data``: no converter call and no copy per
-  commit) and writes the commit log in chunks straight to a temporary file that replaces
-  the target only when complete, so a failed save leaves nothing half-written. Loading a
-  file checks each commit with a strict hand-written pass over the parsed JSON; anything it
-  is not sure of goes through the converter, which names the bad field, so both paths
-  accept and refuse exactly the same documents.
+- Saving and loading a file are fast and atomic (``flowchart.trace_codec``: the commit log
+  written in chunks to a temporary file that replaces the target only when complete, and
+  read back by a strict pass that accepts and refuses exactly what the converter does).
 - Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
   only, unknown or missing keys, wrong types and an unknown ``version`` are refused
   with a ``CheckpointError`` naming the field path (``$.commit_log[2].trace[0].verb``);
@@ -33,10 +30,7 @@ Laws:
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
-import os
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
@@ -56,19 +50,10 @@ from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
-from .serde import (
-    Expected,
-    check_version,
-    dumps,
-    every_key,
-    json_type,
-    load_error,
-    loads,
-    make_converter,
-    structure_checkpoint,
-)
+from .serde import Expected, check_version, dumps, every_key, json_type, load_error, loads, make_converter
 from .spec_shape import check_spec
-from .untrusted import MAX_DEPTH, check
+from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, parsed_log, refuse, write_atomically
+from .untrusted import check
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -226,7 +211,7 @@ class Trace:
         return CONVERTER.unstructure(getattr(self, key))
 
     def _chunks(self) -> Iterator[str]:
-        """The JSON text of the trace in pieces; the commit log goes ``_CHUNK`` commits at a time."""
+        """The JSON text of the trace in pieces; the commit log goes in chunks (``trace_codec.log_chunks``)."""
         yield "{"
         keys = (*_FIELD_ORDER, "failure") if self.failure is not None else _FIELD_ORDER
         for n, key in enumerate(keys):
@@ -234,12 +219,7 @@ class Trace:
             if key != "commit_log":
                 yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
                 continue
-            log = self.commit_log
-            yield "["
-            for start in range(0, len(log), _CHUNK):
-                text = dumps([commit_data(c) for c in log[start : start + _CHUNK]])
-                yield (text[1:-1] if start == 0 else "," + text[1:-1])
-            yield "]"
+            yield from log_chunks(self.commit_log)
         yield "}"
 
     def to_json(self) -> str:
@@ -255,7 +235,7 @@ class Trace:
     @classmethod
     def from_json(cls, text: str | bytes) -> Trace:
         """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
-        with _as_trace_error(), _no_gc_pauses():
+        with _as_trace_error(), no_gc_pauses():
             return structure_trace(loads(text, what="trace"), checked=True, fresh=True)
 
     def save(self, path: str | Path) -> Path:
@@ -264,44 +244,13 @@ class Trace:
         The text is streamed to a temporary file beside ``path`` that replaces it once
         complete: a save that fails leaves ``path`` as it was.
         """
-        target = Path(path)
-        temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            with open(temp, "w", encoding="utf-8") as out:
-                out.writelines(self._chunks())
-                out.write("\n")
-            os.replace(temp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        return target
+        return write_atomically(path, self._chunks())
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
         """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
         return cls.from_json(Path(path).read_bytes())
 
-
-@contextlib.contextmanager
-def _no_gc_pauses() -> Iterator[None]:
-    """Hold the cycle collector while a document is parsed and structured.
-
-    Loading makes hundreds of thousands of container objects and no cycle: every
-    collection the allocations trigger walks the growing heap for nothing (a third of a
-    big trace's load time). The collector runs again as soon as the load returns or fails.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-#: commits per ``json.dumps`` call when a trace is written (the text never holds the whole log twice)
-_CHUNK = 1024
 
 _FIELD_ORDER = (
     "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
@@ -430,7 +379,7 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
     came from ``loads``, which already held it to the limits of ``flowchart.untrusted``;
     ``fresh``: nobody else holds ``data`` (just parsed), so its values need no copy and the
-    commit log may take the strict fast pass (:func:`_parsed_log`)."""
+    commit log may take the strict fast pass (``trace_codec.parsed_log``)."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
@@ -440,13 +389,13 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:
-            raise _refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
+            raise refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
         check_spec(spec)
     body = upgrade(data) if version == LINES_VERSION and "narrative" in data else dict(data)
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
-    log = _parsed_log(body.get("commit_log")) if fresh else None
+    log = parsed_log(body.get("commit_log")) if fresh else None
     if log is not None:
         body["commit_log"] = []  # checked already; the converter checks the rest
     try:
@@ -456,119 +405,29 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
     if log is not None:
         trace.commit_log = log
     if raw_checkpoint is not None:
-        trace.checkpoint = _nested_checkpoint(raw_checkpoint)
+        trace.checkpoint = nested_checkpoint(raw_checkpoint)
     _check_consistency(trace)
     return trace
 
 
-_COMMIT_KEYS = frozenset(("idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths"))
-_COMMIT_KEYS_DECIDED = _COMMIT_KEYS | {"decision"}
-_OP_KEYS = frozenset(("path", "verb", "value"))
-_OP_KEYS_BARE = frozenset(("path", "verb"))
-_VERBS = frozenset(get_args(Op.__attrs_attrs__.verb.type))
-
-
-_STR = frozenset((str,))
-
-
-def _strs(value: Any) -> bool:
-    """A JSON list of strings only (the types are gathered in C: no Python loop per item)."""
-    return type(value) is list and set(map(type, value)) <= _STR
-
-
-def _parsed_log(raw: Any) -> list[Commit] | None:
-    """A freshly parsed commit log as commits, or ``None`` when anything is not plainly right.
-
-    Strict: it accepts only what the converter accepts (every key, no other key, exact JSON
-    types, a known verb), sharing the parsed values (nobody else holds them). On ``None`` the
-    converter structures the log and names the first bad field, so errors read the same.
-    """
-    if type(raw) is not list:
-        return None
-    out: list[Commit] = []
-    append = out.append
-    for item in raw:
-        if type(item) is not dict:
-            return None
-        keys = item.keys()
-        if keys == _COMMIT_KEYS:
-            decision = None
-        elif keys == _COMMIT_KEYS_DECIDED:
-            decision = item["decision"]
-            if decision is not None and type(decision) is not dict:
-                return None
-        else:
-            return None
-        idx, stage, stage_id, rid = item["idx"], item["stage"], item["stage_id"], item["runtime_stage_id"]
-        if type(idx) is not int or type(stage) is not str or type(stage_id) is not str or type(rid) is not str:
-            return None
-        reads, redacted, trace = item["reads"], item["redacted_paths"], item["trace"]
-        if not _strs(reads) or not _strs(redacted) or type(trace) is not list:
-            return None
-        ops = []
-        for op in trace:
-            if type(op) is not dict:
-                return None
-            op_keys = op.keys()
-            if op_keys != _OP_KEYS and op_keys != _OP_KEYS_BARE:
-                return None
-            path, verb = op["path"], op["verb"]
-            if not _strs(path) or type(verb) is not str or verb not in _VERBS:
-                return None
-            ops.append(Op(tuple(path), verb, op.get("value")))  # type: ignore[arg-type]  # a known verb
-        append(Commit(idx, stage, stage_id, rid, tuple(ops), tuple(reads), tuple(redacted), decision))
-    return out
-
-
-def _nested_checkpoint(raw: Any) -> Checkpoint:
-    try:
-        return structure_checkpoint(raw, checked=True)
-    except CheckpointError as exc:
-        path = "$.checkpoint" + (exc.path or "$")[1:]
-        message = str(exc).replace("Invalid checkpoint: ", "Invalid trace: checkpoint: ", 1)
-        raise CheckpointError(message.replace(" @ $", " @ $.checkpoint"), path=path, detail=exc.detail) from None
-
-
-def _refuse(message: str, path: str) -> CheckpointError:
-    return CheckpointError(f"Invalid trace: {message} @ {path}", path=path)
-
-
-def _check_log(log: list[Commit], where: str) -> None:
-    for position, commit in enumerate(log):
-        if commit.idx != position:
-            raise _refuse(
-                f"commit idx {commit.idx} is not its position {position}",
-                f"{where}[{position}].idx",
-            )
-        for n, op in enumerate(commit.trace):
-            if not op.path:
-                raise _refuse("an op path must not be empty", f"{where}[{position}].trace[{n}].path")
-            if len(op.path) > MAX_DEPTH:
-                raise _refuse(f"an op path has at most {MAX_DEPTH} keys", f"{where}[{position}].trace[{n}].path")
-            if op.verb == "delete" and op.value is not None:
-                raise _refuse("a delete op carries no value", f"{where}[{position}].trace[{n}].value")
-            if op.verb == "append" and not isinstance(op.value, list):
-                raise _refuse("an append op carries a list", f"{where}[{position}].trace[{n}].value")
-
-
 def _check_consistency(trace: Trace) -> None:
-    _check_log(trace.commit_log, "$.commit_log")
+    check_log(trace.commit_log, "$.commit_log")
     for rid, sub in trace.subflows.items():
         if sub.runtime_stage_id != rid:
-            raise _refuse(
+            raise refuse(
                 f"subflow '{rid}' says it is '{sub.runtime_stage_id}'",
                 f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
-        _check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
+        check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
     for n, record in enumerate(trace.narrative or ()):
         if record.type not in RECORD_TYPES:
             known = ", ".join(sorted(RECORD_TYPES))
-            raise _refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
+            raise refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
         if record.depth < 0:
-            raise _refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
+            raise refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
     cp = trace.checkpoint
     if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
-        raise _refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
+        raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
 
 
 __all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]

@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "flowchart.engine.*": 3,
     "flowchart.result": 3,
     "flowchart.trace": 3,
+    "flowchart.trace_codec": 3,
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
