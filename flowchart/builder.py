@@ -14,17 +14,18 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .branches import BranchList
 from .errors import BuildError
-from .nodes import Pausable, StageCallable, StageNode, SubflowMount
+from .nodes import Pausable, StageCallable, StageNode
 from .retry import Retry
+from .stage_nodes import StageFn, describe, mount_node, pausable_node
 
 if TYPE_CHECKING:
     from .chart import FlowChart
 
-StageFn = Callable[..., Any]
 _FORBIDDEN_ID_CHARS = ("/", "#")
 
 
@@ -83,7 +84,7 @@ class FlowChartBuilder:
         return self
 
     def _node(self, kind: Any, name: str, fn: StageFn | None, stage_id: str, description: str | None) -> StageNode:
-        node = StageNode(kind, name, stage_id, _description(description, stage_id, self))
+        node = StageNode(kind, name, stage_id, describe(description, stage_id, self._problem))
         if fn is not None:
             try:
                 node.fn = StageCallable.of(fn, base_arity=1, where=f"stage '{stage_id}'")
@@ -116,7 +117,7 @@ class FlowChartBuilder:
         if self._root is not None:
             self._problem("root already defined; create a new builder with flow_chart(...)", stage_id)
             return self
-        node = _pausable_node(self, name, fn, stage_id, description) if isinstance(fn, Pausable) else None
+        node = pausable_node(self._problem, name, fn, stage_id, description) if isinstance(fn, Pausable) else None
         if node is None:
             node = self._node("stage", name, fn if callable(fn) else None, stage_id, description)
             if not callable(fn):
@@ -156,7 +157,7 @@ class FlowChartBuilder:
 
         node = map_node(
             name, fn, stage_id, items=items, into=into, concurrency=concurrency, fail_fast=fail_fast,
-            description=_description(description, stage_id, self), problem=self._problem,
+            description=describe(description, stage_id, self._problem), problem=self._problem,
         )  # fmt: skip
         if retry is not None and node.mount is not None:
             self._problem(
@@ -177,7 +178,7 @@ class FlowChartBuilder:
         retry: Retry | None = None,
     ) -> FlowChartBuilder:
         """Append a two-phase stage (``Pausable(execute, resume)``); ``retry`` applies to each half."""
-        return self._append(self._retry(_pausable_node(self, name, pausable, stage_id, description), retry))
+        return self._append(self._retry(pausable_node(self._problem, name, pausable, stage_id, description), retry))
 
     def add_decider_function(
         self, name: str, fn: StageFn, stage_id: str, *, description: str | None = None, retry: Retry | None = None
@@ -262,8 +263,16 @@ class FlowChartBuilder:
         description: str | None = None,
     ) -> FlowChartBuilder:
         """Mount ``chart`` as the next stage; it runs in its own state (see the mappers)."""
-        node = _mount_node(
-            self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+        node = mount_node(
+            self._problem,
+            stage_id,
+            chart,
+            mount_name,
+            input_mapper,
+            output_mapper,
+            propagate_break,
+            array_merge,
+            description,
         )
         return self._append(node)
 
@@ -289,8 +298,16 @@ class FlowChartBuilder:
                 f"duplicate child id '{stage_id}' under '{parent.name}' — give each child its own id", parent.id
             )
             return self
-        node = _mount_node(
-            self, stage_id, chart, mount_name, input_mapper, output_mapper, propagate_break, array_merge, description
+        node = mount_node(
+            self._problem,
+            stage_id,
+            chart,
+            mount_name,
+            input_mapper,
+            output_mapper,
+            propagate_break,
+            array_merge,
+            description,
         )
         self._register(node, chain=False)
         parent.children.append(node)
@@ -353,194 +370,11 @@ class FlowChartBuilder:
         return FlowChart(self._root, dict(self._ids))
 
 
-class BranchList:
-    """The branches of a decider or selector; ``end()`` returns to the chart builder."""
-
-    def __init__(self, builder: FlowChartBuilder, node: StageNode, kind: Literal["decider", "selector"]) -> None:
-        self._builder = builder
-        self._node = node
-        self._kind = kind
-        self._validated = False
-        if builder._open_list is not None:
-            builder._open_list._validate()
-        builder._open_list = self
-
-    def _add(self, branch: StageNode, branch_id: str, loop_to: str | None) -> BranchList:
-        node = self._node
-        if branch_id in node.branches:
-            self._builder._problem(
-                f"duplicate {self._kind} branch id '{branch_id}' under '{node.name}' — give each branch its own id",
-                node.id,
-            )
-            return self
-        branch.branch_id = branch_id
-        self._builder._register(branch, chain=False)
-        node.branches[branch_id] = branch
-        if loop_to is not None:
-            if self._kind == "selector":
-                self._builder._problem(
-                    f"selector branch '{branch_id}' under '{node.id}' cannot loop_to: only decider branches loop",
-                    branch_id,
-                )
-            stub = StageNode("loop", loop_to, loop_to)
-            stub.loop_to = loop_to
-            branch.next = stub
-            self._builder._loops.append((branch, loop_to, True))
-        return self
-
-    def add_function_branch(
-        self,
-        branch_id: str,
-        name: str,
-        fn: StageFn,
-        *,
-        description: str | None = None,
-        loop_to: str | None = None,
-        retry: Retry | None = None,
-    ) -> BranchList:
-        """A branch running ``fn``; ``loop_to`` jumps back to an earlier stage after it."""
-        if not callable(fn):
-            self._builder._problem(
-                f"{self._kind} branch '{branch_id}' under '{self._node.id}' has no function — provide a fn "
-                f"argument to add_function_branch('{branch_id}', ...)",
-                branch_id,
-            )
-        branch = self._builder._node("stage", name, fn if callable(fn) else None, branch_id, description)
-        return self._add(self._builder._retry(branch, retry), branch_id, loop_to)
-
-    def add_pausable_function_branch(
-        self,
-        branch_id: str,
-        name: str,
-        pausable: Pausable,
-        *,
-        description: str | None = None,
-        loop_to: str | None = None,
-        retry: Retry | None = None,
-    ) -> BranchList:
-        """A two-phase branch (``Pausable(execute, resume)``)."""
-        node = _pausable_node(self._builder, name, pausable, branch_id, description)
-        return self._add(self._builder._retry(node, retry), branch_id, loop_to)
-
-    def add_subflow_chart_branch(
-        self,
-        branch_id: str,
-        chart: FlowChart,
-        *,
-        mount_name: str | None = None,
-        input_mapper: Callable[[Any], Any] | None = None,
-        output_mapper: Callable[[Any, Any], Any] | None = None,
-        propagate_break: bool = False,
-        array_merge: Literal["concat", "replace"] = "concat",
-        description: str | None = None,
-    ) -> BranchList:
-        """A branch that runs a whole subflow chart."""
-        node = _mount_node(
-            self._builder,
-            branch_id,
-            chart,
-            mount_name,
-            input_mapper,
-            output_mapper,
-            propagate_break,
-            array_merge,
-            description,
-        )
-        return self._add(node, branch_id, None)
-
-    def add_branch_list(self, branches: Iterable[tuple[str, str, StageFn]]) -> BranchList:
-        """Several function branches at once: ``[(branch_id, name, fn), ...]``."""
-        for branch_id, name, fn in branches:
-            self.add_function_branch(branch_id, name, fn)
-        return self
-
-    def set_default(self, branch_id: str) -> BranchList:
-        """The branch taken when the decider returns an id no branch has."""
-        if self._kind == "selector":
-            self._builder._problem(
-                f"set_default('{branch_id}') on selector '{self._node.id}': only deciders have a default", self._node.id
-            )
-        self._node.default_branch = branch_id
-        return self
-
-    def _validate(self) -> None:
-        if self._validated:
-            return
-        self._validated = True
-        node = self._node
-        if not node.branches:
-            self._builder._problem(
-                f"{self._kind} at '{node.name}' requires at least one branch — add one with add_function_branch",
-                node.id,
-            )
-        if node.default_branch is not None and node.default_branch not in node.branches:
-            self._builder._problem(
-                f"set_default('{node.default_branch}') under '{node.id}': no such branch "
-                f"(branches: {', '.join(node.branches) or 'none'})",
-                node.id,
-            )
-        if self._builder._open_list is self:
-            self._builder._open_list = None
-
-    def end(self) -> FlowChartBuilder:
-        """Close the branch list and go on building the chart."""
-        self._validate()
-        return self._builder
-
-
-def _description(description: Any, stage_id: str, builder: FlowChartBuilder) -> str | None:
-    if description is None or isinstance(description, str):
-        return description
-    builder._problem(f"description of '{stage_id}' must be a string, got {type(description).__name__}", stage_id)
-    return None
-
-
-def _pausable_node(
-    builder: FlowChartBuilder, name: str, pausable: Any, stage_id: str, description: str | None
-) -> StageNode:
-    node = StageNode("pausable", name, stage_id, _description(description, stage_id, builder))
-    if not isinstance(pausable, Pausable):
-        builder._problem(f"pausable stage '{stage_id}' needs a Pausable(execute=..., resume=...)", stage_id)
-        return node
-    try:
-        node.execute = StageCallable.of(pausable.execute, base_arity=1, where=f"execute of '{stage_id}'")
-        node.resume = StageCallable.of(pausable.resume, base_arity=2, where=f"resume of '{stage_id}'")
-        if pausable.answer is not None:
-            node.answer = StageCallable.of(pausable.answer, base_arity=2, where=f"answer of '{stage_id}'")
-    except TypeError as exc:
-        builder._problem(str(exc), stage_id)
-    return node
-
-
-def _mount_node(
-    builder: FlowChartBuilder,
-    stage_id: str,
-    chart: Any,
-    mount_name: str | None,
-    input_mapper: Callable[[Any], Any] | None,
-    output_mapper: Callable[[Any, Any], Any] | None,
-    propagate_break: bool,
-    array_merge: str,
-    description: str | None,
-) -> StageNode:
-    from .chart import FlowChart
-
-    node = StageNode("subflow", mount_name or stage_id, stage_id, _description(description, stage_id, builder))
-    if not isinstance(chart, FlowChart):
-        builder._problem(
-            f"subflow '{stage_id}' needs a built FlowChart (call .build() on it), got {type(chart).__name__}", stage_id
-        )
-        return node
-    if array_merge not in ("concat", "replace"):
-        builder._problem(
-            f"array_merge of subflow '{stage_id}' must be 'concat' or 'replace', got {array_merge!r}", stage_id
-        )
-    node.mount = SubflowMount(chart, input_mapper, output_mapper, propagate_break, array_merge)  # type: ignore[arg-type]
-    return node
-
-
 def flow_chart(
     name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
 ) -> FlowChartBuilder:
     """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
     return FlowChartBuilder().start(name, fn, stage_id, description=description, retry=retry)
+
+
+__all__ = ["BranchList", "FlowChartBuilder", "StageFn", "flow_chart"]

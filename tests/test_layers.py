@@ -57,6 +57,8 @@ LAYERS: dict[str, int] = {
     # L2 structure
     "flowchart.chart": 2,
     "flowchart.builder": 2,
+    "flowchart.branches": 2,
+    "flowchart.stage_nodes": 2,
     "flowchart.drawing": 2,
     "flowchart.mapping": 2,
     # L3 engine, and what a run returns
