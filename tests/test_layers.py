@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "flowchart.mapping": 2,
     # L3 engine, and what a run returns
     "flowchart.engine.*": 3,
+    "flowchart.engine.redacting": 3,
     "flowchart.result": 3,
     "flowchart.trace": 3,
     "flowchart.trace_codec": 3,

@@ -37,9 +37,10 @@ from ..scope import Transaction
 from .entry import _finish, _root_context
 from .observers import NO_OBSERVERS, Observers
 from .positions import MountPoint, Position
+from .redacting import StageRecorder, redact_log, redacted_ops
 from .retrying import unwind
 from .run_state import Run
-from .traversal import Traverser, _redacted_ops, _StageRecorder
+from .traversal import Traverser
 
 if TYPE_CHECKING:
     from ..chart import FlowChart
@@ -192,17 +193,17 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, at: Any, 
         for key in dict.fromkeys(op.path[0] for op in ops)
     ]
     if observers.has_data:  # the patch's writes, redacted as any stage's (the narrative's steps)
-        recorder = _StageRecorder(top, ctx)
+        recorder = StageRecorder(top, ctx)
         for _kind, key, value, operation, _hidden in written:
             recorder.write(key, value, operation)
     redacted: tuple[str, ...] = ()
     if ops and top.run.redacting:
-        ops, redacted = top._redact(ops, 0)
+        ops, redacted = redact_log(top.run, ops, 0)
     decision = {"forked_from": parent_run_id, "at": at}
     commit = Commit(len(top.commit_log), FORK_NAME, full, rid, tuple(ops), (), redacted, decision)
     top.commit_log.append(commit)
     if observers.has_ops and written:  # the same writes to a batch recorder, once
-        batch = _redacted_ops(top.run.redaction, written) if top.run.redacting else written
+        batch = redacted_ops(top.run.redaction, written) if top.run.redacting else written
         observers.emit("on_stage_ops", StageOpsEvent(ctx, batch))
     if observers.wants("on_stage_executed"):
         shown = at if isinstance(at, int) else "(" + ", ".join(str(k) for k in at) + ")"

@@ -100,9 +100,9 @@ async def run_map(
         if not run.redacting:
             txn.snapshot = run.observers.snapshot
     if run.observers.has_data:
-        from .traversal import _StageRecorder
+        from .redacting import StageRecorder
 
-        txn.observer = _StageRecorder(traverser, traverser.context(node, rid))
+        txn.observer = StageRecorder(traverser, traverser.context(node, rid))
     try:
         items = _items(traverser, node, txn)
     except Exception as exc:

@@ -17,14 +17,15 @@ Laws:
 This module holds the walk itself (one stage, its commit, the next hop, loops, stop).
 The other laws have a module each, bound here as ``Traverser`` methods: ``choices``
 (deciders, selectors), ``forks`` (parallel children), ``subflows`` (mounts) and
-``resuming`` (the way back into a paused run).
+``resuming`` (the way back into a paused run); ``redacting`` hides what the run's redaction
+hides in each commit and data event as it is made.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..commits import Commit, Op
+from ..commits import Commit
 from ..context import ReadonlyArgs, StageContext
 from ..errors import LoopLimitError
 from ..events import (
@@ -36,88 +37,21 @@ from ..events import (
     LoopEvent,
     NextEvent,
     PauseEvent,
-    ReadEvent,
     StageEvent,
     StageExecutedEvent,
     StageOpsEvent,
     StageType,
     TraversalContext,
-    WriteEvent,
 )
 from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
-from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
 from ..scope import Scope, Transaction
 from . import choices, forks, maps, resuming, retrying, subflows
+from .redacting import StageRecorder, redact_log, redacted_ops
 from .run_state import Run
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
-
-
-def _shown(redaction: Any, key: str, value: Any) -> tuple[Any, bool]:
-    """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
-    if redaction.hides(key):
-        return EVENT_PLACEHOLDER, True
-    if key in redaction.fields:
-        scrubbed, hidden = redaction.scrub_fields(key, value, EVENT_PLACEHOLDER)
-        return scrubbed, bool(hidden)
-    return value, False
-
-
-def _redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
-    """A batch of stage operations as the run's redaction lets recorders see them."""
-    out = []
-    for op in ops:
-        kind, key, value, operation, _ = op
-        if kind == "read" or (kind == "write" and operation != "delete"):
-            value, hidden = _shown(redaction, key, value)
-            out.append((kind, key, value, operation, hidden))
-        elif kind == "write" or kind == "missing":
-            out.append((kind, key, value, operation, redaction.hides(key) if kind == "write" else False))
-        else:
-            out.append(op)
-    return out
-
-
-class _StageRecorder:
-    """Bridges a transaction's reads and writes to the recorders' data hooks."""
-
-    __slots__ = ("ctx", "observers", "reads", "redacting", "redaction", "writes")
-
-    def __init__(self, traverser: Traverser, ctx: TraversalContext) -> None:
-        self.observers = observers = traverser.run.observers
-        self.ctx = ctx
-        run = traverser.run
-        self.redacting = run.redacting  # when nothing is hidden, no key is asked about
-        self.redaction = run.redaction
-        self.reads = observers.wants("on_read")
-        self.writes = observers.wants("on_write")
-
-    def _shown(self, key: str, value: Any) -> tuple[Any, bool]:
-        """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
-        return _shown(self.redaction, key, value)
-
-    def read(self, key: str, value: Any) -> None:
-        if self.reads:
-            hidden = False
-            if self.redacting:
-                value, hidden = self._shown(key, value)
-            self.observers.emit("on_read", ReadEvent(self.ctx, key, value, hidden))
-
-    def missing(self, key: str) -> None:
-        if self.reads:
-            self.observers.emit("on_read", ReadEvent(self.ctx, key, None, missing=True))
-
-    def write(self, key: str, value: Any, operation: str) -> None:
-        if self.writes:
-            hidden = False
-            if self.redacting:
-                if operation == "delete":
-                    hidden = self.redaction.hides(key)
-                else:
-                    value, hidden = self._shown(key, value)
-            self.observers.emit("on_write", WriteEvent(self.ctx, key, value, operation, hidden))  # type: ignore[arg-type]
 
 
 class Traverser:
@@ -256,7 +190,7 @@ class Traverser:
         if observers.has_data:
             tctx = self.context(node, rid)
             if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
-                txn.observer = _StageRecorder(self, tctx)
+                txn.observer = StageRecorder(self, tctx)
             if observers.wants("on_stage_start"):
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
@@ -282,7 +216,7 @@ class Traverser:
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
         if ops and self.run.redacting:
-            ops, redacted = self._redact(ops, len(txn.namespace) if txn is not None else 0)
+            ops, redacted = redact_log(self.run, ops, len(txn.namespace) if txn is not None else 0)
         run = self.run
         attempts = run.retry_log.pop(rid, ()) if run.retry_log else ()
         recovers = retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None
@@ -295,31 +229,12 @@ class Traverser:
         if observers.has_ops and txn is not None and txn.oplog is not None:
             del self.oplogs[rid]
             if txn.oplog:
-                ops_log = _redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
+                ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None
                 observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
         if observers.wants("on_commit"):
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit
-
-    def _redact(self, ops: list[Op], depth: int) -> tuple[list[Op], tuple[str, ...]]:
-        redaction = self.run.redaction
-        out: list[Op] = []
-        paths: list[str] = []
-        for op in ops:
-            key = op.path[depth]
-            if op.verb != "delete" and redaction.hides(key):
-                out.append(Op(op.path, op.verb, LOG_PLACEHOLDER))
-                paths.append("/".join(op.path))
-            elif op.verb != "delete" and key in redaction.fields:
-                value, hidden = redaction.scrub_fields(key, op.value)
-                out.append(Op(op.path, op.verb, value) if hidden else op)
-                paths.extend("/".join((*op.path, field)) for field in hidden)
-            else:
-                out.append(op)
-        for path in paths:
-            self.run.redacted_paths[path] = None
-        return out, tuple(paths)
 
     def fail(self, node: StageNode, rid: str, error: BaseException) -> None:
         """Tell the recorders that ``node`` raised ``error`` (once per error, at the innermost stage)."""
