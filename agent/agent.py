@@ -97,8 +97,10 @@ class Agent:
         self._last: AgentSnapshot | None = None
         # conversations (agent.conversations): turns kept here without a store; the last one run
         self.history_policy = history or conversations.HistoryPolicy()
-        self._conversations = conversations.ConversationBook()
-        self._last_conversation: str | None = None
+        #: the in-memory turns of this agent's conversations (used when there is no store)
+        self.conversation_book = conversations.ConversationBook()
+        #: the conversation ``follow_up`` continues: the last one this agent ran a turn of
+        self.last_conversation: str | None = None
 
     @staticmethod
     def create(
@@ -366,7 +368,7 @@ class Agent:
         """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
         (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
         if self.store is None and conversations.CONVERSATION in result.state:
-            self._conversations.settle(result)  # an in-memory conversation turn ended or paused
+            self.conversation_book.settle(result)  # an in-memory conversation turn ended or paused
         # the narrative is worded when last_snapshot().narrative is first read, not here
         lines = recorders[0].lines if self.narrative else []
         self._last = AgentSnapshot(result.state, result.commit_log, lines, result)

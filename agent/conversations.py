@@ -302,12 +302,12 @@ def turn_options(agent: Agent, conversation: Any, window: Any, chars: Any) -> tu
 
 def last(agent: Agent) -> str:
     """The conversation ``follow_up`` continues (``NoConversationError`` when there is none)."""
-    if agent._last_conversation is None:
+    if agent.last_conversation is None:
         raise NoConversationError(
             "follow_up(): this agent has no conversation to continue yet: start one with "
             "agent.run(message, conversation='some-id')"
         )
-    return agent._last_conversation
+    return agent.last_conversation
 
 
 async def arun(
@@ -326,17 +326,17 @@ async def arun(
     if store is not None:
         plan = stored_plan(store, cid, policy)
     else:
-        turns = agent._conversations.turns(cid)
+        turns = agent.conversation_book.turns(cid)
         plan = plan_turn(cid, len(turns), turns, policy)
     run_input = {**run_input, INPUT_KEY: plan}
-    agent._last_conversation = cid
+    agent.last_conversation = cid
     if store is not None:
         try:
             run_id = durable.create(agent, run_input, run_id, conversation=(cid, plan["turn"]))
         except TurnTakenError as exc:
             raise ConversationBusyError(str(exc), cid, plan["turn"]) from None
         return await durable.advance_run(agent, run_id, attach)
-    book = agent._conversations
+    book = agent.conversation_book
     book.claim(cid, plan["turn"], "")  # the run's id is known when it settles
     try:
         return await agent.arun_turn(run_input, attach)
