@@ -220,8 +220,22 @@ def explanation(trace: Trace) -> dict[str, Any] | None:
     return {**explained.to_dict(), "text": explained.format()}
 
 
+_AGENT_KEYS = frozenset((HISTORY, LEDGER, HUMAN))
+
+
+def _touches_agent_keys(trace: Trace) -> bool:
+    """Whether the final state can hold any key ``agent_panels`` looks for: the run started with
+    one or some op wrote one (a key neither did cannot be in the replayed state)."""
+    if not _AGENT_KEYS.isdisjoint(trace.initial_state):
+        return True
+    return any(op.path[0] in _AGENT_KEYS for commit in trace.commit_log for op in commit.trace)
+
+
 def build(trace: Trace) -> dict[str, Any] | None:
-    """The agent panel's data for ``trace``, or ``None`` when it is not an agent run."""
+    """The agent panel's data for ``trace``, or ``None`` when it is not an agent run (told
+    without replaying the log when no op touches the agent's keys)."""
+    if not _touches_agent_keys(trace):
+        return None
     checkpoint = trace.checkpoint
     final = trace.final_state
     data = agent_panels(final, trace.initial_state, trace.commit_log, checkpoint.pause_data if checkpoint else None)

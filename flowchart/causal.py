@@ -185,10 +185,15 @@ class _Writers:
     """Last-writer lookup: ``key -> sorted commit indices`` searched by bisection."""
 
     def __init__(self, log: Sequence[Commit]) -> None:
-        self._index: dict[str, list[int]] = {}
+        index: dict[str, list[int]] = {}
         for position, commit in enumerate(log):
-            for key in commit.written_keys:
-                self._index.setdefault(key, []).append(position)
+            for op in commit.trace:  # ``commit.written_keys``, without a tuple per commit
+                positions = index.get(op.path[0])
+                if positions is None:
+                    index[op.path[0]] = [position]
+                elif positions[-1] != position:
+                    positions.append(position)
+        self._index = index
 
     def before(self, key: str, position: int) -> int | None:
         """The position of the last commit strictly before ``position`` that wrote ``key``."""
@@ -228,6 +233,20 @@ def causal_chain(
     ``max_nodes`` below 1. ``initial`` names the keys the run started with (initial state and
     run input); given, an unwritten read of any other key is reported as ``absent``.
     """
+    chains = causal_chains(commit_log, (key,), at, max_depth=max_depth, max_nodes=max_nodes, initial=initial)
+    return chains[key]
+
+
+def causal_chains(
+    commit_log: Iterable[Commit],
+    keys: Iterable[str],
+    at: int | None = None,
+    *,
+    max_depth: int = 20,
+    max_nodes: int = 100,
+    initial: Iterable[str] | None = None,
+) -> dict[str, CausalChain]:
+    """``causal_chain`` of each of ``keys`` (same arguments, same errors), the log indexed once."""
     log = list(commit_log)
     started_with = None if initial is None else frozenset(initial)
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
@@ -238,8 +257,20 @@ def causal_chain(
         raise IndexError(f"commit index {at} is out of range: the log has {len(log)} commits (0..{len(log) - 1})")
     end = len(log) - 1 if at is None else at
     if not log:
-        return CausalChain(key, end, (), missing="empty-log")
+        return {key: CausalChain(key, end, (), missing="empty-log") for key in keys}
     writers = _Writers(log)
+    return {key: _backtrack(log, writers, key, end, max_depth, max_nodes, started_with) for key in keys}
+
+
+def _backtrack(
+    log: list[Commit],
+    writers: _Writers,
+    key: str,
+    end: int,
+    max_depth: int,
+    max_nodes: int,
+    started_with: frozenset[str] | None,
+) -> CausalChain:
     start = writers.before(key, end + 1)
     if start is None and "/" in key:
         start = _last_path_writer(log, tuple(key.split("/")), end)

@@ -274,3 +274,30 @@ def test_a_chain_says_a_stage_depended_on_a_key_being_absent() -> None:
     from flowchart import causal_chain
 
     assert causal_chain(trace.commit_log, "mode").root.from_initial == ("override",)  # type: ignore[union-attr]
+
+
+@settings(max_examples=100)
+@given(log=logs(), keys=st.lists(KEYS, max_size=5, unique=True), data=st.data())
+def test_chains_of_several_keys_are_each_keys_chain(log: list[Commit], keys: list[str], data: Any) -> None:
+    """``causal_chains`` (the log indexed once, as the viewer asks for every key) gives for each
+    key exactly what ``causal_chain`` gives, whatever ``at`` and the starting keys."""
+    from flowchart.causal import causal_chains
+
+    at = data.draw(st.integers(-1, len(log) - 1) | st.none())
+    initial = data.draw(st.none() | st.lists(KEYS, max_size=3))
+    chains = causal_chains(log, keys, at, initial=initial, max_depth=4, max_nodes=6)
+    assert list(chains) == keys
+    assert chains == {key: causal_chain(log, key, at, initial=initial, max_depth=4, max_nodes=6) for key in keys}
+
+
+def test_chains_of_several_keys_refuse_what_one_chain_refuses() -> None:
+    """The same errors as ``causal_chain``, raised before any key is walked; an empty log gives
+    every key an ``empty-log`` chain."""
+    from flowchart.causal import causal_chains
+
+    log = [commit(0, "a"), commit(1, "b", "a")]
+    with pytest.raises(IndexError, match=r"commit index 2 is out of range: the log has 2 commits \(0\.\.1\)"):
+        causal_chains(log, ["a"], 2)
+    with pytest.raises(ValueError, match="max_nodes must be an integer >= 1, got 0"):
+        causal_chains(log, ["a"], max_nodes=0)
+    assert {k: c.missing for k, c in causal_chains([], ["a", "b"]).items()} == {"a": "empty-log", "b": "empty-log"}

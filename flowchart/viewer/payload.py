@@ -6,13 +6,22 @@ chain of each key at the end of the log, what each ``Panel`` builds
 (``flowchart.viewer.panels``: the viewer itself reads no one's state keys), visit counts.
 States are NOT stored per commit: the page replays the commit ops itself (the fold
 ``flowchart.commits.replay`` defines), so the payload grows with the log, not with log × state.
+The two lists that grow with the log's values (the commits' rows and the narrative's) are
+kept as ``Rows``, a recipe for any slice: a page being written encodes them a slice at a
+time, so their rows never all exist at once; ``build_payload`` makes them lists. Values are
+shared with the trace, never copied.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
+
+from ..causal import causal_chains
+from ..commits import Commit
+from ..narrative_entry import NarrativeEntry
 from ..trace import Trace
 from .narrative import commit_records, decision_record, headline_record
 from .panels import Panel, panel_data, panels_title
@@ -51,19 +60,48 @@ def visits_and_taken(trace: Trace) -> tuple[dict[str, int], set[tuple[str, str]]
     return visits, taken
 
 
-def _commit_rows(trace: Trace) -> list[list[Any]]:
-    rows = []
-    for c in trace.commit_log:
-        ops = [[list(op.path), op.verb] + ([] if op.verb == "delete" else [op.value]) for op in c.trace]
-        rows.append([c.runtime_stage_id, c.stage, c.stage_id, ops, list(c.reads), list(c.redacted_paths)])
-    return rows
+@attrs.frozen
+class Rows:
+    """A payload list of ``count`` items kept as a recipe: ``make(start, stop)`` builds that slice."""
+
+    count: int
+    make: Callable[[int, int], list[Any]]
+
+    @classmethod
+    def of(cls, items: list[Any]) -> Rows:
+        """The rows of a list that already exists."""
+        return cls(len(items), lambda start, stop: items[start:stop])
+
+    def slice(self, start: int, stop: int) -> list[Any]:
+        """Items ``start`` up to ``stop`` (cut at ``count``)."""
+        return self.make(start, min(stop, self.count))
+
+
+def _commit_rows(trace: Trace) -> Rows:
+    log = trace.commit_log
+
+    def make(start: int, stop: int) -> list[list[Any]]:
+        rows = []
+        for c in log[start:stop]:
+            ops = [
+                [list(op.path), op.verb] if op.verb == "delete" else [list(op.path), op.verb, op.value]
+                for op in c.trace
+            ]
+            rows.append([c.runtime_stage_id, c.stage, c.stage_id, ops, list(c.reads), list(c.redacted_paths)])
+        return rows
+
+    return Rows(len(log), make)
+
+
+def _narrative_rows(records: Sequence[NarrativeEntry]) -> Rows:
+    return Rows(len(records), lambda start, stop: [[r.type, r.depth, r.text] for r in records[start:stop]])
 
 
 def why_chains(trace: Trace, keys: list[str]) -> dict[str, dict[str, Any]]:
     """Each key's causal chain at the end of the log: its text and the commits in it."""
     out = {}
-    for key in keys:
-        chain = trace.why(key)
+    started_with = {*trace.initial_state, *trace.run_input}  # as ``trace.why`` passes them
+    for key, chain in causal_chains(trace.commit_log, keys, initial=started_with).items():
         out[key] = {
             "text": chain.format() if chain.root is not None else "",
             "missing": chain.missing,
@@ -72,7 +110,7 @@ def why_chains(trace: Trace, keys: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _why_keys(trace: Trace, final: dict[str, Any]) -> tuple[list[str], bool]:
+def _why_keys(trace: Trace) -> tuple[list[str], bool]:
     written: dict[str, None] = {}
     for commit in reversed(trace.commit_log):  # the most recently written first
         for key in commit.written_keys:
@@ -81,12 +119,22 @@ def _why_keys(trace: Trace, final: dict[str, Any]) -> tuple[list[str], bool]:
     return sorted(keys[:MAX_WHY_KEYS]), len(keys) > MAX_WHY_KEYS
 
 
+def _op_dicts(commit: Commit) -> list[dict[str, Any]]:
+    """``commit.to_dict()["trace"]`` without its deep copies (the page only reads the values)."""
+    return [
+        {"path": list(op.path), "verb": op.verb}
+        if op.verb == "delete"
+        else {"path": list(op.path), "verb": op.verb, "value": op.value}
+        for op in commit.trace
+    ]
+
+
 def _subflows(trace: Trace) -> dict[str, Any]:
     return {
         rid: {
             "mount_id": sub.mount_id,
             "initial": sub.initial_state,
-            "commits": [[c.runtime_stage_id, c.stage, c.stage_id, c.to_dict()["trace"]] for c in sub.commit_log],
+            "commits": [[c.runtime_stage_id, c.stage, c.stage_id, _op_dicts(c)] for c in sub.commit_log],
         }
         for rid, sub in trace.subflows.items()
     }
@@ -95,11 +143,16 @@ def _subflows(trace: Trace) -> dict[str, Any]:
 def build_payload(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]:
     """Everything the page shows, as one JSON-safe dict (see the module law); ``panels`` add
     their data under ``panels`` (and may name the run)."""
+    fields = payload_fields(trace, panels)
+    return {key: value.slice(0, value.count) if isinstance(value, Rows) else value for key, value in fields.items()}
+
+
+def payload_fields(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]:
+    """``build_payload``'s dict with its long lists (``commits``, ``narrative``) as ``Rows``."""
     kinds = stage_kinds(trace.chart_spec)
-    final = trace.final_state
     records = trace.narrative or []
     blocks = commit_records(records, trace.commit_log, trace.subflows)
-    keys, cut = _why_keys(trace, final)
+    keys, cut = _why_keys(trace)
     checkpoint = trace.checkpoint
     pause = None
     if checkpoint is not None:
@@ -122,7 +175,7 @@ def build_payload(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]:
         "run_input": trace.run_input,
         "initial": trace.initial_state,
         "commits": _commit_rows(trace),
-        "narrative": [[r.type, r.depth, r.text] for r in records],
+        "narrative": _narrative_rows(records),
         "blocks": blocks,
         "headlines": [headline_record(records, mine) for mine in blocks],
         "decisions": [decision_record(records, mine) for mine in blocks],
@@ -135,4 +188,4 @@ def build_payload(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]:
     }
 
 
-__all__ = ["build_payload", "stage_kinds", "visits_and_taken", "why_chains"]
+__all__ = ["Rows", "build_payload", "payload_fields", "stage_kinds", "visits_and_taken", "why_chains"]
