@@ -182,6 +182,84 @@ COMPARE: tuple[Compare, ...] = (
 )
 
 
+# W7, a big run: pyfootprint's operations in the order of the table, LangGraph's answer to some of them
+W7_OPS = ("run", "Trace.save", "json.dump", "Trace.load", "json.load", "replay", "narrate", "why", "store.get", "view")
+W7_PEER = {
+    "store.get": "get_state_history, SqliteSaver (file)",
+    "replay": "get_state, SqliteSaver (file)",
+    "run": "run, SqliteSaver (file)",
+}
+W7_BIG = " (150,000 commits)"
+
+
+def _cpu(row: Row | None) -> float | None:
+    """A W7 row's CPU seconds (its wall seconds when CPU time was not recorded)."""
+    if row is None:
+        return None
+    return float(row.get("cpu_seconds", row["median"] * row["per"] / 1e6))
+
+
+def w7_target(rows: dict[tuple[str, str, str], Row], op: str) -> str:
+    """The issue's target for one W7 operation at 30,000 commits, and whether CPU time meets it."""
+    mine = rows.get(("W7", "pyfootprint", op))
+    cpu = _cpu(mine)
+    if mine is None or cpu is None:
+        return ""
+
+    def against(floor: str, limit: float) -> str:
+        base = _cpu(rows.get(("W7", "pyfootprint", floor)))
+        if not base:
+            return ""
+        verdict = "met" if cpu / base <= limit else "**missed**"
+        return f"≤ {limit}× {floor}: {cpu / base:.2f}×, {verdict}"
+
+    if op == "Trace.save":
+        return against("json.dump", 1.5)
+    if op == "Trace.load":
+        return against("json.load", 1.5)
+    if op == "store.get":
+        return against("Trace.load", 1.5)
+    if op in ("why", "replay"):
+        return f"≤ 0.5 s: {'met' if cpu <= 0.5 else '**missed**'}"
+    if op == "view":
+        times = mine.get("rss_x_trace", 0.0)
+        verdict = "met" if cpu <= 3.0 and times <= 5.0 else "**missed**"
+        return f"≤ 3 s and ≤ 5× the trace: {cpu:.2f} s, {times:.1f}×, {verdict}"
+    return ""
+
+
+def big_run(rows: dict[tuple[str, str, str], Row]) -> list[str]:
+    """W7: CPU seconds, µs per commit and peak RSS per operation at 30,000 and 150,000 commits,
+    how µs per commit grew between them (1.00× = linear), the target, and LangGraph beside it."""
+    out = [
+        "| operation | CPU s | µs/commit | peak RSS | ÷ trace | CPU s (150k) | µs/commit (150k) | peak RSS (150k) "
+        "| ÷ trace (150k) | growth, µs/commit 150k ÷ 30k | target at 30,000 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def cells(row: Row | None) -> list[str]:
+        cpu = _cpu(row)
+        if row is None or cpu is None:
+            return ["", "", "", ""]
+        rss = f"{row['peak_rss'] / 1e6:,.0f} MB" if "peak_rss" in row else ""
+        times = f"{row['rss_x_trace']:.1f}×" if "rss_x_trace" in row else ""
+        return [f"{cpu:,.3f}", num(cpu * 1e6 / row["per"]), rss, times]
+
+    for op in W7_OPS:
+        small, big = rows.get(("W7", "pyfootprint", op)), rows.get(("W7", "pyfootprint", op + W7_BIG))
+        if small is None and big is None:
+            continue
+        a, b = _cpu(small), _cpu(big)
+        growth = f"{(b / big['per']) / (a / small['per']):.2f}×" if a and b and small and big else ""
+        line = [op, *cells(small), *cells(big), growth, w7_target(rows, op)]
+        out.append("| " + " | ".join(line) + " |")
+        peer = rows.get(("W7", "langgraph", W7_PEER[op])) if op in W7_PEER else None
+        if peer is not None:
+            label = f"LangGraph {W7_PEER[op]}, {peer['per']:,} steps"
+            out.append(f"| {label} | {' | '.join(cells(peer))} | | | | | | |")
+    return out
+
+
 def load(paths: Iterable[str]) -> tuple[dict[tuple[str, str, str], Row], list[Row]]:
     """Pool measurements by (workload, peer, variant); collect skip notes apart."""
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
@@ -310,6 +388,14 @@ def render(paths: list[str]) -> str:
         "",
         *memory(rows),
     ]
+    w7 = big_run(rows)
+    if len(w7) > 2:
+        parts += [
+            "",
+            "## W7, a big run (CPU time; peak RSS of a fresh process per operation, trace load included)",
+            "",
+            *w7,
+        ]
     if notes:
         parts += ["", "## Skipped", ""]
         parts += [f"- {n['workload']} {n['peer']} — {n['variant']}: {n['skipped']}" for n in notes]
