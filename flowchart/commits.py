@@ -8,7 +8,9 @@ Laws:
   (the key is removed). Paths are lists of keys from the top of
   the state (``["runs", "a", "x"]`` for a fork child's write).
 - Folding the log over the initial state reproduces the live state exactly: ``replay``
-  and the engine apply ops through the same ``apply_op``.
+  and the engine apply ops through the same ``apply_op`` (``replay`` extends in place a
+  top-level list it made itself, with the same result, so a list that grows by appends
+  replays in linear time).
 - Committed values are shared, never mutated: ``apply_op`` copies only the containers on
   the path it changes (copy-on-write), never the whole state.
 """
@@ -182,9 +184,24 @@ def replay(
         raise IndexError(f"commit index {upto} is out of range: the log has {len(log)} commits (0..{len(log) - 1})")
     state: dict[str, Any] = dict(initial or {})
     end = len(log) if upto is None else upto + 1
+    grown: dict[str, list[Any]] = {}  # top-level key -> the list this fold made for it (no one else holds it)
     for commit in log[:end]:
-        apply_commit(state, commit)
+        for op in commit.trace:
+            if op.verb == "append" and len(op.path) == 1:
+                _append_owned(state, op.path[0], op.value, grown)
+            else:
+                apply_op(state, op)
     return copy.deepcopy(state)
+
+
+def _append_owned(state: dict[str, Any], key: str, tail: list[Any], grown: dict[str, list[Any]]) -> None:
+    """``apply_op`` of a top-level append, in amortised O(len(tail)): the first append copies the
+    list (it may be a committed value), later ones extend that copy while it is still the state's."""
+    current = state.get(key)
+    if key in grown and current is grown[key]:
+        grown[key].extend(tail)
+        return
+    grown[key] = state[key] = [*current, *tail] if isinstance(current, list) else list(tail)
 
 
 def commit_data(commit: Commit) -> dict[str, Any]:
