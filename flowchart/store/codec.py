@@ -56,11 +56,14 @@ def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
     if not isinstance(items, list):
         raise StoreError(f"run '{run_id}': its stored narrative cannot be read (not a list)")
     out = []
-    for item in items:
+    for item in items:  # freshly parsed and checked by ``decode``: structured as is, no copy
         if isinstance(item, str):
             out.append(NarrativeEntry("line", 0, item))
             continue
-        out.append(_decode_column(dumps(item), run_id, "narrative", _narrative_record))
+        try:
+            out.append(_narrative_record(item))
+        except ValueError as exc:
+            raise StoreError(f"run '{run_id}': its stored narrative cannot be read ({exc})") from None
     return tuple(out)
 
 
