@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
+from .events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -90,16 +90,19 @@ class StreamTap:
     def _bind_all(self) -> None:
         narrative = self.narrative
         # a narrative that takes its operations in a batch hears them there, not one by one
-        batched = callable(getattr(narrative, "on_stage_ops", None)) and not getattr(
-            narrative, "live_operations", False
-        )
+        batched = (
+            callable(getattr(narrative, "on_stage_ops", None)) or callable(getattr(narrative, "take_stage_ops", None))
+        ) and not getattr(narrative, "live_operations", False)
         own = self._own_hooks()
         for hook in ALL_HOOKS:
             bound = self._bind(own.get(hook), hook, narrative, batched)
             if bound is not None:
                 setattr(self, hook, bound)
-        for hook in FIELD_HOOKS:
-            setattr(self, hook, own.get(hook))
+        for hook in FIELD_HOOKS:  # ours, the narrative's, or both (ours first)
+            mine, theirs = own.get(hook), getattr(narrative, hook, None) if narrative is not None else None
+            if not callable(theirs) or (batched and hook == "take_emit"):
+                theirs = None
+            setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
         self.emit_names = self._emit_names()
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
@@ -130,6 +133,8 @@ class StreamTap:
     ) -> Callable[[Any], None] | None:
         if narrative is None or (batched and hook in OPERATION_HOOKS):
             return mine
+        if callable(getattr(narrative, FIELD_FORMS.get(hook, ""), None)):
+            return mine  # the narrative takes this point as fields (bound below)
         theirs = getattr(narrative, hook, None)
         if not callable(theirs):
             return mine
@@ -195,9 +200,9 @@ class StreamTap:
             sink(NarrativeLine(ctx, None, batch, index))
 
 
-def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
-    def call(event: Any) -> None:
-        first(event)
-        second(event)
+def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def call(*fields: Any) -> None:
+        first(*fields)
+        second(*fields)
 
     return call

@@ -165,6 +165,8 @@ class Traverser:
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
+        if observers.executed_takers:
+            observers.stage_executed(self.context(node, rid), node.name, node.description, stage_type)
         if observers.wants("on_stage_executed"):
             event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
             observers.emit("on_stage_executed", event)
@@ -237,7 +239,11 @@ class Traverser:
             if txn.oplog:
                 ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None
-                observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
+                tctx = self.context(node, rid)
+                if observers.ops_takers:
+                    observers.stage_ops(tctx, ops_log)
+                if observers.wants("on_stage_ops"):
+                    observers.emit("on_stage_ops", StageOpsEvent(tctx, ops_log))
         if observers.commit_takers:
             observers.committed(self.context(node, rid), commit)
         if observers.wants("on_commit"):
