@@ -143,8 +143,8 @@ class Traverser:
             log = self.oplogs.get(ctx.runtime_stage_id)
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
-        takers = observers.emit_takers
-        if takers or observers.wants("on_emit"):
+        takers, hooked = observers.emit_takers, observers.wants("on_emit")
+        if takers or hooked:
             rid = ctx.runtime_stage_id
             last = self._last_context
             if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
@@ -153,7 +153,7 @@ class Traverser:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
                 observers.emitted(tctx, name, payload)
-            if observers.wants("on_emit"):
+            if hooked:
                 observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
     def flow(self, hook: str, node: StageNode, rid: str, make: Any) -> None:

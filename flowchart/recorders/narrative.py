@@ -170,7 +170,7 @@ class NarrativeRecorder:
                 if type(entry) is tuple:
                     push(entry)
                 else:  # a _Batch or a _Line: worded now, once
-                    extend(entry.entries())
+                    extend(entry.entries())  # type: ignore[attr-defined]
             if type(self._records) is _Followed:
                 self._records[:] = told  # keep following: the stream goes on after a mid-run read
             else:
