@@ -165,6 +165,8 @@ class Traverser:
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
+        if not observers.any:  # nobody listens: nothing to build or ask
+            return
         if observers.executed_takers:
             observers.stage_executed(self.context(node, rid), node.name, node.description, stage_type)
         if observers.wants("on_stage_executed"):
@@ -234,6 +236,8 @@ class Traverser:
         )  # fmt: skip
         self.commit_log.append(commit)
         observers = self.run.observers
+        if not observers.any:
+            return commit
         if observers.has_ops and txn is not None and txn.oplog is not None:
             del self.oplogs[rid]
             if txn.oplog:
@@ -312,7 +316,7 @@ class Traverser:
         nxt = node.next
         if nxt is None:
             return cont, None, None
-        if nxt.kind != "loop" and self.run.observers.wants("on_next"):
+        if nxt.kind != "loop" and self.run.observers.any and self.run.observers.wants("on_next"):
             self.flow("on_next", node, rid, lambda c: NextEvent(c, node.name, nxt.name, nxt.description))
         return nxt, cont, None
 
