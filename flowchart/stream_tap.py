@@ -106,6 +106,8 @@ class StreamTap:
             theirs = getattr(narrative, hook) if hook in theirs_all and not (batched and hook == "take_emit") else None
             setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
         self.emit_names = self._emit_names()
+        #: the stage's emits go in the batch the narrative takes only when it tells emits
+        self.batch_emits = callable(getattr(narrative, "on_emit", None))
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
             self.snapshot_view = snapshot

@@ -139,7 +139,7 @@ class Traverser:
     def emit(self, ctx: StageContext, name: str, payload: Any) -> None:
         """Deliver ``ctx.emit(name, payload)`` to the emit recorders."""
         observers = self.run.observers
-        if observers.has_ops:
+        if observers.batch_emits:
             log = self.oplogs.get(ctx.runtime_stage_id)
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
