@@ -42,6 +42,7 @@ class Observers:
         "executed_takers",
         "has_data",
         "has_ops",
+        "hooked",
         "live_ops",
         "ops_takers",
         "snapshot",
@@ -94,6 +95,8 @@ class Observers:
         self.ops_takers = tuple(fields["take_stage_ops"])
         self.executed_takers = tuple(fields["take_stage_executed"])
         self.any = bool(self._hooks) or any(fields.values())
+        #: the event hooks somebody has (``name in observers.hooked`` is ``wants(name)`` without a call)
+        self.hooked = frozenset(self._hooks)
         self.has_ops = "on_stage_ops" in self._hooks or bool(self.ops_takers)
         #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
         #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
