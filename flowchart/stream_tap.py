@@ -59,7 +59,9 @@ class StreamTap:
         narrative: NarrativeRecorder | None = None,
         translate: EmitTranslator | None = None,
         emit_kinds: EmitKinds | None = None,
+        will_wrap: bool = False,
     ) -> None:
+        """``will_wrap``: the caller will ``wrap`` a narrative before the run (bind once, then)."""
         self.sink = sink
         self.kinds = kinds
         self.narrative = narrative
@@ -71,7 +73,8 @@ class StreamTap:
         self.guards = False
         self.cancel_requested = False
         self.emit_names: frozenset[str] | None = None
-        self._bind_all()
+        if not will_wrap:
+            self._bind_all()
         if narrative is not None and "narrative" in kinds:
             narrative.follow(self._line, self._lines)
 
