@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import peek
+from flowchart.lowlevel import drive, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -52,7 +52,7 @@ from . import events
 from .answers import make_record_answer
 from .config import STORE_RUN_ENV, AgentConfig
 from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
-from .stages import record_rows
+from .stages import record_rows, settled
 from .state import (
     HISTORY,
     IDENTITY,
@@ -120,38 +120,75 @@ def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, ident
 
 async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
-    cfg, ctx, tool, call = site.cfg, site.ctx, site.tool, site.call
-    identity = _identity(site.scope)
-    error = False
+    tool, call = site.tool, site.call
+    tool_ctx = _tool_context(site.ctx, call, site.iteration, _identity(site.scope))
     attempt = 1
     while True:
         try:
-            result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
+            result = tool.execute(args, tool_ctx)
             if inspect.isawaitable(result):
                 result = await result
+            error = False
         except AskHumanSignal:
             raise
         except Exception as exc:
-            row = error_row(exc, tool.name, call["id"], site.iteration)
-            policy = tool.retry
-            if policy is not None:
-                row["attempt"] = attempt
-                if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
-                    record_tool_error(site.scope, ctx, {**row, "retried": True})
-                    await policy.wait(policy.delay(attempt, tool.name))
-                    attempt += 1
-                    continue
+            delay = _failed(site, exc, attempt)
+            if delay is not None:
+                await tool.retry.wait(delay)
+                attempt += 1
+                continue
             result, error = str(exc) or type(exc).__name__, True
-            record_tool_error(site.scope, ctx, row)
         break
-    if ctx.observed:
-        ctx.emit(
-            events.TOOL_END,
-            {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
-        )
-    if not cfg.has_after_tool:
+    _ended(site, result, error)
+    if not site.cfg.has_after_tool:
         return result, error
     return await _after_tool(site, args, result, error), error
+
+
+def _execute_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
+    """``_execute`` for a synchronous tool on an agent with no tool middleware (nothing to await)."""
+    tool, call = site.tool, site.call
+    tool_ctx = _tool_context(site.ctx, call, site.iteration, _identity(site.scope))
+    attempt = 1
+    while True:
+        try:
+            result = settled(tool.execute(args, tool_ctx))
+            error = False
+        except AskHumanSignal:
+            raise
+        except Exception as exc:
+            delay = _failed(site, exc, attempt)
+            if delay is not None:
+                drive(tool.retry.wait(delay))  # outside an event loop: a plain sleep
+                attempt += 1
+                continue
+            result, error = str(exc) or type(exc).__name__, True
+        break
+    _ended(site, result, error)
+    return result, error
+
+
+def _failed(site: CallSite, exc: Exception, attempt: int) -> float | None:
+    """Record that the tool raised on ``attempt``; the delay before trying again, or ``None``
+    when this failure is the call's result."""
+    tool = site.tool
+    row = error_row(exc, tool.name, site.call["id"], site.iteration)
+    policy = tool.retry
+    if policy is not None:
+        row["attempt"] = attempt
+        if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
+            record_tool_error(site.scope, site.ctx, {**row, "retried": True})
+            return float(policy.delay(attempt, tool.name))
+    record_tool_error(site.scope, site.ctx, row)
+    return None
+
+
+def _ended(site: CallSite, result: Any, error: bool) -> None:
+    """The ``tool.end`` event of a tool that ran (its payload built only when somebody listens)."""
+    ctx = site.ctx
+    if ctx.observed:
+        payload = {"tool_call_id": site.call["id"], "tool_name": site.tool.name, "result": result_text(result)}
+        ctx.emit(events.TOOL_END, {**payload, "error": error})
 
 
 async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: bool = False) -> Any:
@@ -254,19 +291,38 @@ async def check_in_gate(site: CallSite, args: dict[str, Any], history: tuple[Any
     return CallOutcome(pause=PauseData("check_in", call_id, tool.name, request.to_dict()), paused=paused)
 
 
+def _look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration: int) -> Tool | CallOutcome:
+    """The call's ``tool.start`` event, then its tool, or what the call comes to when its
+    arguments did not parse or no such tool exists."""
+    name = call["name"]
+    if ctx.observed:
+        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call["id"], "args": call.get("args") or {},
+                                     "iteration": iteration})  # fmt: skip
+    if call.get("args_error"):
+        return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
+    tool = cfg.tools.get(name)
+    return CallOutcome(text=f"Unknown tool: {name}") if tool is None else tool
+
+
+def _asked_human(
+    ctx: StageContext, call: dict[str, Any], args: Any, iteration: int, signal: AskHumanSignal
+) -> CallOutcome:
+    """The pause of a tool that called ``ask_human``."""
+    name, call_id = call["name"], call["id"]
+    position = _position(ctx, iteration)
+    rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
+    paused = PausedCall("ask_human", call_id, name, args, rid, position)
+    return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
+
+
 async def dispatch_call(
     cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
 ) -> CallOutcome:
     """Take one call through every gate, in the order of the module docstring."""
-    name, call_id = call["name"], call["id"]
-    args = call.get("args") or {}
-    if ctx.observed:
-        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
-    if call.get("args_error"):
-        return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
-    tool = cfg.tools.get(name)
-    if tool is None:
-        return CallOutcome(text=f"Unknown tool: {name}")
+    found = _look_up(cfg, ctx, call, iteration)
+    if isinstance(found, CallOutcome):
+        return found
+    tool, name, call_id, args = found, call["name"], call["id"], call.get("args") or {}
     site = CallSite(cfg, scope, ctx, tool, call, iteration)
     _identity(scope)  # read here, before the gates, as the record has always listed the stage's reads
     gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
@@ -290,10 +346,29 @@ async def dispatch_call(
     try:
         result, _error = await _execute(site, args)
     except AskHumanSignal as signal:
-        position = _position(ctx, iteration)
-        rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
-        paused = PausedCall("ask_human", call_id, name, args, rid, position)
-        return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
+        return _asked_human(ctx, call, args, iteration, signal)
+    return CallOutcome(text=result_text(result), executed=True)
+
+
+def dispatch_now(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
+) -> CallOutcome:
+    """``dispatch_call`` for an agent whose gates have nothing to run or await (no permission
+    checker, no tool middleware, no check-in, synchronous tools and provider: the agent needs
+    no event loop): arguments → execute."""
+    found = _look_up(cfg, ctx, call, iteration)
+    if isinstance(found, CallOutcome):
+        return found
+    args = call.get("args") or {}
+    site = CallSite(cfg, scope, ctx, found, call, iteration)
+    _identity(scope)  # the stage's reads, as dispatch_call lists them
+    stopped = argument_gate(site, args)
+    if stopped is not None:
+        return stopped
+    try:
+        result, _error = _execute_now(site, args)
+    except AskHumanSignal as signal:
+        return _asked_human(ctx, call, args, iteration, signal)
     return CallOutcome(text=result_text(result), executed=True)
 
 
@@ -380,38 +455,58 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
     """Dispatch ``calls[start:]`` in order, appending each result to ``history`` (the stage's view)."""
     iteration = scope[ITERATION]
     for index in range(start, len(calls)):
-        call = calls[index]
-        outcome = await dispatch_call(cfg, scope, ctx, call, iteration)
-        if outcome.pause is not None:
-            assert outcome.paused is not None
-            scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
-            pause = outcome.pause.to_dict()
-            ctx.emit(events.PAUSE_REQUEST, pause)
-            return pause
-        if not outcome.executed:
-            _not_run(ctx, call, outcome.text or "")
-        _append_result(history, call, outcome.text or "")
-        if ctx.stopped:  # a permission halt: the rest of the batch is not dispatched
-            return None
+        done = _settle(scope, ctx, calls, index, await dispatch_call(cfg, scope, ctx, calls[index], iteration), history)
+        if done is not _GO_ON:
+            return done
+    return _end_batch(scope, ctx, calls, iteration)
+
+
+def _run_batch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
+    """``_run_batch`` through ``dispatch_now`` (an agent that needs no event loop)."""
+    iteration = scope[ITERATION]
+    for index in range(start, len(calls)):
+        done = _settle(scope, ctx, calls, index, dispatch_now(cfg, scope, ctx, calls[index], iteration), history)
+        if done is not _GO_ON:
+            return done
+    return _end_batch(scope, ctx, calls, iteration)
+
+
+_GO_ON = object()
+
+
+def _settle(scope: Scope, ctx: StageContext, calls: Any, index: int, outcome: CallOutcome, history: Any) -> Any:
+    """Record call ``index``'s outcome: its pause, or its tool message. ``_GO_ON`` when the
+    batch goes on, else what the stage returns: the pause's data, or ``None`` after a
+    permission halt (the rest of the batch is not dispatched)."""
+    call = calls[index]
+    if outcome.pause is not None:
+        assert outcome.paused is not None
+        scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
+        pause = outcome.pause.to_dict()
+        ctx.emit(events.PAUSE_REQUEST, pause)
+        return pause
+    if not outcome.executed:
+        _not_run(ctx, call, outcome.text or "")
+    _append_result(history, call, outcome.text or "")
+    return None if ctx.stopped else _GO_ON
+
+
+def _end_batch(scope: Scope, ctx: StageContext, calls: Any, iteration: int) -> None:
+    """Every call of the batch answered: the iteration ends."""
     ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1
-    return None
 
 
 def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausable:
     """The pausable ``tool-calls`` stage (``book``: the requests answered in this process)."""
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
-        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
-        history = scope[HISTORY]
-        history.append(
-            {
-                "role": "assistant",
-                "content": scope[LLM_LATEST_CONTENT],
-                "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
-            }
-        )
+        calls, history = _open_batch(scope)
         return await _run_batch(cfg, scope, ctx, calls, history, 0)
+
+    def execute_now(scope: Scope, ctx: StageContext) -> Any:
+        calls, history = _open_batch(scope)
+        return _run_batch_now(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
@@ -429,4 +524,20 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None
 
-    return Pausable(execute=execute, resume=resume, answer=make_record_answer(book))
+    # with nothing to await (the agent needs no event loop) the first pass is a plain function
+    first = execute if cfg.needs_event_loop else execute_now
+    return Pausable(execute=first, resume=resume, answer=make_record_answer(book))
+
+
+def _open_batch(scope: Scope) -> tuple[Any, Any]:
+    """The calls to dispatch and the history view, the model's assistant turn appended."""
+    calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+    history = scope[HISTORY]
+    history.append(
+        {
+            "role": "assistant",
+            "content": scope[LLM_LATEST_CONTENT],
+            "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
+        }
+    )
+    return calls, history
