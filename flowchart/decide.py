@@ -57,14 +57,16 @@ class Selection:
 class _InputCapture:
     """Chains onto the transaction's observer to record what a function rule reads."""
 
-    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool]) -> None:
+    __slots__ = ("hides", "inner", "inputs")
+
+    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool] | None) -> None:
         self.inner = inner
-        self.hides = hides
+        self.hides = hides  # ``None``: nothing is hidden (no redaction on this run)
         self.inputs: dict[str, dict[str, Any]] = {}
 
     def read(self, key: str, value: Any) -> None:
         if key not in self.inputs:
-            redacted = self.hides(key)
+            redacted = False if self.hides is None else self.hides(key)
             self.inputs[key] = {
                 "key": key,
                 "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
@@ -75,7 +77,8 @@ class _InputCapture:
 
     def missing(self, key: str) -> None:
         if key not in self.inputs:
-            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": self.hides(key)}
+            redacted = False if self.hides is None else self.hides(key)
+            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": redacted}
         if self.inner is not None:
             self.inner.missing(key)
 
@@ -101,7 +104,7 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
     if callable(when):
         txn = transaction_of(scope)
         hides = getattr(txn, "hides", None)
-        capture = _InputCapture(txn.observer, hides if callable(hides) else _hides_nothing)
+        capture = _InputCapture(txn.observer, hides if callable(hides) else None)
         txn.observer = capture
         try:
             matched = bool(when(scope))
@@ -161,7 +164,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     fallback is taken (recorded as ``default_label``).
     """
     default_label = None
-    if isinstance(default, Mapping):
+    if type(default) is not str and isinstance(default, Mapping):
         default_label = default.get("label")
         default = str(default["branch"])
     evaluated = []
