@@ -52,7 +52,7 @@ from . import events
 from .answers import make_record_answer
 from .config import STORE_RUN_ENV, AgentConfig
 from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
-from .stages import record_rows, settled
+from .stages import NEVER_AWAITABLE, record_rows, settled
 from .state import (
     HISTORY,
     IDENTITY,
@@ -152,7 +152,9 @@ def _execute_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     attempt = 1
     while True:
         try:
-            result = settled(tool.execute(args, tool_ctx))
+            result = tool.execute(args, tool_ctx)
+            if type(result) not in NEVER_AWAITABLE:  # e.g. an awaitable that never suspends
+                result = settled(result)
             error = False
         except AskHumanSignal:
             raise

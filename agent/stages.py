@@ -141,7 +141,7 @@ def _tool_call_dict(call: Any) -> dict[str, Any]:
 def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
     when the agent needs no event loop: the provider answers synchronously)."""
-    from agent.providers.types import LLMRequest
+    from agent.providers.types import LLMRequest, LLMResponse
 
     output_schema = cfg.output.request if cfg.output is not None else None
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
@@ -202,13 +202,17 @@ def make_call_llm(cfg: AgentConfig) -> Any:
 
     def call_llm_now(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
-        response = settled(cfg.provider.complete(request))
+        response = cfg.provider.complete(request)
+        if type(response) is not LLMResponse:  # e.g. an awaitable that never suspends
+            response = settled(response)
         record_reply(scope, ctx, iteration, response)
 
     return call_llm if cfg.needs_event_loop else call_llm_now
 
 
-_PLAIN_RESULTS = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
+_RULE_SETS_KEPT = 64  # route's rule sets kept per agent (one per pending-call count seen)
+#: the result types a stage run without an event loop need not test for an awaitable
+NEVER_AWAITABLE = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
 
 
 async def _awaited(value: Any) -> Any:
@@ -218,7 +222,7 @@ async def _awaited(value: Any) -> Any:
 def settled(value: Any) -> Any:
     """``value``, or what it resolves to when it is an awaitable that never suspends (a stage
     run without an event loop awaits it in place, as a coroutine stage driven to its end did)."""
-    if type(value) in _PLAIN_RESULTS or not inspect.isawaitable(value):
+    if type(value) in NEVER_AWAITABLE or not inspect.isawaitable(value):
         return value
     return drive(_awaited(value))
 
@@ -268,8 +272,9 @@ def make_route(cfg: AgentConfig) -> Any:
     wrap_up = bool(cfg.wrap_up and cfg.tools)
     retry = structured.retry_rule(cfg.output) if cfg.output is not None else None
 
-    def route(scope: Scope, ctx: StageContext) -> Decision:
-        pending = len(peek(scope, LLM_LATEST_TOOL_CALLS))
+    made: dict[int, tuple[list[dict[str, Any]], dict[str, str]]] = {}  # the rules by pending count
+
+    def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
         rules: list[dict[str, Any]] = [
             {
                 "when": lambda s: pending > 0 and s.iteration < s.max_iterations,
@@ -289,11 +294,22 @@ def make_route(cfg: AgentConfig) -> Any:
         if retry is not None:
             rules.append(retry)
         fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
-        decision = decide(scope, rules, {"branch": "final", "label": fallback})
+        return rules, {"branch": "final", "label": fallback}
+
+    def route(scope: Scope, ctx: StageContext) -> Decision:
+        pending = len(peek(scope, LLM_LATEST_TOOL_CALLS))
+        # the rules depend on the pending count alone and decide() only reads them: made once per count
+        found = made.get(pending)
+        if found is None:
+            found = rules_for(pending)
+            if len(made) < _RULE_SETS_KEPT:
+                made[pending] = found
+        rules, default = found
+        decision = decide(scope, rules, default)
         if ctx.observed:
             # the rules above made the recorded reads; this one only labels the event
             matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
-            rationale = matched[0] if matched else fallback
+            rationale = matched[0] if matched else default["label"]
             iteration = raw_read(scope, ITERATION)
             ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
         return decision
