@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import drive, peek
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -125,7 +125,8 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     attempt = 1
     while True:
         try:
-            result = tool.execute(args, tool_ctx)
+            # the tool gets its own copy: the args are the committed record of what the model asked
+            result = tool.execute(copy_json(args), tool_ctx)
             if inspect.isawaitable(result):
                 result = await result
             error = False
@@ -152,7 +153,7 @@ def _execute_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     attempt = 1
     while True:
         try:
-            result = tool.execute(args, tool_ctx)
+            result = tool.execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
             if type(result) not in NEVER_AWAITABLE:  # e.g. an awaitable that never suspends
                 result = settled(result)
             error = False
@@ -190,7 +191,7 @@ def _ended(site: CallSite, result: Any, error: bool) -> None:
     ctx = site.ctx
     if ctx.observed:
         payload = {"tool_call_id": site.call["id"], "tool_name": site.tool.name, "result": result_text(result)}
-        ctx.emit(events.TOOL_END, {**payload, "error": error})
+        emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
 
 
 async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: bool = False) -> Any:
@@ -298,8 +299,9 @@ def _look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteratio
     arguments did not parse or no such tool exists."""
     name = call["name"]
     if ctx.observed:
-        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call["id"], "args": call.get("args") or {},
-                                     "iteration": iteration})  # fmt: skip
+        payload = {"tool_name": name, "tool_call_id": call["id"], "args": copy_json(call.get("args") or {}),
+                   "iteration": iteration}  # fmt: skip
+        emit_owned(ctx, events.TOOL_START, payload)  # the args copied, the rest scalars
     if call.get("args_error"):
         return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
     tool = cfg.tools.get(name)
@@ -495,7 +497,7 @@ def _settle(scope: Scope, ctx: StageContext, calls: Any, index: int, outcome: Ca
 
 def _end_batch(scope: Scope, ctx: StageContext, calls: Any, iteration: int) -> None:
     """Every call of the batch answered: the iteration ends."""
-    ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
+    emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1
 
 

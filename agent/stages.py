@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import drive, peek, raw_read, thaw
+from flowchart.lowlevel import drive, emit_owned, peek, raw_read, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -160,8 +160,10 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             output_schema,
         )
         if ctx.observed:  # build event payloads only when somebody listens
-            ctx.emit(events.ITERATION_START, {"iteration": iteration})
-            ctx.emit(
+            # the payloads are built here from scalars: handed over without a copy (emit_owned)
+            emit_owned(ctx, events.ITERATION_START, {"iteration": iteration})
+            emit_owned(
+                ctx,
                 events.LLM_START,
                 {
                     "iteration": iteration,
@@ -194,7 +196,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             if usage is not None:  # unknown usage is absent, never a made-up 0
                 payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
             payload["finish_reason"] = response.finish_reason
-            ctx.emit(events.LLM_END, payload)
+            emit_owned(ctx, events.LLM_END, payload)
 
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
@@ -311,7 +313,8 @@ def make_route(cfg: AgentConfig) -> Any:
             matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
             rationale = matched[0] if matched else default["label"]
             iteration = raw_read(scope, ITERATION)
-            ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
+            payload = {"iteration": iteration, "chosen": decision.branch, "rationale": rationale}
+            emit_owned(ctx, events.ROUTE_DECIDED, payload)
         return decision
 
     async def governed_route(scope: Scope, ctx: StageContext) -> Decision:
@@ -349,7 +352,7 @@ def make_wrap_up() -> Any:
         scope.history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
         scope.wrap_up_asked = True
         iteration = scope.iteration
-        ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
+        emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
         scope.iteration = iteration + 1
 
     return wrap_up

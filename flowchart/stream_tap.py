@@ -10,7 +10,9 @@ Laws:
   stage's steps are streamed then as lines worded when first read (the narrative counts
   them without wording them; the words, when read, are the ones the narrative keeps).
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
-  ``modes=`` filter also saves the work of the kinds it leaves out.
+  ``modes=`` filter also saves the work of the kinds it leaves out. The tap's own stage,
+  commit and emit hooks are the field forms (``take_*``, :mod:`flowchart.events`): called
+  where the event forms would be, with no recorder event built in between.
 - A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
   keeps the top-level commits it saw (the run's commit log, as the engine appends
   it), so a run the consumer cancelled still has a record.
@@ -25,7 +27,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, OPERATION_HOOKS, TraversalContext
+from .events import ALL_HOOKS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -96,6 +98,8 @@ class StreamTap:
             bound = self._bind(own.get(hook), hook, narrative, batched)
             if bound is not None:
                 setattr(self, hook, bound)
+        for hook in FIELD_HOOKS:
+            setattr(self, hook, own.get(hook))
         self.emit_names = self._emit_names()
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
@@ -107,6 +111,10 @@ class StreamTap:
 
     #: the tap's own emit hook is live; the narrative it wraps takes its operations in a batch
     live_operations = True
+    #: the field hooks (bound per stream in ``_bind_all``; ``None``: not taken)
+    take_stage_start: Callable[[TraversalContext], None] | None = None
+    take_emit: Callable[[TraversalContext, str, Any], None] | None = None
+    take_commit: Callable[[TraversalContext, Any], None] | None = None
 
     def _emit_names(self) -> frozenset[str] | None:
         """The emit names this tap streams (``None``: all), so the engine skips the others."""
@@ -127,49 +135,48 @@ class StreamTap:
             return mine
         return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
 
-    def _own_hooks(self) -> dict[str, Callable[[Any], None]]:
+    def _own_hooks(self) -> dict[str, Callable[..., None]]:
         """The tap's own hooks this stream needs, by hook name."""
         kinds = self.kinds
-        own: dict[str, Callable[[Any], None]] = {"on_error": self._error, "on_pause": self._pause}
+        own: dict[str, Callable[..., None]] = {"on_error": self._error, "on_pause": self._pause}
         if "stage" in kinds or self.guards:
-            own["on_stage_start"] = self._stage_start
+            own["take_stage_start"] = self._stage_start
         if "commit" in kinds or self.guards:
-            own["on_commit"] = self._commit
+            own["take_commit"] = self._commit
         if "decision" in kinds:
             own["on_decision"] = own["on_selected"] = self._decision
         if "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values()):
-            own["on_emit"] = self._emit
+            own["take_emit"] = self._emit
         return own
 
     # -- the hooks -----------------------------------------------------------------------------
-    def _stage_start(self, event: Any) -> None:
+    def _stage_start(self, ctx: TraversalContext) -> None:
         if self.cancel_requested:
             raise asyncio.CancelledError("the stream's consumer cancelled the run")
         if "stage" in self.kinds:
-            self.sink(StageStarted(event.ctx))
+            self.sink(StageStarted(ctx))
 
-    def _commit(self, event: Any) -> None:
-        ctx = event.ctx
+    def _commit(self, ctx: TraversalContext, commit: Any) -> None:
         if self.guards and not ctx.subflow_path:
-            self.commits.append(event.commit)
+            self.commits.append(commit)
         if "commit" in self.kinds:
-            self.sink(CommitMade(ctx, event.commit))
+            self.sink(CommitMade(ctx, commit))
 
     def _decision(self, event: Any) -> None:
         chosen = (event.chosen_id,) if hasattr(event, "chosen_id") else tuple(event.selected_ids)
         rationale = getattr(event, "rationale", None)
         self.sink(DecisionMade(event.ctx, chosen, rationale, event.evidence))
 
-    def _emit(self, event: Any) -> None:
-        ctx = event.ctx
-        if self.translate is not None and event.name in self.emit_kinds:
-            if self.emit_kinds[event.name] in self.kinds:
-                typed = self.translate(ctx, event.name, event.payload)
+    def _emit(self, ctx: TraversalContext, name: str, payload: Any) -> None:
+        kind = self.emit_kinds.get(name) if self.translate is not None else None
+        if kind is not None:
+            if kind in self.kinds:
+                typed = self.translate(ctx, name, payload)  # type: ignore[misc]
                 if typed is not None:
                     self.sink(typed)
             return
         if "emit" in self.kinds:
-            self.sink(Emitted(ctx, event.name, event.payload))
+            self.sink(Emitted(ctx, name, payload))
 
     def _error(self, event: Any) -> None:
         if event.channel == "flow":

@@ -211,6 +211,8 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, at: Any, 
         if top.prefix:
             why = f"the fork of run {parent_run_id} at commit {shown} patched this subflow"
         observers.emit("on_stage_executed", StageExecutedEvent(ctx, FORK_NAME, why, "linear"))
+    if observers.commit_takers:
+        observers.committed(ctx, commit)
     if observers.wants("on_commit"):
         observers.emit("on_commit", CommitEvent(ctx, commit))
     return commit

@@ -143,14 +143,18 @@ class Traverser:
             log = self.oplogs.get(ctx.runtime_stage_id)
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
-        if observers.wants("on_emit"):
+        takers = observers.emit_takers
+        if takers or observers.wants("on_emit"):
             rid = ctx.runtime_stage_id
             last = self._last_context
             if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
                 tctx = last[2]
             else:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
-            observers.emit("on_emit", EmitEvent(tctx, name, payload))
+            if takers:
+                observers.emitted(tctx, name, payload)
+            if observers.wants("on_emit"):
+                observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
     def flow(self, hook: str, node: StageNode, rid: str, make: Any) -> None:
         """Emit a flow event built by ``make(ctx)`` if anybody listens to ``hook``."""
@@ -191,6 +195,8 @@ class Traverser:
             tctx = self.context(node, rid)
             if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
                 txn.observer = StageRecorder(self, tctx)
+            if observers.stage_takers:
+                observers.stage_started(tctx)
             if observers.wants("on_stage_start"):
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
@@ -232,6 +238,8 @@ class Traverser:
                 ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None
                 observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
+        if observers.commit_takers:
+            observers.committed(self.context(node, rid), commit)
         if observers.wants("on_commit"):
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit
