@@ -24,13 +24,15 @@ from .config import TOOL_ERRORS
 
 MAX_FRAMES = 8
 MAX_MESSAGE = 500
+# the dispatcher's own frames say nothing about the tool (nor does awaiting a tool's result in place)
+_DISPATCHERS = frozenset(("agent.dispatch", "agent.tool_run", "agent.stages", "flowchart.coroutines"))
 
 
 def _frames(exc: BaseException) -> list[str]:
     out = []
     for frame, line in traceback.walk_tb(exc.__traceback__):
         module = frame.f_globals.get("__name__", "?")
-        if module != "agent.dispatch":  # the dispatcher's own frame says nothing about the tool
+        if module not in _DISPATCHERS:
             out.append(f"{module}:{line} in {frame.f_code.co_name}")
     return out[-MAX_FRAMES:]
 

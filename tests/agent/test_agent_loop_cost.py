@@ -23,7 +23,9 @@ from flowchart import Retry
 _AGENT_DIR = os.path.dirname(agent_package.__file__) + os.sep
 _DECIDE = os.path.join(os.path.dirname(flowchart.__file__), "decide.py")
 # the modules of the chart's stages (agent.py's run entry is one coroutine a run, not a stage)
-_STAGE_MODULES = {os.path.join(_AGENT_DIR, name) for name in ("chart.py", "stages.py", "dispatch.py", "tools.py")}
+_STAGE_MODULES = {
+    os.path.join(_AGENT_DIR, name) for name in ("chart.py", "stages.py", "dispatch.py", "tool_run.py", "tools.py")
+}
 ADD_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
@@ -130,3 +132,31 @@ def test_plain_function_stages_write_the_same_record_as_coroutine_stages() -> No
     assert a.shared_state == b.shared_state
     assert a.narrative == b.narrative
     assert "wrap_up_asked" in a.shared_state and len(a.shared_state["tool_errors"]) == 3
+
+
+def test_a_sync_tool_returning_an_awaitable_is_awaited_in_place_and_its_error_row_names_only_the_tool() -> None:
+    """A plain ``def`` tool that returns a coroutine (the agent needs no event loop): the
+    coroutine is awaited in place, as the driven coroutine stage did; when it raises, the
+    ``tool_errors`` traceback lists the tool's frames only, never the agent's own."""
+
+    async def lookup(args: dict[str, Any]) -> Any:
+        if args.get("fail"):
+            raise LookupError("no such thing")
+        return f"found {args['q']}"
+
+    tool = define_tool(
+        name="lookup", description="Look up.", input_schema={"type": "object"}, execute=lambda a, _c: lookup(a)
+    )
+    replies: list[Any] = [
+        {"content": "", "tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": "x"}}]},
+        {"content": "", "tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": "y", "fail": True}}]},
+        "done",
+    ]
+    agent = Agent.create(provider=scripted(replies), model="m").tool(tool).build()
+    assert not agent.config.needs_event_loop
+    assert agent.run("go") == "done"
+    state = agent.last_snapshot().shared_state
+    assert [m["content"] for m in state["history"] if m["role"] == "tool"] == ["found x", "no such thing"]
+    [row] = state["tool_errors"]
+    assert [frame.split(":")[0] for frame in row["traceback"]] == [__name__]
+    assert row["traceback"][0].endswith(" in lookup")
