@@ -150,14 +150,14 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         iteration = scope.iteration
         wrapped_up = WRAP_UP_ASKED in scope
         request = LLMRequest(
-            cfg.system_prompt,
+            system_prompt=cfg.system_prompt,
             # committed values are never mutated in place, so the request can share the list
-            peek(scope, HISTORY),
-            [] if wrapped_up else offered,
-            cfg.model,
-            cfg.temperature,
-            cfg.max_tokens,
-            output_schema,
+            messages=peek(scope, HISTORY),
+            tools=[] if wrapped_up else offered,
+            model=cfg.model,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            output_schema=output_schema,
         )
         if ctx.observed:  # build event payloads only when somebody listens
             # the payloads are built here from scalars: handed over without a copy (emit_owned)
