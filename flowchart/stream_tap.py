@@ -24,10 +24,11 @@ Laws:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
-from .events import ALL_HOOKS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
+from .events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -90,16 +91,20 @@ class StreamTap:
     def _bind_all(self) -> None:
         narrative = self.narrative
         # a narrative that takes its operations in a batch hears them there, not one by one
-        batched = callable(getattr(narrative, "on_stage_ops", None)) and not getattr(
-            narrative, "live_operations", False
-        )
+        batched = (
+            callable(getattr(narrative, "on_stage_ops", None)) or callable(getattr(narrative, "take_stage_ops", None))
+        ) and not getattr(narrative, "live_operations", False)
         own = self._own_hooks()
+        theirs_all = _hooks_of(narrative)
         for hook in ALL_HOOKS:
-            bound = self._bind(own.get(hook), hook, narrative, batched)
-            if bound is not None:
-                setattr(self, hook, bound)
-        for hook in FIELD_HOOKS:
-            setattr(self, hook, own.get(hook))
+            if hook in own or hook in theirs_all:
+                bound = self._bind(own.get(hook), hook, narrative, batched)
+                if bound is not None:
+                    setattr(self, hook, bound)
+        for hook in FIELD_HOOKS:  # ours, the narrative's, or both (ours first)
+            mine = own.get(hook)
+            theirs = getattr(narrative, hook) if hook in theirs_all and not (batched and hook == "take_emit") else None
+            setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
         self.emit_names = self._emit_names()
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
@@ -130,6 +135,8 @@ class StreamTap:
     ) -> Callable[[Any], None] | None:
         if narrative is None or (batched and hook in OPERATION_HOOKS):
             return mine
+        if callable(getattr(narrative, FIELD_FORMS.get(hook, ""), None)):
+            return mine  # the narrative takes this point as fields (bound below)
         theirs = getattr(narrative, hook, None)
         if not callable(theirs):
             return mine
@@ -139,6 +146,11 @@ class StreamTap:
         """The tap's own hooks this stream needs, by hook name."""
         kinds = self.kinds
         own: dict[str, Callable[..., None]] = {"on_error": self._error, "on_pause": self._pause}
+        #: per emit name with a typed kind: True to translate it, False to drop it; others plain
+        self._typed = (
+            {name: kind in kinds for name, kind in self.emit_kinds.items()} if self.translate is not None else {}
+        )
+        self._plain = "emit" in kinds
         if "stage" in kinds or self.guards:
             own["take_stage_start"] = self._stage_start
         if "commit" in kinds or self.guards:
@@ -168,14 +180,13 @@ class StreamTap:
         self.sink(DecisionMade(event.ctx, chosen, rationale, event.evidence))
 
     def _emit(self, ctx: TraversalContext, name: str, payload: Any) -> None:
-        kind = self.emit_kinds.get(name) if self.translate is not None else None
-        if kind is not None:
-            if kind in self.kinds:
-                typed = self.translate(ctx, name, payload)  # type: ignore[misc]
-                if typed is not None:
-                    self.sink(typed)
-            return
-        if "emit" in self.kinds:
+        typed = self._typed.get(name)
+        if typed is not None:  # an emit this stream turns into a typed event (or drops: False)
+            if typed:
+                event = self.translate(ctx, name, payload)  # type: ignore[misc]
+                if event is not None:
+                    self.sink(event)
+        elif self._plain:
             self.sink(Emitted(ctx, name, payload))
 
     def _error(self, event: Any) -> None:
@@ -190,14 +201,38 @@ class StreamTap:
 
     def _lines(self, batch: Any, count: int) -> None:
         """A stage's ``count`` step lines, worded when first read (``NarrativeLine``)."""
-        sink, ctx = self.sink, batch.ctx
-        for index in range(count):
-            sink(NarrativeLine(ctx, None, batch, index))
+        ctx = batch.ctx
+        if count == 1:
+            self.sink(NarrativeLine(ctx, None, batch, 0))
+        else:
+            self.sink_many(map(NarrativeLine, repeat(ctx), repeat(None), repeat(batch), range(count)))
+
+    def sink_many(self, events: Iterable[StreamEvent]) -> None:
+        """Hand ``events`` to the sink in order (a driver may replace this by a bulk append)."""
+        sink = self.sink
+        for event in events:
+            sink(event)
 
 
-def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
-    def call(event: Any) -> None:
-        first(event)
-        second(event)
+_HOOK_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _hooks_of(recorder: Any) -> frozenset[str]:
+    """The hook names (event and field forms) ``recorder`` has (cached per slotted class)."""
+    if recorder is None:
+        return frozenset()
+    kind = type(recorder)
+    names = _HOOK_NAMES.get(kind)
+    if names is None:
+        names = frozenset(name for name in (*ALL_HOOKS, *FIELD_HOOKS) if callable(getattr(recorder, name, None)))
+        if not hasattr(recorder, "__dict__"):  # a slotted class: no instance can add or hide a hook
+            _HOOK_NAMES[kind] = names
+    return names
+
+
+def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def call(*fields: Any) -> None:
+        first(*fields)
+        second(*fields)
 
     return call

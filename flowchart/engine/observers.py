@@ -10,9 +10,11 @@ A recorder with ``on_stage_ops`` takes its scope operations in one batch per sta
 (so a recorder never hears the same operation twice); ``has_ops`` tells the engine to keep
 the stage's operation log.
 
-The field hooks (``take_stage_start``, ``take_emit``, ``take_commit``: see
-:mod:`flowchart.events`) are bound the same way and called at the same points as their
-event forms, just before them, with the same guard: no event object is built for them.
+The field hooks (``take_stage_start``, ``take_emit``, ``take_commit``, ``take_stage_ops``,
+``take_stage_executed``: see :mod:`flowchart.events`) are bound the same way and called at
+the same points as their event forms, just before them: no event object is built for them.
+A recorder that has a hook's field form is not bound to its event form (it hears each
+thing once).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..events import ALL_HOOKS, FIELD_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
+from ..events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
 
 Hook = Callable[..., Any]
 
@@ -36,9 +38,11 @@ class Observers:
         "emit_names",
         "emit_takers",
         "emits",
+        "executed_takers",
         "has_data",
         "has_ops",
         "live_ops",
+        "ops_takers",
         "snapshot",
         "stage_takers",
     )
@@ -53,13 +57,14 @@ class Observers:
         self.emit_names: frozenset[str] | None = frozenset()
         fields: dict[str, list[tuple[Any, Hook]]] = {name: [] for name in FIELD_HOOKS}
         for recorder in recorders:
-            batched = callable(getattr(recorder, "on_stage_ops", None)) and not getattr(
+            own = {name: hook for name in FIELD_HOOKS if callable(hook := getattr(recorder, name, None))}
+            batched = ("take_stage_ops" in own or callable(getattr(recorder, "on_stage_ops", None))) and not getattr(
                 recorder, "live_operations", False
             )
-            for name in FIELD_HOOKS:
-                hook = getattr(recorder, name, None)
-                if callable(hook) and not (batched and name == "take_emit"):
-                    fields[name].append((recorder, hook))
+            if batched:
+                own.pop("take_emit", None)  # emits reach a batch recorder in its batch
+            for name, hook in own.items():
+                fields[name].append((recorder, hook))
             if callable(getattr(recorder, "on_emit", None)) or callable(getattr(recorder, "take_emit", None)):
                 self.emits = True
                 wanted = getattr(recorder, "emit_names", None)
@@ -68,8 +73,8 @@ class Observers:
                 else:
                     self.emit_names = self.emit_names | wanted
             for name in ALL_HOOKS:
-                if batched and name in OPERATION_HOOKS:
-                    continue
+                if (batched and name in OPERATION_HOOKS) or FIELD_FORMS.get(name) in own:
+                    continue  # a batch recorder's operations come in its batch; a field form wins
                 hook = getattr(recorder, name, None)
                 if callable(hook):
                     self._hooks.setdefault(name, []).append((recorder, hook))
@@ -77,13 +82,15 @@ class Observers:
         self.stage_takers = tuple(fields["take_stage_start"])
         self.emit_takers = tuple(fields["take_emit"])
         self.commit_takers = tuple(fields["take_commit"])
+        self.ops_takers = tuple(fields["take_stage_ops"])
+        self.executed_takers = tuple(fields["take_stage_executed"])
         self.any = bool(self._hooks) or any(fields.values())
-        self.has_ops = "on_stage_ops" in self._hooks
+        self.has_ops = "on_stage_ops" in self._hooks or bool(self.ops_takers)
         #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
         #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
         #: e.g. the narrative keeps only the summary it will print
         self.snapshot: Hook | None = None
-        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
+        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())] + [r for r, _ in self.ops_takers]
         if len(takers) == 1:
             self.snapshot = getattr(takers[0], "snapshot_view", None)
         #: somebody takes reads or writes one event each (the transaction then reports every operation)
@@ -130,6 +137,22 @@ class Observers:
                 hook(ctx, commit)
             except Exception as exc:
                 self._report(recorder, "take_commit", exc, ctx)
+
+    def stage_ops(self, ctx: TraversalContext, ops: list[Any]) -> None:
+        """Call every ``take_stage_ops(ctx, ops)``."""
+        for recorder, hook in self.ops_takers:
+            try:
+                hook(ctx, ops)
+            except Exception as exc:
+                self._report(recorder, "take_stage_ops", exc, ctx)
+
+    def stage_executed(self, ctx: TraversalContext, name: str, description: str | None, stage_type: str) -> None:
+        """Call every ``take_stage_executed(ctx, stage_name, description, stage_type)``."""
+        for recorder, hook in self.executed_takers:
+            try:
+                hook(ctx, name, description, stage_type)
+            except Exception as exc:
+                self._report(recorder, "take_stage_executed", exc, ctx)
 
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
         others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]

@@ -143,8 +143,8 @@ class Traverser:
             log = self.oplogs.get(ctx.runtime_stage_id)
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
-        takers = observers.emit_takers
-        if takers or observers.wants("on_emit"):
+        takers, hooked = observers.emit_takers, observers.wants("on_emit")
+        if takers or hooked:
             rid = ctx.runtime_stage_id
             last = self._last_context
             if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
@@ -153,7 +153,7 @@ class Traverser:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
                 observers.emitted(tctx, name, payload)
-            if observers.wants("on_emit"):
+            if hooked:
                 observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
     def flow(self, hook: str, node: StageNode, rid: str, make: Any) -> None:
@@ -165,6 +165,8 @@ class Traverser:
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
+        if observers.executed_takers:
+            observers.stage_executed(self.context(node, rid), node.name, node.description, stage_type)
         if observers.wants("on_stage_executed"):
             event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
             observers.emit("on_stage_executed", event)
@@ -237,7 +239,11 @@ class Traverser:
             if txn.oplog:
                 ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None
-                observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
+                tctx = self.context(node, rid)
+                if observers.ops_takers:
+                    observers.stage_ops(tctx, ops_log)
+                if observers.wants("on_stage_ops"):
+                    observers.emit("on_stage_ops", StageOpsEvent(tctx, ops_log))
         if observers.commit_takers:
             observers.committed(self.context(node, rid), commit)
         if observers.wants("on_commit"):
