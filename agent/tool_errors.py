@@ -31,7 +31,7 @@ _IN_PLACE = frozenset(("agent.stages", "flowchart.coroutines"))
 
 
 def _frames(exc: BaseException) -> list[str]:
-    out = []
+    out: list[str] = []
     for frame, line in traceback.walk_tb(exc.__traceback__):
         module = frame.f_globals.get("__name__", "?")
         if module in _DISPATCHERS or (not out and module in _IN_PLACE):
