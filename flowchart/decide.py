@@ -230,8 +230,10 @@ def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], l
         for found in rule.get("inputs", ()):
             if type(found["redacted"]) is not bool:
                 return result
-    if all(type(text) is str and (text.isascii() or is_json_safe(text)) for text in texts):
-        object.__setattr__(result, "_owned", True)
+    for text in texts:  # a loop, not all(generator): this runs on every decision
+        if type(text) is not str or not (text.isascii() or is_json_safe(text)):
+            return result
+    object.__setattr__(result, "_owned", True)
     return result
 
 
