@@ -206,34 +206,41 @@ def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], l
     (``engine/choices.decision_record``); anything else is left to that copy and its
     fallback, as before. A ``Decision`` made by hand is never marked.
     """
-    texts: list[Any] = [*ids]
-    if label is not None:
-        texts.append(label)
+    # the texts are checked as they come (ASCII, the usual case, is one C call each); every
+    # rule is still walked when one is not, so the thresholds are copied as before
+    plain = True
+    for text in ids:
+        if not (type(text) is str and (text.isascii() or is_json_safe(text))):
+            plain = False
+    if label is not None and not (type(label) is str and (label.isascii() or is_json_safe(label))):
+        plain = False
     for rule in evaluated:
-        texts.append(rule["branch"])
-        if rule["label"] is not None:
-            texts.append(rule["label"])
-        if "match_error" in rule:
-            texts.append(rule["match_error"])
+        branch, said = rule["branch"], rule["label"]
+        if not (type(branch) is str and (branch.isascii() or is_json_safe(branch))):
+            plain = False
+        if said is not None and not (type(said) is str and (said.isascii() or is_json_safe(said))):
+            plain = False
+        if "match_error" in rule and not (type(rule["match_error"]) is str and is_json_safe(rule["match_error"])):
+            plain = False
         for condition in rule.get("conditions", ()):
-            texts.append(condition["key"])
+            key = condition["key"]
+            if not (type(key) is str and (key.isascii() or is_json_safe(key))):
+                plain = False
             threshold = condition["threshold"]
             if type(threshold) not in _PLAIN or (type(threshold) is float and not math.isfinite(threshold)):
                 try:
                     condition["threshold"] = copy_json(threshold)
                 except NotJsonSafe:
                     return result
-            elif type(threshold) is str:
-                texts.append(threshold)
+            elif type(threshold) is str and not (threshold.isascii() or is_json_safe(threshold)):
+                plain = False
             if type(condition["redacted"]) is not bool:
                 return result
         for found in rule.get("inputs", ()):
             if type(found["redacted"]) is not bool:
                 return result
-    for text in texts:  # a loop, not all(generator): this runs on every decision
-        if type(text) is not str or not (text.isascii() or is_json_safe(text)):
-            return result
-    object.__setattr__(result, "_owned", True)
+    if plain:
+        object.__setattr__(result, "_owned", True)
     return result
 
 
