@@ -59,7 +59,9 @@ class StreamTap:
         narrative: NarrativeRecorder | None = None,
         translate: EmitTranslator | None = None,
         emit_kinds: EmitKinds | None = None,
+        will_wrap: bool = False,
     ) -> None:
+        """``will_wrap``: the caller will ``wrap`` a narrative before the run (bind once, then)."""
         self.sink = sink
         self.kinds = kinds
         self.narrative = narrative
@@ -71,7 +73,8 @@ class StreamTap:
         self.guards = False
         self.cancel_requested = False
         self.emit_names: frozenset[str] | None = None
-        self._bind_all()
+        if not will_wrap:
+            self._bind_all()
         if narrative is not None and "narrative" in kinds:
             narrative.follow(self._line, self._lines)
 
@@ -106,6 +109,8 @@ class StreamTap:
             theirs = getattr(narrative, hook) if hook in theirs_all and not (batched and hook == "take_emit") else None
             setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
         self.emit_names = self._emit_names()
+        #: the stage's emits go in the batch the narrative takes only when it tells emits
+        self.batch_emits = callable(getattr(narrative, "on_emit", None))
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
             self.snapshot_view = snapshot

@@ -34,6 +34,7 @@ class Observers:
     __slots__ = (
         "_hooks",
         "any",
+        "batch_emits",
         "commit_takers",
         "emit_names",
         "emit_takers",
@@ -41,6 +42,7 @@ class Observers:
         "executed_takers",
         "has_data",
         "has_ops",
+        "hooked",
         "live_ops",
         "ops_takers",
         "snapshot",
@@ -55,6 +57,8 @@ class Observers:
         #: wants with an ``emit_names`` frozenset (a stream filtered by ``modes=``); one without
         #: it takes them all. Emits nobody takes are neither copied nor delivered
         self.emit_names: frozenset[str] | None = frozenset()
+        #: some batch recorder takes emits (else a stage's emits stay out of its operation log)
+        self.batch_emits = False
         fields: dict[str, list[tuple[Any, Hook]]] = {name: [] for name in FIELD_HOOKS}
         for recorder in recorders:
             own = {name: hook for name in FIELD_HOOKS if callable(hook := getattr(recorder, name, None))}
@@ -63,9 +67,15 @@ class Observers:
             )
             if batched:
                 own.pop("take_emit", None)  # emits reach a batch recorder in its batch
+            takes_emits = callable(getattr(recorder, "on_emit", None)) or callable(getattr(recorder, "take_emit", None))
+            if "take_stage_ops" in own or callable(getattr(recorder, "on_stage_ops", None)):
+                # a stage's emits go in its batch when a batch recorder takes emits (or says so)
+                declared = getattr(recorder, "batch_emits", None)
+                if declared is True or (declared is None and takes_emits):
+                    self.batch_emits = takes_emits = True
             for name, hook in own.items():
                 fields[name].append((recorder, hook))
-            if callable(getattr(recorder, "on_emit", None)) or callable(getattr(recorder, "take_emit", None)):
+            if takes_emits:
                 self.emits = True
                 wanted = getattr(recorder, "emit_names", None)
                 if wanted is None or self.emit_names is None:
@@ -85,6 +95,8 @@ class Observers:
         self.ops_takers = tuple(fields["take_stage_ops"])
         self.executed_takers = tuple(fields["take_stage_executed"])
         self.any = bool(self._hooks) or any(fields.values())
+        #: the event hooks somebody has (``name in observers.hooked`` is ``wants(name)`` without a call)
+        self.hooked = frozenset(self._hooks)
         self.has_ops = "on_stage_ops" in self._hooks or bool(self.ops_takers)
         #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
         #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),

@@ -186,3 +186,25 @@ def test_a_stream_builds_no_event_objects_for_its_stage_commit_and_emit_events(
     kinds = [event.kind for event in _chart().stream(modes=["stages", "updates", "custom"])]
     assert built == []
     assert kinds.count("stage") == 7 and kinds.count("commit") == 7 and kinds.count("emit") == 5
+
+
+def test_emits_go_in_a_batch_only_for_a_batch_recorder_that_takes_them() -> None:
+    """A stage's emits enter its operation batch when some batch recorder takes emits (has
+    ``on_emit`` / ``take_emit``, or sets ``batch_emits = True``); a batch recorder that takes
+    none (the agent's narrative, which leaves emits out) does not make the engine log them."""
+
+    class Quiet:
+        def __init__(self) -> None:
+            self.kinds: list[str] = []
+
+        def take_stage_ops(self, ctx: Any, ops: list[Any]) -> None:
+            self.kinds += [op[0] for op in ops]
+
+    class Asking(Quiet):
+        batch_emits = True
+
+    quiet, asking, live = Quiet(), Asking(), Fields()
+    _chart().run(recorders=[quiet, live])
+    assert "emit" not in quiet.kinds and [kind for kind, _, _ in live.seen].count("emit") == 5
+    _chart().run(recorders=[asking])
+    assert asking.kinds.count("emit") == 5
