@@ -62,14 +62,16 @@ class Selection:
 class _InputCapture:
     """Chains onto the transaction's observer to record what a function rule reads."""
 
-    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool]) -> None:
+    __slots__ = ("hides", "inner", "inputs")
+
+    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool] | None) -> None:
         self.inner = inner
-        self.hides = hides
+        self.hides = hides  # ``None``: nothing is hidden (no redaction on this run)
         self.inputs: dict[str, dict[str, Any]] = {}
 
     def read(self, key: str, value: Any) -> None:
         if key not in self.inputs:
-            redacted = self.hides(key)
+            redacted = False if self.hides is None else self.hides(key)
             self.inputs[key] = {
                 "key": key,
                 "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
@@ -80,7 +82,8 @@ class _InputCapture:
 
     def missing(self, key: str) -> None:
         if key not in self.inputs:
-            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": self.hides(key)}
+            redacted = False if self.hides is None else self.hides(key)
+            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": redacted}
         if self.inner is not None:
             self.inner.missing(key)
 
@@ -106,7 +109,7 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
     if callable(when):
         txn = transaction_of(scope)
         hides = getattr(txn, "hides", None)
-        capture = _InputCapture(txn.observer, hides if callable(hides) else _hides_nothing)
+        capture = _InputCapture(txn.observer, hides if callable(hides) else None)
         txn.observer = capture
         try:
             matched = bool(when(scope))
@@ -166,7 +169,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     fallback is taken (recorded as ``default_label``).
     """
     default_label = None
-    if isinstance(default, Mapping):
+    if type(default) is not str and isinstance(default, Mapping):
         default_label = default.get("label")
         default = str(default["branch"])
     evaluated = []
@@ -203,31 +206,40 @@ def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], l
     (``engine/choices.decision_record``); anything else is left to that copy and its
     fallback, as before. A ``Decision`` made by hand is never marked.
     """
-    texts: list[Any] = [*ids]
-    if label is not None:
-        texts.append(label)
+    # the texts are checked as they come (ASCII, the usual case, is one C call each); every
+    # rule is still walked when one is not, so the thresholds are copied as before
+    plain = True
+    for text in ids:
+        if not (type(text) is str and (text.isascii() or is_json_safe(text))):
+            plain = False
+    if label is not None and not (type(label) is str and (label.isascii() or is_json_safe(label))):
+        plain = False
     for rule in evaluated:
-        texts.append(rule["branch"])
-        if rule["label"] is not None:
-            texts.append(rule["label"])
-        if "match_error" in rule:
-            texts.append(rule["match_error"])
+        branch, said = rule["branch"], rule["label"]
+        if not (type(branch) is str and (branch.isascii() or is_json_safe(branch))):
+            plain = False
+        if said is not None and not (type(said) is str and (said.isascii() or is_json_safe(said))):
+            plain = False
+        if "match_error" in rule and not (type(rule["match_error"]) is str and is_json_safe(rule["match_error"])):
+            plain = False
         for condition in rule.get("conditions", ()):
-            texts.append(condition["key"])
+            key = condition["key"]
+            if not (type(key) is str and (key.isascii() or is_json_safe(key))):
+                plain = False
             threshold = condition["threshold"]
             if type(threshold) not in _PLAIN or (type(threshold) is float and not math.isfinite(threshold)):
                 try:
                     condition["threshold"] = copy_json(threshold)
                 except NotJsonSafe:
                     return result
-            elif type(threshold) is str:
-                texts.append(threshold)
+            elif type(threshold) is str and not (threshold.isascii() or is_json_safe(threshold)):
+                plain = False
             if type(condition["redacted"]) is not bool:
                 return result
         for found in rule.get("inputs", ()):
             if type(found["redacted"]) is not bool:
                 return result
-    if all(type(text) is str and (text.isascii() or is_json_safe(text)) for text in texts):
+    if plain:
         object.__setattr__(result, "_owned", True)
     return result
 

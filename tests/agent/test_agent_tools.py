@@ -269,3 +269,26 @@ def test_a_tool_that_changes_its_args_does_not_rewrite_the_record() -> None:
         assert "Changed" not in record and "changed-by-the-tool" not in record
         (started,) = [e for e in events if e.kind == "tool_call"]
         assert started.args == tool_call["args"]
+
+
+def test_a_property_with_only_type_and_description_is_still_type_checked() -> None:
+    """The leaf fast path (a property schema of ``type`` plus wording keywords is one type test)
+    refuses what the full check refused, with the same message; other keywords still apply."""
+    from agent.tools import validate_args
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "number", "description": "first"},
+            "b": {"type": "integer", "minimum": 3},
+            "c": {"type": ["string", "null"]},
+        },
+        "required": ["a"],
+    }
+    assert validate_args({"a": 1.5, "b": 3, "c": None}, schema) == []
+    assert validate_args({"a": "x", "b": 2, "c": 4}, schema) == [
+        "'a': expected number, got string",
+        "'b': must be at least 3, got 2",
+        "'c': expected string or null, got integer",
+    ]
+    assert validate_args({"a": True}, schema) == ["'a': expected number, got boolean"]
