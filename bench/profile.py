@@ -1,6 +1,7 @@
 """Profile one pyfootprint workload with cProfile and print where the time goes.
 
-usage: ``.venv/bin/python -m bench.profile [w1|w1-blob|w1-narrative|w1-build|w2|w3|w5|w6|w6-plain|w6-stream|w6-chart] [runs] [rows]``
+usage: ``.venv/bin/python -m bench.profile WORKLOAD [runs] [rows]``, WORKLOAD one of
+w1, w1-blob, w1-narrative, w1-build, w2, w3, w5, w6, w6-plain, w6-stream, w6-chart.
 
 Runs the workload's timed function ``runs`` times (after one warm-up) under cProfile and
 prints the top ``rows`` functions by own time, each with its share of the profiled total.
