@@ -24,8 +24,7 @@ Laws:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
-from itertools import repeat
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
@@ -206,17 +205,9 @@ class StreamTap:
 
     def _lines(self, batch: Any, count: int) -> None:
         """A stage's ``count`` step lines, worded when first read (``NarrativeLine``)."""
-        ctx = batch.ctx
-        if count == 1:
-            self.sink(NarrativeLine(ctx, None, batch, 0))
-        else:
-            self.sink_many(map(NarrativeLine, repeat(ctx), repeat(None), repeat(batch), range(count)))
-
-    def sink_many(self, events: Iterable[StreamEvent]) -> None:
-        """Hand ``events`` to the sink in order (a driver may replace this by a bulk append)."""
-        sink = self.sink
-        for event in events:
-            sink(event)
+        sink, ctx = self.sink, batch.ctx
+        for index in range(count):
+            sink(NarrativeLine(ctx, None, batch, index))
 
 
 _HOOK_NAMES: dict[type, frozenset[str]] = {}
