@@ -117,15 +117,10 @@ class Traverser:
             return last[2]
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
+        path = self.subflow_path
+        # positional: a third cheaper than keywords, and this runs once per observed stage
         ctx = TraversalContext(
-            run_id=self.run.run_id,
-            stage_id=full,
-            runtime_stage_id=rid,
-            stage_name=node.name,
-            subflow_path=self.subflow_path,
-            depth=len(self.subflow_path),
-            loop_iteration=visits - 1 if visits > 1 else None,
-            fork_branch=fork_branch,
+            self.run.run_id, full, rid, node.name, path, len(path), visits - 1 if visits > 1 else None, fork_branch
         )
         self._last_context = (node, rid, ctx)
         return ctx
