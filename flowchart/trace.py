@@ -18,8 +18,9 @@ Laws:
   A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
   type ``line`` with no stage (``upgrade``); any other shape or version is refused.
 - Saving and loading a file are fast and atomic (``flowchart.trace_codec``: the commit log
-  written in chunks to a temporary file that replaces the target only when complete, and
-  read back by a strict pass that accepts and refuses exactly what the converter does).
+  written in chunks to a temporary file that replaces the target only when complete;
+  ``flowchart.trace_parsed``: the commit log and the narrative read back by strict passes
+  that accept and refuse exactly what the converter does, and prove the limits on the way).
 - Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
   only, unknown or missing keys, wrong types and an unknown ``version`` are refused
   with a ``CheckpointError`` naming the field path (``$.commit_log[2].trace[0].verb``);
@@ -50,10 +51,11 @@ from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
-from .serde import Expected, check_version, dumps, every_key, json_type, load_error, loads, make_converter
+from .serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from .spec_shape import check_spec
-from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, parsed_log, refuse, write_atomically
-from .untrusted import check
+from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
+from .trace_parsed import ParsedParts, parsed_trace
+from .untrusted import check, parse_proven
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -236,7 +238,8 @@ class Trace:
     def from_json(cls, text: str | bytes) -> Trace:
         """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
         with _as_trace_error(), no_gc_pauses():
-            return structure_trace(loads(text, what="trace"), checked=True, fresh=True)
+            data, parts = parse_proven(text, what="trace", proof=parsed_trace)
+            return structure_trace(data, checked=True, parts=parts)
 
     def save(self, path: str | Path) -> Path:
         """Write the trace as JSON (UTF-8, one trailing newline); return the path.
@@ -375,11 +378,12 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) -> Trace:
+def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
-    came from ``loads``, which already held it to the limits of ``flowchart.untrusted``;
-    ``fresh``: nobody else holds ``data`` (just parsed), so its values need no copy and the
-    commit log may take the strict fast pass (``trace_codec.parsed_log``)."""
+    came from ``untrusted.parse_proven``, which already held it to the limits of
+    ``flowchart.untrusted``; ``parts``: what its proof (``trace_codec.parsed_trace``) already
+    structured by the strict fast passes, sharing the freshly parsed values (nobody else
+    holds them); the converter structures the rest."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
@@ -395,15 +399,20 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
-    log = parsed_log(body.get("commit_log")) if fresh else None
+    log = parts.commit_log if parts is not None else None
     if log is not None:
         body["commit_log"] = []  # checked already; the converter checks the rest
+    records = parts.narrative if parts is not None and version == TRACE_VERSION else None
+    if records is not None:
+        body["narrative"] = []
     try:
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
     if log is not None:
         trace.commit_log = log
+    if records is not None:
+        trace.narrative = records
     if raw_checkpoint is not None:
         trace.checkpoint = nested_checkpoint(raw_checkpoint)
     _check_consistency(trace)

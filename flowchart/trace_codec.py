@@ -1,14 +1,13 @@
-"""A trace file's commit log, fast both ways: written in chunks, read by a strict pass.
+"""A trace file's commit log, fast both ways: written in chunks, checked once loaded.
 
 Laws:
 - Saving writes the commit log in chunks (``log_chunks``: ``CHUNK`` commits per
   ``json.dumps`` call, plain data from ``commit_data``, no converter call and no copy per
   commit) to a temporary file beside the target that replaces it only when complete
   (``write_atomically``), so a failed save leaves nothing half-written.
-- Loading a freshly parsed commit log takes a strict hand-written pass
-  (``parsed_log``) that accepts only what the converter accepts; anything it is not sure
-  of returns ``None`` and goes through the converter, which names the bad field, so both
-  paths accept and refuse exactly the same documents.
+- Loading a freshly parsed commit log takes the strict passes of ``flowchart.trace_parsed``
+  (accepting only what the converter accepts; anything else goes through the converter,
+  which names the bad field, so both paths accept and refuse exactly the same documents).
 - Every loaded log is checked the same way (``check_log``): commit ``idx`` equals its
   position; an op path is non-empty and at most ``MAX_DEPTH`` keys; a delete carries no
   value, an append a list. A refusal is a ``CheckpointError`` naming the field path.
@@ -22,9 +21,9 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from .commits import Commit, Op, commit_data
+from .commits import Commit, commit_data
 from .errors import CheckpointError
 from .pause import Checkpoint
 from .serde import dumps, structure_checkpoint
@@ -79,66 +78,12 @@ def no_gc_pauses() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            # what the load made is long-lived: hand it to the oldest generation at once (freeze
+            # then unfreeze moves every tracked object there without walking it), or the first
+            # young collection after ``enable`` walks the million new objects for nothing
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
-
-
-_COMMIT_KEYS = frozenset(("idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths"))
-_COMMIT_KEYS_DECIDED = _COMMIT_KEYS | {"decision"}
-_OP_KEYS = frozenset(("path", "verb", "value"))
-_OP_KEYS_BARE = frozenset(("path", "verb"))
-_VERBS = frozenset(get_args(Op.__attrs_attrs__.verb.type))
-
-
-_STR = frozenset((str,))
-
-
-def _strs(value: Any) -> bool:
-    """A JSON list of strings only (the types are gathered in C: no Python loop per item)."""
-    return type(value) is list and set(map(type, value)) <= _STR
-
-
-def parsed_log(raw: Any) -> list[Commit] | None:
-    """A freshly parsed commit log as commits, or ``None`` when anything is not plainly right.
-
-    Strict: it accepts only what the converter accepts (every key, no other key, exact JSON
-    types, a known verb), sharing the parsed values (nobody else holds them). On ``None`` the
-    converter structures the log and names the first bad field, so errors read the same.
-    """
-    if type(raw) is not list:
-        return None
-    out: list[Commit] = []
-    append = out.append
-    for item in raw:
-        if type(item) is not dict:
-            return None
-        keys = item.keys()
-        if keys == _COMMIT_KEYS:
-            decision = None
-        elif keys == _COMMIT_KEYS_DECIDED:
-            decision = item["decision"]
-            if decision is not None and type(decision) is not dict:
-                return None
-        else:
-            return None
-        idx, stage, stage_id, rid = item["idx"], item["stage"], item["stage_id"], item["runtime_stage_id"]
-        if type(idx) is not int or type(stage) is not str or type(stage_id) is not str or type(rid) is not str:
-            return None
-        reads, redacted, trace = item["reads"], item["redacted_paths"], item["trace"]
-        if not _strs(reads) or not _strs(redacted) or type(trace) is not list:
-            return None
-        ops = []
-        for op in trace:
-            if type(op) is not dict:
-                return None
-            op_keys = op.keys()
-            if op_keys != _OP_KEYS and op_keys != _OP_KEYS_BARE:
-                return None
-            path, verb = op["path"], op["verb"]
-            if not _strs(path) or type(verb) is not str or verb not in _VERBS:
-                return None
-            ops.append(Op(tuple(path), verb, op.get("value")))  # type: ignore[arg-type]  # a known verb
-        append(Commit(idx, stage, stage_id, rid, tuple(ops), tuple(reads), tuple(redacted), decision))
-    return out
 
 
 def nested_checkpoint(raw: Any) -> Checkpoint:
@@ -181,7 +126,6 @@ __all__ = [
     "log_chunks",
     "nested_checkpoint",
     "no_gc_pauses",
-    "parsed_log",
     "refuse",
     "write_atomically",
 ]
