@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "flowchart.options": 0,
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
+    "flowchart.fastjson": 0,
     "flowchart.signing": 0,
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
