@@ -48,7 +48,7 @@ from .causal import CausalChain, causal_chain
 from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
-from .fastjson import dumps_exact
+from .fastjson import available, dumps_exact
 from .fingerprint import spec_fingerprint
 from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
@@ -229,7 +229,7 @@ class Trace:
                 continue
             if key == "narrative" and self.narrative is not None:
                 records, proved = _records_data(self.narrative)
-                yield (dumps_exact(records, proved=True) if proved else None) or dumps(records)
+                yield (dumps_exact(records, proved=True) if proved and available() else None) or dumps(records)
                 continue
             yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
         yield "}"

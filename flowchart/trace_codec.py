@@ -27,7 +27,7 @@ from typing import Any
 
 from .commits import Commit, Op, commit_data
 from .errors import CheckpointError
-from .fastjson import dumps_exact, plain
+from .fastjson import available, dumps_exact, plain
 from .pause import Checkpoint
 from .serde import dumps, structure_checkpoint
 from .untrusted import MAX_DEPTH
@@ -44,7 +44,7 @@ def log_chunks(log: Sequence[Commit]) -> Iterator[str | bytes]:
     for start in range(0, len(log), CHUNK):
         chunk = log[start : start + CHUNK]
         data = [commit_data(c) for c in chunk]
-        fast = dumps_exact(data, proved=True) if plain_log(chunk) else None
+        fast = dumps_exact(data, proved=True) if available() and plain_log(chunk) else None
         if fast is not None:
             yield fast[1:-1] if start == 0 else b"," + fast[1:-1]
             continue
