@@ -105,7 +105,14 @@ def dumps_exact(data: list[Any] | dict[str, Any], *, proved: bool = False) -> by
 def loads_canonical(raw: str | bytes) -> tuple[Any] | None:
     """``(value,)``: ``raw`` parsed by orjson, when that value written again is ``raw`` byte for
     byte (one trailing newline allowed); else ``None`` (then the standard library parses it)."""
-    if _orjson is None or not _enabled[0] or type(raw) is not bytes:
+    if _orjson is None or not _enabled[0]:
+        return None
+    if type(raw) is str:  # a database column: compared as the UTF-8 orjson writes
+        try:
+            raw = raw.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: not text orjson writes
+            return None
+    elif type(raw) is not bytes:
         return None
     try:
         data = _orjson.loads(raw)

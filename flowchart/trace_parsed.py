@@ -62,8 +62,8 @@ def parsed_log(raw: Any, depth: int = 2) -> list[Commit] | None:
     ``None`` when anything is not plainly right (see the module law)."""
     if type(raw) is not list or not set(map(type, raw)) <= _DICT:
         return None
-    if not raw or set(map(len, raw)) != {len(_COMMIT_KEYS)}:
-        return _parsed_log_each(raw, depth)  # some commits carry a decision, attempts or recovers
+    if len(raw) < 64 or set(map(len, raw)) != {len(_COMMIT_KEYS)}:  # short, or some commits carry more keys
+        return _parsed_log_each(raw, depth)
     try:
         columns = {key: list(map(itemgetter(key), raw)) for key in _COMMIT_KEYS}
     except KeyError:
