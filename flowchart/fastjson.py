@@ -44,6 +44,7 @@ _PLAIN = frozenset((dict, list, tuple, str, int, bool, type(None)))
 _CONTAINERS = frozenset((dict, list, tuple))
 _STR = frozenset((str,))
 _MAX_NESTING = 250  # below orjson's own limit: deeper data is left to json (which may refuse it)
+_WHOLE = 1 << 16  # a text shorter than this is encoded and compared whole (a stored row)
 CHUNK = 1024
 """Items of a top-level list compared per round trip (the text is never encoded whole twice)."""
 
@@ -131,7 +132,7 @@ def _same_text(data: Any, raw: bytes) -> bool:
     object, ``CHUNK`` items at a time for its big lists) so the text is never encoded whole."""
     assert _orjson is not None
     dumps = _orjson.dumps
-    if type(data) is not dict:
+    if type(data) is not dict or len(raw) < _WHOLE:
         return bool(dumps(data) == raw)
     pos = 0
     for n, (key, value) in enumerate(data.items()):
