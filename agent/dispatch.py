@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import peek
+from flowchart.lowlevel import copy_json, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -126,7 +126,8 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     attempt = 1
     while True:
         try:
-            result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
+            # the tool gets its own copy: the args are the committed record of what the model asked
+            result = tool.execute(copy_json(args), _tool_context(ctx, call, site.iteration, identity))
             if inspect.isawaitable(result):
                 result = await result
         except AskHumanSignal:
@@ -145,7 +146,8 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
             record_tool_error(site.scope, ctx, row)
         break
     if ctx.observed:
-        ctx.emit(
+        emit_owned(  # a fresh dict of scalars: no copy needed
+            ctx,
             events.TOOL_END,
             {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
         )
@@ -261,7 +263,8 @@ async def dispatch_call(
     name, call_id = call["name"], call["id"]
     args = call.get("args") or {}
     if ctx.observed:
-        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
+        payload = {"tool_name": name, "tool_call_id": call_id, "args": copy_json(args), "iteration": iteration}
+        emit_owned(ctx, events.TOOL_START, payload)  # the args copied, the rest scalars
     if call.get("args_error"):
         return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
     tool = cfg.tools.get(name)
@@ -393,7 +396,7 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
         _append_result(history, call, outcome.text or "")
         if ctx.stopped:  # a permission halt: the rest of the batch is not dispatched
             return None
-    ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
+    emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1
     return None
 

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import peek, raw_read, thaw
+from flowchart.lowlevel import emit_owned, peek, raw_read, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -150,8 +150,10 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         )
         observed = ctx.observed  # build event payloads only when somebody listens
         if observed:
-            ctx.emit(events.ITERATION_START, {"iteration": iteration})
-            ctx.emit(
+            # the payloads are built here from scalars: handed over without a copy (emit_owned)
+            emit_owned(ctx, events.ITERATION_START, {"iteration": iteration})
+            emit_owned(
+                ctx,
                 events.LLM_START,
                 {
                     "iteration": iteration,
@@ -182,7 +184,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             if usage is not None:  # unknown usage is absent, never a made-up 0
                 payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
             payload["finish_reason"] = response.finish_reason
-            ctx.emit(events.LLM_END, payload)
+            emit_owned(ctx, events.LLM_END, payload)
 
     return call_llm
 
@@ -257,7 +259,8 @@ def make_route(cfg: AgentConfig) -> Any:
         if ctx.observed:
             # the rules above made the recorded reads; this one only labels the event
             iteration = raw_read(scope, ITERATION)
-            ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
+            payload = {"iteration": iteration, "chosen": decision.branch, "rationale": rationale}
+            emit_owned(ctx, events.ROUTE_DECIDED, payload)
         if decision.branch == "final" and cfg.message_middleware:
             await _output_chain(cfg, scope, ctx)
         return decision
@@ -291,7 +294,7 @@ def make_wrap_up() -> Any:
         scope.history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
         scope.wrap_up_asked = True
         iteration = scope.iteration
-        ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
+        emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
         scope.iteration = iteration + 1
 
     return wrap_up

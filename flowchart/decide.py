@@ -16,14 +16,16 @@ stage's read set.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from .redaction import EVENT_PLACEHOLDER
 from .scope import Scope, ScopeObserver, transaction_of
 from .summary import summarize_value
+from .values import NotJsonSafe, copy_json, is_json_safe
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,
@@ -44,6 +46,8 @@ class Decision:
 
     branch: str
     evidence: dict[str, Any]
+    #: set by ``decide()`` alone: the evidence is plain JSON it built for the record (see ``_own``)
+    _owned: bool = attrs.field(default=False, init=False, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -52,6 +56,7 @@ class Selection:
 
     branches: tuple[str, ...]
     evidence: dict[str, Any]
+    _owned: bool = attrs.field(default=False, init=False, eq=False, repr=False)
 
 
 class _InputCapture:
@@ -175,11 +180,57 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
     if default_label is not None:
         evidence["default_label"] = default_label
-    return Decision(chosen, evidence)
+    return _own(Decision(chosen, evidence), evaluated, (chosen, default), default_label)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:
     """Pick every branch whose rule matches (rule order, no repeats). Return them with evidence."""
     evaluated = [_evaluate(scope, i, rule) for i, rule in enumerate(rules)]
     selected = tuple(dict.fromkeys(e["branch"] for e in evaluated if e["matched"]))
-    return Selection(selected, {"rules": evaluated, "selected": list(selected)})
+    return _own(Selection(selected, {"rules": evaluated, "selected": list(selected)}), evaluated, selected)
+
+
+_Result = TypeVar("_Result", Decision, Selection)
+
+
+def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], label: Any = None) -> _Result:
+    """Mark ``result``'s evidence as the record's own when it is plain JSON already.
+
+    The evidence is built here from fresh dicts and lists, summaries and scalars; only a
+    few leaves come from the caller (branch ids, labels, a filter's keys and thresholds, an
+    error message). When those are JSON-safe (a container threshold is copied now), the
+    decider's commit keeps the evidence as it is instead of copying it again
+    (``engine/choices.decision_record``); anything else is left to that copy and its
+    fallback, as before. A ``Decision`` made by hand is never marked.
+    """
+    texts: list[Any] = [*ids]
+    if label is not None:
+        texts.append(label)
+    for rule in evaluated:
+        texts.append(rule["branch"])
+        if rule["label"] is not None:
+            texts.append(rule["label"])
+        if "match_error" in rule:
+            texts.append(rule["match_error"])
+        for condition in rule.get("conditions", ()):
+            texts.append(condition["key"])
+            threshold = condition["threshold"]
+            if type(threshold) not in _PLAIN or (type(threshold) is float and not math.isfinite(threshold)):
+                try:
+                    condition["threshold"] = copy_json(threshold)
+                except NotJsonSafe:
+                    return result
+            elif type(threshold) is str:
+                texts.append(threshold)
+            if type(condition["redacted"]) is not bool:
+                return result
+        for found in rule.get("inputs", ()):
+            if type(found["redacted"]) is not bool:
+                return result
+    if all(type(text) is str and (text.isascii() or is_json_safe(text)) for text in texts):
+        object.__setattr__(result, "_owned", True)
+    return result
+
+
+#: scalars a threshold may be as it is (a float only when finite)
+_PLAIN = frozenset({str, int, float, bool, type(None)})

@@ -137,6 +137,7 @@ class RunStream(_Outcome):
         self._finished = True
         core = self._core
         core.tap.sink = self._buffer.append  # nothing waits on a run that never awaits
+        core.tap.sink_many = self._buffer.extend  # type: ignore[method-assign,assignment]
         try:
             result = core.plan.run(core.tap)
         except Exception as exc:  # the events before the failure come first
