@@ -129,9 +129,11 @@ def no_gc_pauses() -> Iterator[None]:
         if was_enabled:
             # what the load made is long-lived: hand it to the oldest generation at once (freeze
             # then unfreeze moves every tracked object there without walking it), or the first
-            # young collection after ``enable`` walks the million new objects for nothing
-            gc.freeze()
-            gc.unfreeze()
+            # young collection after ``enable`` walks the million new objects for nothing; not
+            # when the application froze objects itself (a pre-fork server): unfreeze would undo it
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

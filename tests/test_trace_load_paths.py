@@ -183,3 +183,22 @@ def test_fuzz_the_fast_and_strict_paths_agree(rng: random.Random) -> None:
     text = mutate(BASE, rng)
     fast, strict = _both(text)
     assert fast == strict
+
+
+def test_a_load_leaves_the_collector_on_and_an_application_s_frozen_objects_frozen() -> None:
+    """The collector is held during a load and on again after it (also after a refusal); objects
+    the application froze (``gc.freeze()`` before forking workers) stay frozen."""
+    import gc
+
+    text = json.dumps(BASE)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        Trace.from_json(text)
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
+    with pytest.raises(CheckpointError):
+        Trace.from_json(text.replace('"version": 2', '"version": 99', 1))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
