@@ -352,13 +352,26 @@ class Agent:
         under ``store.forks(run_id)``. See docs/durable.md."""
         return durable.fork(self, run_id, at, patch)
 
-    def submit(self, message: str, identity: Any = None, *, app: Any = None) -> str:
+    def submit(
+        self,
+        message: str,
+        identity: Any = None,
+        *,
+        app: Any = None,
+        conversation: str | None = None,
+        conversation_window: int | None = None,
+        conversation_chars: int | None = None,
+    ) -> str:
         """Queue a run for Celery workers (``agent.celery``): record it in the store and
         enqueue ``advance_run``; returns the run id (``app`` defaults to the newest
-        ``make_app`` of this process)."""
+        ``make_app`` of this process). With ``conversation=`` it is that conversation's next
+        turn, claimed in the store before it is enqueued."""
         from .celery import submit
 
-        return submit(self, message, identity, app=app)
+        return submit(
+            self, message, identity, app=app, conversation=conversation,
+            conversation_window=conversation_window, conversation_chars=conversation_chars,
+        )  # fmt: skip
 
     async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """``resume_run`` inside the caller's event loop."""

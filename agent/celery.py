@@ -45,7 +45,7 @@ from flowchart.lowlevel import validated_input
 from flowchart.store import CommitConflictError, RunStore, StoreError
 from flowchart.store.runs import advance_chart, new_run_id
 
-from . import durable
+from . import conversations, durable
 from .errors import AgentLoadError
 from .loading import load_agent_or_chart, load_store
 
@@ -281,9 +281,29 @@ def submit_chart(
     return run_id
 
 
-def submit(agent: Agent, message: str, identity: Any = None, *, app: Any = None, run_id: str | None = None) -> str:
-    """Record a queued run of ``agent`` on ``message`` and enqueue it; return its run id."""
-    run_id = durable.create(agent, durable.make_input(message, identity), run_id)
+def submit(
+    agent: Agent,
+    message: str,
+    identity: Any = None,
+    *,
+    app: Any = None,
+    run_id: str | None = None,
+    conversation: str | None = None,
+    conversation_window: int | None = None,
+    conversation_chars: int | None = None,
+) -> str:
+    """Record a queued run of ``agent`` on ``message`` and enqueue it; return its run id.
+
+    With ``conversation=`` the run is that conversation's next turn (planned and claimed
+    here, in the store, before it is enqueued: see ``conversations.queue``); a worker runs
+    it like any other queued run.
+    """
+    run_input = durable.make_input(message, identity)
+    turn = conversations.turn_options(agent, conversation, conversation_window, conversation_chars)
+    if turn is None:
+        run_id = durable.create(agent, run_input, run_id)
+    else:
+        run_id = conversations.queue(agent, run_input, *turn, run_id=run_id)
     enqueue(app or default_app(), run_id)
     return run_id
 

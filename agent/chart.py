@@ -17,6 +17,7 @@ without an awaiting stage runs its stages without an event loop.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from flowchart import FlowChart, Pausable, flow_chart
@@ -54,13 +55,14 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     asynchronous = cfg.needs_event_loop
 
     def fit(stage: Any) -> Any:
-        return stage if asynchronous else _sync(stage)
+        # a stage with nothing to await is a plain function already (no coroutine, no driver)
+        return _sync(stage) if not asynchronous and inspect.iscoroutinefunction(stage) else stage
 
     tool_calls = make_tool_calls(cfg, answered)
     if not asynchronous:
         assert tool_calls.answer is not None
         tool_calls = Pausable(
-            execute=_sync(tool_calls.execute), resume=_sync(tool_calls.resume), answer=_sync(tool_calls.answer)
+            execute=fit(tool_calls.execute), resume=fit(tool_calls.resume), answer=fit(tool_calls.answer)
         )
     final = (
         flow_chart("PrepareFinal", prepare_final, "prepare-final")

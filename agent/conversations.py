@@ -322,20 +322,12 @@ async def arun(
     from . import durable
 
     cid = check_id(conversation)
-    store = agent.store
-    if store is not None:
-        plan = stored_plan(store, cid, policy)
-    else:
-        turns = agent.conversation_book.turns(cid)
-        plan = plan_turn(cid, len(turns), turns, policy)
+    if agent.store is not None:
+        return await durable.advance_run(agent, queue(agent, run_input, cid, policy, run_id), attach)
+    turns = agent.conversation_book.turns(cid)
+    plan = plan_turn(cid, len(turns), turns, policy)
     run_input = {**run_input, INPUT_KEY: plan}
     agent.last_conversation = cid
-    if store is not None:
-        try:
-            run_id = durable.create(agent, run_input, run_id, conversation=(cid, plan["turn"]))
-        except TurnTakenError as exc:
-            raise ConversationBusyError(str(exc), cid, plan["turn"]) from None
-        return await durable.advance_run(agent, run_id, attach)
     book = agent.conversation_book
     book.claim(cid, plan["turn"], "")  # the run's id is known when it settles
     try:
@@ -343,3 +335,31 @@ async def arun(
     except BaseException:
         book.fail(cid, plan["turn"])
         raise
+
+
+def queue(
+    agent: Agent, run_input: dict[str, Any], conversation: Any, policy: HistoryPolicy, run_id: str | None = None
+) -> str:
+    """Record ``run_input`` as the next turn of ``conversation`` in the agent's store, queued
+    (``running``, not yet started), and return its run id: what ``arun`` then advances in
+    this process, and what ``agent.submit(..., conversation=)`` hands to the Celery workers.
+
+    The turn's history is planned now, from the turns stored before it; a turn still running
+    or paused blocks it, and of two processes queueing the same turn the store's unique
+    ``(conversation, turn)`` lets one win (``ConversationBusyError`` for the other, nothing
+    of its turn stored).
+    """
+    from . import durable
+
+    cid = check_id(conversation)
+    if agent.store is None:
+        raise ConversationError(
+            f"conversation '{cid}': a queued turn is a stored run: build the agent with a store "
+            "(Agent.create(..., store=SqliteStore(path)))"
+        )
+    plan = stored_plan(agent.store, cid, policy)
+    agent.last_conversation = cid
+    try:
+        return durable.create(agent, {**run_input, INPUT_KEY: plan}, run_id, conversation=(cid, plan["turn"]))
+    except TurnTakenError as exc:
+        raise ConversationBusyError(str(exc), cid, plan["turn"]) from None

@@ -24,6 +24,9 @@ Laws:
 - A tool that raises is recorded for the developer, never for the model: a row in
   ``tool_errors`` (absent until a tool raises; see ``tool_errors.error_row``) and a
   ``tool.error`` event. The history the model reads holds only the message.
+- An agent that needs no event loop has no gate that can run or await anything: its first
+  pass dispatches through ``tool_run.dispatch_now`` (arguments → execute), a plain function
+  that records exactly what ``dispatch_call`` would.
 """
 
 from __future__ import annotations
@@ -34,11 +37,10 @@ from typing import Any
 import attrs
 
 from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import peek
+from flowchart.lowlevel import copy_json, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
-    ask_human_request_id,
     build_check_in_request,
     build_middleware_ask,
     history_for_check_in,
@@ -50,12 +52,11 @@ from governance.permissions import evaluate_permission
 
 from . import events
 from .answers import make_record_answer
-from .config import STORE_RUN_ENV, AgentConfig
+from .config import AgentConfig
 from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from .stages import record_rows
 from .state import (
     HISTORY,
-    IDENTITY,
     ITERATION,
     LLM_LATEST_CONTENT,
     LLM_LATEST_TOOL_CALLS,
@@ -64,8 +65,21 @@ from .state import (
     PauseData,
     PausedCall,
 )
-from .tool_errors import error_row, record_tool_error
-from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
+from .tool_run import (
+    CallOutcome,
+    CallSite,
+    argument_gate,
+    asked_human,
+    dispatch_now,
+    identity_of,
+    look_up,
+    position_of,
+    record_failure,
+    run_of,
+    tool_context,
+    tool_ended,
+)
+from .tools import AskHumanSignal, result_text
 
 TWO_GATES = (
     "tool '{tool}' was not executed and cannot be retried this turn: it declares its own check_in "
@@ -75,81 +89,30 @@ TWO_GATES = (
 )
 
 
-@attrs.frozen
-class CallOutcome:
-    """What dispatching one call produced: the model-visible ``text``, or a pause.
-
-    ``executed`` is True when the tool ran (its ``tool.end`` event was already emitted).
-    """
-
-    text: str | None = None
-    pause: PauseData | None = None
-    paused: PausedCall | None = None
-    executed: bool = False
-
-
-def _identity(scope: Scope) -> Any:
-    return peek(scope, IDENTITY)
-
-
-@attrs.frozen
-class CallSite:
-    """One tool call being dispatched: the agent's config, the stage's scope and context,
-    the tool, the model's call and the iteration — what every gate after the lookup needs."""
-
-    cfg: AgentConfig
-    scope: Scope
-    ctx: StageContext
-    tool: Tool
-    call: dict[str, Any]
-    iteration: int
-
-
-def run_of(ctx: StageContext) -> str:
-    """The run a call belongs to: the stored run's id, else this segment's run id."""
-    return str(ctx.env.get(STORE_RUN_ENV) or ctx.run_id)
-
-
-def _position(ctx: StageContext, iteration: int) -> dict[str, Any]:
-    return {"iteration": iteration, "step": ctx.runtime_stage_id}
-
-
-def _tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
-    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
-
-
 async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
-    cfg, ctx, tool, call = site.cfg, site.ctx, site.tool, site.call
-    identity = _identity(site.scope)
-    error = False
+    tool, call = site.tool, site.call
+    tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
     attempt = 1
     while True:
         try:
-            result = tool.execute(args, _tool_context(ctx, call, site.iteration, identity))
+            # the tool gets its own copy: the args are the committed record of what the model asked
+            result = tool.execute(copy_json(args), tool_ctx)
             if inspect.isawaitable(result):
                 result = await result
+            error = False
         except AskHumanSignal:
             raise
         except Exception as exc:
-            row = error_row(exc, tool.name, call["id"], site.iteration)
-            policy = tool.retry
-            if policy is not None:
-                row["attempt"] = attempt
-                if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
-                    record_tool_error(site.scope, ctx, {**row, "retried": True})
-                    await policy.wait(policy.delay(attempt, tool.name))
-                    attempt += 1
-                    continue
+            delay = record_failure(site, exc, attempt)
+            if delay is not None:
+                await tool.retry.wait(delay)
+                attempt += 1
+                continue
             result, error = str(exc) or type(exc).__name__, True
-            record_tool_error(site.scope, ctx, row)
         break
-    if ctx.observed:
-        ctx.emit(
-            events.TOOL_END,
-            {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result), "error": error},
-        )
-    if not cfg.has_after_tool:
+    tool_ended(site, result, error)
+    if not site.cfg.has_after_tool:
         return result, error
     return await _after_tool(site, args, result, error), error
 
@@ -161,7 +124,7 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
         site.cfg.tool_middleware,
         ToolCallInfo(
             tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
-            history=tuple(peek(scope, HISTORY)), identity=_identity(scope), result=result, error=error,
+            history=tuple(peek(scope, HISTORY)), identity=identity_of(scope), result=result, error=error,
             source=site.tool.source,
         ),
     )  # fmt: skip
@@ -188,7 +151,7 @@ async def permission_gate(site: CallSite, args: dict[str, Any], history: tuple[A
         cfg.permission_checker,
         PermissionRequest(
             tool_name=site.tool.name, args=args, tool_call_id=call_id, iteration=site.iteration, history=history,
-            identity=_identity(scope),
+            identity=identity_of(scope),
         ),
     )  # fmt: skip
     if verdict.result == "allow":
@@ -208,19 +171,13 @@ async def before_tool_gate(
     """Gate 2: the before-tool middleware chain from link ``start``; its rows are filed."""
     info = ToolCallInfo(
         tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args, history=history,
-        identity=_identity(site.scope), source=site.tool.source,
+        identity=identity_of(site.scope), source=site.tool.source,
     )  # fmt: skip
     chain = await run_tool_chain(
         site.cfg.tool_middleware, info, start=start, ask_policy=ask_policy or site.cfg.ask_policy
     )
     record_rows(site.scope, site.ctx, chain.rows)
     return chain, info
-
-
-def argument_gate(site: CallSite, args: dict[str, Any]) -> CallOutcome | None:
-    """Gate 3: the (transformed) arguments against the tool's input schema."""
-    issues = validate_args(args, site.tool.input_schema)
-    return CallOutcome(text=format_arg_issues(site.tool.name, issues)) if issues else None
 
 
 async def check_in_trips(site: CallSite, args: dict[str, Any], history: tuple[Any, ...]) -> bool:
@@ -239,10 +196,10 @@ async def check_in_gate(site: CallSite, args: dict[str, Any], history: tuple[Any
     if not await check_in_trips(site, args, history):
         return None
     cfg, ctx, tool, call_id, iteration = site.cfg, site.ctx, site.tool, site.call["id"], site.iteration
-    position = _position(ctx, iteration)
+    position = position_of(ctx, iteration)
     request = await build_check_in_request(
         tool_name=tool.name, tool_description=tool.description, args=args, tool_call_id=call_id,
-        iteration=iteration, identity=_identity(site.scope), intent=peek(site.scope, LLM_LATEST_CONTENT) or None,
+        iteration=iteration, identity=identity_of(site.scope), intent=peek(site.scope, LLM_LATEST_CONTENT) or None,
         system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
         scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
     )  # fmt: skip
@@ -258,17 +215,12 @@ async def dispatch_call(
     cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
 ) -> CallOutcome:
     """Take one call through every gate, in the order of the module docstring."""
-    name, call_id = call["name"], call["id"]
-    args = call.get("args") or {}
-    if ctx.observed:
-        ctx.emit(events.TOOL_START, {"tool_name": name, "tool_call_id": call_id, "args": args, "iteration": iteration})
-    if call.get("args_error"):
-        return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
-    tool = cfg.tools.get(name)
-    if tool is None:
-        return CallOutcome(text=f"Unknown tool: {name}")
+    found = look_up(cfg, ctx, call, iteration)
+    if isinstance(found, CallOutcome):
+        return found
+    tool, name, call_id, args = found, call["name"], call["id"], call.get("args") or {}
     site = CallSite(cfg, scope, ctx, tool, call, iteration)
-    _identity(scope)  # read here, before the gates, as the record has always listed the stage's reads
+    identity_of(scope)  # read here, before the gates, as the record has always listed the stage's reads
     gated = cfg.permission_checker is not None or bool(cfg.tool_middleware) or tool.check_in is not None
     history = _history(site) if gated else ()
     refused = await permission_gate(site, args, history)
@@ -279,7 +231,7 @@ async def dispatch_call(
         if chain.verdict == "deny":
             return CallOutcome(text=chain.reason)
         if chain.verdict == "ask":
-            position = _position(ctx, iteration)
+            position = position_of(ctx, iteration)
             ask = build_middleware_ask(chain, info, run_id=run_of(ctx), position=position)
             paused = PausedCall("ask", call_id, name, ask.args, ask.id, position, chain.index, ask.middleware)
             return CallOutcome(pause=PauseData("ask", call_id, name, ask.to_dict()), paused=paused)
@@ -290,10 +242,7 @@ async def dispatch_call(
     try:
         result, _error = await _execute(site, args)
     except AskHumanSignal as signal:
-        position = _position(ctx, iteration)
-        rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
-        paused = PausedCall("ask_human", call_id, name, args, rid, position)
-        return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
+        return asked_human(ctx, call, args, iteration, signal)
     return CallOutcome(text=result_text(result), executed=True)
 
 
@@ -380,38 +329,58 @@ async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: A
     """Dispatch ``calls[start:]`` in order, appending each result to ``history`` (the stage's view)."""
     iteration = scope[ITERATION]
     for index in range(start, len(calls)):
-        call = calls[index]
-        outcome = await dispatch_call(cfg, scope, ctx, call, iteration)
-        if outcome.pause is not None:
-            assert outcome.paused is not None
-            scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
-            pause = outcome.pause.to_dict()
-            ctx.emit(events.PAUSE_REQUEST, pause)
-            return pause
-        if not outcome.executed:
-            _not_run(ctx, call, outcome.text or "")
-        _append_result(history, call, outcome.text or "")
-        if ctx.stopped:  # a permission halt: the rest of the batch is not dispatched
-            return None
-    ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
+        done = _settle(scope, ctx, calls, index, await dispatch_call(cfg, scope, ctx, calls[index], iteration), history)
+        if done is not _GO_ON:
+            return done
+    return _end_batch(scope, ctx, calls, iteration)
+
+
+def _run_batch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
+    """``_run_batch`` through ``dispatch_now`` (an agent that needs no event loop)."""
+    iteration = scope[ITERATION]
+    for index in range(start, len(calls)):
+        done = _settle(scope, ctx, calls, index, dispatch_now(cfg, scope, ctx, calls[index], iteration), history)
+        if done is not _GO_ON:
+            return done
+    return _end_batch(scope, ctx, calls, iteration)
+
+
+_GO_ON = object()
+
+
+def _settle(scope: Scope, ctx: StageContext, calls: Any, index: int, outcome: CallOutcome, history: Any) -> Any:
+    """Record call ``index``'s outcome: its pause, or its tool message. ``_GO_ON`` when the
+    batch goes on, else what the stage returns: the pause's data, or ``None`` after a
+    permission halt (the rest of the batch is not dispatched)."""
+    call = calls[index]
+    if outcome.pause is not None:
+        assert outcome.paused is not None
+        scope[PAUSED_TOOL_CALL] = attrs.evolve(outcome.paused, index=index).to_dict()
+        pause = outcome.pause.to_dict()
+        ctx.emit(events.PAUSE_REQUEST, pause)
+        return pause
+    if not outcome.executed:
+        _not_run(ctx, call, outcome.text or "")
+    _append_result(history, call, outcome.text or "")
+    return None if ctx.stopped else _GO_ON
+
+
+def _end_batch(scope: Scope, ctx: StageContext, calls: Any, iteration: int) -> None:
+    """Every call of the batch answered: the iteration ends."""
+    emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": len(calls)})
     scope[ITERATION] = iteration + 1
-    return None
 
 
 def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausable:
     """The pausable ``tool-calls`` stage (``book``: the requests answered in this process)."""
 
     async def execute(scope: Scope, ctx: StageContext) -> Any:
-        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
-        history = scope[HISTORY]
-        history.append(
-            {
-                "role": "assistant",
-                "content": scope[LLM_LATEST_CONTENT],
-                "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
-            }
-        )
+        calls, history = _open_batch(scope)
         return await _run_batch(cfg, scope, ctx, calls, history, 0)
+
+    def execute_now(scope: Scope, ctx: StageContext) -> Any:
+        calls, history = _open_batch(scope)
+        return _run_batch_now(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
@@ -429,4 +398,20 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None
 
-    return Pausable(execute=execute, resume=resume, answer=make_record_answer(book))
+    # with nothing to await (the agent needs no event loop) the first pass is a plain function
+    first = execute if cfg.needs_event_loop else execute_now
+    return Pausable(execute=first, resume=resume, answer=make_record_answer(book))
+
+
+def _open_batch(scope: Scope) -> tuple[Any, Any]:
+    """The calls to dispatch and the history view, the model's assistant turn appended."""
+    calls = peek(scope, LLM_LATEST_TOOL_CALLS)
+    history = scope[HISTORY]
+    history.append(
+        {
+            "role": "assistant",
+            "content": scope[LLM_LATEST_CONTENT],
+            "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
+        }
+    )
+    return calls, history

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import peek, raw_read, thaw
+from flowchart.lowlevel import drive, emit_owned, peek, raw_read, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -84,42 +84,51 @@ def deny_message(scope: Scope, ctx: StageContext, phase: str, reason: str, middl
 
 
 def make_seed(cfg: AgentConfig) -> Any:
-    """The ``seed`` stage: input chain, then the initial agent state."""
+    """The ``seed`` stage: input chain, then the initial agent state (a plain function
+    when there is no message middleware: nothing to await)."""
 
-    async def seed(scope: Scope, ctx: StageContext) -> None:
+    def seed(scope: Scope, ctx: StageContext) -> None:
+        message: str = ctx.args[STATE_INPUT_MESSAGE]
+        seed_state(cfg, scope, ctx, message, thaw(ctx.args.get(STATE_INPUT_IDENTITY)), None)
+
+    async def governed_seed(scope: Scope, ctx: StageContext) -> None:
         message: str = ctx.args[STATE_INPUT_MESSAGE]
         identity = thaw(ctx.args.get(STATE_INPUT_IDENTITY))  # ctx.args is frozen; state needs plain JSON
         content = message
         denied = None
-        if cfg.message_middleware:
-            verdict = await run_message_chain(
-                cfg.message_middleware, MessageInfo(phase="input", content=message, history=(), identity=identity)
-            )
-            record_rows(scope, ctx, verdict.rows)
-            if isinstance(verdict.value, str):
-                content = verdict.value
-            if verdict.verdict != "allow":
-                denied = verdict
-        scope.user_message = content
-        turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
-        loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
-        scope.history = [*loaded, {"role": "user", "content": content}]
-        scope.iteration = 1
-        scope.max_iterations = cfg.max_iterations
-        for key, value in _AGENT_STATE_DEFAULTS:
-            scope[key] = value
-        if identity is not None:
-            scope.identity = identity
-        if cfg.system_prompt:
-            # what the model is told is part of the record (``agent why`` quotes it)
-            scope.system_prompt = cfg.system_prompt
-        if meta is not None:
-            scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
-        ctx.emit(events.TURN_START, {USER_MESSAGE: content})
-        if denied is not None:
-            deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
+        verdict = await run_message_chain(
+            cfg.message_middleware, MessageInfo(phase="input", content=message, history=(), identity=identity)
+        )
+        record_rows(scope, ctx, verdict.rows)
+        if isinstance(verdict.value, str):
+            content = verdict.value
+        if verdict.verdict != "allow":
+            denied = verdict
+        seed_state(cfg, scope, ctx, content, identity, denied)
 
-    return seed
+    return governed_seed if cfg.message_middleware else seed
+
+
+def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, identity: Any, denied: Any) -> None:
+    """The seed's writes once the input chain (if any) has run: the initial agent state."""
+    scope.user_message = content
+    turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
+    loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
+    scope.history = [*loaded, {"role": "user", "content": content}]
+    scope.iteration = 1
+    scope.max_iterations = cfg.max_iterations
+    for key, value in _AGENT_STATE_DEFAULTS:
+        scope[key] = value
+    if identity is not None:
+        scope.identity = identity
+    if cfg.system_prompt:
+        # what the model is told is part of the record (``agent why`` quotes it)
+        scope.system_prompt = cfg.system_prompt
+    if meta is not None:
+        scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
+    ctx.emit(events.TURN_START, {USER_MESSAGE: content})
+    if denied is not None:
+        deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
 
 
 def _tool_call_dict(call: Any) -> dict[str, Any]:
@@ -130,28 +139,31 @@ def _tool_call_dict(call: Any) -> dict[str, Any]:
 
 
 def make_call_llm(cfg: AgentConfig) -> Any:
-    """The ``call-llm`` stage: one provider call, usage added to the totals."""
-    from agent.providers.types import LLMRequest
+    """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
+    when the agent needs no event loop: the provider answers synchronously)."""
+    from agent.providers.types import LLMRequest, LLMResponse
 
     output_schema = cfg.output.request if cfg.output is not None else None
+    offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
 
-    async def call_llm(scope: Scope, ctx: StageContext) -> None:
+    def request_for(scope: Scope, ctx: StageContext) -> tuple[int, Any]:
         iteration = scope.iteration
         wrapped_up = WRAP_UP_ASKED in scope
         request = LLMRequest(
             system_prompt=cfg.system_prompt,
             # committed values are never mutated in place, so the request can share the list
             messages=peek(scope, HISTORY),
-            tools=[] if wrapped_up else cfg.tool_schemas,
+            tools=[] if wrapped_up else offered,
             model=cfg.model,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
             output_schema=output_schema,
         )
-        observed = ctx.observed  # build event payloads only when somebody listens
-        if observed:
-            ctx.emit(events.ITERATION_START, {"iteration": iteration})
-            ctx.emit(
+        if ctx.observed:  # build event payloads only when somebody listens
+            # the payloads are built here from scalars: handed over without a copy (emit_owned)
+            emit_owned(ctx, events.ITERATION_START, {"iteration": iteration})
+            emit_owned(
+                ctx,
                 events.LLM_START,
                 {
                     "iteration": iteration,
@@ -160,7 +172,9 @@ def make_call_llm(cfg: AgentConfig) -> Any:
                     "tools": len(request.tools),
                 },
             )
-        response = await _complete(cfg, request, ctx, iteration)
+        return iteration, request
+
+    def record_reply(scope: Scope, ctx: StageContext, iteration: int, response: Any) -> None:
         usage = response.usage
         if usage is not None:
             scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
@@ -173,7 +187,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
-        if observed:
+        if ctx.observed:
             payload: dict[str, Any] = {
                 "iteration": iteration,
                 "content": response.content,
@@ -182,9 +196,37 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             if usage is not None:  # unknown usage is absent, never a made-up 0
                 payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
             payload["finish_reason"] = response.finish_reason
-            ctx.emit(events.LLM_END, payload)
+            emit_owned(ctx, events.LLM_END, payload)
 
-    return call_llm
+    async def call_llm(scope: Scope, ctx: StageContext) -> None:
+        iteration, request = request_for(scope, ctx)
+        record_reply(scope, ctx, iteration, await _complete(cfg, request, ctx, iteration))
+
+    def call_llm_now(scope: Scope, ctx: StageContext) -> None:
+        iteration, request = request_for(scope, ctx)
+        response = cfg.provider.complete(request)
+        if type(response) is not LLMResponse:  # e.g. an awaitable that never suspends
+            response = settled(response)
+        record_reply(scope, ctx, iteration, response)
+
+    return call_llm if cfg.needs_event_loop else call_llm_now
+
+
+_RULE_SETS_KEPT = 64  # route's rule sets kept per agent (one per pending-call count seen)
+#: the result types a stage run without an event loop need not test for an awaitable
+NEVER_AWAITABLE = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def settled(value: Any) -> Any:
+    """``value``, or what it resolves to when it is an awaitable that never suspends (a stage
+    run without an event loop awaits it in place, as a coroutine stage driven to its end did)."""
+    if type(value) in NEVER_AWAITABLE or not inspect.isawaitable(value):
+        return value
+    return drive(_awaited(value))
 
 
 def record_unreported_usage(scope: Scope, iteration: int) -> None:
@@ -227,11 +269,14 @@ async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration
 
 
 def make_route(cfg: AgentConfig) -> Any:
-    """The ``route`` decider (see the module laws)."""
+    """The ``route`` decider (see the module laws); a plain function when there is no message
+    middleware (the OUTPUT chain is its only await)."""
+    wrap_up = bool(cfg.wrap_up and cfg.tools)
+    retry = structured.retry_rule(cfg.output) if cfg.output is not None else None
 
-    async def route(scope: Scope, ctx: StageContext) -> Decision:
-        calls = peek(scope, LLM_LATEST_TOOL_CALLS)
-        pending = len(calls)
+    made: dict[int, tuple[list[dict[str, Any]], dict[str, str]]] = {}  # the rules by pending count
+
+    def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
         rules: list[dict[str, Any]] = [
             {
                 "when": lambda s: pending > 0 and s.iteration < s.max_iterations,
@@ -239,7 +284,7 @@ def make_route(cfg: AgentConfig) -> Any:
                 "label": f"LLM requested {pending} tool call(s)",
             }
         ]
-        if cfg.wrap_up and cfg.tools:
+        if wrap_up:
             rules.append(
                 {
                     # reads the budget it judges, so the narrative shows that evidence
@@ -248,21 +293,37 @@ def make_route(cfg: AgentConfig) -> Any:
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
             )
-        if cfg.output is not None:
-            rules.append(structured.retry_rule(cfg.output))
+        if retry is not None:
+            rules.append(retry)
         fallback = "max_iterations reached — forcing final" if pending else "LLM produced no tool calls — final answer"
-        decision = decide(scope, rules, {"branch": "final", "label": fallback})
-        matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
-        rationale = matched[0] if matched else fallback
+        return rules, {"branch": "final", "label": fallback}
+
+    def route(scope: Scope, ctx: StageContext) -> Decision:
+        pending = len(peek(scope, LLM_LATEST_TOOL_CALLS))
+        # the rules depend on the pending count alone and decide() only reads them: made once per count
+        found = made.get(pending)
+        if found is None:
+            found = rules_for(pending)
+            if len(made) < _RULE_SETS_KEPT:
+                made[pending] = found
+        rules, default = found
+        decision = decide(scope, rules, default)
         if ctx.observed:
             # the rules above made the recorded reads; this one only labels the event
+            matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
+            rationale = matched[0] if matched else default["label"]
             iteration = raw_read(scope, ITERATION)
-            ctx.emit(events.ROUTE_DECIDED, {"iteration": iteration, "chosen": decision.branch, "rationale": rationale})
-        if decision.branch == "final" and cfg.message_middleware:
+            payload = {"iteration": iteration, "chosen": decision.branch, "rationale": rationale}
+            emit_owned(ctx, events.ROUTE_DECIDED, payload)
+        return decision
+
+    async def governed_route(scope: Scope, ctx: StageContext) -> Decision:
+        decision = route(scope, ctx)
+        if decision.branch == "final":
             await _output_chain(cfg, scope, ctx)
         return decision
 
-    return route
+    return governed_route if cfg.message_middleware else route
 
 
 async def _output_chain(cfg: AgentConfig, scope: Scope, ctx: StageContext) -> None:
@@ -291,7 +352,7 @@ def make_wrap_up() -> Any:
         scope.history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
         scope.wrap_up_asked = True
         iteration = scope.iteration
-        ctx.emit(events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
+        emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
         scope.iteration = iteration + 1
 
     return wrap_up

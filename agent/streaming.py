@@ -147,7 +147,7 @@ def agent_plan(
     tap_box: list[StreamTap] = []
 
     def make_tap(sink: Callable[[StreamEvent], None]) -> StreamTap:
-        tap = StreamTap(sink, kinds, translate=translate, emit_kinds=EMIT_KINDS)
+        tap = StreamTap(sink, kinds, translate=translate, emit_kinds=EMIT_KINDS, will_wrap=agent.narrative)
         tap_box.append(tap)
         return tap
 

@@ -24,14 +24,19 @@ from .config import TOOL_ERRORS
 
 MAX_FRAMES = 8
 MAX_MESSAGE = 500
+# the dispatcher's own frames say nothing about the tool: skipped wherever they are
+_DISPATCHERS = frozenset(("agent.dispatch", "agent.tool_run"))
+# nor does awaiting a synchronous tool's awaitable in place: skipped before the tool's first frame
+_IN_PLACE = frozenset(("agent.stages", "flowchart.coroutines"))
 
 
 def _frames(exc: BaseException) -> list[str]:
-    out = []
+    out: list[str] = []
     for frame, line in traceback.walk_tb(exc.__traceback__):
         module = frame.f_globals.get("__name__", "?")
-        if module != "agent.dispatch":  # the dispatcher's own frame says nothing about the tool
-            out.append(f"{module}:{line} in {frame.f_code.co_name}")
+        if module in _DISPATCHERS or (not out and module in _IN_PLACE):
+            continue
+        out.append(f"{module}:{line} in {frame.f_code.co_name}")
     return out[-MAX_FRAMES:]
 
 

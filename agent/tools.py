@@ -209,13 +209,20 @@ def validate_args(args: Any, schema: Mapping[str, Any], path: str = "", *, root:
         properties = schema.get("properties") or {}
         for key, sub in properties.items():
             if key in args and isinstance(sub, Mapping):
-                issues.extend(validate_args(args[key], sub, f"{prefix}{key}", root=root))
+                value = args[key]
+                if type(sub) is dict and sub.keys() <= _LEAF_KEYWORDS:  # ``{"type": "number"}``: one test
+                    expected = sub.get("type")
+                    check = _JSON_TYPES.get(expected) if type(expected) is str else None
+                    if check is not None and check(value):
+                        continue
+                issues.extend(validate_args(value, sub, f"{prefix}{key}", root=root))
         extra = schema.get("additionalProperties")
-        for key in (k for k in args if k not in properties):
-            if extra is False:
-                issues.append(f"'{prefix}{key}' is not allowed (no such property)")
-            elif isinstance(extra, Mapping):
-                issues.extend(validate_args(args[key], extra, f"{prefix}{key}", root=root))
+        if extra is False or isinstance(extra, Mapping):  # else extra properties pass unchecked
+            for key in (k for k in args if k not in properties):
+                if extra is False:
+                    issues.append(f"'{prefix}{key}' is not allowed (no such property)")
+                else:
+                    issues.extend(validate_args(args[key], extra, f"{prefix}{key}", root=root))
     if isinstance(args, list) and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(args):
             issues.extend(validate_args(item, schema["items"], f"{path}[{index}]", root=root))
@@ -234,6 +241,8 @@ _BOUNDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], Any], str, bool
 # the keywords a schema rarely has: a schema without any costs one set operation for each group
 _BOUND_KEYWORDS = frozenset(keyword for keyword, *_rest in _BOUNDS)
 _RARE_KEYWORDS = frozenset(("enum", "const", "anyOf"))
+# a property schema with only these keywords is checked by its type alone (the usual tool argument)
+_LEAF_KEYWORDS = frozenset(("type", "description", "title", "default", "examples"))
 
 
 def _where(path: str, root: str) -> str:

@@ -1,6 +1,7 @@
 """Profile one pyfootprint workload with cProfile and print where the time goes.
 
-usage: ``.venv/bin/python -m bench.profile [w1|w1-blob|w1-narrative|w1-build|w2|w3|w5|w6|w6-chart] [runs] [rows]``
+usage: ``.venv/bin/python -m bench.profile WORKLOAD [runs] [rows]``, WORKLOAD one of
+w1, w1-blob, w1-narrative, w1-build, w2, w3, w5, w6, w6-plain, w6-stream, w6-chart.
 
 Runs the workload's timed function ``runs`` times (after one warm-up) under cProfile and
 prints the top ``rows`` functions by own time, each with its share of the profiled total.
@@ -39,8 +40,16 @@ def target(name: str, runs: int) -> Callable[[], object]:
     if name == "w6-chart":
         chart = w6_agent.build_chart()
         return lambda: w6_agent.run_chart(chart)
-    if name == "w6":  # a scripted provider lasts one run: build them all up front
-        pairs = [w6_agent.build_agent() for _ in range(runs + 1)]
+    if name in ("w6", "w6-plain", "w6-stream"):  # a scripted provider lasts one run: build them all up front
+        pairs = [w6_agent.build_agent(with_narrative=name != "w6-plain") for _ in range(runs + 1)]
+        if name == "w6-stream":  # every kind of event, consumed
+
+            def consume() -> None:
+                agent, _provider = pairs.pop()
+                for _event in agent.stream("add numbers ten times"):
+                    pass
+
+            return consume
         return lambda: w6_agent.run_agent(*pairs.pop())
     raise SystemExit(f"unknown workload {name!r}")
 

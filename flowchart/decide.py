@@ -16,14 +16,16 @@ stage's read set.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from .redaction import EVENT_PLACEHOLDER
 from .scope import Scope, ScopeObserver, transaction_of
 from .summary import summarize_value
+from .values import NotJsonSafe, copy_json, is_json_safe
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,
@@ -44,6 +46,8 @@ class Decision:
 
     branch: str
     evidence: dict[str, Any]
+    #: set by ``decide()`` alone: the evidence is plain JSON it built for the record (see ``_own``)
+    _owned: bool = attrs.field(default=False, init=False, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -52,19 +56,22 @@ class Selection:
 
     branches: tuple[str, ...]
     evidence: dict[str, Any]
+    _owned: bool = attrs.field(default=False, init=False, eq=False, repr=False)
 
 
 class _InputCapture:
     """Chains onto the transaction's observer to record what a function rule reads."""
 
-    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool]) -> None:
+    __slots__ = ("hides", "inner", "inputs")
+
+    def __init__(self, inner: ScopeObserver | None, hides: Callable[[str], bool] | None) -> None:
         self.inner = inner
-        self.hides = hides
+        self.hides = hides  # ``None``: nothing is hidden (no redaction on this run)
         self.inputs: dict[str, dict[str, Any]] = {}
 
     def read(self, key: str, value: Any) -> None:
         if key not in self.inputs:
-            redacted = self.hides(key)
+            redacted = False if self.hides is None else self.hides(key)
             self.inputs[key] = {
                 "key": key,
                 "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
@@ -75,7 +82,8 @@ class _InputCapture:
 
     def missing(self, key: str) -> None:
         if key not in self.inputs:
-            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": self.hides(key)}
+            redacted = False if self.hides is None else self.hides(key)
+            self.inputs[key] = {"key": key, "value_summary": "undefined", "redacted": redacted}
         if self.inner is not None:
             self.inner.missing(key)
 
@@ -101,7 +109,7 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
     if callable(when):
         txn = transaction_of(scope)
         hides = getattr(txn, "hides", None)
-        capture = _InputCapture(txn.observer, hides if callable(hides) else _hides_nothing)
+        capture = _InputCapture(txn.observer, hides if callable(hides) else None)
         txn.observer = capture
         try:
             matched = bool(when(scope))
@@ -161,7 +169,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     fallback is taken (recorded as ``default_label``).
     """
     default_label = None
-    if isinstance(default, Mapping):
+    if type(default) is not str and isinstance(default, Mapping):
         default_label = default.get("label")
         default = str(default["branch"])
     evaluated = []
@@ -175,11 +183,66 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
     if default_label is not None:
         evidence["default_label"] = default_label
-    return Decision(chosen, evidence)
+    return _own(Decision(chosen, evidence), evaluated, (chosen, default), default_label)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:
     """Pick every branch whose rule matches (rule order, no repeats). Return them with evidence."""
     evaluated = [_evaluate(scope, i, rule) for i, rule in enumerate(rules)]
     selected = tuple(dict.fromkeys(e["branch"] for e in evaluated if e["matched"]))
-    return Selection(selected, {"rules": evaluated, "selected": list(selected)})
+    return _own(Selection(selected, {"rules": evaluated, "selected": list(selected)}), evaluated, selected)
+
+
+_Result = TypeVar("_Result", Decision, Selection)
+
+
+def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], label: Any = None) -> _Result:
+    """Mark ``result``'s evidence as the record's own when it is plain JSON already.
+
+    The evidence is built here from fresh dicts and lists, summaries and scalars; only a
+    few leaves come from the caller (branch ids, labels, a filter's keys and thresholds, an
+    error message). When those are JSON-safe (a container threshold is copied now), the
+    decider's commit keeps the evidence as it is instead of copying it again
+    (``engine/choices.decision_record``); anything else is left to that copy and its
+    fallback, as before. A ``Decision`` made by hand is never marked.
+    """
+    # the texts are checked as they come (ASCII, the usual case, is one C call each); every
+    # rule is still walked when one is not, so the thresholds are copied as before
+    plain = True
+    for text in ids:
+        if not (type(text) is str and (text.isascii() or is_json_safe(text))):
+            plain = False
+    if label is not None and not (type(label) is str and (label.isascii() or is_json_safe(label))):
+        plain = False
+    for rule in evaluated:
+        branch, said = rule["branch"], rule["label"]
+        if not (type(branch) is str and (branch.isascii() or is_json_safe(branch))):
+            plain = False
+        if said is not None and not (type(said) is str and (said.isascii() or is_json_safe(said))):
+            plain = False
+        if "match_error" in rule and not (type(rule["match_error"]) is str and is_json_safe(rule["match_error"])):
+            plain = False
+        for condition in rule.get("conditions", ()):
+            key = condition["key"]
+            if not (type(key) is str and (key.isascii() or is_json_safe(key))):
+                plain = False
+            threshold = condition["threshold"]
+            if type(threshold) not in _PLAIN or (type(threshold) is float and not math.isfinite(threshold)):
+                try:
+                    condition["threshold"] = copy_json(threshold)
+                except NotJsonSafe:
+                    return result
+            elif type(threshold) is str and not (threshold.isascii() or is_json_safe(threshold)):
+                plain = False
+            if type(condition["redacted"]) is not bool:
+                return result
+        for found in rule.get("inputs", ()):
+            if type(found["redacted"]) is not bool:
+                return result
+    if plain:
+        object.__setattr__(result, "_owned", True)
+    return result
+
+
+#: scalars a threshold may be as it is (a float only when finite)
+_PLAIN = frozenset({str, int, float, bool, type(None)})

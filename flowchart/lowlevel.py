@@ -9,7 +9,7 @@ notice. The names here are stable: a change to one is a change to the public API
 from __future__ import annotations
 
 from .commits import apply_commit
-from .context import freeze, thaw
+from .context import emit_owned, freeze, thaw
 from .coroutines import drive, run_coroutine
 from .engine.entry import _run_input as validated_input
 from .engine.entry import check_checkpoint
@@ -28,6 +28,7 @@ __all__ = [
     "check_checkpoint",
     "copy_json",
     "drive",
+    "emit_owned",
     "escape_surrogates",
     "fork_chart",
     "freeze",

@@ -10,7 +10,9 @@ Laws:
   stage's steps are streamed then as lines worded when first read (the narrative counts
   them without wording them; the words, when read, are the ones the narrative keeps).
 - Only the hooks a stream needs are bound (the engine skips a hook nobody has), so a
-  ``modes=`` filter also saves the work of the kinds it leaves out.
+  ``modes=`` filter also saves the work of the kinds it leaves out. The tap's own stage,
+  commit and emit hooks are the field forms (``take_*``, :mod:`flowchart.events`): called
+  where the event forms would be, with no recorder event built in between.
 - A tap that ``guard``s a run (one that awaits, so the consumer can leave mid-way)
   keeps the top-level commits it saw (the run's commit log, as the engine appends
   it), so a run the consumer cancelled still has a record.
@@ -25,7 +27,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .events import ALL_HOOKS, OPERATION_HOOKS, TraversalContext
+from .events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, TraversalContext
 from .recorders.narrative import NarrativeRecorder
 from .stream_events import (
     CommitMade,
@@ -56,7 +58,9 @@ class StreamTap:
         narrative: NarrativeRecorder | None = None,
         translate: EmitTranslator | None = None,
         emit_kinds: EmitKinds | None = None,
+        will_wrap: bool = False,
     ) -> None:
+        """``will_wrap``: the caller will ``wrap`` a narrative before the run (bind once, then)."""
         self.sink = sink
         self.kinds = kinds
         self.narrative = narrative
@@ -68,7 +72,8 @@ class StreamTap:
         self.guards = False
         self.cancel_requested = False
         self.emit_names: frozenset[str] | None = None
-        self._bind_all()
+        if not will_wrap:
+            self._bind_all()
         if narrative is not None and "narrative" in kinds:
             narrative.follow(self._line, self._lines)
 
@@ -88,15 +93,23 @@ class StreamTap:
     def _bind_all(self) -> None:
         narrative = self.narrative
         # a narrative that takes its operations in a batch hears them there, not one by one
-        batched = callable(getattr(narrative, "on_stage_ops", None)) and not getattr(
-            narrative, "live_operations", False
-        )
+        batched = (
+            callable(getattr(narrative, "on_stage_ops", None)) or callable(getattr(narrative, "take_stage_ops", None))
+        ) and not getattr(narrative, "live_operations", False)
         own = self._own_hooks()
+        theirs_all = _hooks_of(narrative)
         for hook in ALL_HOOKS:
-            bound = self._bind(own.get(hook), hook, narrative, batched)
-            if bound is not None:
-                setattr(self, hook, bound)
+            if hook in own or hook in theirs_all:
+                bound = self._bind(own.get(hook), hook, narrative, batched)
+                if bound is not None:
+                    setattr(self, hook, bound)
+        for hook in FIELD_HOOKS:  # ours, the narrative's, or both (ours first)
+            mine = own.get(hook)
+            theirs = getattr(narrative, hook) if hook in theirs_all and not (batched and hook == "take_emit") else None
+            setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
         self.emit_names = self._emit_names()
+        #: the stage's emits go in the batch the narrative takes only when it tells emits
+        self.batch_emits = callable(getattr(narrative, "on_emit", None))
         snapshot = getattr(self.narrative, "snapshot_view", None)
         if callable(snapshot):  # how the batch keeps live views
             self.snapshot_view = snapshot
@@ -107,6 +120,10 @@ class StreamTap:
 
     #: the tap's own emit hook is live; the narrative it wraps takes its operations in a batch
     live_operations = True
+    #: the field hooks (bound per stream in ``_bind_all``; ``None``: not taken)
+    take_stage_start: Callable[[TraversalContext], None] | None = None
+    take_emit: Callable[[TraversalContext, str, Any], None] | None = None
+    take_commit: Callable[[TraversalContext, Any], None] | None = None
 
     def _emit_names(self) -> frozenset[str] | None:
         """The emit names this tap streams (``None``: all), so the engine skips the others."""
@@ -122,54 +139,59 @@ class StreamTap:
     ) -> Callable[[Any], None] | None:
         if narrative is None or (batched and hook in OPERATION_HOOKS):
             return mine
+        if callable(getattr(narrative, FIELD_FORMS.get(hook, ""), None)):
+            return mine  # the narrative takes this point as fields (bound below)
         theirs = getattr(narrative, hook, None)
         if not callable(theirs):
             return mine
         return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
 
-    def _own_hooks(self) -> dict[str, Callable[[Any], None]]:
+    def _own_hooks(self) -> dict[str, Callable[..., None]]:
         """The tap's own hooks this stream needs, by hook name."""
         kinds = self.kinds
-        own: dict[str, Callable[[Any], None]] = {"on_error": self._error, "on_pause": self._pause}
+        own: dict[str, Callable[..., None]] = {"on_error": self._error, "on_pause": self._pause}
+        #: per emit name with a typed kind: True to translate it, False to drop it; others plain
+        self._typed = (
+            {name: kind in kinds for name, kind in self.emit_kinds.items()} if self.translate is not None else {}
+        )
+        self._plain = "emit" in kinds
         if "stage" in kinds or self.guards:
-            own["on_stage_start"] = self._stage_start
+            own["take_stage_start"] = self._stage_start
         if "commit" in kinds or self.guards:
-            own["on_commit"] = self._commit
+            own["take_commit"] = self._commit
         if "decision" in kinds:
             own["on_decision"] = own["on_selected"] = self._decision
         if "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values()):
-            own["on_emit"] = self._emit
+            own["take_emit"] = self._emit
         return own
 
     # -- the hooks -----------------------------------------------------------------------------
-    def _stage_start(self, event: Any) -> None:
+    def _stage_start(self, ctx: TraversalContext) -> None:
         if self.cancel_requested:
             raise asyncio.CancelledError("the stream's consumer cancelled the run")
         if "stage" in self.kinds:
-            self.sink(StageStarted(event.ctx))
+            self.sink(StageStarted(ctx))
 
-    def _commit(self, event: Any) -> None:
-        ctx = event.ctx
+    def _commit(self, ctx: TraversalContext, commit: Any) -> None:
         if self.guards and not ctx.subflow_path:
-            self.commits.append(event.commit)
+            self.commits.append(commit)
         if "commit" in self.kinds:
-            self.sink(CommitMade(ctx, event.commit))
+            self.sink(CommitMade(ctx, commit))
 
     def _decision(self, event: Any) -> None:
         chosen = (event.chosen_id,) if hasattr(event, "chosen_id") else tuple(event.selected_ids)
         rationale = getattr(event, "rationale", None)
         self.sink(DecisionMade(event.ctx, chosen, rationale, event.evidence))
 
-    def _emit(self, event: Any) -> None:
-        ctx = event.ctx
-        if self.translate is not None and event.name in self.emit_kinds:
-            if self.emit_kinds[event.name] in self.kinds:
-                typed = self.translate(ctx, event.name, event.payload)
-                if typed is not None:
-                    self.sink(typed)
-            return
-        if "emit" in self.kinds:
-            self.sink(Emitted(ctx, event.name, event.payload))
+    def _emit(self, ctx: TraversalContext, name: str, payload: Any) -> None:
+        typed = self._typed.get(name)
+        if typed is not None:  # an emit this stream turns into a typed event (or drops: False)
+            if typed:
+                event = self.translate(ctx, name, payload)  # type: ignore[misc]
+                if event is not None:
+                    self.sink(event)
+        elif self._plain:
+            self.sink(Emitted(ctx, name, payload))
 
     def _error(self, event: Any) -> None:
         if event.channel == "flow":
@@ -188,9 +210,25 @@ class StreamTap:
             sink(NarrativeLine(ctx, None, batch, index))
 
 
-def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
-    def call(event: Any) -> None:
-        first(event)
-        second(event)
+_HOOK_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _hooks_of(recorder: Any) -> frozenset[str]:
+    """The hook names (event and field forms) ``recorder`` has (cached per slotted class)."""
+    if recorder is None:
+        return frozenset()
+    kind = type(recorder)
+    names = _HOOK_NAMES.get(kind)
+    if names is None:
+        names = frozenset(name for name in (*ALL_HOOKS, *FIELD_HOOKS) if callable(getattr(recorder, name, None)))
+        if not hasattr(recorder, "__dict__"):  # a slotted class: no instance can add or hide a hook
+            _HOOK_NAMES[kind] = names
+    return names
+
+
+def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def call(*fields: Any) -> None:
+        first(*fields)
+        second(*fields)
 
     return call

@@ -18,8 +18,9 @@ Laws:
   A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
   type ``line`` with no stage (``upgrade``); any other shape or version is refused.
 - Saving and loading a file are fast and atomic (``flowchart.trace_codec``: the commit log
-  written in chunks to a temporary file that replaces the target only when complete, and
-  read back by a strict pass that accepts and refuses exactly what the converter does).
+  written in chunks to a temporary file that replaces the target only when complete;
+  ``flowchart.trace_parsed``: the commit log and the narrative read back by strict passes
+  that accept and refuse exactly what the converter does, and prove the limits on the way).
 - Loading is fail closed through the checkpoint discipline (``flowchart.serde``): JSON
   only, unknown or missing keys, wrong types and an unknown ``version`` are refused
   with a ``CheckpointError`` naming the field path (``$.commit_log[2].trace[0].verb``);
@@ -32,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Mapping
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -45,15 +48,17 @@ from .causal import CausalChain, causal_chain
 from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
+from .fastjson import available, dumps_exact
 from .fingerprint import spec_fingerprint
 from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
-from .serde import Expected, check_version, dumps, every_key, json_type, load_error, loads, make_converter
+from .serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from .spec_shape import check_spec
-from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, parsed_log, refuse, write_atomically
-from .untrusted import check
+from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
+from .trace_parsed import ParsedParts, parsed_trace
+from .untrusted import check, parse_proven
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -208,23 +213,30 @@ class Trace:
                 }
                 for rid, sub in self.subflows.items()
             }
+        if key == "narrative" and self.narrative is not None:
+            return _records_data(self.narrative)[0]
         return CONVERTER.unstructure(getattr(self, key))
 
-    def _chunks(self) -> Iterator[str]:
-        """The JSON text of the trace in pieces; the commit log goes in chunks (``trace_codec.log_chunks``)."""
+    def _chunks(self) -> Iterator[str | bytes]:
+        """The JSON text of the trace in pieces; the commit log goes in chunks (``trace_codec.log_chunks``).
+        A big piece is written by orjson when it provably writes the same text (``fastjson.dumps_exact``)."""
         yield "{"
         keys = (*_FIELD_ORDER, "failure") if self.failure is not None else _FIELD_ORDER
         for n, key in enumerate(keys):
             yield ("," if n else "") + dumps(key) + ":"
-            if key != "commit_log":
-                yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
+            if key == "commit_log":
+                yield from log_chunks(self.commit_log)
                 continue
-            yield from log_chunks(self.commit_log)
+            if key == "narrative" and self.narrative is not None:
+                records, proved = _records_data(self.narrative)
+                yield (dumps_exact(records, proved=True) if proved and available() else None) or dumps(records)
+                continue
+            yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
         yield "}"
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text."""
-        return "".join(self._chunks())
+        return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in self._chunks())
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
@@ -236,7 +248,8 @@ class Trace:
     def from_json(cls, text: str | bytes) -> Trace:
         """Parse JSON text and load it like ``from_dict`` (never executes anything); ``TraceError`` if bad."""
         with _as_trace_error(), no_gc_pauses():
-            return structure_trace(loads(text, what="trace"), checked=True, fresh=True)
+            data, parts = parse_proven(text, what="trace", proof=parsed_trace, fast=True)
+            return structure_trace(data, checked=True, parts=parts)
 
     def save(self, path: str | Path) -> Path:
         """Write the trace as JSON (UTF-8, one trailing newline); return the path.
@@ -266,6 +279,26 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
         for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
         if rid == sub.runtime_stage_id
     }
+
+
+_RECORD_LEAVES = frozenset((str, int, bool, type(None)))
+
+
+def _records_data(records: list[NarrativeEntry]) -> tuple[list[dict[str, Any]], bool]:
+    """The narrative as the converter unstructures it (every field, in order: the test
+    ``test_records_data_writes_what_the_converter_writes`` holds them together), and whether
+    every value is a str, int, bool or None (``fastjson.plain``; they are: records hold text,
+    ids and counts)."""
+    if set(map(type, records)) <= {NarrativeEntry}:
+        data = [
+            {"type": r.type, "depth": r.depth, "text": r.text, "stage_name": r.stage_name, "stage_id": r.stage_id,
+             "runtime_stage_id": r.runtime_stage_id, "subflow_id": r.subflow_id, "key": r.key,
+             "step_number": r.step_number}
+            for r in records
+        ]  # fmt: skip
+        return data, set(map(type, chain.from_iterable(map(dict.values, data)))) <= _RECORD_LEAVES
+    converted: list[dict[str, Any]] = CONVERTER.unstructure(records, list[NarrativeEntry])
+    return converted, False
 
 
 def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
@@ -375,11 +408,12 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) -> Trace:
+def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
-    came from ``loads``, which already held it to the limits of ``flowchart.untrusted``;
-    ``fresh``: nobody else holds ``data`` (just parsed), so its values need no copy and the
-    commit log may take the strict fast pass (``trace_codec.parsed_log``)."""
+    came from ``untrusted.parse_proven``, which already held it to the limits of
+    ``flowchart.untrusted``; ``parts``: what its proof (``trace_codec.parsed_trace``) already
+    structured by the strict fast passes, sharing the freshly parsed values (nobody else
+    holds them); the converter structures the rest."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
@@ -395,19 +429,28 @@ def structure_trace(data: Any, *, checked: bool = False, fresh: bool = False) ->
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
-    log = parsed_log(body.get("commit_log")) if fresh else None
+    log = parts.commit_log if parts is not None else None
     if log is not None:
         body["commit_log"] = []  # checked already; the converter checks the rest
+    records = parts.narrative if parts is not None and version == TRACE_VERSION else None
+    if records is not None:
+        body["narrative"] = []
     try:
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
     if log is not None:
         trace.commit_log = log
+    if records is not None:
+        trace.narrative = records
     if raw_checkpoint is not None:
         trace.checkpoint = nested_checkpoint(raw_checkpoint)
     _check_consistency(trace)
     return trace
+
+
+_record_type = attrgetter("type")
+_record_depth = attrgetter("depth")
 
 
 def _check_consistency(trace: Trace) -> None:
@@ -419,7 +462,11 @@ def _check_consistency(trace: Trace) -> None:
                 f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
         check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
-    for n, record in enumerate(trace.narrative or ()):
+    records = trace.narrative or []
+    kinds, depths = set(map(_record_type, records)), list(map(_record_depth, records))
+    if kinds <= RECORD_TYPES and min(depths, default=0) >= 0:
+        records = []  # all plainly right: no record to name
+    for n, record in enumerate(records):
         if record.type not in RECORD_TYPES:
             known = ", ".join(sorted(RECORD_TYPES))
             raise refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")

@@ -1,14 +1,13 @@
-"""A trace file's commit log, fast both ways: written in chunks, read by a strict pass.
+"""A trace file's commit log, fast both ways: written in chunks, checked once loaded.
 
 Laws:
 - Saving writes the commit log in chunks (``log_chunks``: ``CHUNK`` commits per
   ``json.dumps`` call, plain data from ``commit_data``, no converter call and no copy per
   commit) to a temporary file beside the target that replaces it only when complete
   (``write_atomically``), so a failed save leaves nothing half-written.
-- Loading a freshly parsed commit log takes a strict hand-written pass
-  (``parsed_log``) that accepts only what the converter accepts; anything it is not sure
-  of returns ``None`` and goes through the converter, which names the bad field, so both
-  paths accept and refuse exactly the same documents.
+- Loading a freshly parsed commit log takes the strict passes of ``flowchart.trace_parsed``
+  (accepting only what the converter accepts; anything else goes through the converter,
+  which names the bad field, so both paths accept and refuse exactly the same documents).
 - Every loaded log is checked the same way (``check_log``): commit ``idx`` equals its
   position; an op path is non-empty and at most ``MAX_DEPTH`` keys; a delete carries no
   value, an append a list. A refusal is a ``CheckpointError`` naming the field path.
@@ -21,11 +20,14 @@ import gc
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from .commits import Commit, Op, commit_data
 from .errors import CheckpointError
+from .fastjson import available, dumps_exact, plain
 from .pause import Checkpoint
 from .serde import dumps, structure_checkpoint
 from .untrusted import MAX_DEPTH
@@ -35,17 +37,63 @@ CHUNK = 1024
 
 
 # -- writing ----------------------------------------------------------------------------------------
-def log_chunks(log: Sequence[Commit]) -> Iterator[str]:
-    """The JSON text of a commit log (a list) in pieces of ``CHUNK`` commits."""
+def log_chunks(log: Sequence[Commit]) -> Iterator[str | bytes]:
+    """The JSON text of a commit log (a list) in pieces of ``CHUNK`` commits (``bytes``, UTF-8:
+    a piece orjson wrote, where it provably writes what ``json`` would — ``fastjson``)."""
     yield "["
     for start in range(0, len(log), CHUNK):
-        text = dumps([commit_data(c) for c in log[start : start + CHUNK]])
-        yield (text[1:-1] if start == 0 else "," + text[1:-1])
+        chunk = log[start : start + CHUNK]
+        data = [commit_data(c) for c in chunk]
+        fast = dumps_exact(data, proved=True) if available() and plain_log(chunk) else None
+        if fast is not None:
+            yield fast[1:-1] if start == 0 else b"," + fast[1:-1]
+            continue
+        text = dumps(data)
+        yield text[1:-1] if start == 0 else "," + text[1:-1]
     yield "]"
 
 
-def write_atomically(path: str | Path, chunks: Iterable[str]) -> Path:
-    """Write ``chunks`` and one trailing newline (UTF-8) to ``path``; return the path.
+_SCALARS = frozenset((str, int, bool, type(None)))
+_SEQUENCES = frozenset((tuple, list))
+_STR = frozenset((str,))
+_heads = attrgetter("idx", "stage", "stage_id", "runtime_stage_id", "recovers")
+_reads = attrgetter("reads")
+_redacted = attrgetter("redacted_paths")
+_ops = attrgetter("trace")
+_idx = attrgetter("idx")
+_path = attrgetter("path")
+
+
+def _strs(column: list[Any]) -> bool:
+    """Every item a tuple or list of str."""
+    return set(map(type, column)) <= _SEQUENCES and set(map(type, chain.from_iterable(column))) <= _STR
+
+
+def plain_log(commits: Sequence[Commit]) -> bool:
+    """``fastjson.plain`` of the commits' ``commit_data``, shown column by column in C: every
+    value exactly a str, int, bool or None (no float: the writers print floats differently),
+    every container a dict with str keys, a list or a tuple. The free values (op values,
+    decisions, attempts) go through ``fastjson.plain`` itself."""
+    if not set(map(type, commits)) <= {Commit}:
+        return False
+    if not set(map(type, chain.from_iterable(map(_heads, commits)))) <= _SCALARS:
+        return False
+    if not _strs(list(map(_reads, commits))) or not _strs(list(map(_redacted, commits))):
+        return False
+    ops = list(chain.from_iterable(map(_ops, commits)))
+    if not set(map(type, ops)) <= {Op} or not _strs([op.path for op in ops]):
+        return False
+    if not set(map(type, (op.verb for op in ops))) <= _STR:
+        return False
+    free = [op.value for op in ops if type(op.value) not in _SCALARS]
+    free.extend(c.decision for c in commits if c.decision is not None)
+    free.extend(a.to_dict() for c in commits for a in c.attempts)
+    return plain(free)
+
+
+def write_atomically(path: str | Path, chunks: Iterable[str | bytes]) -> Path:
+    """Write ``chunks`` (text, or bytes already UTF-8) and one trailing newline to ``path`` in
+    UTF-8; return the path.
 
     The text is streamed to a temporary file beside ``path`` that replaces it once
     complete: a write that fails leaves ``path`` as it was.
@@ -53,9 +101,9 @@ def write_atomically(path: str | Path, chunks: Iterable[str]) -> Path:
     target = Path(path)
     temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with open(temp, "w", encoding="utf-8") as out:
-            out.writelines(chunks)
-            out.write("\n")
+        with open(temp, "wb") as out:
+            out.writelines(c if isinstance(c, bytes) else c.encode("utf-8") for c in chunks)
+            out.write(b"\n")
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -79,66 +127,14 @@ def no_gc_pauses() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            # what the load made is long-lived: hand it to the oldest generation at once (freeze
+            # then unfreeze moves every tracked object there without walking it), or the first
+            # young collection after ``enable`` walks the million new objects for nothing; not
+            # when the application froze objects itself (a pre-fork server): unfreeze would undo it
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
-
-
-_COMMIT_KEYS = frozenset(("idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths"))
-_COMMIT_KEYS_DECIDED = _COMMIT_KEYS | {"decision"}
-_OP_KEYS = frozenset(("path", "verb", "value"))
-_OP_KEYS_BARE = frozenset(("path", "verb"))
-_VERBS = frozenset(get_args(Op.__attrs_attrs__.verb.type))
-
-
-_STR = frozenset((str,))
-
-
-def _strs(value: Any) -> bool:
-    """A JSON list of strings only (the types are gathered in C: no Python loop per item)."""
-    return type(value) is list and set(map(type, value)) <= _STR
-
-
-def parsed_log(raw: Any) -> list[Commit] | None:
-    """A freshly parsed commit log as commits, or ``None`` when anything is not plainly right.
-
-    Strict: it accepts only what the converter accepts (every key, no other key, exact JSON
-    types, a known verb), sharing the parsed values (nobody else holds them). On ``None`` the
-    converter structures the log and names the first bad field, so errors read the same.
-    """
-    if type(raw) is not list:
-        return None
-    out: list[Commit] = []
-    append = out.append
-    for item in raw:
-        if type(item) is not dict:
-            return None
-        keys = item.keys()
-        if keys == _COMMIT_KEYS:
-            decision = None
-        elif keys == _COMMIT_KEYS_DECIDED:
-            decision = item["decision"]
-            if decision is not None and type(decision) is not dict:
-                return None
-        else:
-            return None
-        idx, stage, stage_id, rid = item["idx"], item["stage"], item["stage_id"], item["runtime_stage_id"]
-        if type(idx) is not int or type(stage) is not str or type(stage_id) is not str or type(rid) is not str:
-            return None
-        reads, redacted, trace = item["reads"], item["redacted_paths"], item["trace"]
-        if not _strs(reads) or not _strs(redacted) or type(trace) is not list:
-            return None
-        ops = []
-        for op in trace:
-            if type(op) is not dict:
-                return None
-            op_keys = op.keys()
-            if op_keys != _OP_KEYS and op_keys != _OP_KEYS_BARE:
-                return None
-            path, verb = op["path"], op["verb"]
-            if not _strs(path) or type(verb) is not str or verb not in _VERBS:
-                return None
-            ops.append(Op(tuple(path), verb, op.get("value")))  # type: ignore[arg-type]  # a known verb
-        append(Commit(idx, stage, stage_id, rid, tuple(ops), tuple(reads), tuple(redacted), decision))
-    return out
 
 
 def nested_checkpoint(raw: Any) -> Checkpoint:
@@ -156,8 +152,24 @@ def refuse(message: str, path: str) -> CheckpointError:
     return CheckpointError(f"Invalid trace: {message} @ {path}", path=path)
 
 
+def _plainly_right(log: list[Commit]) -> bool:
+    """``check_log``'s checks over the whole log at once, in C where it can (no paths built)."""
+    if list(map(_idx, log)) != list(range(len(log))):
+        return False
+    ops = list(chain.from_iterable(map(_ops, log)))
+    sizes = set(map(len, map(_path, ops)))
+    if sizes and (min(sizes) < 1 or max(sizes) > MAX_DEPTH):
+        return False
+    return not any(
+        (op.verb == "delete" and op.value is not None) or (op.verb == "append" and not isinstance(op.value, list))
+        for op in ops
+    )
+
+
 def check_log(log: list[Commit], where: str) -> None:
     """Refuse a loaded commit log (at JSON path ``where``) that the engine could not have written."""
+    if _plainly_right(log):
+        return
     for position, commit in enumerate(log):
         if commit.idx != position:
             raise refuse(
@@ -181,7 +193,7 @@ __all__ = [
     "log_chunks",
     "nested_checkpoint",
     "no_gc_pauses",
-    "parsed_log",
+    "plain_log",
     "refuse",
     "write_atomically",
 ]

@@ -14,7 +14,11 @@ value that loads and then fails later (in ``to_json``, in a resume, in a viewer)
 
 The walk is iterative (no recursion, whatever the input) and pays for paths only when
 something is wrong; the parser runs with no per-number hook (a second, marking parse
-happens only for an integer past the interpreter's own digit limit).
+happens only for an integer past the interpreter's own digit limit). A loader that
+structures the document anyway may prove the limits on the way instead of the walk
+(``parse_proven``): the parse itself flags duplicate keys, NaN/Infinity and huge integers,
+and the proof shows the rest (depth, overflowed floats) with ``within_limits``; when it
+cannot, the walk runs and refuses exactly as ``parse`` does.
 """
 
 from __future__ import annotations
@@ -22,15 +26,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .errors import CheckpointError
+from .fastjson import loads_canonical
 
 MAX_DEPTH = 200
 """Containers (objects, lists) may nest this deep in a loaded document, no deeper."""
 MAX_INT_DIGITS = 4300
 """The most digits an integer may have (Python's own limit for ``int(str)``)."""
 _INT_LIMIT = 10**MAX_INT_DIGITS
+
+_T = TypeVar("_T")
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
@@ -62,8 +71,38 @@ def _parse_int(text: str) -> Any:
 
 def parse(text: str | bytes, *, what: str) -> Any:
     """Parse ``text`` as JSON within the limits; ``CheckpointError`` names what and where."""
+    return parse_proven(text, what=what, proof=_no_proof)[0]
+
+
+def _no_proof(_data: Any) -> None:
+    return None
+
+
+def parse_proven(
+    text: str | bytes, *, what: str, proof: Callable[[Any], _T | None], fast: bool = False
+) -> tuple[Any, _T | None]:
+    """``parse``, letting ``proof`` stand in for the limits walk: ``(data, proof(data))`` or ``(data, None)``.
+
+    ``proof`` is asked only when the parse itself saw nothing wrong — no duplicate key, no
+    ``NaN`` / ``Infinity`` literal, no integer past the interpreter's digit limit (and that
+    limit is at most ``MAX_INT_DIGITS``) — so what is left to prove is that containers nest at
+    most ``MAX_DEPTH`` deep and that no float overflowed to infinity (``within_limits``). A
+    proof returns ``None`` unless it proved that of ALL of ``data`` (typically while it
+    structures it, exact type by exact type); on ``None`` the full walk runs and refuses as
+    ``parse`` would. Fail closed: nothing is returned that the walk would have refused.
+
+    ``fast``: first try orjson (``fastjson.loads_canonical``: only text that orjson writes back
+    byte for byte, so no key repeats, no NaN, no integer past 64 bits); its value is kept
+    only when ``proof`` proves it, else the standard parse runs as above.
+    """
+    if fast:
+        found = loads_canonical(text)
+        if found is not None:
+            proven = proof(found[0])
+            if proven is not None:
+                return found[0], proven
     duplicates: dict[int, str] = {}
-    flagged: list[dict[str, Any]] = []  # kept alive, so no later object can reuse a flagged id
+    flagged: list[Any] = []  # kept alive, so no later object can reuse a flagged id
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
@@ -77,24 +116,66 @@ def parse(text: str | bytes, *, what: str) -> Any:
                 seen.add(key)
         return out
 
+    def constant(name: str) -> float:  # NaN, Infinity, -Infinity: refused by the walk
+        flagged.append(name)
+        return float(name)
+
     try:
         try:
-            data = json.loads(text, object_pairs_hook=pairs)
+            data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
         except ValueError as exc:
             if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
                 raise
             # an integer past the interpreter's digit limit: parse again, marking it where it is
             duplicates.clear()
-            flagged.clear()
-            data = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
+            flagged[:] = ["an integer past the digit limit"]
+            data = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int, parse_constant=constant)
     except RecursionError:
         raise _refuse(what, f"nested deeper than {MAX_DEPTH} levels", "$") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
     except ValueError as exc:  # bytes in an encoding json cannot detect, and the like
         raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    if not flagged and 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS:
+        proven = proof(data)
+        if proven is not None:
+            return data, proven
     check(data, what=what, duplicates=duplicates)
-    return data
+    return data, None
+
+
+SAFE_LEAVES = frozenset((str, int, bool, type(None)))
+"""Leaf types that cannot break a limit in a parsed document (ints: see ``parse_proven``)."""
+
+
+def within_limits(value: Any, depth: int) -> bool:
+    """True when ``value``, found at nesting ``depth`` (a top-level container is at 1), nests at
+    most ``MAX_DEPTH`` deep and holds no non-finite float. Only for data from ``parse_proven``
+    that reached its proof (its integers are within the digit limit and no key repeats)."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return kind is not float or math.isfinite(value)
+    level = [value]
+    while level:
+        if depth > MAX_DEPTH:
+            return False
+        deeper = []
+        for container in level:
+            items = dict.values(container) if type(container) is dict else container
+            if set(map(type, items)) <= SAFE_LEAVES:  # gathered in C: no Python step per leaf
+                continue
+            for item in items:
+                kind = type(item)
+                if kind is dict or kind is list:
+                    deeper.append(item)
+                elif kind is float:
+                    if not math.isfinite(item):
+                        return False
+                elif kind not in SAFE_LEAVES:
+                    return False
+        level = deeper
+        depth += 1
+    return True
 
 
 def _refuse(what: str, problem: str, path: str) -> CheckpointError:
@@ -175,4 +256,4 @@ def check(data: Any, *, what: str, duplicates: dict[int, str] | None = None, pat
     raise _refuse(what, problem, path + where[1:])
 
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "check", "parse", "step"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "SAFE_LEAVES", "check", "parse", "parse_proven", "step", "within_limits"]

@@ -89,24 +89,37 @@ def _copy(value: Any) -> Any:
     # here is mostly a dict or a list (no scalar is an instance of either)
     kind = type(value)
     if kind is dict or isinstance(value, dict):
-        out = {}
-        for k, v in dict.items(value):
+        # a C copy of the entries, then one pass that checks them and replaces each container
+        # by its copy: a primitive or an ASCII string (most values) costs two type tests
+        out = dict.copy(value)
+        for k, v in out.items():
             if type(k) is not str:
                 raise _Unsafe(f"a non-string dict key {k!r}")
             if not k.isascii() and not _text(k):  # the ASCII test inline: one C call per key
                 raise _Unsafe(f"a dict key that is {_not_text(k)}")
+            kv = type(v)
+            if kv is str:
+                if v.isascii():
+                    continue
+            elif kv in _PRIMITIVES:
+                continue
             try:
-                out[k] = v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v)
+                out[k] = _copy(v)  # same keys: replacing a value while iterating is allowed
             except _Unsafe as bad:
                 bad.path.append(f".{k}")
                 raise
         return out
     if kind is list or isinstance(value, _SEQUENCES):
-        items = list.__iter__(value) if isinstance(value, list) else value
-        copied = []
-        for i, v in enumerate(items):
+        copied = list.copy(value) if isinstance(value, list) else list(value)
+        for i, v in enumerate(copied):
+            kv = type(v)
+            if kv is str:
+                if v.isascii():
+                    continue
+            elif kv in _PRIMITIVES:
+                continue
             try:
-                copied.append(v if type(v) in _PRIMITIVES or (type(v) is str and v.isascii()) else _copy(v))
+                copied[i] = _copy(v)
             except _Unsafe as bad:
                 bad.path.append(f"[{i}]")
                 raise

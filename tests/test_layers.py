@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "flowchart.options": 0,
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
+    "flowchart.fastjson": 0,
     "flowchart.signing": 0,
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
@@ -67,6 +68,7 @@ LAYERS: dict[str, int] = {
     "flowchart.result": 3,
     "flowchart.trace": 3,
     "flowchart.trace_codec": 3,
+    "flowchart.trace_parsed": 3,
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,

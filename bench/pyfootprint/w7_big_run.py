@@ -6,7 +6,8 @@ list that grows for the whole run. Rows, each in µs per commit and with the pea
 fresh process doing only that (``python -m bench.pyfootprint.w7_big_run --op NAME FILE``):
 
 - ``run``: the chart run itself, with the narrative recorder;
-- ``Trace.save`` / ``Trace.load`` of the run's trace file, and beside them a plain
+- ``Trace.save`` / ``Trace.load`` of the run's trace file (with orjson when the ``[fast]`` extra
+  is installed; ``... (json only)``: the standard library alone), and beside them a plain
   ``json.dump`` / ``json.load`` of the same commits as dicts (the floor);
 - ``replay`` of the last commit, ``narrate`` (the narrative lines of the trace),
   ``why`` (the causal chain of ``blob`` at the last commit), ``store.get`` (the run read
@@ -92,8 +93,13 @@ def run(commits: int, *, with_narrative: bool = True, store: Any = None) -> Any:
 
 # -- one operation in a fresh process ------------------------------------------------------------------
 def _operation(name: str, path: str) -> dict[str, Any]:
-    """Run one operation; its wall seconds, CPU seconds and the RSS before it."""
-    from flowchart import Trace
+    """Run one operation; its wall seconds, CPU seconds and the RSS before it (``NAME (json only)``:
+    with the standard library's json alone, as without the ``[fast]`` extra)."""
+    from flowchart import Trace, fastjson
+
+    if name.endswith(JSON_ONLY):
+        with fastjson.stdlib_only():
+            return _operation(name[: -len(JSON_ONLY)], path)
 
     before = rss_bytes()
     if name == "json.load":
@@ -165,7 +171,11 @@ def _high_water_mark() -> int:
     return peak_rss_bytes()
 
 
-OPERATIONS = ("Trace.save", "json.dump", "Trace.load", "json.load", "replay", "narrate", "why", "store.get", "view")
+JSON_ONLY = " (json only)"
+OPERATIONS = (
+    "Trace.save", f"Trace.save{JSON_ONLY}", "json.dump", "Trace.load", f"Trace.load{JSON_ONLY}", "json.load",
+    "replay", "narrate", "why", "store.get", f"store.get{JSON_ONLY}", "view",
+)  # fmt: skip
 
 
 def _child(name: str, path: str) -> dict[str, Any]:
@@ -196,7 +206,7 @@ def measure(commits: int, out: list[Record], tag: str = "") -> None:
         db = os.path.join(tmp, "runs.db")
         run(commits, store=SqliteStore(db))
         for name in OPERATIONS:
-            got = _child(name, db if name == "store.get" else path)
+            got = _child(name, db if name.startswith("store.get") else path)
             row(out, "W7", f"{name}{tag}", [got["seconds"]], per=commits, unit="us/commit", commits=commits,
                 seconds=round(got["seconds"], 3), cpu_seconds=round(got["cpu_seconds"], 3),
                 peak_rss=got["peak_rss"], rss_before=got["rss_before"],

@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 def decision_record(output: Any) -> dict[str, Any]:
     """What a decider or selector returned, as recorded on its commit (JSON-safe)."""
     if isinstance(output, Decision):
+        if output._owned:  # decide()'s evidence is plain JSON built for the record: no second copy
+            return {"chosen": output.branch, "evidence": output.evidence}
         record: dict[str, Any] = {"chosen": output.branch, "evidence": output.evidence}
     elif isinstance(output, Selection):
+        if output._owned:
+            return {"selected": list(output.branches), "evidence": output.evidence}
         record = {"selected": list(output.branches), "evidence": output.evidence}
     elif isinstance(output, list | tuple):
         record = {"selected": list(output)}

@@ -9,6 +9,12 @@ A recorder with ``on_stage_ops`` takes its scope operations in one batch per sta
 ``on_read`` / ``on_write`` / ``on_emit`` are bound only when it sets ``live_operations``
 (so a recorder never hears the same operation twice); ``has_ops`` tells the engine to keep
 the stage's operation log.
+
+The field hooks (``take_stage_start``, ``take_emit``, ``take_commit``, ``take_stage_ops``,
+``take_stage_executed``: see :mod:`flowchart.events`) are bound the same way and called at
+the same points as their event forms, just before them: no event object is built for them.
+A recorder that has a hook's field form is not bound to its event form (it hears each
+thing once).
 """
 
 from __future__ import annotations
@@ -17,15 +23,31 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..events import ALL_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
+from ..events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
 
-Hook = Callable[[Any], Any]
+Hook = Callable[..., Any]
 
 
 class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
-    __slots__ = ("_hooks", "any", "emit_names", "emits", "has_data", "has_ops", "live_ops", "snapshot")
+    __slots__ = (
+        "_hooks",
+        "any",
+        "batch_emits",
+        "commit_takers",
+        "emit_names",
+        "emit_takers",
+        "emits",
+        "executed_takers",
+        "has_data",
+        "has_ops",
+        "hooked",
+        "live_ops",
+        "ops_takers",
+        "snapshot",
+        "stage_takers",
+    )
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
         self._hooks: dict[str, list[tuple[Any, Hook]]] = {}
@@ -35,11 +57,25 @@ class Observers:
         #: wants with an ``emit_names`` frozenset (a stream filtered by ``modes=``); one without
         #: it takes them all. Emits nobody takes are neither copied nor delivered
         self.emit_names: frozenset[str] | None = frozenset()
+        #: some batch recorder takes emits (else a stage's emits stay out of its operation log)
+        self.batch_emits = False
+        fields: dict[str, list[tuple[Any, Hook]]] = {name: [] for name in FIELD_HOOKS}
         for recorder in recorders:
-            batched = callable(getattr(recorder, "on_stage_ops", None)) and not getattr(
+            own = {name: hook for name in FIELD_HOOKS if callable(hook := getattr(recorder, name, None))}
+            batched = ("take_stage_ops" in own or callable(getattr(recorder, "on_stage_ops", None))) and not getattr(
                 recorder, "live_operations", False
             )
-            if callable(getattr(recorder, "on_emit", None)):
+            if batched:
+                own.pop("take_emit", None)  # emits reach a batch recorder in its batch
+            takes_emits = callable(getattr(recorder, "on_emit", None)) or callable(getattr(recorder, "take_emit", None))
+            if "take_stage_ops" in own or callable(getattr(recorder, "on_stage_ops", None)):
+                # a stage's emits go in its batch when a batch recorder takes emits (or says so)
+                declared = getattr(recorder, "batch_emits", None)
+                if declared is True or (declared is None and takes_emits):
+                    self.batch_emits = takes_emits = True
+            for name, hook in own.items():
+                fields[name].append((recorder, hook))
+            if takes_emits:
                 self.emits = True
                 wanted = getattr(recorder, "emit_names", None)
                 if wanted is None or self.emit_names is None:
@@ -47,23 +83,31 @@ class Observers:
                 else:
                     self.emit_names = self.emit_names | wanted
             for name in ALL_HOOKS:
-                if batched and name in OPERATION_HOOKS:
-                    continue
+                if (batched and name in OPERATION_HOOKS) or FIELD_FORMS.get(name) in own:
+                    continue  # a batch recorder's operations come in its batch; a field form wins
                 hook = getattr(recorder, name, None)
                 if callable(hook):
                     self._hooks.setdefault(name, []).append((recorder, hook))
-        self.any = bool(self._hooks)
-        self.has_ops = "on_stage_ops" in self._hooks
+        #: the field hooks' takers, in attach order (empty tuples when nobody takes them)
+        self.stage_takers = tuple(fields["take_stage_start"])
+        self.emit_takers = tuple(fields["take_emit"])
+        self.commit_takers = tuple(fields["take_commit"])
+        self.ops_takers = tuple(fields["take_stage_ops"])
+        self.executed_takers = tuple(fields["take_stage_executed"])
+        self.any = bool(self._hooks) or any(fields.values())
+        #: the event hooks somebody has (``name in observers.hooked`` is ``wants(name)`` without a call)
+        self.hooked = frozenset(self._hooks)
+        self.has_ops = "on_stage_ops" in self._hooks or bool(self.ops_takers)
         #: how a live view's value is kept in a batch: ``snapshot(key, view)``. ``None``: an
         #: exact plain copy. A lone batch recorder may supply its own (``snapshot_view``),
         #: e.g. the narrative keeps only the summary it will print
         self.snapshot: Hook | None = None
-        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())]
+        takers = [r for r, _ in self._hooks.get("on_stage_ops", ())] + [r for r, _ in self.ops_takers]
         if len(takers) == 1:
             self.snapshot = getattr(takers[0], "snapshot_view", None)
         #: somebody takes reads or writes one event each (the transaction then reports every operation)
         self.live_ops = "on_read" in self._hooks or "on_write" in self._hooks
-        self.has_data = any(
+        self.has_data = bool(self.stage_takers or self.emit_takers) or any(
             name in self._hooks for name in ("on_read", "on_write", "on_emit", "on_stage_start", "on_stage_end")
         )
 
@@ -81,6 +125,46 @@ class Observers:
                 hook(event)
             except Exception as exc:  # a recorder must never break a run
                 self._report(recorder, name, exc, getattr(event, "ctx", None))
+
+    def stage_started(self, ctx: TraversalContext) -> None:
+        """Call every ``take_stage_start(ctx)`` (a failing one is reported, as for events)."""
+        for recorder, hook in self.stage_takers:
+            try:
+                hook(ctx)
+            except Exception as exc:
+                self._report(recorder, "take_stage_start", exc, ctx)
+
+    def emitted(self, ctx: TraversalContext, name: str, payload: Any) -> None:
+        """Call every ``take_emit(ctx, name, payload)``."""
+        for recorder, hook in self.emit_takers:
+            try:
+                hook(ctx, name, payload)
+            except Exception as exc:
+                self._report(recorder, "take_emit", exc, ctx)
+
+    def committed(self, ctx: TraversalContext, commit: Any) -> None:
+        """Call every ``take_commit(ctx, commit)``."""
+        for recorder, hook in self.commit_takers:
+            try:
+                hook(ctx, commit)
+            except Exception as exc:
+                self._report(recorder, "take_commit", exc, ctx)
+
+    def stage_ops(self, ctx: TraversalContext, ops: list[Any]) -> None:
+        """Call every ``take_stage_ops(ctx, ops)``."""
+        for recorder, hook in self.ops_takers:
+            try:
+                hook(ctx, ops)
+            except Exception as exc:
+                self._report(recorder, "take_stage_ops", exc, ctx)
+
+    def stage_executed(self, ctx: TraversalContext, name: str, description: str | None, stage_type: str) -> None:
+        """Call every ``take_stage_executed(ctx, stage_name, description, stage_type)``."""
+        for recorder, hook in self.executed_takers:
+            try:
+                hook(ctx, name, description, stage_type)
+            except Exception as exc:
+                self._report(recorder, "take_stage_executed", exc, ctx)
 
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
         others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]

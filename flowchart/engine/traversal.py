@@ -117,15 +117,10 @@ class Traverser:
             return last[2]
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
+        path = self.subflow_path
+        # positional: a third cheaper than keywords, and this runs once per observed stage
         ctx = TraversalContext(
-            run_id=self.run.run_id,
-            stage_id=full,
-            runtime_stage_id=rid,
-            stage_name=node.name,
-            subflow_path=self.subflow_path,
-            depth=len(self.subflow_path),
-            loop_iteration=visits - 1 if visits > 1 else None,
-            fork_branch=fork_branch,
+            self.run.run_id, full, rid, node.name, path, len(path), visits - 1 if visits > 1 else None, fork_branch
         )
         self._last_context = (node, rid, ctx)
         return ctx
@@ -139,29 +134,37 @@ class Traverser:
     def emit(self, ctx: StageContext, name: str, payload: Any) -> None:
         """Deliver ``ctx.emit(name, payload)`` to the emit recorders."""
         observers = self.run.observers
-        if observers.has_ops:
+        if observers.batch_emits:
             log = self.oplogs.get(ctx.runtime_stage_id)
             if log is not None:  # the payload is already a copy (StageContext.emit)
                 log.append(("emit", name, payload, "", False))
-        if observers.wants("on_emit"):
+        takers, hooked = observers.emit_takers, "on_emit" in observers.hooked
+        if takers or hooked:
             rid = ctx.runtime_stage_id
             last = self._last_context
             if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
                 tctx = last[2]
             else:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
-            observers.emit("on_emit", EmitEvent(tctx, name, payload))
+            if takers:
+                observers.emitted(tctx, name, payload)
+            if hooked:
+                observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
     def flow(self, hook: str, node: StageNode, rid: str, make: Any) -> None:
         """Emit a flow event built by ``make(ctx)`` if anybody listens to ``hook``."""
         observers = self.run.observers
-        if observers.wants(hook):
+        if hook in observers.hooked:
             observers.emit(hook, make(self.context(node, rid)))
 
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
-        if observers.wants("on_stage_executed"):
+        if not observers.any:  # nobody listens: nothing to build or ask
+            return
+        if observers.executed_takers:
+            observers.stage_executed(self.context(node, rid), node.name, node.description, stage_type)
+        if "on_stage_executed" in observers.hooked:
             event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
             observers.emit("on_stage_executed", event)
 
@@ -191,7 +194,9 @@ class Traverser:
             tctx = self.context(node, rid)
             if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
                 txn.observer = StageRecorder(self, tctx)
-            if observers.wants("on_stage_start"):
+            if observers.stage_takers:
+                observers.stage_started(tctx)
+            if "on_stage_start" in observers.hooked:
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
         try:
@@ -204,7 +209,7 @@ class Traverser:
             # cancellation (a run timeout) or interpreter exit: keep the partial writes
             self.commit(node, rid, txn)
             raise
-        if tctx is not None and observers.wants("on_stage_end"):
+        if tctx is not None and "on_stage_end" in observers.hooked:
             observers.emit("on_stage_end", StageEvent(tctx))
         return output, txn, None
 
@@ -226,13 +231,21 @@ class Traverser:
         )  # fmt: skip
         self.commit_log.append(commit)
         observers = self.run.observers
+        if not observers.any:
+            return commit
         if observers.has_ops and txn is not None and txn.oplog is not None:
             del self.oplogs[rid]
             if txn.oplog:
                 ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None
-                observers.emit("on_stage_ops", StageOpsEvent(self.context(node, rid), ops_log))
-        if observers.wants("on_commit"):
+                tctx = self.context(node, rid)
+                if observers.ops_takers:
+                    observers.stage_ops(tctx, ops_log)
+                if "on_stage_ops" in observers.hooked:
+                    observers.emit("on_stage_ops", StageOpsEvent(tctx, ops_log))
+        if observers.commit_takers:
+            observers.committed(self.context(node, rid), commit)
+        if "on_commit" in observers.hooked:
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit
 
@@ -298,7 +311,7 @@ class Traverser:
         nxt = node.next
         if nxt is None:
             return cont, None, None
-        if nxt.kind != "loop" and self.run.observers.wants("on_next"):
+        if nxt.kind != "loop" and "on_next" in self.run.observers.hooked:
             self.flow("on_next", node, rid, lambda c: NextEvent(c, node.name, nxt.name, nxt.description))
         return nxt, cont, None
 
@@ -320,7 +333,7 @@ class Traverser:
             )
         run.loop_counts[full] = count
         target: StageNode = self.chart.find(target_id)
-        if run.observers.wants("on_loop"):
+        if "on_loop" in run.observers.hooked:
             if source is not None and id(source) in self._rids:
                 ctx = self.context(source, self._rids[id(source)])
             else:  # a resumed stage's loop: no stage of this walk took it

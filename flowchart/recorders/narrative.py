@@ -167,10 +167,10 @@ class NarrativeRecorder:
             told: list[_Entry] = []
             push, extend = told.append, told.extend
             for entry in self._records:
-                if type(entry) is _Batch:
-                    extend(entry.entries())
-                else:
+                if type(entry) is tuple:
                     push(entry)
+                else:  # a _Batch or a _Line: worded now, once
+                    extend(entry.entries())  # type: ignore[attr-defined]
             if type(self._records) is _Followed:
                 self._records[:] = told  # keep following: the stream goes on after a mid-run read
             else:
@@ -261,19 +261,24 @@ class NarrativeRecorder:
         """
         return self._render_op is None and self.format_value is summarize_value
 
-    def on_stage_ops(self, event: StageOpsEvent) -> None:
+    def take_stage_ops(self, ctx: TraversalContext, ops: list[Any]) -> None:
         """Keep a stage's reads, writes and emits (one batch at commit time) for its headline.
 
         Nothing is summarised here: the batch is told in sentences when the narrative is
         read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
+        (The engine calls this field form; ``on_stage_ops`` is the same for an event.)
         """
-        rid = event.ctx.runtime_stage_id
+        rid = ctx.runtime_stage_id
         if rid in self._pending:  # operations fed live came first: number on after them
-            self._buffer_batch(rid, event.ops)
+            self._buffer_batch(rid, ops)
         elif rid in self._batches:
-            self._batches[rid] = self._batches[rid] + list(event.ops)
+            self._batches[rid] = self._batches[rid] + list(ops)
         else:
-            self._batches[rid] = event.ops
+            self._batches[rid] = ops
+
+    def on_stage_ops(self, event: StageOpsEvent) -> None:
+        """``take_stage_ops`` for a ``StageOpsEvent`` (replaying recorded events)."""
+        self.take_stage_ops(event.ctx, event.ops)
 
     def _buffer_batch(self, rid: str, batch: list[Any]) -> None:
         ops = self._pending[rid]
@@ -388,29 +393,33 @@ class NarrativeRecorder:
 
     # ── flow channel ───────────────────────────────────────────────────────────
 
-    def on_stage_executed(self, event: StageExecutedEvent) -> None:
+    def take_stage_executed(
+        self, ctx: TraversalContext, stage_name: str, description: str | None, stage_type: str
+    ) -> None:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
-        if event.stage_type == "answer":  # not a stage of its own: no number, no visit
-            name = _qualify(event.stage_name, event.ctx)
-            self._push("answer", 0, sentences.answer(name), event.ctx, stage_name=name)
-            self._flush(event.ctx, name)
+        if stage_type == "answer":  # not a stage of its own: no number, no visit
+            name = _qualify(stage_name, ctx)
+            self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
+            self._flush(ctx, name)
             return
-        if event.stage_type not in _LINE_STAGE_TYPES:
+        if stage_type not in _LINE_STAGE_TYPES:
             return  # deciders write theirs in on_decision; selector/mount/fork get none
-        ctx = event.ctx
-        visit_key = ctx.stage_id or event.stage_name
-        self._visits[visit_key] = self._visits.get(visit_key, 0) + 1
-        passes = self._visits[visit_key] - 1
-        name = _qualify(event.stage_name, ctx)
-        self._stage_line(ctx, name, event.description, passes)
+        visit_key = ctx.stage_id or stage_name
+        passes = self._visits.get(visit_key, 0)
+        self._visits[visit_key] = passes + 1
+        self._stage_line(ctx, _qualify(stage_name, ctx), description, passes)
+
+    def on_stage_executed(self, event: StageExecutedEvent) -> None:
+        """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
+        self.take_stage_executed(event.ctx, event.stage_name, event.description, event.stage_type)
 
     def on_decision(self, event: DecisionEvent) -> None:
         """Write the decider's ``Stage N:`` line, its operations, then ``[Condition]``."""
         ctx = event.ctx
         decider = _qualify(event.decider, ctx)
         self._stage_line(ctx, decider, event.description, 0)
-        text = sentences.decision(_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
-        self._push("condition", 1, text, ctx, stage_name=decider)
+        args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
+        self._push_line("condition", 1, ctx, decider, sentences.decision, args)
 
     def on_fork(self, event: ForkEvent) -> None:
         """``[Parallel]: Forking into N parallel paths: ...``."""
@@ -459,7 +468,7 @@ class NarrativeRecorder:
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
         target = _qualify(event.target, event.ctx)
-        self._push("loop", 0, sentences.loop(target, event.iteration, event.description), event.ctx)
+        self._push_line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description))
 
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
@@ -541,8 +550,9 @@ class NarrativeRecorder:
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
         if text is None:
-            text = sentences.stage(number, name, description, first=first, passes=passes)
-        self._push("stage", 0, text, ctx, stage_name=name)
+            self._push_line("stage", 0, ctx, name, _stage_sentence, (number, name, description, first, passes))
+        else:
+            self._push("stage", 0, text, ctx, stage_name=name)
         self._flush(ctx, name)
 
     def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
@@ -591,6 +601,33 @@ class NarrativeRecorder:
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
+    def _push_line(
+        self,
+        kind: str,
+        depth: int,
+        ctx: TraversalContext,
+        stage_name: str | None,
+        word: Callable[..., str],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Push an entry whose sentence is ``word(*args)``, worded when first read.
+
+        The numbering and everything the sentence depends on are fixed now (the arguments
+        are values nobody changes afterwards); only the wording waits. A live reader (a
+        stream) is handed the line at once, worded when it reads the text.
+        """
+        line = _Line(kind, depth, ctx, stage_name, word, args)
+        records = self._records
+        self._lazy = True
+        if type(records) is _Followed:
+            list.append(records, line)
+            if records.on_batch is not None:
+                records.on_batch(line, 1)
+            else:
+                records.on_entry(line.entries()[0])
+        else:
+            records.append(line)  # type: ignore[arg-type]
+
     def _push(
         self,
         kind: str,
@@ -637,6 +674,42 @@ class _Batch:
         if told is None:
             told = self._told = []
             self.owner._tell_batch(self.ctx, self.stage_name, self.ops, told.append)
+        return told
+
+
+def _stage_sentence(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
+    return sentences.stage(number, name, description, first=first, passes=passes)
+
+
+class _Line:
+    """One entry in the entry list, worded when first read (see ``_push_line``)."""
+
+    __slots__ = ("_told", "args", "ctx", "depth", "kind", "stage_name", "word")
+
+    def __init__(
+        self,
+        kind: str,
+        depth: int,
+        ctx: TraversalContext,
+        stage_name: str | None,
+        word: Callable[..., str],
+        args: tuple[Any, ...],
+    ) -> None:
+        self.kind = kind
+        self.depth = depth
+        self.ctx = ctx
+        self.stage_name = stage_name
+        self.word = word
+        self.args = args
+        self._told: list[_Entry] | None = None
+
+    def entries(self) -> list[_Entry]:
+        """The one entry, worded on the first call (then kept)."""
+        told = self._told
+        if told is None:
+            text = self.word(*self.args)
+            told = self._told = [(self.kind, self.depth, text, self.stage_name, self.ctx, None, None)]
+            self.args = ()
         return told
 
 

@@ -235,3 +235,60 @@ def test_every_tool_start_has_a_tool_end() -> None:
     agent.run("go")
     assert starts == ["c1", "c2", "c3"]
     assert ends == [("c1", True), ("c2", True), ("c3", False)]
+
+
+def test_a_tool_that_changes_its_args_does_not_rewrite_the_record() -> None:
+    """A tool gets its own copy of the args: mutating them (top level or nested) leaves
+    the commit log, the history and the streamed tool call as the model asked."""
+    import json
+
+    from agent import tool
+
+    @tool
+    def tag(city: str, tags: list[str]) -> str:
+        """Tag a city.
+
+        Args:
+            city: the city
+            tags: the tags
+        """
+        tags.append("changed-by-the-tool")
+        return city
+
+    def rewriting(args: dict[str, Any], _ctx: Any) -> str:
+        args["city"] = "Changed"
+        return "ok"
+
+    for chosen, tool_call in (
+        (tag, call("c1", "tag", city="Paris", tags=["a"])),
+        (weather_tool(rewriting), call("c1", "weather", city="Paris")),
+    ):
+        agent, _ = build([calls(tool_call), "done"], chosen)
+        events = list(agent.stream("go"))
+        record = json.dumps([c.to_dict() for c in agent.last_snapshot().commit_log])
+        assert "Changed" not in record and "changed-by-the-tool" not in record
+        (started,) = [e for e in events if e.kind == "tool_call"]
+        assert started.args == tool_call["args"]
+
+
+def test_a_property_with_only_type_and_description_is_still_type_checked() -> None:
+    """The leaf fast path (a property schema of ``type`` plus wording keywords is one type test)
+    refuses what the full check refused, with the same message; other keywords still apply."""
+    from agent.tools import validate_args
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "number", "description": "first"},
+            "b": {"type": "integer", "minimum": 3},
+            "c": {"type": ["string", "null"]},
+        },
+        "required": ["a"],
+    }
+    assert validate_args({"a": 1.5, "b": 3, "c": None}, schema) == []
+    assert validate_args({"a": "x", "b": 2, "c": 4}, schema) == [
+        "'a': expected number, got string",
+        "'b': must be at least 3, got 2",
+        "'c': expected string or null, got integer",
+    ]
+    assert validate_args({"a": True}, schema) == ["'a': expected number, got boolean"]

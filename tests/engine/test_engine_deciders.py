@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from engine_charts import CommitTape, exact, noop
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flowchart import RunError, decide, flow_chart, select
 
@@ -342,3 +344,120 @@ def test_empty_selection_runs_nothing():
         result = selector_chart(returning(empty)).run()
         assert [c.stage_id for c in result.commit_log] == ["seed", "pick", "after"]
         assert result.state == {}
+
+
+def _recorded(output: Any) -> Any:
+    """What the decider's commit records for ``output``, and what the copying path records."""
+    from flowchart.engine.choices import decision_record
+    from flowchart.lowlevel import copy_json
+
+    if isinstance(output, list | tuple):
+        return decision_record(output), None
+    key = "chosen" if hasattr(output, "branch") else "selected"
+    value = output.branch if key == "chosen" else list(output.branches)
+    try:
+        copied = copy_json({key: value, "evidence": output.evidence})
+    except Exception:
+        copied = {key: repr(value), "evidence": repr(output.evidence)}
+    return decision_record(output), copied
+
+
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.tuples(st.integers(), st.text(max_size=3)),
+    st.lists(st.integers(), max_size=3),
+    st.sets(st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    thresholds=st.lists(_leaves, min_size=1, max_size=3),
+    labels=st.lists(st.one_of(st.none(), st.text(max_size=6), st.integers()), min_size=3, max_size=3),
+    then=st.one_of(st.text(min_size=1, max_size=4), st.integers()),
+    raises=st.booleans(),
+)
+def test_decide_records_exactly_what_the_copying_path_records(
+    thresholds: list[Any], labels: list[Any], then: Any, raises: bool
+) -> None:
+    """``decide()``/``select()`` evidence the commit keeps without a second copy is, value
+    for value, what copying it (with its ``repr`` fallback) recorded before — for any
+    thresholds, labels and branch ids, lone surrogates, tuples, sets and NaN included."""
+    seen: list[Any] = []
+
+    def check(scope: Any) -> Any:
+        def rule(_scope: Any) -> bool:
+            if raises:
+                raise ValueError("bad \ud800 value")
+            return scope.n > 1
+
+        t = thresholds[-1]
+        spec = {"in": t} if isinstance(t, tuple | list | set) else {"eq": t}
+        rules = [
+            {"when": {"n": spec}, "then": then, "label": labels[0]},
+            {"when": rule, "then": "b", "label": labels[1]},
+        ]
+        seen.append(decide(scope, rules, {"branch": "a", "label": labels[2]}))
+        seen.append(select(scope, [*rules[1:], {"when": {"n": {"gte": thresholds[0]}}, "then": "a"}]))
+        return "a"
+
+    def seed(scope: Any) -> None:
+        scope.n = 2
+
+    flow_chart("Seed", seed, "seed").add_decider_function("Check", check, "check").add_function_branch(
+        "a", "A", noop
+    ).end().build().run()
+    for output in seen:
+        recorded, copied = _recorded(output)
+        assert recorded == copied
+
+
+def test_a_decision_made_by_hand_is_copied_on_the_commit() -> None:
+    """Only ``decide()`` marks its evidence as the record's own: a stage that returns its own
+    ``Decision`` (and may keep changing its evidence) gets a private copy on the commit."""
+    from flowchart import Decision
+
+    kept: dict[str, Any] = {"why": ["first"]}
+
+    def check(_scope: Any) -> Any:
+        return Decision("a", kept)
+
+    result = (
+        flow_chart("Seed", noop, "seed")
+        .add_decider_function("Check", check, "check")
+        .add_function_branch("a", "A", noop)
+        .end()
+        .build()
+        .run()
+    )
+    kept["why"].append("changed afterwards")
+    assert result.commit_log[1].decision == {"chosen": "a", "evidence": {"why": ["first"]}}
+
+
+def test_decide_evidence_is_kept_on_the_commit_without_a_second_copy() -> None:
+    """The evidence ``decide()`` built (plain JSON already) is the commit's record as it is;
+    a tuple threshold is copied into a list first, as the copying path recorded it."""
+    made: list[Any] = []
+
+    def check(scope: Any) -> Any:
+        made.append(decide(scope, [{"when": {"n": {"in": (1, 2)}}, "then": "a", "label": "small"}], "a"))
+        return made[-1]
+
+    def seed(scope: Any) -> None:
+        scope.n = 2
+
+    result = (
+        flow_chart("Seed", seed, "seed")
+        .add_decider_function("Check", check, "check")
+        .add_function_branch("a", "A", noop)
+        .end()
+        .build()
+        .run()
+    )
+    record = result.commit_log[1].decision
+    assert record["evidence"] is made[0].evidence
+    assert record["evidence"]["rules"][0]["conditions"][0]["threshold"] == [1, 2]

@@ -49,6 +49,58 @@ def test_advance_does_what_the_record_says(store: RunStore) -> None:
     assert store.get(run_id).output == "Done: refunded 150.00 on A-1"
 
 
+def test_a_queued_turn_is_its_conversations_next_turn(store: RunStore) -> None:
+    """``conversations.queue`` (what ``agent.submit(conversation=)`` enqueues) plans and claims
+    the next turn in the store; the worker's ``advance`` runs it as that turn, so turn 2's
+    model reads turn 1's tool result. A turn queued while the previous one is still queued
+    (or running) is refused with nothing stored."""
+    from agent import ConversationBusyError, conversations
+
+    REFUNDS.clear()
+    agent = refund_agent(store)
+    cid, policy = conversations.turn_options(agent, "c-queued", None, None) or ("", None)
+    first = conversations.queue(agent, durable.make_input("refund order A-1 50"), cid, policy)
+    with pytest.raises(ConversationBusyError, match="c-queued"):
+        conversations.queue(agent, durable.make_input("and then?"), cid, policy)
+    assert [r.run_id for r in store.list(conversation=cid)] == [first]
+    assert advance(agent, first) == "done"
+    second = conversations.queue(agent, durable.make_input("what did you do?"), cid, policy)
+    assert advance(agent, second) == "done"
+    record = store.get(second)
+    assert (record.conversation_id, record.turn) == (cid, 2)
+    assert record.output == "Done: refunded 50.00 on A-1"  # read from turn 1's tool result
+    assert [f"{first}:call-1"] == REFUNDS
+
+
+def test_submit_with_a_conversation_runs_its_turns_on_a_worker(pg_dsn: str, redis_url: str, tmp_path: Path) -> None:
+    """``agent.submit(message, conversation=...)`` on a real worker: turn 1 refunds, turn 2
+    (submitted after it finished) answers from turn 1's tool result; a turn submitted while
+    the previous is still queued or running is refused before anything is enqueued."""
+    from agent import ConversationBusyError
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    env = {
+        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(tmp_path / "refunds.log"), "REFUND_DELAY": "1",
+    }  # fmt: skip
+    worker = start_worker("conv", env, tmp_path)
+    try:
+        app = make_app("refund_agent:refund_agent", broker=redis_url)
+        store = PostgresStore(dsn)
+        agent = refund_agent(store)
+        first = agent.submit("refund order A-1 50", app=app, conversation="c-7")
+        with pytest.raises(ConversationBusyError, match="c-7"):
+            agent.submit("and then?", app=app, conversation="c-7")
+        _wait(lambda: store.get(first).status == "done", 60, "turn 1 to finish")
+        second = agent.submit("what did you do?", app=app, conversation="c-7")
+        _wait(lambda: store.get(second).status == "done", 60, "turn 2 to finish")
+    finally:
+        stop_worker(worker)
+    assert [(r.turn, r.status) for r in store.list(conversation="c-7")] == [(2, "done"), (1, "done")]
+    assert store.get(second).output == "Done: refunded 50.00 on A-1"
+    assert (tmp_path / "refunds.log").read_text().split() == [f"{first}:call-1"]
+
+
 def _wait_while_progressing(progress: Callable[[], tuple[bool, object]], what: str, *, stall: float = 180.0) -> None:
     """Poll ``progress()`` — ``(finished, how far)`` — until finished. Load-proof and bounded:
     the clock restarts whenever ``how far`` changes, and gives up after ``stall`` seconds with

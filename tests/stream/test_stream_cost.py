@@ -113,11 +113,18 @@ def test_a_noted_write_is_told_at_once_so_its_note_decides_the_count() -> None:
     note line follows); its lines reach the live reader one by one, note included."""
     rec = narrative(notes={"count": lambda value: f"count is now {value}" if value else None})
     entries: list[str] = []
-    batches: list[int] = []
-    rec.follow(lambda entry: entries.append(entry[2]), lambda _batch, count: batches.append(count))
+    deferred: list[str] = []  # the kinds of what came worded on first read
+
+    def later(batch: Any, count: int) -> None:
+        told = batch.entries()[:count]
+        deferred.extend(entry[0] for entry in told)
+        entries.extend(entry[2] for entry in told)
+
+    rec.follow(lambda entry: entries.append(entry[2]), later)
     chart().run(recorders=[rec])
     assert "count is now 1" in entries
-    assert batches == []  # both stages writing count were told line by line
+    # both stages writing count were told line by line: only their headlines wait for a reader
+    assert "step" not in deferred and "note" not in deferred and "stage" in deferred
     plain = narrative(notes={"count": lambda value: f"count is now {value}" if value else None})
     chart().run(recorders=[plain])
     assert entries == plain.lines()

@@ -1,0 +1,177 @@
+"""Running one tool call once its gates have passed (or when it has none): the pieces the
+gated ``dispatch_call`` and the gate-free ``dispatch_now`` share.
+
+Laws:
+- The tool gets its own copy of its args: the args are the committed record of what the
+  model asked, and a tool that mutated them would rewrite it.
+- A tool that raises is recorded for the developer (a ``tool_errors`` row and a
+  ``tool.error`` event; a retried attempt says so), never for the model, which reads only
+  the message; the ``tool.end`` event of a tool that ran carries what the model reads.
+- ``dispatch_now`` is ``dispatch_call`` for an agent that needs no event loop (no permission
+  checker, no tool middleware, no check-in, synchronous tools and provider): arguments →
+  execute, with the same reads, rows, events and pauses, and nothing awaited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from flowchart import Scope, StageContext
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek
+from governance.checkin import ask_human_request_id
+
+from . import events
+from .config import STORE_RUN_ENV, AgentConfig
+from .stages import NEVER_AWAITABLE, settled
+from .state import IDENTITY, PauseData, PausedCall
+from .tool_errors import error_row, record_tool_error
+from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
+
+
+@attrs.frozen
+class CallOutcome:
+    """What dispatching one call produced: the model-visible ``text``, or a pause.
+
+    ``executed`` is True when the tool ran (its ``tool.end`` event was already emitted).
+    """
+
+    text: str | None = None
+    pause: PauseData | None = None
+    paused: PausedCall | None = None
+    executed: bool = False
+
+
+def identity_of(scope: Scope) -> Any:
+    """The run's ``identity`` (a recorded read; ``None`` when the run has none)."""
+    return peek(scope, IDENTITY)
+
+
+@attrs.frozen
+class CallSite:
+    """One tool call being dispatched: the agent's config, the stage's scope and context,
+    the tool, the model's call and the iteration — what every gate after the lookup needs."""
+
+    cfg: AgentConfig
+    scope: Scope
+    ctx: StageContext
+    tool: Tool
+    call: dict[str, Any]
+    iteration: int
+
+
+def run_of(ctx: StageContext) -> str:
+    """The run a call belongs to: the stored run's id, else this segment's run id."""
+    return str(ctx.env.get(STORE_RUN_ENV) or ctx.run_id)
+
+
+def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
+    """Where a pause happens: the iteration and the pausing step's runtime id."""
+    return {"iteration": iteration, "step": ctx.runtime_stage_id}
+
+
+def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
+    """What the tool's ``execute(args, ctx)`` is told about the call."""
+    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
+
+
+def run_tool_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
+    """``_execute`` for a synchronous tool on an agent with no tool middleware (nothing to await)."""
+    tool, call = site.tool, site.call
+    tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
+    attempt = 1
+    while True:
+        try:
+            result = tool.execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
+            if type(result) not in NEVER_AWAITABLE:  # e.g. an awaitable that never suspends
+                result = settled(result)
+            error = False
+        except AskHumanSignal:
+            raise
+        except Exception as exc:
+            delay = record_failure(site, exc, attempt)
+            if delay is not None:
+                drive(tool.retry.wait(delay))  # outside an event loop: a plain sleep
+                attempt += 1
+                continue
+            result, error = str(exc) or type(exc).__name__, True
+        break
+    tool_ended(site, result, error)
+    return result, error
+
+
+def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None:
+    """Record that the tool raised on ``attempt``; the delay before trying again, or ``None``
+    when this failure is the call's result."""
+    tool = site.tool
+    row = error_row(exc, tool.name, site.call["id"], site.iteration)
+    policy = tool.retry
+    if policy is not None:
+        row["attempt"] = attempt
+        if attempt < policy.attempts and policy.retries(exc):  # recorded, then tried again
+            record_tool_error(site.scope, site.ctx, {**row, "retried": True})
+            return float(policy.delay(attempt, tool.name))
+    record_tool_error(site.scope, site.ctx, row)
+    return None
+
+
+def tool_ended(site: CallSite, result: Any, error: bool) -> None:
+    """The ``tool.end`` event of a tool that ran (its payload built only when somebody listens)."""
+    ctx = site.ctx
+    if ctx.observed:
+        payload = {"tool_call_id": site.call["id"], "tool_name": site.tool.name, "result": result_text(result)}
+        emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
+
+
+def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration: int) -> Tool | CallOutcome:
+    """The call's ``tool.start`` event, then its tool, or what the call comes to when its
+    arguments did not parse or no such tool exists."""
+    name = call["name"]
+    if ctx.observed:
+        payload = {"tool_name": name, "tool_call_id": call["id"], "args": copy_json(call.get("args") or {}),
+                   "iteration": iteration}  # fmt: skip
+        emit_owned(ctx, events.TOOL_START, payload)  # the args copied, the rest scalars
+    if call.get("args_error"):
+        return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))
+    tool = cfg.tools.get(name)
+    return CallOutcome(text=f"Unknown tool: {name}") if tool is None else tool
+
+
+def asked_human(
+    ctx: StageContext, call: dict[str, Any], args: Any, iteration: int, signal: AskHumanSignal
+) -> CallOutcome:
+    """The pause of a tool that called ``ask_human``."""
+    name, call_id = call["name"], call["id"]
+    position = position_of(ctx, iteration)
+    rid = ask_human_request_id(tool=name, tool_call_id=call_id, run_id=run_of(ctx), position=position)
+    paused = PausedCall("ask_human", call_id, name, args, rid, position)
+    return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
+
+
+def dispatch_now(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
+) -> CallOutcome:
+    """``dispatch_call`` for an agent whose gates have nothing to run or await (no permission
+    checker, no tool middleware, no check-in, synchronous tools and provider: the agent needs
+    no event loop): arguments → execute."""
+    found = look_up(cfg, ctx, call, iteration)
+    if isinstance(found, CallOutcome):
+        return found
+    args = call.get("args") or {}
+    site = CallSite(cfg, scope, ctx, found, call, iteration)
+    identity_of(scope)  # the stage's reads, as dispatch_call lists them
+    stopped = argument_gate(site, args)
+    if stopped is not None:
+        return stopped
+    try:
+        result, _error = run_tool_now(site, args)
+    except AskHumanSignal as signal:
+        return asked_human(ctx, call, args, iteration, signal)
+    return CallOutcome(text=result_text(result), executed=True)
+
+
+def argument_gate(site: CallSite, args: dict[str, Any]) -> CallOutcome | None:
+    """Gate 3 (``agent.dispatch``): the (transformed) arguments against the tool's input schema."""
+    issues = validate_args(args, site.tool.input_schema)
+    return CallOutcome(text=format_arg_issues(site.tool.name, issues)) if issues else None

@@ -1,0 +1,159 @@
+"""The agent loop's own cost (issue 19, round three): what an iteration does beside the engine.
+
+Timings depend on the machine's load; the number of Python calls a run makes does not, so
+these tests pin calls: an agent that needs no event loop runs no coroutine of its own, the
+agent layer stays within a call budget on the W6 shape, and the plain-function stages write
+the same record as the coroutine stages an agent with an awaiting part runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import agent as agent_package
+from agent import Agent, define_tool
+from agent.providers import scripted
+from flowchart import Retry
+
+_AGENT_DIR = os.path.dirname(agent_package.__file__) + os.sep
+# the modules of the chart's stages (agent.py's run entry is one coroutine a run, not a stage)
+_STAGE_MODULES = {
+    os.path.join(_AGENT_DIR, name) for name in ("chart.py", "stages.py", "dispatch.py", "tool_run.py", "tools.py")
+}
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+    "required": ["a", "b"],
+}
+TOOL_TURNS = 10
+
+
+def _w6_agent() -> Agent:
+    """W6's shape (bench/pyfootprint/w6_agent.py): the ``add`` tool asked for 10 times, then an answer."""
+    add = define_tool(name="add", description="Add.", input_schema=ADD_SCHEMA, execute=lambda a, c: a["a"] + a["b"])
+    replies: list[Any] = [
+        {"content": "", "tool_calls": [{"id": f"call_{i}", "name": "add", "args": {"a": i, "b": 1}}]}
+        for i in range(TOOL_TURNS)
+    ]
+    replies.append("done")
+    return Agent.create(provider=scripted(replies), model="mock", narrative=False).tool(add).max_iterations(20).build()
+
+
+def _agent_layer_calls(run: Callable[[], Any]) -> tuple[int, int]:
+    """(Python calls into agent/, coroutine frames of the stage modules) during ``run()``."""
+    counts = [0, 0]
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if code.co_filename.startswith(_AGENT_DIR):
+            counts[0] += 1
+            if code.co_flags & inspect.CO_COROUTINE and code.co_filename in _STAGE_MODULES:
+                counts[1] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return counts[0], counts[1]
+
+
+def test_an_agent_that_needs_no_event_loop_runs_no_coroutine_of_its_own() -> None:
+    """Sync provider, sync tool, no governance: seed, call-llm, route and tool-calls are plain
+    functions, so a run creates no agent coroutine (each stage used to be a coroutine driven by
+    a wrapper, with a coroutine per awaited helper)."""
+    agent = _w6_agent()
+    assert not agent.config.needs_event_loop
+    _calls, coroutines = _agent_layer_calls(lambda: agent.run("add numbers ten times"))
+    assert coroutines == 0
+    assert agent.last_snapshot().shared_state["final_content"] == "done"
+
+
+def test_the_agent_layer_stays_within_its_call_budget_on_the_w6_shape() -> None:
+    """A W6 run (10 tool rounds) makes at most 350 Python calls into agent/ (431 before round
+    three: coroutine drivers, awaited helpers, per-call rule lists). The count does not depend
+    on the machine's load; raise the budget only with a reason."""
+    agent = _w6_agent()
+    calls, _coroutines = _agent_layer_calls(lambda: agent.run("add numbers ten times"))
+    assert 250 < calls <= 350, calls
+
+
+def _mixed_agent(asynchronous: bool) -> Agent:
+    """Every outcome of a call (ran, bad args, unknown tool, raised, retried, missing args),
+    then a wrap-up; with ``asynchronous`` the ``add`` tool is ``async def`` (coroutine stages)."""
+
+    def add_sync(args: dict[str, Any], _ctx: Any) -> Any:
+        return args["a"] + args["b"]
+
+    async def add_async(args: dict[str, Any], _ctx: Any) -> Any:
+        return args["a"] + args["b"]
+
+    def boom(_args: dict[str, Any], _ctx: Any) -> Any:
+        raise ValueError("bad")
+
+    add = add_async if asynchronous else add_sync
+    tools = [
+        define_tool(name="add", description="Add.", input_schema=ADD_SCHEMA, execute=add),
+        define_tool(name="boom", description="Boom.", input_schema={"type": "object"}, execute=boom),
+        define_tool(name="flaky", description="Flaky.", input_schema={"type": "object"}, execute=boom,
+                    retry=Retry(attempts=2, backoff=0.0)),
+    ]  # fmt: skip
+    first = [
+        {"id": "c1", "name": "add", "args": {"a": 1, "b": "z"}},
+        {"id": "c2", "name": "nope", "args": {}},
+        {"id": "c3", "name": "boom", "args": {}},
+        {"id": "c4", "name": "flaky", "args": {}},
+        {"id": "c5", "name": "add", "args": {"a": 2}},
+        {"id": "c6", "name": "add", "args": {"a": 2, "b": 3}},
+    ]
+    again = [{"id": "c7", "name": "add", "args": {"a": 1, "b": 2}}]
+    replies: list[Any] = [{"content": "x", "tool_calls": first}, {"content": "", "tool_calls": again}, "final"]
+    builder = Agent.create(provider=scripted(replies), model="m").system("be brief").tools(tools)
+    return builder.max_iterations(2).build()
+
+
+def test_plain_function_stages_write_the_same_record_as_coroutine_stages() -> None:
+    """The same script through the plain-function stages (no event loop) and through the
+    coroutine stages (an ``async`` tool): the same commit log, state and narrative, byte for byte."""
+    plain, awaiting = _mixed_agent(False), _mixed_agent(True)
+    assert not plain.config.needs_event_loop and awaiting.config.needs_event_loop
+    assert plain.run("hi") == awaiting.run("hi") == "final"
+    a, b = plain.last_snapshot(), awaiting.last_snapshot()
+    assert repr(a.commit_log) == repr(b.commit_log)
+    assert a.shared_state == b.shared_state
+    assert a.narrative == b.narrative
+    assert "wrap_up_asked" in a.shared_state and len(a.shared_state["tool_errors"]) == 3
+
+
+def test_a_sync_tool_returning_an_awaitable_is_awaited_in_place_and_its_error_row_names_only_the_tool() -> None:
+    """A plain ``def`` tool that returns a coroutine (the agent needs no event loop): the
+    coroutine is awaited in place, as the driven coroutine stage did; when it raises, the
+    ``tool_errors`` traceback lists the tool's frames only, never the agent's own."""
+
+    async def lookup(args: dict[str, Any]) -> Any:
+        if args.get("fail"):
+            raise LookupError("no such thing")
+        return f"found {args['q']}"
+
+    tool = define_tool(
+        name="lookup", description="Look up.", input_schema={"type": "object"}, execute=lambda a, _c: lookup(a)
+    )
+    replies: list[Any] = [
+        {"content": "", "tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": "x"}}]},
+        {"content": "", "tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": "y", "fail": True}}]},
+        "done",
+    ]
+    agent = Agent.create(provider=scripted(replies), model="m").tool(tool).build()
+    assert not agent.config.needs_event_loop
+    assert agent.run("go") == "done"
+    state = agent.last_snapshot().shared_state
+    assert [m["content"] for m in state["history"] if m["role"] == "tool"] == ["found x", "no such thing"]
+    [row] = state["tool_errors"]
+    assert [frame.split(":")[0] for frame in row["traceback"]] == [__name__]
+    assert row["traceback"][0].endswith(" in lookup")

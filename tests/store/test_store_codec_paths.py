@@ -1,0 +1,105 @@
+"""Stored commit rows and narratives are read by the trace file's strict passes when they are plainly
+right, and by the per-item path otherwise: both give the same records and the same refusals."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import mutate
+
+from flowchart import fastjson
+from flowchart.commits import Attempt, Commit, Op, commit_data
+from flowchart.narrative_entry import NarrativeEntry
+from flowchart.serde import dumps
+from flowchart.store import codec
+
+COMMIT = Commit(
+    4, "Pick", "pick", "pick#4",
+    (Op(("a",), "set", {"x": [1, 2.5]}), Op(("b",), "delete"), Op(("c",), "append", ["é"])),
+    ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
+)  # fmt: skip
+RECORDS = [
+    NarrativeEntry("stage", 0, "Stage 1: began", "Pick", "pick", "pick#0"),
+    NarrativeEntry("step", 1, "Step 1: Read a = 1", "Pick", "pick", "pick#0", None, "a", 1),
+]
+
+
+@contextlib.contextmanager
+def per_item_path() -> Iterator[None]:
+    """Within: the codec reads every row the way it did before the strict passes (no orjson either)."""
+    with pytest.MonkeyPatch.context() as patch, fastjson.stdlib_only():
+        patch.setattr(codec, "_one_commit", lambda _data: None)
+        patch.setattr(codec, "parsed_narrative", lambda _data: None)
+        yield
+
+
+def _read(load: Any, *args: Any) -> Any:
+    try:
+        return "read", load(*args)
+    except Exception as exc:  # a garbage row fails as it always did (KeyError, TypeError): alike on both paths
+        return "refused", type(exc).__name__, str(exc)
+
+
+def _both(load: Any, *args: Any) -> tuple[Any, Any]:
+    fast = _read(load, *args)
+    with per_item_path():
+        return fast, _read(load, *args)
+
+
+def test_a_stored_commit_and_narrative_read_the_same_on_both_paths() -> None:
+    """A commit row with every field set, and a narrative with full and sparse records: the strict
+    passes read exactly what the per-item path reads."""
+    row = dumps(commit_data(COMMIT))
+    assert _both(codec.decode_commit, row) == (("read", COMMIT), ("read", COMMIT))
+    text = codec.encode_narrative([r.text for r in RECORDS], RECORDS)
+    assert _both(codec.decode_narrative, text, "r1") == (("read", tuple(RECORDS)), ("read", tuple(RECORDS)))
+
+
+def test_a_row_the_strict_pass_declines_is_still_read_as_before() -> None:
+    """A commit row without ``reads`` (older rows) is not the strict pass's to read: it is read
+    leniently as before; a narrative of bare lines still becomes ``line`` records."""
+    data = commit_data(COMMIT)
+    del data["reads"]
+    fast, slow = _both(codec.decode_commit, dumps(data))
+    assert fast == slow and fast[0] == "read" and fast[1].reads == ()
+    fast, slow = _both(codec.decode_narrative, dumps(["a line"]), "r1")
+    assert fast == slow == ("read", (NarrativeEntry("line", 0, "a line"),))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda t: t.replace('"idx":4', '"idx":4,"idx":5', 1),
+        lambda t: t.replace('"x":[1,2.5]', '"x":[1,1e999]', 1),
+        lambda t: t.replace('"x":[1,2.5]', '"x":' + "[" * 260 + "]" * 260, 1),
+    ],
+)
+def test_a_damaged_commit_row_is_refused_alike(damage: Any) -> None:
+    """A repeated key, an overflowing number, a value nested past the limit: the same
+    ``CheckpointError`` on both paths."""
+    fast, slow = _both(codec.decode_commit, damage(dumps(commit_data(COMMIT))))
+    assert fast == slow and fast[:2] == ("refused", "CheckpointError")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_fuzz_stored_rows_read_the_same_on_both_paths(rng: random.Random) -> None:
+    """Mutated commit rows and narrative columns (compact, as stores write them, or not):
+    both paths read the same values or refuse with the same words."""
+    row = mutate(commit_data(COMMIT) | {"trace": [o.to_dict() for o in COMMIT.trace]}, rng)
+    narrative = mutate(json.loads(codec.encode_narrative([], RECORDS)), rng)
+    for text in (row, narrative):
+        with contextlib.suppress(ValueError, RecursionError):
+            fast, slow = _both(codec.decode_commit, dumps(json.loads(text)))
+            assert fast == slow
+        fast, slow = _both(codec.decode_commit, text)
+        assert fast == slow
+    fast, slow = _both(codec.decode_narrative, narrative, "fz")
+    assert fast == slow

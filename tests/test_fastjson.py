@@ -1,0 +1,231 @@
+"""The ``[fast]`` extra: with orjson installed, trace files are byte-identical and load (or are
+refused) exactly as with the standard library alone; ``fastjson.stdlib_only()`` is the seam that
+takes the standard path without uninstalling anything."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mutations import mutate
+
+from flowchart import Trace, fastjson, flow_chart, narrative
+from flowchart.commits import Commit, Op
+from flowchart.errors import CheckpointError
+from flowchart.narrative_entry import NarrativeEntry
+from flowchart.serde import dumps
+from flowchart.trace import CONVERTER, _records_data
+from flowchart.trace_codec import log_chunks
+
+orjson = pytest.importorskip("orjson", reason="the [fast] extra (orjson) is part of the dev extra")
+
+
+def _trace(passes: int = 6) -> Trace:
+    def work(scope: Any, ctx: Any) -> None:
+        n = getattr(scope, "n", 0) + 1
+        scope.n = n
+        scope.label = f'pass {n}: é \u2028 \x01 "q" \\ 😀'
+        scope.items = [*getattr(scope, "items", []), {"n": n, "big": 2**63 + n}]
+        if n % 3 == 0:
+            del scope.items
+        if n >= passes:
+            ctx.stop()
+
+    chart = flow_chart("Work", work, "work").loop_to("work").build()
+    return chart.run(recorders=[narrative()], max_iterations=passes + 1).trace()
+
+
+def _text(trace: Trace) -> str:
+    return trace.to_json()
+
+
+# -- the seam -----------------------------------------------------------------------------------------
+def test_stdlib_only_switches_orjson_off_and_back() -> None:
+    """Inside ``stdlib_only()`` nothing uses orjson (as if it were not installed); after it, orjson is used again."""
+    assert fastjson.available()
+    assert fastjson.dumps_exact([1, "a"]) == b'[1,"a"]'
+    with fastjson.stdlib_only():
+        assert not fastjson.available()
+        assert fastjson.dumps_exact([1, "a"]) is None
+        assert fastjson.loads_canonical(b'[1,"a"]') is None
+    assert fastjson.loads_canonical(b'[1,"a"]\n') == ([1, "a"],)
+
+
+# -- writing: byte identity ---------------------------------------------------------------------------
+def test_a_saved_trace_is_byte_identical_with_and_without_orjson(tmp_path: Any) -> None:
+    """The same trace saved with orjson and with the standard library alone: the same bytes
+    (non-ASCII, U+2028, control characters, quotes, an emoji, ints past 2**63); and orjson wrote
+    the commit log and the narrative (the fast path was taken, not skipped)."""
+    trace = _trace()
+    fast, slow = tmp_path / "fast.json", tmp_path / "slow.json"
+    trace.save(fast)
+    with fastjson.stdlib_only():
+        trace.save(slow)
+    assert fast.read_bytes() == slow.read_bytes()
+    pieces = list(trace._chunks())
+    assert sum(isinstance(p, bytes) for p in pieces) >= 2, "orjson wrote no piece"
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e16, 1e15, 1e-7, 1e-5, 1e-4, 0.0001, -0.0, 1e22, 5e-324, 1.7976931348623157e308, 0.1]),
+    st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x3F)),
+    st.sampled_from(["\ud800", "a\udfffb", "\x7f", "\u2028\u2029", '\\"', "\x00\x08\x0c"]),
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _stdlib_or_error(data: Any) -> Any:
+    try:
+        return dumps(data).encode("utf-8")
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+        return type(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(JSON_VALUES, min_size=1, max_size=6), decision=st.none() | JSON_VALUES)
+def test_property_orjson_pieces_are_the_standard_library_s_bytes(values: list[Any], decision: Any) -> None:
+    """Random commit values (floats such as 1e16 and 1e-7, -0.0, ints past 64 bits, unicode,
+    control characters, lone surrogates): the commit log's text with orjson equals the
+    standard library's byte for byte, or both fail alike; ``dumps_exact`` never returns other
+    bytes than ``serde.dumps``."""
+    commits = [
+        Commit(n, "S", "s", f"s#{n}", (Op(("k", str(n)), "set", v),), ("k",), (), {"d": decision} if n == 0 else None)
+        for n, v in enumerate(values)
+    ]
+
+    def text() -> Any:
+        try:
+            return b"".join(p if isinstance(p, bytes) else p.encode("utf-8") for p in log_chunks(commits))
+        except (ValueError, TypeError) as exc:
+            return type(exc)
+
+    fast = text()
+    with fastjson.stdlib_only():
+        assert text() == fast
+    for value in (values, {"v": values, "d": decision}):
+        exact = fastjson.dumps_exact(value)
+        assert exact is None or exact == _stdlib_or_error(value)
+
+
+def test_floats_and_odd_types_are_left_to_the_standard_library() -> None:
+    """orjson prints 1e-05 as 0.00001 and NaN as null, and writes datetimes that ``json``
+    refuses: data with any float or such a value is not orjson's to write."""
+    import datetime
+
+    for value in ([1e-05], [1.5e-7], [float("nan")], [0.5], [datetime.date(2026, 1, 1)], [{1: "int key"}]):
+        assert fastjson.dumps_exact(value) is None
+    assert fastjson.dumps_exact([{"a": [1, "é", None, True]}]) == dumps([{"a": [1, "é", None, True]}]).encode()
+
+
+def test_records_data_writes_what_the_converter_writes() -> None:
+    """The narrative is written without the converter: the same dicts, in the same key order, for
+    records with every field set and none; a record holding a non-JSON value is left to the converter."""
+    records = [
+        NarrativeEntry("step", 1, "Step 1: Read x", "S", "s", "s#0", "sf", "x", 1),
+        NarrativeEntry("stage", 0, "Stage 1"),
+    ]
+    data, plain = _records_data(records)
+    assert plain and json.dumps(data) == json.dumps(CONVERTER.unstructure(records, list[NarrativeEntry]))
+    assert _records_data([NarrativeEntry("note", 0, "x", key=1.5)])[1] is False  # type: ignore[arg-type]
+
+
+# -- reading: the same trace, the same refusals -------------------------------------------------------
+def _outcome(text: str | bytes, *, stdlib: bool) -> tuple[str, Any]:
+    try:
+        if stdlib:
+            with fastjson.stdlib_only():
+                return "trace", Trace.from_json(text)
+        return "trace", Trace.from_json(text)
+    except CheckpointError as exc:
+        return "refused", (str(exc), exc.path, exc.detail)
+
+
+def test_a_saved_trace_is_read_by_orjson_and_equals_the_standard_reading(tmp_path: Any) -> None:
+    """A file ``save`` wrote is taken by orjson (it writes it back byte for byte) and loads to the
+    same trace as the standard path."""
+    trace = _trace()
+    path = tmp_path / "t.json"
+    trace.save(path)
+    raw = path.read_bytes()
+    assert fastjson.loads_canonical(raw) is not None
+    assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True) == ("trace", trace)
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (lambda t: t.replace('"stage_id":', '"stage_id":"x","stage_id":', 1), r"duplicate key 'stage_id'"),
+        (lambda t: t.replace('"idx":0', '"idx":0,"idx":0', 1), r"duplicate key 'idx'"),
+        (
+            lambda t: t.replace('"version":2', '"version":2,"version":3', 1),
+            r"duplicate key 'version' .* @ \$\.version$",
+        ),
+        (lambda t: t.replace('"value":1', '"value":1e999', 1), r"non-finite float \(inf\)"),
+        (lambda t: t.replace('"value":1', '"value":NaN', 1), r"non-finite float \(nan\)"),
+    ],
+)
+def test_a_damaged_compact_file_is_refused_as_without_orjson(damage: Any, match: str) -> None:
+    """Compact text with a repeated key (orjson would keep the last) or a non-finite number:
+    refused with the standard path's words, orjson installed or not."""
+    text = damage(_text(_trace()))
+    fast, slow = _outcome(text.encode(), stdlib=False), _outcome(text.encode(), stdlib=True)
+    assert fast == slow and fast[0] == "refused"
+    with pytest.raises(CheckpointError, match=match):
+        Trace.from_json(text.encode())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda t: t.replace(":", ": ", 3),  # whitespace
+        lambda t: t.replace('"value":1', '"value":1.0e0', 1),  # a number in another form
+        lambda t: t.replace('"value":1', '"value":10000000000000000000000', 1),  # past 64 bits
+        lambda t: t.replace('"Work"', '"\\u0057ork"', 1),  # an escape the writer would not write
+        lambda t: t.replace('"value":1', '"value":1e-05', 1),  # a float orjson prints another way
+    ],
+)
+def test_non_canonical_text_takes_the_standard_path_and_reads_the_same(change: Any) -> None:
+    """Text the writer would not have written is not orjson's to read: the standard path reads
+    it, to the same trace (or the same refusal) as without orjson."""
+    raw = change(_text(_trace())).encode()
+    assert fastjson.loads_canonical(raw) is None
+    assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)
+
+
+def _compact(rng: random.Random) -> bytes:
+    """A mutated trace as compact text (the form orjson may read), sometimes damaged as text."""
+    text = mutate(json.loads(_text(_trace(4))), rng)
+    try:
+        text = dumps(json.loads(text))
+    except (ValueError, RecursionError):
+        return text.encode("utf-8", "surrogatepass")
+    damage = rng.choice(
+        [None, '"x":1,"x":2', '"x":1e999', '"x":-0', '"x":1E5', '"x":"\\u00e9"', '"x":99999999999999999999']
+    )
+    opens = [i for i, c in enumerate(text) if c == "{" and text[i + 1 : i + 2] != "}"]
+    if damage is not None and opens:  # into a random object, not only the top one
+        at = rng.choice(opens) + 1
+        text = text[:at] + damage + "," + text[at:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_fuzz_compact_traces_load_the_same_with_and_without_orjson(rng: random.Random) -> None:
+    """Mutated compact trace files: orjson's path and the standard one load the same trace or
+    refuse with the same message, path and detail."""
+    raw = _compact(rng)
+    assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)
