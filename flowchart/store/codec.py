@@ -60,7 +60,7 @@ def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
     if not isinstance(items, list):
         raise StoreError(f"run '{run_id}': its stored narrative cannot be read (not a list)")
     out = []
-    for item in items:  # freshly parsed and checked by ``decode``: structured as is, no copy
+    for item in items:  # freshly parsed and checked: structured as is, without a JSON round trip each
         if isinstance(item, str):
             out.append(NarrativeEntry("line", 0, item))
             continue
