@@ -88,8 +88,11 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
 
     The prefix is the innermost subflow's full id (``writer/deep``), i.e. ``ctx.subflow_id``.
     """
-    prefix = ctx.subflow_id
-    if not prefix or name.startswith(prefix + "/"):
+    path = ctx.subflow_path  # ``subflow_id`` without the property call: this runs for every line
+    if not path:
+        return name
+    prefix = path[-1]
+    if name.startswith(prefix + "/"):
         return name
     return f"{prefix}/{name}"
 
@@ -542,7 +545,7 @@ class NarrativeRecorder:
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
     def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
-        flow_key = ctx.subflow_id or ""
+        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
         number = self._stage_counters.get(flow_key, 0) + 1
         self._stage_counters[flow_key] = number
         first = flow_key not in self._started
