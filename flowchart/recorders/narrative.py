@@ -92,7 +92,7 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
     if not path:
         return name
     prefix = path[-1]
-    if name.startswith(prefix + "/"):
+    if not prefix or name.startswith(prefix + "/"):
         return name
     return f"{prefix}/{name}"
 
