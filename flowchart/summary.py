@@ -94,6 +94,13 @@ def _utf16_slice(text: str, end: int) -> str:
     return units[: 2 * stop].decode("utf-16-le", errors="ignore")
 
 
+def list_summary(count: int) -> str:
+    """How ``summarize_value`` shows a list of ``count`` items: ``[]``, ``(1 item)``, ``(3 items)``."""
+    if not count:
+        return "[]"
+    return f"({count} item{'s' if count > 1 else ''})"
+
+
 def summarize_value(value: Any, max_len: int = 80) -> str:
     """Summarise a JSON value for one narrative line, as footprintjs's ``summarizeValue``."""
     if isinstance(value, str):  # the commonest kind first (a str is never None nor a bool)
@@ -106,10 +113,7 @@ def summarize_value(value: Any, max_len: int = 80) -> str:
     if value is None:
         return "null"
     if isinstance(value, _SEQUENCES):  # before bool and number: lists are the more common
-        count = len(value)
-        if not count:
-            return "[]"
-        return f"({count} item{'s' if count > 1 else ''})"
+        return list_summary(len(value))
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _NUMBERS):

@@ -63,7 +63,7 @@ from flowchart.events import (
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
-from flowchart.summary import js_object_keys, summarize_value
+from flowchart.summary import js_object_keys, list_summary, summarize_value
 from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
@@ -88,7 +88,10 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
 
     The prefix is the innermost subflow's full id (``writer/deep``), i.e. ``ctx.subflow_id``.
     """
-    prefix = ctx.subflow_id
+    path = ctx.subflow_path  # ``subflow_id`` without the property call: this runs for every line
+    if not path:
+        return name
+    prefix = path[-1]
     if not prefix or name.startswith(prefix + "/"):
         return name
     return f"{prefix}/{name}"
@@ -250,6 +253,8 @@ class NarrativeRecorder:
         # ``_summarizes`` inline: this runs for every container a narrated stage reads
         if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
             return plain(view)
+        if isinstance(view, list):  # a list's summary is its length: keep that, word it when read
+            return _Told(None, len(view))
         return _Told(summarize_value(view, self.max_value_length))
 
     @property
@@ -540,7 +545,7 @@ class NarrativeRecorder:
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
     def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
-        flow_key = ctx.subflow_id or ""
+        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
         number = self._stage_counters.get(flow_key, 0) + 1
         self._stage_counters[flow_key] = number
         first = flow_key not in self._started
@@ -643,12 +648,20 @@ class NarrativeRecorder:
 
 
 class _Told:
-    """A value the narrative summarised when the stage made it (see ``snapshot_view``)."""
+    """A value the narrative summarised when the stage made it (see ``snapshot_view``): its
+    summary, or for a list only its length (the summary is worded from it when read)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("count", "summary")
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, summary: str | None, count: int = 0) -> None:
+        self.summary = summary
+        self.count = count
+
+    @property
+    def text(self) -> str:
+        if self.summary is None:
+            self.summary = list_summary(self.count)
+        return self.summary
 
 
 def _summary(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
