@@ -424,7 +424,7 @@ class NarrativeRecorder:
         decider = _qualify(event.decider, ctx)
         self._stage_line(ctx, decider, event.description, 0)
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
-        self._push_line("condition", 1, ctx, decider, sentences.decision, args)
+        self._push_line(_Line("condition", 1, ctx, decider, sentences.decision, args))
 
     def on_fork(self, event: ForkEvent) -> None:
         """``[Parallel]: Forking into N parallel paths: ...``."""
@@ -473,7 +473,7 @@ class NarrativeRecorder:
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
         target = _qualify(event.target, event.ctx)
-        self._push_line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description))
+        self._push_line(_Line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description)))
 
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
@@ -555,7 +555,7 @@ class NarrativeRecorder:
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
         if text is None:
-            self._push_line("stage", 0, ctx, name, _stage_sentence, (number, name, description, first, passes))
+            self._push_line(_Line("stage", 0, ctx, name, _stage_sentence, (number, name, description, first, passes)))
         else:
             self._push("stage", 0, text, ctx, stage_name=name)
         self._flush(ctx, name)
@@ -606,22 +606,13 @@ class NarrativeRecorder:
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
-    def _push_line(
-        self,
-        kind: str,
-        depth: int,
-        ctx: TraversalContext,
-        stage_name: str | None,
-        word: Callable[..., str],
-        args: tuple[Any, ...],
-    ) -> None:
-        """Push an entry whose sentence is ``word(*args)``, worded when first read.
+    def _push_line(self, line: _Line) -> None:
+        """Push an entry whose sentence is worded when first read (a ``_Line``).
 
         The numbering and everything the sentence depends on are fixed now (the arguments
         are values nobody changes afterwards); only the wording waits. A live reader (a
         stream) is handed the line at once, worded when it reads the text.
         """
-        line = _Line(kind, depth, ctx, stage_name, word, args)
         records = self._records
         self._lazy = True
         if type(records) is _Followed:
