@@ -194,9 +194,10 @@ def test_a_load_leaves_the_collector_on_and_an_application_s_frozen_objects_froz
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert frozen > 1000
         Trace.from_json(text)
-        assert gc.isenabled() and gc.get_freeze_count() >= frozen
+        # a frozen object may still die (its count goes down by one); an unfreeze moves them all
+        assert gc.isenabled() and gc.get_freeze_count() > frozen * 0.9
     finally:
         gc.unfreeze()
     with pytest.raises(CheckpointError):
