@@ -127,6 +127,27 @@ def loads_canonical(raw: str | bytes) -> tuple[Any] | None:
     return (data,) if same else None
 
 
+def loads_rows(rows: Sequence[str]) -> list[Any] | None:
+    """Each of ``rows`` (stored JSON documents, one value each) parsed by orjson on its own;
+    ``None`` unless every row is exactly the text orjson writes for its value — what
+    ``loads_canonical`` proves of one row, in one tight loop for a run's many rows."""
+    if _orjson is None or not _enabled[0]:
+        return None
+    loads, dumps = _orjson.loads, _orjson.dumps
+    out: list[Any] = []
+    append = out.append
+    try:
+        for row in rows:
+            raw = row.encode("utf-8")
+            value = loads(raw)
+            if dumps(value) != raw:
+                return None
+            append(value)
+    except (ValueError, TypeError, AttributeError):  # not JSON, a lone surrogate, not text
+        return None
+    return out
+
+
 def _same_text(data: Any, raw: bytes) -> bool:
     """``orjson.dumps(data) == raw``, compared piece by piece (a key at a time for the top-level
     object, ``CHUNK`` items at a time for its big lists) so the text is never encoded whole."""

@@ -15,11 +15,13 @@ HMAC bound to the run id and the column, and verifies each one as it reads it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..commits import Commit, commit_data, commit_from_parsed
 from ..errors import CheckpointError
 from ..failure import RunFailure
+from ..fastjson import loads_rows
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
@@ -125,6 +127,25 @@ def decode_commit(text: str) -> Commit:
     walked within the limits and read as before."""
     data, proved = parse_proven(text, what="stored commit", proof=_one_commit, fast=True)
     return proved[0] if proved is not None else commit_from_parsed(data)
+
+
+def decode_commits(texts: Sequence[str]) -> tuple[Commit, ...]:
+    """``decode_commit`` of every row, in order. With the ``[fast]`` extra, rows that are all
+    plainly right (each row exactly the text orjson writes for its value: ``fastjson.loads_rows``,
+    so no row can reach into the next) are parsed in one pass and structured together by the
+    trace file's columnar strict pass; anything else is decoded row by row, which names the
+    bad row."""
+    if len(texts) >= _BATCH:
+        rows = loads_rows(texts)
+        if rows is not None:
+            commits = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
+            if commits is not None and len(commits) == len(texts):
+                return tuple(commits)
+    return tuple(map(decode_commit, texts))
+
+
+#: below this many rows the per-row pass costs no more than the columnar one
+_BATCH = 64
 
 
 def _one_commit(data: Any) -> list[Commit] | None:

@@ -86,7 +86,7 @@ class MemoryStore:
             subflows.update(codec.decode_subflows(text, run_id))
         return RunRecord(
             run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
-            input=codec.decode(row.input), commit_log=tuple(codec.decode_commit(c) for c in row.commits),
+            input=codec.decode(row.input), commit_log=codec.decode_commits(row.commits),
             checkpoint=codec.decode_checkpoint(row.checkpoint),
             question=read_question(row.kind, codec.decode(row.question)),
             output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),

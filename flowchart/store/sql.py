@@ -26,6 +26,7 @@ from ..narrative_entry import NarrativeEntry
 from ..redaction import Redaction
 from ..signing import check_key
 from ..trace import SubflowTrace
+from ..trace_codec import no_gc_pauses
 from . import codec
 from .protocol import (
     AlreadyAnsweredError,
@@ -138,7 +139,8 @@ class SqlStore:
             row = self._run(cur, f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
-            return self._record(cur, row)
+            with no_gc_pauses():  # a big run's record is hundreds of thousands of objects and no cycle
+                return self._record(cur, row)
 
     def list(
         self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
@@ -171,9 +173,8 @@ class SqlStore:
         key = self._key
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
         commits = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
-        log = tuple(
-            codec.decode_commit(str(codec.unseal(body, key, run_id, f"commit {seq}")))
-            for seq, body in commits.fetchall()
+        log = codec.decode_commits(
+            [str(codec.unseal(body, key, run_id, f"commit {seq}")) for seq, body in commits.fetchall()]
         )
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())

@@ -103,3 +103,78 @@ def test_fuzz_stored_rows_read_the_same_on_both_paths(rng: random.Random) -> Non
         assert fast == slow
     fast, slow = _both(codec.decode_narrative, narrative, "fz")
     assert fast == slow
+
+
+def _row(index: int, value: Any) -> str:
+    commit = Commit(index, "Step", "step", f"step#{index}", (Op(("items",), "append", [value]),), ("items",))
+    return dumps(commit_data(commit))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(
+        st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5), st.none()),
+        min_size=0,
+        max_size=90,
+    ),
+    rng=st.randoms(use_true_random=False),
+)
+def test_a_run_s_rows_read_together_as_one_by_one(values: list[Any], rng: random.Random) -> None:
+    """``decode_commits`` (many rows, structured together when every row is plainly right) reads
+    exactly what ``decode_commit`` reads row by row — with one row damaged too, where it refuses
+    with the same words."""
+    rows = [_row(i, v) for i, v in enumerate(values)]
+    by_row = _read(lambda: tuple(codec.decode_commit(r) for r in rows))
+    assert _read(codec.decode_commits, rows) == by_row
+    if rows:
+        at = rng.randrange(len(rows))
+        rows[at] = mutate(json.loads(rows[at]), rng)
+        assert _read(codec.decode_commits, rows) == _read(lambda: tuple(codec.decode_commit(r) for r in rows))
+
+
+def test_a_row_holding_two_commits_is_refused_even_among_many() -> None:
+    """Rows are parsed one by one, never joined: a row that holds two commits, with another row
+    cut short to make the count match, is refused as the row-by-row path refuses it."""
+    rows = [_row(i, i) for i in range(80)]
+    rows[10] = rows[10] + "," + rows[11]
+    rows[11] = "{"
+    refused = _read(codec.decode_commits, rows)
+    assert refused[0] == "refused" and refused == _read(lambda: tuple(codec.decode_commit(r) for r in rows))
+
+
+def test_plain_rows_are_structured_together_when_orjson_is_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the ``[fast]`` extra, a run of plainly right rows never goes row by row (the point
+    of ``decode_commits``: one columnar pass); without it, every row does."""
+    pytest.importorskip("orjson")
+    rows = [_row(i, i) for i in range(80)]
+    expected = tuple(codec.decode_commit(r) for r in rows)
+
+    def one_by_one(_text: str) -> Commit:
+        raise AssertionError("read row by row")
+
+    monkeypatch.setattr(codec, "decode_commit", one_by_one)
+    assert codec.decode_commits(rows) == expected
+    with fastjson.stdlib_only(), pytest.raises(AssertionError, match="row by row"):
+        codec.decode_commits(rows)
+
+
+def test_a_stored_run_read_leaves_the_collector_on(tmp_path: Any) -> None:
+    """``store.get`` holds the cycle collector while it builds a record (a big run's record is
+    hundreds of thousands of objects and no cycle) and turns it back on, also when the run is
+    not there."""
+    import gc
+
+    from flowchart import flow_chart
+    from flowchart.store import RunNotFoundError, SqliteStore
+
+    store = SqliteStore(tmp_path / "runs.db")
+
+    def step(scope: Any) -> None:
+        scope.n = 1
+
+    result = flow_chart("Step", step, "step").build().run(store=store)
+    assert list(store.get(result.run_id).commit_log) == list(result.commit_log)
+    assert gc.isenabled()
+    with pytest.raises(RunNotFoundError, match="no run 'missing'"):
+        store.get("missing")
+    assert gc.isenabled()
