@@ -16,7 +16,7 @@ else holds them).
 
 from __future__ import annotations
 
-from itertools import chain, islice, product, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import Any, get_args
 
@@ -42,10 +42,10 @@ _STR_OR_NONE = frozenset((str, type(None)))
 _OP_VALUE_DEPTH = 6
 _DECISION_DEPTH = 4
 _RECORD_FIELDS = tuple(f.name for f in attrs.fields(NarrativeEntry))
-_record_values = itemgetter(*_RECORD_FIELDS)
+_FIELD_GETTERS = tuple(map(itemgetter, _RECORD_FIELDS))
 # the JSON types a record's values may have, field by field (as the converter reads them)
 _RECORD_KINDS = {"type": (str,), "depth": (int,), "text": (str,), "step_number": (int, type(None))}
-_RECORD_TYPES = frozenset(product(*(_RECORD_KINDS.get(name, (str, type(None))) for name in _RECORD_FIELDS)))
+_COLUMN_KINDS = tuple(frozenset(_RECORD_KINDS.get(name, (str, type(None)))) for name in _RECORD_FIELDS)
 
 
 def _strs(value: Any) -> bool:
@@ -185,18 +185,21 @@ def parsed_narrative(raw: Any) -> list[NarrativeEntry] | None:
     """A freshly parsed narrative (a list of records, at nesting 2) as ``NarrativeEntry``
     records, or ``None`` when anything is not plainly right (exact keys and JSON types, as
     the converter requires; record types and depths are checked after, as for any trace).
-    Each record's JSON types are one tuple looked up in the set of the accepted ones."""
+    The JSON types are checked a field at a time over all records (in C: no tuple per record)."""
     if type(raw) is not list or not set(map(type, raw)) <= _DICT:
         return None
     if raw and set(map(len, raw)) != {len(_RECORD_FIELDS)}:
         return None
-    try:
-        rows = list(map(_record_values, raw))
+    if not raw:
+        return []
+    try:  # a column per field, in C (no tuple per record); exactly these keys, as the length check said
+        columns = [list(map(getter, raw)) for getter in _FIELD_GETTERS]
     except KeyError:
         return None
-    if not set(map(tuple, map(map, repeat(type), rows))) <= _RECORD_TYPES:
+    # field by field: the accepted type tuples are every combination of each field's kinds
+    if not all(set(map(type, column)) <= kinds for column, kinds in zip(columns, _COLUMN_KINDS, strict=True)):
         return None
-    return list(map(NarrativeEntry, *zip(*rows, strict=True))) if rows else []
+    return list(map(NarrativeEntry, *columns))
 
 
 @attrs.frozen
