@@ -72,6 +72,7 @@ LAYERS: dict[str, int] = {
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
+    "flowchart.recorders.narrative_lines": 4,
     "flowchart.recorders.sentences": 4,
     "flowchart.recorders.rendering": 4,
     "flowchart.recorders.summary": 4,

@@ -62,8 +62,10 @@ from flowchart.events import (
 )
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
+from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of
+from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
-from flowchart.summary import js_object_keys, list_summary, summarize_value
+from flowchart.summary import js_object_keys, summarize_value
 from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
@@ -77,10 +79,6 @@ _LINE_STAGE_TYPES = frozenset({"linear", "pausable"})
 #: ``(kind, key, summary, step, operation, raw)``, kind one of read | write | emit; ``raw``
 #: is the value itself, kept only when a renderer's ``render_op`` will ask for it
 _Op = tuple[str, str, str, int, str, Any]
-
-#: one entry as stored: ``(type, depth, text, stage_name, ctx, key, step_number)``; the
-#: :class:`NarrativeEntry` records are built from these only when :meth:`records` asks
-_Entry = tuple[str, int, str, str | None, TraversalContext, str | None, int | None]
 
 
 def _qualify(name: str, ctx: TraversalContext) -> str:
@@ -116,7 +114,7 @@ class NarrativeRecorder:
     _pending: dict[str, list[_Op]] = attrs.field(factory=dict, init=False, repr=False)
     #: the batches of stages whose headline has not come yet, by runtime id (raw ``StageOp``s)
     _batches: dict[str, list[Any]] = attrs.field(factory=dict, init=False, repr=False)
-    #: True while ``_records`` holds a :class:`_Batch` not yet told in sentences
+    #: True while ``_records`` holds a :class:`Batch` not yet told in sentences
     _lazy: bool = attrs.field(default=False, init=False, repr=False)
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
@@ -172,9 +170,9 @@ class NarrativeRecorder:
             for entry in self._records:
                 if type(entry) is tuple:
                     push(entry)
-                else:  # a _Batch or a _Line: worded now, once
+                else:  # a Batch or a Line: worded now, once
                     extend(entry.entries())  # type: ignore[attr-defined]
-            if type(self._records) is _Followed:
+            if type(self._records) is Followed:
                 self._records[:] = told  # keep following: the stream goes on after a mid-run read
             else:
                 self._records = told
@@ -192,7 +190,7 @@ class NarrativeRecorder:
         moment: ``batch.ctx`` is the stage's context and ``batch.entries()`` words its ``count``
         entries the first time it is called (then keeps them; ``lines()`` shares them).
         """
-        self._records = _Followed(self._told(), on_entry, on_batch)
+        self._records = Followed(self._told(), on_entry, on_batch)
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
@@ -254,8 +252,8 @@ class NarrativeRecorder:
         if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
             return plain(view)
         if isinstance(view, list):  # a list's summary is its length: keep that, word it when read
-            return _Told(None, len(view))
-        return _Told(summarize_value(view, self.max_value_length))
+            return Told(None, len(view))
+        return Told(summarize_value(view, self.max_value_length))
 
     @property
     def _summarizes(self) -> bool:
@@ -295,11 +293,11 @@ class NarrativeRecorder:
             if kind == "read" or kind == "missing":
                 if key:
                     step += 1
-                    summary = "undefined" if kind == "missing" else _summary(fmt, value, max_len)
+                    summary = "undefined" if kind == "missing" else summary_of(fmt, value, max_len)
                     append(("read", key, summary, step, "set", value if keep_raw else None))
             elif kind == "write":
                 step += 1
-                append(("write", key, _summary(fmt, value, max_len), step, operation, value if keep_raw else None))
+                append(("write", key, summary_of(fmt, value, max_len), step, operation, value if keep_raw else None))
                 tell = self.notes.get(key) if self.notes else None
                 if tell is not None and operation != "delete":
                     self._note(rid, key, tell, value)
@@ -338,12 +336,12 @@ class NarrativeRecorder:
         for kind, key, value, operation, _hidden in batch:
             if kind == "write":
                 step += 1
-                summary = value.text if type(value) is _Told else fmt(value, max_len)
+                summary = value.text if type(value) is Told else fmt(value, max_len)
             elif kind == "read":
                 if not key:
                     continue
                 step += 1
-                summary = value.text if type(value) is _Told else fmt(value, max_len)
+                summary = value.text if type(value) is Told else fmt(value, max_len)
                 operation = "set"
             elif kind == "missing":
                 if not key:
@@ -424,7 +422,7 @@ class NarrativeRecorder:
         decider = _qualify(event.decider, ctx)
         self._stage_line(ctx, decider, event.description, 0)
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
-        self._push_line(_Line("condition", 1, ctx, decider, sentences.decision, args))
+        self._push_line(Line("condition", 1, ctx, decider, sentences.decision, args))
 
     def on_fork(self, event: ForkEvent) -> None:
         """``[Parallel]: Forking into N parallel paths: ...``."""
@@ -473,7 +471,7 @@ class NarrativeRecorder:
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
         target = _qualify(event.target, event.ctx)
-        self._push_line(_Line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description)))
+        self._push_line(Line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description)))
 
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
@@ -555,7 +553,7 @@ class NarrativeRecorder:
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
         if text is None:
-            self._push_line(_Line("stage", 0, ctx, name, _stage_sentence, (number, name, description, first, passes)))
+            self._push_line(Line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes)))
         else:
             self._push("stage", 0, text, ctx, stage_name=name)
         self._flush(ctx, name)
@@ -567,8 +565,8 @@ class NarrativeRecorder:
                 records = self._records
                 if not self._summarizes:  # tell it now: no value outlives its stage
                     self._tell_batch(ctx, stage_name, batch, records.append)
-                elif type(records) is not _Followed:
-                    records.append(_Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+                elif type(records) is not Followed:
+                    records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
                     self._lazy = True
                 else:
                     on_batch = records.on_batch
@@ -576,7 +574,7 @@ class NarrativeRecorder:
                     if on_batch is None or count is None:  # a reader of entries only, or a note due
                         self._tell_batch(ctx, stage_name, batch, records.append)
                     else:  # a live reader told how many entries, worded when it reads them
-                        told = _Batch(ctx, stage_name, batch, self)
+                        told = Batch(ctx, stage_name, batch, self)
                         list.append(records, told)
                         self._lazy = True
                         if count:
@@ -606,8 +604,8 @@ class NarrativeRecorder:
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
-    def _push_line(self, line: _Line) -> None:
-        """Push an entry whose sentence is worded when first read (a ``_Line``).
+    def _push_line(self, line: Line) -> None:
+        """Push an entry whose sentence is worded when first read (a ``Line``).
 
         The numbering and everything the sentence depends on are fixed now (the arguments
         are values nobody changes afterwards); only the wording waits. A live reader (a
@@ -615,7 +613,7 @@ class NarrativeRecorder:
         """
         records = self._records
         self._lazy = True
-        if type(records) is _Followed:
+        if type(records) is Followed:
             list.append(records, line)
             if records.on_batch is not None:
                 records.on_batch(line, 1)
@@ -636,103 +634,6 @@ class NarrativeRecorder:
         step: int | None = None,
     ) -> None:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
-
-
-class _Told:
-    """A value the narrative summarised when the stage made it (see ``snapshot_view``): its
-    summary, or for a list only its length (the summary is worded from it when read)."""
-
-    __slots__ = ("count", "summary")
-
-    def __init__(self, summary: str | None, count: int = 0) -> None:
-        self.summary = summary
-        self.count = count
-
-    @property
-    def text(self) -> str:
-        if self.summary is None:
-            self.summary = list_summary(self.count)
-        return self.summary
-
-
-def _summary(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
-    return value.text if type(value) is _Told else fmt(value, max_len)
-
-
-class _Batch:
-    """A stage's operations in the entry list, told in sentences when first read (``entries``)."""
-
-    __slots__ = ("_told", "ctx", "ops", "owner", "stage_name")
-
-    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any], owner: NarrativeRecorder) -> None:
-        self.ctx = ctx
-        self.stage_name = stage_name
-        self.ops = ops
-        self.owner = owner
-        self._told: list[_Entry] | None = None
-
-    def entries(self) -> list[_Entry]:
-        """The batch's entries, worded on the first call (the values are the batch's own:
-        summaries made at the operation, or committed values, which nobody mutates)."""
-        told = self._told
-        if told is None:
-            told = self._told = []
-            self.owner._tell_batch(self.ctx, self.stage_name, self.ops, told.append)
-        return told
-
-
-def _stage_sentence(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
-    return sentences.stage(number, name, description, first=first, passes=passes)
-
-
-class _Line:
-    """One entry in the entry list, worded when first read (see ``_push_line``)."""
-
-    __slots__ = ("_told", "args", "ctx", "depth", "kind", "stage_name", "word")
-
-    def __init__(
-        self,
-        kind: str,
-        depth: int,
-        ctx: TraversalContext,
-        stage_name: str | None,
-        word: Callable[..., str],
-        args: tuple[Any, ...],
-    ) -> None:
-        self.kind = kind
-        self.depth = depth
-        self.ctx = ctx
-        self.stage_name = stage_name
-        self.word = word
-        self.args = args
-        self._told: list[_Entry] | None = None
-
-    def entries(self) -> list[_Entry]:
-        """The one entry, worded on the first call (then kept)."""
-        told = self._told
-        if told is None:
-            text = self.word(*self.args)
-            told = self._told = [(self.kind, self.depth, text, self.stage_name, self.ctx, None, None)]
-            self.args = ()
-        return told
-
-
-class _Followed(list):
-    """The narrative's entry list, telling a live reader of each entry as it is appended."""
-
-    def __init__(
-        self,
-        entries: list[Any],
-        on_entry: Callable[[tuple[Any, ...]], Any],
-        on_batch: Callable[[Any, int], Any] | None = None,
-    ) -> None:
-        super().__init__(entries)
-        self.on_entry = on_entry
-        self.on_batch = on_batch
-
-    def append(self, entry: Any) -> None:
-        list.append(self, entry)  # not super(): this runs for every line a stream tells
-        self.on_entry(entry)
 
 
 @attrs.define
