@@ -119,9 +119,9 @@ def loads_canonical(raw: str | bytes) -> tuple[Any] | None:
         data = _orjson.loads(raw)
     except ValueError:  # orjson.JSONDecodeError: not JSON, NaN, nested past orjson's limit
         return None
-    body = raw[:-1] if raw.endswith(b"\n") else raw
+    end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)  # an end, not a slice: no copy of the text
     try:
-        same = _same_text(data, body)
+        same = _same_text(data, raw, end)
     except TypeError:  # pragma: no cover - what orjson read it writes back; kept fail closed
         return None
     return (data,) if same else None
@@ -148,41 +148,42 @@ def loads_rows(rows: Sequence[str]) -> list[Any] | None:
     return out
 
 
-def _same_text(data: Any, raw: bytes) -> bool:
-    """``orjson.dumps(data) == raw``, compared piece by piece (a key at a time for the top-level
-    object, ``CHUNK`` items at a time for its big lists) so the text is never encoded whole."""
+def _same_text(data: Any, raw: bytes, end: int) -> bool:
+    """``orjson.dumps(data) == raw[:end]``, compared piece by piece (a key at a time for the
+    top-level object, ``CHUNK`` items at a time for its big lists) so the text is never encoded
+    whole, and never sliced whole either (a big trace's text is tens of MB)."""
     assert _orjson is not None
     dumps = _orjson.dumps
-    if type(data) is not dict or len(raw) < _WHOLE:
-        return bool(dumps(data) == raw)
+    if type(data) is not dict or end < _WHOLE:
+        return bool(dumps(data) == raw[:end])
     pos = 0
     for n, (key, value) in enumerate(data.items()):
         head = (b"," if n else b"{") + dumps(key) + b":"
-        if not raw.startswith(head, pos):
+        if not raw.startswith(head, pos, end):
             return False
         pos += len(head)
         if type(value) is list and len(value) > CHUNK:
-            pos = _same_list(value, raw, pos)
+            pos = _same_list(value, raw, pos, end)
             if pos < 0:
                 return False
             continue
         text = dumps(value)
-        if not raw.startswith(text, pos):
+        if not raw.startswith(text, pos, end):
             return False
         pos += len(text)
-    return raw[pos:] == (b"}" if data else b"{}")
+    return raw[pos:end] == (b"}" if data else b"{}")
 
 
-def _same_list(items: Sequence[Any], raw: bytes, pos: int) -> int:
-    """Where ``items``'s text ends in ``raw`` if it starts at ``pos``, else ``-1``."""
+def _same_list(items: Sequence[Any], raw: bytes, pos: int, end: int) -> int:
+    """Where ``items``'s text ends in ``raw[:end]`` if it starts at ``pos``, else ``-1``."""
     assert _orjson is not None
     for start in range(0, len(items), CHUNK):
         text = _orjson.dumps(items[start : start + CHUNK])
         piece = (b"[" if start == 0 else b",") + text[1:-1]
-        if not raw.startswith(piece, pos):
+        if not raw.startswith(piece, pos, end):
             return -1
         pos += len(piece)
-    return pos + 1 if raw.startswith(b"]", pos) else -1
+    return pos + 1 if raw.startswith(b"]", pos, end) else -1
 
 
 __all__ = ["CHUNK", "available", "dumps_exact", "loads_canonical", "plain", "stdlib_only"]

@@ -185,7 +185,9 @@ def parsed_narrative(raw: Any) -> list[NarrativeEntry] | None:
     """A freshly parsed narrative (a list of records, at nesting 2) as ``NarrativeEntry``
     records, or ``None`` when anything is not plainly right (exact keys and JSON types, as
     the converter requires; record types and depths are checked after, as for any trace).
-    The JSON types are checked a field at a time over all records (in C: no tuple per record)."""
+    The JSON types are checked a field at a time over all records (in C: no tuple per record).
+    Once proven, ``raw`` is emptied (its dicts freed before the records are made): the caller
+    passes a list it parsed for this and keeps no other use of it."""
     if type(raw) is not list or not set(map(type, raw)) <= _DICT:
         return None
     if raw and set(map(len, raw)) != {len(_RECORD_FIELDS)}:
@@ -199,6 +201,7 @@ def parsed_narrative(raw: Any) -> list[NarrativeEntry] | None:
     # field by field: the accepted type tuples are every combination of each field's kinds
     if not all(set(map(type, column)) <= kinds for column, kinds in zip(columns, _COLUMN_KINDS, strict=True)):
         return None
+    raw.clear()  # proven: its dicts go now, before the records are made (the load's peak memory)
     return list(map(NarrativeEntry, *columns))
 
 
