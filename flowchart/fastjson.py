@@ -128,23 +128,16 @@ def loads_canonical(raw: str | bytes) -> tuple[Any] | None:
 
 
 def loads_rows(rows: Sequence[str]) -> list[Any] | None:
-    """Each of ``rows`` (stored JSON documents, one value each) parsed by orjson on its own;
-    ``None`` unless every row is exactly the text orjson writes for its value — what
-    ``loads_canonical`` proves of one row, in one tight loop for a run's many rows."""
-    if _orjson is None or not _enabled[0]:
-        return None
-    loads, dumps = _orjson.loads, _orjson.dumps
+    """``loads_canonical`` of each of ``rows`` (stored JSON documents, one value each), or
+    ``None`` as soon as one is not the text orjson writes for its value. Each row is read
+    on its own: no row can hold two values or part of one, whatever the others hold."""
     out: list[Any] = []
     append = out.append
-    try:
-        for row in rows:
-            raw = row.encode("utf-8")
-            value = loads(raw)
-            if dumps(value) != raw:
-                return None
-            append(value)
-    except (ValueError, TypeError, AttributeError):  # not JSON, a lone surrogate, not text
-        return None
+    for row in rows:
+        found = loads_canonical(row)
+        if found is None:
+            return None
+        append(found[0])
     return out
 
 

@@ -66,6 +66,9 @@ class StreamTap:
         self.narrative = narrative
         self.translate = translate
         self.emit_kinds = emit_kinds or {}
+        #: per emit name with a typed kind: True to translate it, False to drop it; others plain
+        self._typed = {name: kind in kinds for name, kind in self.emit_kinds.items()} if translate is not None else {}
+        self._plain = "emit" in kinds
         #: the top-level commit log as the engine appended it (kept while ``guards``)
         self.commits: list[Any] = []
         #: True when the run can be cancelled mid-way (it awaits): commits are kept, stage starts checked
@@ -150,11 +153,6 @@ class StreamTap:
         """The tap's own hooks this stream needs, by hook name."""
         kinds = self.kinds
         own: dict[str, Callable[..., None]] = {"on_error": self._error, "on_pause": self._pause}
-        #: per emit name with a typed kind: True to translate it, False to drop it; others plain
-        self._typed = (
-            {name: kind in kinds for name, kind in self.emit_kinds.items()} if self.translate is not None else {}
-        )
-        self._plain = "emit" in kinds
         if "stage" in kinds or self.guards:
             own["take_stage_start"] = self._stage_start
         if "commit" in kinds or self.guards:

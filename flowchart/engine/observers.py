@@ -32,6 +32,7 @@ class Observers:
     """The hooks of a run's recorders, bound per hook name."""
 
     __slots__ = (
+        "_fields",
         "_hooks",
         "any",
         "batch_emits",
@@ -88,7 +89,9 @@ class Observers:
                 hook = getattr(recorder, name, None)
                 if callable(hook):
                     self._hooks.setdefault(name, []).append((recorder, hook))
-        #: the field hooks' takers, in attach order (empty tuples when nobody takes them)
+        #: the field hooks' takers by hook name, in attach order; and one per point, the
+        #: engine's test of whether anybody takes it (an empty tuple: nobody)
+        self._fields = {name: tuple(takers) for name, takers in fields.items()}
         self.stage_takers = tuple(fields["take_stage_start"])
         self.emit_takers = tuple(fields["take_emit"])
         self.commit_takers = tuple(fields["take_commit"])
@@ -126,45 +129,14 @@ class Observers:
             except Exception as exc:  # a recorder must never break a run
                 self._report(recorder, name, exc, getattr(event, "ctx", None))
 
-    def stage_started(self, ctx: TraversalContext) -> None:
-        """Call every ``take_stage_start(ctx)`` (a failing one is reported, as for events)."""
-        for recorder, hook in self.stage_takers:
+    def take(self, hook: str, ctx: TraversalContext, *fields: Any) -> None:
+        """Call every field hook ``hook`` (``take_emit``, ...) with ``ctx`` and the point's
+        ``fields``, in attach order; a failing one is reported to the others, as for events."""
+        for recorder, fn in self._fields[hook]:
             try:
-                hook(ctx)
+                fn(ctx, *fields)
             except Exception as exc:
-                self._report(recorder, "take_stage_start", exc, ctx)
-
-    def emitted(self, ctx: TraversalContext, name: str, payload: Any) -> None:
-        """Call every ``take_emit(ctx, name, payload)``."""
-        for recorder, hook in self.emit_takers:
-            try:
-                hook(ctx, name, payload)
-            except Exception as exc:
-                self._report(recorder, "take_emit", exc, ctx)
-
-    def committed(self, ctx: TraversalContext, commit: Any) -> None:
-        """Call every ``take_commit(ctx, commit)``."""
-        for recorder, hook in self.commit_takers:
-            try:
-                hook(ctx, commit)
-            except Exception as exc:
-                self._report(recorder, "take_commit", exc, ctx)
-
-    def stage_ops(self, ctx: TraversalContext, ops: list[Any]) -> None:
-        """Call every ``take_stage_ops(ctx, ops)``."""
-        for recorder, hook in self.ops_takers:
-            try:
-                hook(ctx, ops)
-            except Exception as exc:
-                self._report(recorder, "take_stage_ops", exc, ctx)
-
-    def stage_executed(self, ctx: TraversalContext, name: str, description: str | None, stage_type: str) -> None:
-        """Call every ``take_stage_executed(ctx, stage_name, description, stage_type)``."""
-        for recorder, hook in self.executed_takers:
-            try:
-                hook(ctx, name, description, stage_type)
-            except Exception as exc:
-                self._report(recorder, "take_stage_executed", exc, ctx)
+                self._report(recorder, hook, exc, ctx)
 
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
         others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]
