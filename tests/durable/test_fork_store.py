@@ -4,12 +4,12 @@ run id as the source, and the stored fork's log folding from ``{}``."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fork_charts import big_chart
+from old_schema import insert_old_run
 
 from flowchart import ForkError, replay
 from flowchart.store import MemoryStore, SqliteStore
@@ -85,12 +85,7 @@ def test_a_version_4_database_migrates_to_lineage_columns(tmp_path: Path) -> Non
     raw.execute("DROP INDEX runs_by_parent")
     raw.execute("ALTER TABLE runs DROP COLUMN forked_at")
     raw.execute("ALTER TABLE runs DROP COLUMN parent_run_id")
-    now = time.time()
-    raw.execute(
-        "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at) "
-        "VALUES ('old', 'chart', 'f', 'done', '{}', ?, ?)",
-        (now, now),
-    )
+    insert_old_run(raw)
     raw.commit()
     raw.close()
     store = SqliteStore(path)

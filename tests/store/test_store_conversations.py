@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from chat_agent import Recall, chat_agent
+from old_schema import insert_old_run, schema_database
 
 from agent import ConversationBusyError, Paused
 from agent.explain import explain_answer
 from flowchart import replay
 from flowchart.store import RunStore, SqliteStore, TurnTakenError
-from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
+from flowchart.store.schema import SCHEMA_VERSION
 from governance import check_in_approved
 
 TURN_ONE = [
@@ -228,18 +229,8 @@ def test_a_version_2_database_migrates_in_place_and_old_runs_still_load(tmp_path
     """A store written before conversations is migrated to the current schema on open; its old
     runs load with no conversation, and conversation turns then work on it."""
     path = tmp_path / "old.db"
-    raw = sqlite3.connect(path)
-    raw.execute(VERSION_TABLE)
-    for version in (1, 2):
-        for statement in MIGRATIONS[version]:
-            raw.execute(statement)
-        raw.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
-    now = time.time()
-    raw.execute(
-        "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at) "
-        "VALUES ('old', 'chart', 'f', 'done', '{}', ?, ?)",
-        (now, now),
-    )
+    raw = schema_database(path, 2)
+    insert_old_run(raw)
     raw.commit()
     raw.close()
     store = SqliteStore(path)

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from old_schema import insert_old_run, schema_database
 
 from flowchart import Redaction, narrative
 from flowchart.store import RunStore, SqliteStore, StoreError, codec
 from flowchart.store.export import record_trace
-from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
+from flowchart.store.schema import SCHEMA_VERSION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pause"))
 import pause_charts
@@ -60,18 +60,8 @@ def test_a_stored_subflows_initial_state_is_hidden_by_the_runs_rule(store: RunSt
 
 
 def _schema_2_database(path: Path) -> None:
-    raw = sqlite3.connect(path)
-    raw.execute(VERSION_TABLE)
-    for version in (1, 2):
-        for statement in MIGRATIONS[version]:
-            raw.execute(statement)
-        raw.execute("INSERT INTO schema_version VALUES (?, 0)", (version,))
-    now = time.time()
-    raw.execute(
-        "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at) "
-        "VALUES ('old', 'chart', 'f', 'done', '{}', ?, ?)",
-        (now, now),
-    )
+    raw = schema_database(path, 2)
+    now = insert_old_run(raw)
     raw.execute(
         "INSERT INTO segments VALUES ('old', 0, 0, 'done', ?, ?)", ('["Stage 1: The process began with A."]', now)
     )
