@@ -36,9 +36,10 @@ Sentence wording lives in :mod:`flowchart.recorders.sentences`; a ``renderer`` (
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -96,6 +97,29 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
     return f"{prefix}/{name}"
 
 
+#: the tags of the two field hooks' calls a narrative keeps until it is read
+#: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``)
+_OPS, _EXECUTED = "ops", "executed"
+
+_Recorder = TypeVar("_Recorder", bound="NarrativeRecorder")
+_Event = TypeVar("_Event")
+
+
+def _kept(hook: Callable[[_Recorder, _Event], None]) -> Callable[[_Recorder, _Event], None]:
+    """An event hook whose call is kept until the narrative is read (``_log``), when no
+    live reader follows: its event's fields are names, counts and committed values."""
+
+    @functools.wraps(hook)
+    def keep(self: _Recorder, event: _Event) -> None:
+        log = self._log
+        if log is None:
+            hook(self, event)
+        else:
+            log.append((hook, event))
+
+    return keep
+
+
 #: an operation's kind and key (a batch holds ``(kind, key, value, operation, hidden)``)
 _KIND, _KEY = itemgetter(0), itemgetter(1)
 
@@ -126,10 +150,16 @@ class NarrativeRecorder:
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _render_op: Any = attrs.field(default=None, init=False, repr=False)
     _render_stage: Any = attrs.field(default=None, init=False, repr=False)
+    #: the run as it came, told when first read: the frequent hooks' calls (a stage's batch,
+    #: its headline, a decision, a loop) kept as ``(tag, *fields)``. ``None``: every hook is
+    #: told at once (a live reader follows, a renderer or a custom ``format_value`` is set)
+    _log: list[tuple[Any, ...]] | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._render_op = hook(self.renderer, "render_op")
         self._render_stage = hook(self.renderer, "render_stage")
+        if self._summarizes and self._render_stage is None and not self.live_operations:
+            self._log = []
 
     # ── reading the narrative ──────────────────────────────────────────────────
 
@@ -169,6 +199,8 @@ class NarrativeRecorder:
 
     def _told(self) -> list[_Entry]:
         """The entries, with every stage batch told in sentences now (once: the text is kept)."""
+        if self._log:
+            self._settle()
         if self._lazy:
             told: list[_Entry] = []
             push, extend = told.append, told.extend
@@ -196,10 +228,13 @@ class NarrativeRecorder:
         entries the first time it is called (then keeps them; ``lines()`` shares them).
         """
         self._records = Followed(self._told(), on_entry, on_batch)
+        self._log = None  # a live reader is told each line as the run makes it
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
         self._records.clear()
+        if self._log is not None:
+            self._log.clear()
         self._lazy = False
         self._pending.clear()
         self._batches.clear()
@@ -213,6 +248,8 @@ class NarrativeRecorder:
         """What a resumed run needs to go on numbering as footprintjs's same-executor resume
         does: the ``Stage N`` count per flow, the flows already begun, the visits per stage.
         The engine stores it in the checkpoint's ``recorder_states`` under this recorder's ``id``."""
+        if self._log:
+            self._settle()
         return {
             "stages": dict(self._stage_counters),
             "started": sorted(self._started),
@@ -233,6 +270,8 @@ class NarrativeRecorder:
         started = state["started"]
         if not isinstance(started, list) or not all(isinstance(k, str) for k in started):
             raise ValueError("started: expected a list of strings")
+        if self._log:
+            self._settle()
         self._stage_counters = dict(state["stages"])
         self._started = set(started)
         self._visits = dict(state["visits"])
@@ -276,6 +315,10 @@ class NarrativeRecorder:
         read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
         (The engine calls this field form; ``on_stage_ops`` is the same for an event.)
         """
+        log = self._log
+        if log is not None:
+            log.append((_OPS, ctx, ops))
+            return
         rid = ctx.runtime_stage_id
         if rid in self._pending:  # operations fed live came first: number on after them
             self._buffer_batch(rid, ops)
@@ -396,12 +439,16 @@ class NarrativeRecorder:
 
     def on_read(self, event: ReadEvent) -> None:
         """Buffer a read (a read without a key is not narrated; a missing key reads ``undefined``)."""
+        if self._log:
+            self._settle()
         if event.key:
             summary = "undefined" if event.missing else None
             self._buffer(event.ctx.runtime_stage_id, "read", event.key, event.value, summary=summary)
 
     def on_write(self, event: WriteEvent) -> None:
         """Buffer a set, update or delete (and the note of a noted key)."""
+        if self._log:
+            self._settle()
         self._buffer(event.ctx.runtime_stage_id, "write", event.key, event.value, event.operation)
         tell = self.notes.get(event.key) if self.notes else None
         if tell is not None and event.operation != "delete":
@@ -409,6 +456,8 @@ class NarrativeRecorder:
 
     def on_emit(self, event: EmitEvent) -> None:
         """Buffer an emitted event; it takes a step number like reads and writes."""
+        if self._log:
+            self._settle()
         self._buffer(event.ctx.runtime_stage_id, "emit", event.name, event.payload)
 
     # ── flow channel ───────────────────────────────────────────────────────────
@@ -417,6 +466,10 @@ class NarrativeRecorder:
         self, ctx: TraversalContext, stage_name: str, description: str | None, stage_type: str
     ) -> None:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
+        log = self._log
+        if log is not None:
+            log.append((_EXECUTED, ctx, stage_name, description, stage_type))
+            return
         if stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(stage_name, ctx)
             self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
@@ -433,6 +486,7 @@ class NarrativeRecorder:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
         self.take_stage_executed(event.ctx, event.stage_name, event.description, event.stage_type)
 
+    @_kept
     def on_decision(self, event: DecisionEvent) -> None:
         """Write the decider's ``Stage N:`` line, its operations, then ``[Condition]``."""
         ctx = event.ctx
@@ -441,11 +495,13 @@ class NarrativeRecorder:
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
         self._push_line(Line("condition", 1, ctx, decider, sentences.decision, args))
 
+    @_kept
     def on_fork(self, event: ForkEvent) -> None:
         """``[Parallel]: Forking into N parallel paths: ...``."""
         children = [_qualify(c, event.ctx) for c in event.children]
         self._push("fork", 0, sentences.fork(children), event.ctx)
 
+    @_kept
     def on_map(self, event: MapEvent) -> None:
         """``[Map]: Mapped X over N items.`` (ours: footprintjs has no map stage)."""
         name = _qualify(event.stage_name, event.ctx)
@@ -453,21 +509,15 @@ class NarrativeRecorder:
 
     def on_selected(self, event: SelectedEvent) -> None:
         """``[Selected]: k of N paths selected ...`` (with the rules when evidence came)."""
+        if self._log:
+            self._settle()
         selected = [_qualify(s, event.ctx) for s in event.selected]
         self._push("selector", 0, sentences.selected(selected, event.total, event.evidence), event.ctx)
 
     def on_subflow_entry(self, event: SubflowEvent) -> None:
         """``Entering ...``, one ``Input:`` step per mapped input key; numbering restarts."""
-        self._stage_counters.pop(event.subflow_id, None)
-        self._started.discard(event.subflow_id)
-        ctx = event.ctx
-        self._push(
-            "subflow",
-            0,
-            sentences.subflow_entry(event.name, event.description),
-            ctx,
-            stage_name=event.name,
-        )
+        # the inputs are told now: the mapped state is the subflow's own, which it goes on to change
+        inputs: list[tuple[str, str]] = []
         mapped = event.state if isinstance(event.state, dict) else {}
         render = self._render_op
         for number, key in enumerate(js_object_keys(mapped), 1):
@@ -479,22 +529,39 @@ class NarrativeRecorder:
                 if custom == "":
                     continue
                 text = text if custom is None else custom
-            self._push("step", 1, text, ctx, stage_name=event.name, key=key)
+            inputs.append((key, text))
+        log = self._log
+        if log is None:
+            self._subflow_entry(event, inputs)
+        else:
+            log.append((NarrativeRecorder._subflow_entry, event, inputs))
 
+    def _subflow_entry(self, event: SubflowEvent, inputs: list[tuple[str, str]]) -> None:
+        self._stage_counters.pop(event.subflow_id, None)
+        self._started.discard(event.subflow_id)
+        ctx, name = event.ctx, event.name
+        self._push("subflow", 0, sentences.subflow_entry(name, event.description), ctx, stage_name=name)
+        for key, text in inputs:
+            self._push("step", 1, text, ctx, stage_name=name, key=key)
+
+    @_kept
     def on_subflow_exit(self, event: SubflowEvent) -> None:
         """``Exiting the X subflow.``."""
         self._push("subflow", 0, sentences.subflow_exit(event.name), event.ctx, stage_name=event.name)
 
+    @_kept
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
         target = _qualify(event.target, event.ctx)
         self._push_line(Line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description)))
 
+    @_kept
     def on_break(self, event: BreakEvent) -> None:
         """``Execution stopped at X.``."""
         name = event.stage_name if event.propagated_from_subflow else _qualify(event.stage_name, event.ctx)
         self._push("break", 0, sentences.stopped(name), event.ctx, stage_name=name)
 
+    @_kept
     def on_error(self, event: ErrorEvent) -> None:
         """``[Error]: An error occurred at X: <message>.`` for stage errors only."""
         if event.channel != "flow":
@@ -504,6 +571,7 @@ class NarrativeRecorder:
         name = _qualify(event.stage_name, event.ctx)
         self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
 
+    @_kept
     def on_retry(self, event: RetryEvent) -> None:
         """``[Retry]: retried X (attempt 2 of 3) after TimeoutError: <message>`` — the failed
         attempt's buffered reads and writes are dropped (they were discarded, not committed)."""
@@ -512,6 +580,7 @@ class NarrativeRecorder:
         text = sentences.retry(name, event.attempt, event.attempts, event.error_type, event.message)
         self._push("retry", 0, text, event.ctx, stage_name=name)
 
+    @_kept
     def on_pause(self, event: PauseEvent) -> None:
         """``Execution paused at X.``; the paused stage's operations are never told."""
         self._pending.pop(event.ctx.runtime_stage_id, None)
@@ -519,6 +588,7 @@ class NarrativeRecorder:
         name = _qualify(event.stage_name, event.ctx)
         self._push("pause", 0, sentences.paused(name), event.ctx, stage_name=name)
 
+    @_kept
     def on_resume(self, event: ResumeEvent) -> None:
         """``Execution resumed at X with input.`` / ``Execution resumed at X.``."""
         name = _qualify(event.stage_name, event.ctx)
@@ -530,6 +600,33 @@ class NarrativeRecorder:
         self._push("resume", 0, sentences.resumed(name, event.has_input), event.ctx, stage_name=name)
 
     # ── helpers ────────────────────────────────────────────────────────────────
+
+    def _settle(self) -> None:
+        """Tell the kept hook calls now, in the order they came (see ``_log``).
+
+        Each call is told exactly as it would have been when it came: the numbering is the
+        order of the calls, and every value a call holds is one nobody changes afterwards
+        (a summary made at the operation, a committed value, an event's fields). Any other
+        hook settles first, so the calls it follows are told before it.
+        """
+        log = self._log
+        assert log is not None
+        self._log = None  # told at once while the kept calls are replayed
+        try:
+            for record in log:
+                tag = record[0]
+                try:  # as the engine calls a hook: one that fails does not stop the others
+                    if tag is _OPS:
+                        self.take_stage_ops(record[1], record[2])
+                    elif tag is _EXECUTED:
+                        self.take_stage_executed(record[1], record[2], record[3], record[4])
+                    else:  # an event hook's own body (``_kept``), or ``_subflow_entry``
+                        tag(self, *record[1:])
+                except Exception:  # told at once, the engine would have reported it and gone on
+                    continue
+        finally:
+            log.clear()
+            self._log = log
 
     def _buffer(
         self,
