@@ -160,7 +160,7 @@ class Transaction:
         if self.oplog is not None:
             kind = type(raw)
             if kind is TrackedDict or kind is TrackedList:
-                kept = self._kept(key, raw)
+                kept = plain(raw) if self.snapshot is None else self.snapshot(key, raw)
             elif (kind is dict or kind is list) and self.snapshot is not None:
                 kept = self.snapshot(key, raw)  # not a reference that would keep this version alive
             else:
@@ -269,7 +269,7 @@ class Transaction:
         if self.oplog is not None:
             kind = type(value)
             if kind is TrackedDict or kind is TrackedList or ((kind is dict or kind is list) and self.snapshot):
-                kept = self._kept(key, value)
+                kept = plain(value) if self.snapshot is None else self.snapshot(key, value)
             else:
                 kept = value
             self.oplog.append(("read", key, kept, "", False))
@@ -304,13 +304,12 @@ class Transaction:
             self.observer.write(key, value, operation)
         if self.oplog is not None:
             # the view lives on (the stage may change it again): log it as it is now
-            shown = {f: plain(v) for f, v in value.items()} if type(value) is dict else self._kept(key, value)
+            # a live view is logged as it is now, never the view itself (``snapshot``, else a plain copy)
+            if type(value) is dict:
+                shown = {f: plain(v) for f, v in value.items()}
+            else:
+                shown = plain(value) if self.snapshot is None else self.snapshot(key, value)
             self.oplog.append(("write", key, shown, operation, False))
-
-    def _kept(self, key: str, view: Any) -> Any:
-        """A live view as the operation log keeps it: as it is now, never the view itself."""
-        snapshot = self.snapshot
-        return plain(view) if snapshot is None else snapshot(key, view)
 
     def _reject(self, key: str, exc: NotJsonSafe) -> None:
         raise self._not_json_safe(key, exc)

@@ -42,6 +42,7 @@ from ..events import (
     StageOpsEvent,
     StageType,
     TraversalContext,
+    stage_context,
 )
 from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
@@ -118,8 +119,8 @@ class Traverser:
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
         path = self.subflow_path
-        # positional: a third cheaper than keywords, and this runs once per observed stage
-        ctx = TraversalContext(
+        # this runs once per observed stage: the slots filled directly (``stage_context``)
+        ctx = stage_context(
             self.run.run_id, full, rid, node.name, path, len(path), visits - 1 if visits > 1 else None, fork_branch
         )
         self._last_context = (node, rid, ctx)
@@ -187,7 +188,9 @@ class Traverser:
         observers = run.observers
         tctx = None
         if observers.has_ops:
-            txn.oplog = self.oplogs[rid] = []
+            txn.oplog = []
+            if observers.batch_emits:  # ``emit`` finds the stage's log by its runtime id
+                self.oplogs[rid] = txn.oplog
             if not run.redacting:  # redaction scrubs the values it is given: keep them plain
                 txn.snapshot = observers.snapshot
         if observers.has_data:
@@ -234,7 +237,8 @@ class Traverser:
         if not observers.any:
             return commit
         if observers.has_ops and txn is not None and txn.oplog is not None:
-            del self.oplogs[rid]
+            if self.oplogs:
+                self.oplogs.pop(rid, None)
             if txn.oplog:
                 ops_log = redacted_ops(self.run.redaction, txn.oplog) if self.run.redacting else txn.oplog
                 txn.oplog = None

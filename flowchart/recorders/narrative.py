@@ -75,6 +75,8 @@ __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 #: the stage types whose ``on_stage_executed`` writes a ``Stage N:`` line; a resumed
 #: pausable stage counts as linear, as footprintjs reports it
 _LINE_STAGE_TYPES = frozenset({"linear", "pausable"})
+#: the stage types ``take_stage_executed`` tells anything of (an answer: its line, no number)
+_TOLD_STAGE_TYPES = _LINE_STAGE_TYPES | {"answer"}
 
 
 #: a buffered scope operation waiting for its stage's headline:
@@ -468,7 +470,8 @@ class NarrativeRecorder:
         """Write the ``Stage N:`` line of a linear stage, then flush its operations."""
         log = self._log
         if log is not None:
-            log.append((_EXECUTED, ctx, stage_name, description, stage_type))
+            if stage_type in _TOLD_STAGE_TYPES:  # the others write nothing here
+                log.append((_EXECUTED, ctx, stage_name, description, stage_type))
             return
         if stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(stage_name, ctx)
