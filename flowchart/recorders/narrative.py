@@ -64,7 +64,7 @@ from flowchart.events import (
 )
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
-from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of
+from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of, told_length
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 from flowchart.summary import js_object_keys, summarize_value
@@ -298,7 +298,7 @@ class NarrativeRecorder:
         if self._render_op is not None or self.format_value is not summarize_value or key in self.notes:
             return plain(view)
         if isinstance(view, list):  # a list's summary is its length: keep that, word it when read
-            return Told(None, len(view))
+            return told_length(len(view))
         return Told(summarize_value(view, self.max_value_length))
 
     @property

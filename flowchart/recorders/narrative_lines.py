@@ -40,6 +40,20 @@ class Told:
         return self.summary
 
 
+#: one ``Told`` per list length, shared: a length's summary is the same words wherever it is told
+_LENGTHS: dict[int, Told] = {}
+
+
+def told_length(count: int) -> Told:
+    """The ``Told`` of a list of ``count`` items (shared: no object per read of a list)."""
+    told = _LENGTHS.get(count)
+    if told is None:
+        told = Told(None, count)
+        if count < 4096:  # the lengths a run meets again; a longer list is told once or rarely
+            _LENGTHS[count] = told
+    return told
+
+
 def summary_of(fmt: Callable[[Any, int], str], value: Any, max_len: int) -> str:
     return value.text if type(value) is Told else fmt(value, max_len)
 
