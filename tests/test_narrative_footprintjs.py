@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 flowchart = pytest.importorskip("flowchart")
@@ -35,11 +36,19 @@ def reference(case: str, key: str = "entries") -> Entries:
 
 
 def run(chart: Any, rec: NarrativeRecorder | None = None, **kwargs: Any) -> NarrativeRecorder:
-    """Run ``chart`` with a narrative recorder (errors are part of the story, not the test)."""
+    """Run ``chart`` with a narrative recorder (errors are part of the story, not the test).
+
+    The chart runs again with a twin of the recorder told line by line as the run goes (a
+    live reader, as a stream is): the narrative told when first read must be that one.
+    """
     rec = rec or narrative()
-    # a failing run still has a narrative to compare
-    with contextlib.suppress(Exception):
-        chart.run(recorders=[rec], **kwargs)
+    live = attrs.evolve(rec)
+    live.follow(lambda _entry: None)
+    for recorder in (rec, live):
+        # a failing run still has a narrative to compare
+        with contextlib.suppress(Exception):
+            chart.run(recorders=[recorder], **kwargs)
+    assert rec.records() == live.records(), "told when read, the narrative differs from the one told live"
     return rec
 
 

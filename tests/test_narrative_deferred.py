@@ -1,0 +1,197 @@
+"""A narrative nobody reads live keeps the run's hook calls and tells them when first read.
+
+What these tests hold: while a run goes, a default narrative (no live reader, default
+summaries) makes one call of its own per hook the engine calls — no numbering, wording or
+line objects — and the narrative it tells when read is the one a narrative told line by line
+(``follow``) tells, entry for entry: numbering across subflows, loops, decisions, a read in
+the middle of the run, and every value as it was when its stage ran.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from flowchart import decide, flow_chart
+from flowchart.events import TraversalContext, stage_context
+from flowchart.recorders.narrative import NarrativeRecorder, narrative
+
+#: the narrative's own code: the recorder, its lazy pieces, its sentences and summaries
+_NARRATIVE_FILES = {
+    os.path.realpath(sys.modules[name].__file__ or "")
+    for name in (
+        "flowchart.recorders.narrative",
+        "flowchart.recorders.narrative_lines",
+        "flowchart.recorders.sentences",
+        "flowchart.summary",
+    )
+}
+
+
+def _narrative_calls(run: Callable[[], Any]) -> Counter[str]:
+    """The Python calls ``run()`` makes into the narrative's own modules, by function name."""
+    calls: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and os.path.realpath(frame.f_code.co_filename) in _NARRATIVE_FILES:
+            calls[frame.f_code.co_name] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _count(scope: Any) -> None:
+    scope.count = getattr(scope, "count", 0) + 1
+
+
+def _chain(stages: int) -> Any:
+    builder = flow_chart("S0", _count, "s0")
+    for index in range(1, stages):
+        builder = builder.add_function(f"S{index}", _count, f"s{index}")
+    return builder.build()
+
+
+def _live(rec: NarrativeRecorder) -> NarrativeRecorder:
+    """A narrative with ``rec``'s options, told line by line as the run goes (a live reader)."""
+    twin = attrs.evolve(rec)
+    twin.follow(lambda _entry: None)
+    return twin
+
+
+def test_a_narrative_nobody_reads_yet_makes_one_call_per_hook_while_the_run_goes() -> None:
+    """50 linear stages: the engine calls ``take_stage_ops`` and ``take_stage_executed`` once
+    each per stage, and that is all the narrative runs of its own (it numbered, qualified and
+    built line objects per stage before: nine calls a stage). The words come when read."""
+    chart, rec = _chain(50), narrative()
+    calls = _narrative_calls(lambda: chart.run(recorders=[rec]))
+    assert calls == {"take_stage_ops": 50, "take_stage_executed": 50}
+    lines = rec.lines()
+    assert lines[:3] == ["Stage 1: The process began with S0.", "Step 1: Read count = undefined", "Step 2: Write count = 1"]
+    assert lines[-3:] == ["Stage 50: Next, it moved on to S49.", "Step 1: Read count = 49", "Step 2: Write count = 50"]
+
+
+def _again(scope: Any) -> Any:
+    return decide(scope, [{"when": {"count": {"lt": 3}}, "then": "again", "label": "Need more"}], "done")
+
+
+def _loop_chart() -> Any:
+    return (
+        flow_chart("Seed", lambda scope: setattr(scope, "items", []), "seed")
+        .add_function("Grow", lambda scope: (scope.items.append(len(scope.items)), _count(scope)), "grow")
+        .add_decider_function("Check", _again, "check")
+        .add_function_branch("again", "Again", lambda scope: None, loop_to="grow")
+        .add_function_branch("done", "Done", lambda scope: setattr(scope, "last", scope.items[-1]))
+        .end()
+        .build()
+    )
+
+
+def test_decisions_and_loops_cost_one_call_each_and_tell_what_a_live_narrative_tells() -> None:
+    """A decision and a loop are kept as one call each (the kept event), a list read as its
+    length; nothing is numbered or worded during the run. The narrative read afterwards equals,
+    record for record, the one told line by line while the same run went."""
+    rec = narrative()
+    calls = _narrative_calls(lambda: _loop_chart().run(recorders=[rec]))
+    live = _live(rec)
+    _loop_chart().run(recorders=[live])
+    # decide() summarises its evidence itself (summarize_value); a list's length is told once
+    # per length (Told's __init__), then shared
+    assert set(calls) == {
+        "take_stage_ops", "take_stage_executed", "keep", "snapshot_view", "told_length", "__init__", "summarize_value"
+    }  # fmt: skip
+    assert calls["keep"] == 3 + 2  # three decisions, two loops
+    assert calls["take_stage_executed"] == 10 and calls["take_stage_ops"] == 8  # Again writes nothing
+    assert rec.records() == live.records()
+    assert "Step 1: Read items = (2 items)" in rec.lines()  # the list as Grow read it on pass 3
+
+
+def _note_stage(rec: NarrativeRecorder, seen: list[list[str]]) -> Callable[[Any], None]:
+    def middle(scope: Any) -> None:
+        seen.append(rec.lines())  # a read while the run goes on
+        scope.mid = len(seen)
+
+    return middle
+
+
+def test_a_read_in_the_middle_of_the_run_then_the_rest_tells_one_narrative() -> None:
+    """A stage that reads the narrative mid-run gets the lines told so far; the run goes on
+    keeping its calls, and the final narrative equals one told line by line throughout."""
+    rec, seen = narrative(), []
+    chart = _chain(3)
+    spliced = (
+        flow_chart("A", _count, "a")
+        .add_function("Mid", _note_stage(rec, seen), "mid")
+        .add_subflow_chart_next("inner", chart, mount_name="Inner")
+        .add_function("Z", _count, "z")
+        .build()
+    )
+    spliced.run(recorders=[rec])
+    live = narrative()
+    live.follow(lambda _entry: None)
+    spliced_live = (
+        flow_chart("A", _count, "a")
+        .add_function("Mid", _note_stage(live, []), "mid")
+        .add_subflow_chart_next("inner", chart, mount_name="Inner")
+        .add_function("Z", _count, "z")
+        .build()
+    )
+    spliced_live.run(recorders=[live])
+    assert seen == [["Stage 1: The process began with A.", "Step 1: Read count = undefined", "Step 2: Write count = 1"]]
+    assert rec.records() == live.records()
+    assert "Stage 1: The process began with inner/S0." in rec.lines()
+
+
+def _grow_topic(scope: Any) -> None:
+    scope.topic = scope.topic + "!"
+
+
+def test_a_subflow_input_is_told_as_it_was_when_the_subflow_was_entered() -> None:
+    """The subflow changes the key it was given; its ``Input:`` line, told only when the
+    narrative is read after the run, still shows the value the mapper handed in."""
+    inner = flow_chart("Shout", _grow_topic, "shout").build()
+    chart = (
+        flow_chart("Seed", lambda scope: setattr(scope, "topic", "cats"), "seed")
+        .add_subflow_chart_next("writer", inner, mount_name="Writer", input_mapper=lambda s: {"topic": s["topic"]})
+        .build()
+    )
+    rec = narrative()
+    chart.run(recorders=[rec])
+    assert 'Input: topic = "cats"' in rec.lines()
+    assert 'Step 2: Write topic = "cats!"' in rec.lines()
+
+
+def test_save_state_at_any_point_counts_what_was_kept() -> None:
+    """``save_state`` (what a checkpoint carries) tells the kept calls first: the stage counts
+    and visits are those of every stage so far, as a narrative told line by line has them."""
+    rec = narrative()
+    _loop_chart().run(recorders=[rec])
+    live = _live(rec)
+    _loop_chart().run(recorders=[live])
+    state = narrative().save_state()
+    assert state == {"stages": {}, "started": [], "visits": {}}
+    assert rec.save_state() == live.save_state()
+    assert rec.save_state()["stages"] == {"": 10}
+
+
+def test_stage_context_is_the_class_call_filled_faster() -> None:
+    """The engine's ``stage_context`` makes the very value ``TraversalContext(...)`` makes:
+    equal, same hash and repr, and still frozen."""
+    fields = ("run", "sub/s", "sub/s#3", "S", ("sub",), 1, 2, "branch")
+    made, called = stage_context(*fields), TraversalContext(*fields)
+    assert made == called and hash(made) == hash(called) and repr(made) == repr(called)
+    assert made.subflow_id == "sub"
+    try:
+        made.stage_id = "other"  # type: ignore[misc]
+    except attrs.exceptions.FrozenInstanceError:
+        pass
+    else:  # pragma: no cover - the assertion below names the failure
+        raise AssertionError("a stage context could be changed")
