@@ -75,7 +75,8 @@ def test_a_narrative_nobody_reads_yet_makes_one_call_per_hook_while_the_run_goes
     calls = _narrative_calls(lambda: chart.run(recorders=[rec]))
     assert calls == {"take_stage_ops": 50, "take_stage_executed": 50}
     lines = rec.lines()
-    assert lines[:3] == ["Stage 1: The process began with S0.", "Step 1: Read count = undefined", "Step 2: Write count = 1"]
+    first = ["Stage 1: The process began with S0.", "Step 1: Read count = undefined", "Step 2: Write count = 1"]
+    assert lines[:3] == first
     assert lines[-3:] == ["Stage 50: Next, it moved on to S49.", "Step 1: Read count = 49", "Step 2: Write count = 50"]
 
 
