@@ -156,6 +156,8 @@ class NarrativeRecorder:
     #: its headline, a decision, a loop) kept as ``(tag, *fields)``. ``None``: every hook is
     #: told at once (a live reader follows, a renderer or a custom ``format_value`` is set)
     _log: list[tuple[Any, ...]] | None = attrs.field(default=None, init=False, repr=False)
+    #: True while ``_settle`` tells the kept calls: every line is worded at once, no lazy piece
+    _wording: bool = attrs.field(default=False, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._render_op = hook(self.renderer, "render_op")
@@ -496,7 +498,7 @@ class NarrativeRecorder:
         decider = _qualify(event.decider, ctx)
         self._stage_line(ctx, decider, event.description, 0)
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
-        self._push_line(Line("condition", 1, ctx, decider, sentences.decision, args))
+        self._push_line("condition", 1, ctx, decider, sentences.decision, args)
 
     @_kept
     def on_fork(self, event: ForkEvent) -> None:
@@ -556,7 +558,7 @@ class NarrativeRecorder:
     def on_loop(self, event: LoopEvent) -> None:
         """``On pass N through X.`` (or ``On pass N: <description> again.``)."""
         target = _qualify(event.target, event.ctx)
-        self._push_line(Line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description)))
+        self._push_line("loop", 0, event.ctx, None, sentences.loop, (target, event.iteration, event.description))
 
     @_kept
     def on_break(self, event: BreakEvent) -> None:
@@ -614,7 +616,8 @@ class NarrativeRecorder:
         """
         log = self._log
         assert log is not None
-        self._log = None  # told at once while the kept calls are replayed
+        self._log = None  # told at once while the kept calls are replayed, and worded
+        self._wording = True
         try:
             for record in log:
                 tag = record[0]
@@ -630,6 +633,7 @@ class NarrativeRecorder:
         finally:
             log.clear()
             self._log = log
+            self._wording = False
 
     def _buffer(
         self,
@@ -670,7 +674,7 @@ class NarrativeRecorder:
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
         if text is None:
-            self._push_line(Line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes)))
+            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
         else:
             self._push("stage", 0, text, ctx, stage_name=name)
         self._flush(ctx, name)
@@ -680,7 +684,7 @@ class NarrativeRecorder:
             batch = self._batches.pop(ctx.runtime_stage_id, None)
             if batch:
                 records = self._records
-                if not self._summarizes:  # tell it now: no value outlives its stage
+                if self._wording or not self._summarizes:  # told now (no value outlives its stage)
                     self._tell_batch(ctx, stage_name, batch, records.append)
                 elif type(records) is not Followed:
                     records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
@@ -721,13 +725,26 @@ class NarrativeRecorder:
             text = describe(kind, operation, key, summary, include_values=values)
             push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
 
-    def _push_line(self, line: Line) -> None:
-        """Push an entry whose sentence is worded when first read (a ``Line``).
+    def _push_line(
+        self,
+        kind: str,
+        depth: int,
+        ctx: TraversalContext,
+        stage_name: str | None,
+        word: Callable[..., str],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Push an entry whose sentence is ``word(*args)``, worded when first read (a ``Line``).
 
         The numbering and everything the sentence depends on are fixed now (the arguments
         are values nobody changes afterwards); only the wording waits. A live reader (a
-        stream) is handed the line at once, worded when it reads the text.
+        stream) is handed the line at once, worded when it reads the text. While the kept
+        calls are told (``_settle``: somebody reads), the sentence is worded at once.
         """
+        if self._wording:
+            self._records.append((kind, depth, word(*args), stage_name, ctx, None, None))
+            return
+        line = Line(kind, depth, ctx, stage_name, word, args)
         records = self._records
         self._lazy = True
         if type(records) is Followed:
