@@ -11,6 +11,14 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   reads, writes and emits share one count), then flushed as depth-1 entries right
   after the stage's ``Stage N:`` line — which is written when the stage's linear
   ``on_stage_executed`` arrives, or its ``on_decision`` for a decider.
+* Nobody reading live (no ``follow``), with the default summaries and no renderer, the
+  frequent hooks are not told as they come: each call (a stage's batch, its headline, a
+  decision, a loop, a break, ...) is kept as it came, one append, and the kept calls are told
+  in order, worded at once, the first time the narrative is read (``lines()``, ``entries()``,
+  ``save_state()``, ``follow()``). Every value a kept call holds is one nobody changes
+  afterwards (a summary made at the operation, a committed value, an event's names and
+  counts); what is not — a subflow's mapped input, a live operation, an error with its
+  traceback — is told when it comes, after the calls kept before it.
 * Selector and subflow-mount stages get no ``Stage N:`` line, and their buffered
   reads are never printed; neither are those of a stage that raised or paused.
 * ``Stage N`` counts per subflow and restarts when that subflow is entered; the first
@@ -566,9 +574,10 @@ class NarrativeRecorder:
         name = event.stage_name if event.propagated_from_subflow else _qualify(event.stage_name, event.ctx)
         self._push("break", 0, sentences.stopped(name), event.ctx, stage_name=name)
 
-    @_kept
     def on_error(self, event: ErrorEvent) -> None:
         """``[Error]: An error occurred at X: <message>.`` for stage errors only."""
+        if self._log:  # told now, not kept: the event holds the error and its traceback
+            self._settle()
         if event.channel != "flow":
             return  # a recorder's failure is not part of the run's story
         self._pending.pop(event.ctx.runtime_stage_id, None)  # never flushed, as in footprintjs
