@@ -15,8 +15,11 @@ Laws:
   for ``run_id`` and the checkpoint's ``run_id`` / ``paused_at``.
 - The narrative is kept as RECORDS (``NarrativeEntry``: type, depth, text and the runtime
   stage id that told it), so a reader places a line by its stage, never by its wording.
-  A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
-  type ``line`` with no stage (``upgrade``); any other shape or version is refused.
+  A file keeps them as columns (version 3: one list per field, ``flowchart.narrative_columns``);
+  a loaded trace keeps those columns, checked at load, and builds the records when
+  ``narrative`` is first read. Older files still load: version 2 (a list of record objects)
+  and version 1 (bare lines: each a record of type ``line`` with no stage); a loaded trace
+  is version 3 and saves as one. Any other shape or version is refused.
 - Saving and loading a file are fast and atomic (``flowchart.trace_codec``: the commit log
   written in chunks to a temporary file that replaces the target only when complete;
   ``flowchart.trace_parsed``: the commit log and the narrative read back by strict passes
@@ -32,8 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
-from itertools import chain
+from collections.abc import Callable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
@@ -50,6 +52,7 @@ from .errors import CheckpointError, TraceError
 from .failure import RunFailure
 from .fastjson import available, dumps_exact
 from .fingerprint import spec_fingerprint
+from .narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
 from .narrative_entry import RECORD_TYPES, NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
@@ -64,9 +67,11 @@ from .values import copy_json
 if TYPE_CHECKING:
     from .result import RunResult
 
-TRACE_VERSION = 2
+TRACE_VERSION = 3
+RECORDS_VERSION = 2
+"""The version whose narrative is a list of record objects (loaded, and saved as version 3)."""
 LINES_VERSION = 1
-"""The version whose narrative is bare lines (loaded and upgraded to records of type ``line``)."""
+"""The version whose narrative is bare lines (loaded as records of type ``line``)."""
 
 
 @attrs.define
@@ -149,7 +154,10 @@ class Trace:
     @property
     def narrative_lines(self) -> list[str] | None:
         """The narrative's text, one line per record (``None`` without a narrative)."""
-        return None if self.narrative is None else [record.text for record in self.narrative]
+        stored = _NARRATIVE.__get__(self, Trace)
+        if type(stored) is NarrativeColumns:  # loaded and not read yet: no record is built for this
+            return stored.texts()
+        return None if stored is None else [record.text for record in stored]
 
     @property
     def paused(self) -> bool:
@@ -213,8 +221,8 @@ class Trace:
                 }
                 for rid, sub in self.subflows.items()
             }
-        if key == "narrative" and self.narrative is not None:
-            return _records_data(self.narrative)[0]
+        if key == "narrative":
+            return _narrative_data(self)[0]
         return CONVERTER.unstructure(getattr(self, key))
 
     def _chunks(self) -> Iterator[str | bytes]:
@@ -227,9 +235,10 @@ class Trace:
             if key == "commit_log":
                 yield from log_chunks(self.commit_log)
                 continue
-            if key == "narrative" and self.narrative is not None:
-                records, proved = _records_data(self.narrative)
-                yield (dumps_exact(records, proved=True) if proved and available() else None) or dumps(records)
+            if key == "narrative":
+                columns, proved = _narrative_data(self)
+                fast = dumps_exact(columns, proved=True) if columns is not None and proved and available() else None
+                yield fast or dumps(columns)
                 continue
             yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
         yield "}"
@@ -281,24 +290,16 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
     }
 
 
-_RECORD_LEAVES = frozenset((str, int, bool, type(None)))
-
-
-def _records_data(records: list[NarrativeEntry]) -> tuple[list[dict[str, Any]], bool]:
-    """The narrative as the converter unstructures it (every field, in order: the test
-    ``test_records_data_writes_what_the_converter_writes`` holds them together), and whether
-    every value is a str, int, bool or None (``fastjson.plain``; they are: records hold text,
-    ids and counts)."""
-    if set(map(type, records)) <= {NarrativeEntry}:
-        data = [
-            {"type": r.type, "depth": r.depth, "text": r.text, "stage_name": r.stage_name, "stage_id": r.stage_id,
-             "runtime_stage_id": r.runtime_stage_id, "subflow_id": r.subflow_id, "key": r.key,
-             "step_number": r.step_number}
-            for r in records
-        ]  # fmt: skip
-        return data, set(map(type, chain.from_iterable(map(dict.values, data)))) <= _RECORD_LEAVES
-    converted: list[dict[str, Any]] = CONVERTER.unstructure(records, list[NarrativeEntry])
-    return converted, False
+def _narrative_data(trace: Trace) -> tuple[dict[str, list[Any]] | None, bool]:
+    """The narrative as a file holds it (columns, ``flowchart.narrative_columns``; ``None``
+    without one), and whether every value has its field's exact JSON type (``fastjson.plain``:
+    they do, records hold text, ids and counts). A loaded narrative nobody read is written
+    from its columns as they are: no record is built to save it."""
+    stored = _NARRATIVE.__get__(trace, Trace)
+    if stored is None:
+        return None, True
+    columns = stored if type(stored) is NarrativeColumns else NarrativeColumns.of_records(stored)
+    return columns.data(), columns.plain()
 
 
 def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
@@ -392,60 +393,90 @@ class _Lines:
     narrative: list[str] | None
 
 
+@attrs.define
+class _Columns:
+    """A version-3 trace's narrative as the converter reads it (``narrative_columns.FIELDS``)."""
+
+    type: list[str]
+    depth: list[int]
+    text: list[str]
+    stage_name: list[str | None]
+    stage_id: list[str | None]
+    runtime_stage_id: list[str | None]
+    subflow_id: list[str | None]
+    key: list[str | None]
+    step_number: list[int | None]
+
+
+@attrs.define
+class _ColumnsFile:
+    narrative: _Columns | None
+
+
 CONVERTER = make_trace_converter()
+CONVERTER.register_structure_hook(_Columns, every_key(_Columns, CONVERTER))
+CONVERTER.register_structure_hook(_ColumnsFile, every_key(_ColumnsFile, CONVERTER))
 
 
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 trace dict as version 2: each narrative line a record of type ``line``
-    (no stage: the lines were never tied to one). A narrative that is not lines is refused."""
+def _file_narrative(raw: Any, version: int) -> NarrativeColumns | None:
+    """A version-1 (lines) or version-3 (columns) narrative that no strict pass took, read by
+    the converter: a wrong shape or type is refused naming its path."""
     try:
-        lines = CONVERTER.structure({"narrative": data["narrative"]}, _Lines).narrative
-    except (ClassValidationError, TypeError, ValueError) as exc:
+        if version == LINES_VERSION:
+            lines = CONVERTER.structure({"narrative": raw}, _Lines).narrative
+            return None if lines is None else NarrativeColumns.of_lines(lines)
+        columns = CONVERTER.structure({"narrative": raw}, _ColumnsFile).narrative
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
-    body = dict(data, version=TRACE_VERSION)
-    if lines is not None:
-        body["narrative"] = [CONVERTER.unstructure(NarrativeEntry("line", 0, line)) for line in lines]
-    return body
+    return None if columns is None else NarrativeColumns(tuple(attrs.astuple(columns, recurse=False)))
 
 
 def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
     came from ``untrusted.parse_proven``, which already held it to the limits of
-    ``flowchart.untrusted``; ``parts``: what its proof (``trace_codec.parsed_trace``) already
+    ``flowchart.untrusted``; ``parts``: what its proof (``trace_parsed.parsed_trace``) already
     structured by the strict fast passes, sharing the freshly parsed values (nobody else
-    holds them); the converter structures the rest."""
+    holds them); the converter structures the rest. A narrative read as columns is checked
+    here (``check_columns``) and kept as columns: its records are built when first read."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
-    check_version(data, "trace", TRACE_VERSION, LINES_VERSION)
+    check_version(data, "trace", TRACE_VERSION, LINES_VERSION, RECORDS_VERSION)
     version = data.get("version")
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:
             raise refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
         check_spec(spec)
-    body = upgrade(data) if version == LINES_VERSION and "narrative" in data else dict(data)
+    body = dict(data)
+    if type(version) is int:
+        body["version"] = TRACE_VERSION  # an older file loads as the current version (and saves as one)
+    columns: NarrativeColumns | None = parts.narrative if parts is not None else None
+    taken = columns is not None  # by the file version's strict pass (``parsed_trace``)
+    if not taken and "narrative" in data and version in (LINES_VERSION, TRACE_VERSION):
+        columns, taken = _file_narrative(data["narrative"], version), True
+    elif type(version) is not int:
+        taken = "narrative" in data  # no version names its form: the version's own error alone
+    if taken:
+        body["narrative"] = None
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
     log = parts.commit_log if parts is not None else None
     if log is not None:
         body["commit_log"] = []  # checked already; the converter checks the rest
-    records = parts.narrative if parts is not None and version == TRACE_VERSION else None
-    if records is not None:
-        body["narrative"] = []
     try:
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
     if log is not None:
         trace.commit_log = log
-    if records is not None:
-        trace.narrative = records
+    if taken:
+        _NARRATIVE.__set__(trace, columns)
     if raw_checkpoint is not None:
         trace.checkpoint = nested_checkpoint(raw_checkpoint)
-    _check_consistency(trace)
+    _check_consistency(trace, record_path if version == RECORDS_VERSION else column_path)
     return trace
 
 
@@ -453,7 +484,7 @@ _record_type = attrgetter("type")
 _record_depth = attrgetter("depth")
 
 
-def _check_consistency(trace: Trace) -> None:
+def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) -> None:
     check_log(trace.commit_log, "$.commit_log")
     for rid, sub in trace.subflows.items():
         if sub.runtime_stage_id != rid:
@@ -462,19 +493,31 @@ def _check_consistency(trace: Trace) -> None:
                 f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
         check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
-    records = trace.narrative or []
+    stored = _NARRATIVE.__get__(trace, Trace)
+    if type(stored) is NarrativeColumns:  # checked without building a record
+        check_columns(stored, narrative_path)
+    else:
+        _check_records(stored or [])
+    cp = trace.checkpoint
+    if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
+        raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
+
+
+def _check_records(records: list[NarrativeEntry]) -> None:
+    """``check_columns`` for a version-2 narrative the converter structured as records."""
     kinds, depths = set(map(_record_type, records)), list(map(_record_depth, records))
     if kinds <= RECORD_TYPES and min(depths, default=0) >= 0:
-        records = []  # all plainly right: no record to name
+        return  # all plainly right: no record to name
     for n, record in enumerate(records):
         if record.type not in RECORD_TYPES:
             known = ", ".join(sorted(RECORD_TYPES))
             raise refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
         if record.depth < 0:
             raise refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
-    cp = trace.checkpoint
-    if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
-        raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
+
+
+_NARRATIVE = on_read(Trace, "narrative")
+"""``Trace.narrative``'s slot: a loaded trace keeps its checked columns there until it is read."""
 
 
 __all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
     "flowchart.fastjson": 0,
+    "flowchart.narrative_columns": 0,
     "flowchart.signing": 0,
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
