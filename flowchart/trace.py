@@ -50,7 +50,7 @@ from .causal import CausalChain, causal_chain
 from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
-from .fastjson import available, dumps_exact
+from .fastjson import available, dumps_exact, reads
 from .fingerprint import spec_fingerprint
 from .narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
 from .narrative_entry import RECORD_TYPES, NarrativeEntry
@@ -61,7 +61,7 @@ from .serde import Expected, check_version, dumps, every_key, json_type, load_er
 from .spec_shape import check_spec
 from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
 from .trace_parsed import ParsedParts, parsed_trace
-from .untrusted import check, parse_proven
+from .untrusted import check, decoded, parse_proven
 from .values import copy_json
 
 if TYPE_CHECKING:
@@ -270,8 +270,14 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
-        return cls.from_json(Path(path).read_bytes())
+        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid.
+
+        Unless orjson reads the file (``fastjson.reads``), the bytes are decoded and let go
+        before the parse: the load never holds the file's bytes, its text and its values at once."""
+        raw: str | bytes = Path(path).read_bytes()
+        if type(raw) is bytes and not reads(len(raw)):
+            raw = decoded(raw)  # the only reference to the bytes: they go here
+        return cls.from_json(raw)
 
 
 _FIELD_ORDER = (
