@@ -16,6 +16,7 @@ Laws:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -39,6 +40,7 @@ class NarrativeColumns:
     The lists are owned (freshly parsed, or gathered from records): never mutate them."""
 
     columns: tuple[list[Any], ...]
+    _plain: list[bool] = attrs.field(factory=list, init=False, repr=False)  # ``plain()``'s answer, once known
 
     def __len__(self) -> int:
         return len(self.columns[0])
@@ -66,9 +68,20 @@ class NarrativeColumns:
         n = len(lines)
         return cls((["line"] * n, [0] * n, list(lines), *([None] * n for _ in FIELDS[3:])))
 
+    @classmethod
+    def joined(cls, parts: Sequence[NarrativeColumns]) -> NarrativeColumns:
+        """One narrative of ``parts`` in order (a stored run's segments)."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(tuple(list(chain.from_iterable(part.columns[n] for part in parts)) for n in range(len(FIELDS))))
+
     def plain(self) -> bool:
-        """True when every value has its field's exact JSON type (so orjson writes what ``json`` does)."""
-        return all(set(map(type, column)) <= kinds for column, kinds in zip(self.columns, COLUMN_KINDS, strict=True))
+        """True when every value has its field's exact JSON type (so orjson writes what ``json`` does);
+        shown once (a loaded narrative was shown so when it was read), then remembered."""
+        if not self._plain:
+            kinds = zip(self.columns, COLUMN_KINDS, strict=True)
+            self._plain.append(all(set(map(type, column)) <= allowed for column, allowed in kinds))
+        return self._plain[0]
 
 
 def column_path(name: str, n: int) -> str:
@@ -123,17 +136,18 @@ def parsed_columns(raw: Any) -> NarrativeColumns | None:
 _FIELD_SET = frozenset(FIELDS)
 
 
-def on_read(cls: type, name: str) -> Any:
+def on_read(cls: type, name: str, build: Callable[[NarrativeColumns], Any] = NarrativeColumns.records) -> Any:
     """Make slot ``name`` of the attrs class ``cls`` build its value on first read: a
-    ``NarrativeColumns`` stored there is turned into its records (once, kept in the slot) when
-    the attribute is read; assigning sets the slot. Returns the slot's own descriptor, which
-    reads what is stored without building anything (``stored(trace)``)."""
+    ``NarrativeColumns`` stored there is turned into ``build(columns)`` (its records; once, kept
+    in the slot) when the attribute is read; assigning sets the slot (a frozen class still
+    refuses assignment: its ``__setattr__`` comes first). Returns the slot's own descriptor,
+    which reads what is stored without building anything (``slot.__get__(obj, cls)``)."""
     slot = cls.__dict__[name]
 
     def read(self: Any) -> Any:
         value = slot.__get__(self, cls)
         if type(value) is NarrativeColumns:
-            value = value.records()
+            value = build(value)
             slot.__set__(self, value)
         return value
 

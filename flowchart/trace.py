@@ -222,7 +222,8 @@ class Trace:
                 for rid, sub in self.subflows.items()
             }
         if key == "narrative":
-            return _narrative_data(self)[0]
+            columns = _narrative_columns(self)
+            return None if columns is None else columns.data()
         return CONVERTER.unstructure(getattr(self, key))
 
     def _chunks(self) -> Iterator[str | bytes]:
@@ -236,9 +237,12 @@ class Trace:
                 yield from log_chunks(self.commit_log)
                 continue
             if key == "narrative":
-                columns, proved = _narrative_data(self)
-                fast = dumps_exact(columns, proved=True) if columns is not None and proved and available() else None
-                yield fast or dumps(columns)
+                columns = _narrative_columns(self)
+                if columns is None:
+                    yield "null"
+                    continue
+                data = columns.data()
+                yield (dumps_exact(data, proved=True) if available() and columns.plain() else None) or dumps(data)
                 continue
             yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
         yield "}"
@@ -296,16 +300,15 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
     }
 
 
-def _narrative_data(trace: Trace) -> tuple[dict[str, list[Any]] | None, bool]:
+def _narrative_columns(trace: Trace) -> NarrativeColumns | None:
     """The narrative as a file holds it (columns, ``flowchart.narrative_columns``; ``None``
-    without one), and whether every value has its field's exact JSON type (``fastjson.plain``:
-    they do, records hold text, ids and counts). A loaded narrative nobody read is written
-    from its columns as they are: no record is built to save it."""
+    without one). A loaded narrative nobody read is written from its columns as they are: no
+    record is built to save it (and its values were shown to be plain JSON when it was read:
+    ``NarrativeColumns.plain``, what orjson writes as ``json`` does)."""
     stored = _NARRATIVE.__get__(trace, Trace)
-    if stored is None:
-        return None, True
-    columns = stored if type(stored) is NarrativeColumns else NarrativeColumns.of_records(stored)
-    return columns.data(), columns.plain()
+    if stored is None or type(stored) is NarrativeColumns:
+        return stored
+    return NarrativeColumns.of_records(stored)
 
 
 def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
@@ -435,6 +438,12 @@ def _file_narrative(raw: Any, version: int) -> NarrativeColumns | None:
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
     return None if columns is None else NarrativeColumns(tuple(attrs.astuple(columns, recurse=False)))
+
+
+def structure_columns(raw: Any) -> NarrativeColumns | None:
+    """A narrative in columns (a version-3 trace's, a stored run's) read by the converter:
+    ``CheckpointError`` naming the field (``$.narrative.depth[2]``) when it is not."""
+    return _file_narrative(raw, TRACE_VERSION)
 
 
 def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
