@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -53,13 +52,14 @@ from .failure import RunFailure
 from .fastjson import available, dumps_exact, reads
 from .fingerprint import spec_fingerprint
 from .narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
-from .narrative_entry import RECORD_TYPES, NarrativeEntry
+from .narrative_entry import NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
 from .serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from .spec_shape import check_spec
 from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
+from .trace_narrative import check_records, file_narrative, narrative_of, register_narrative_hooks
 from .trace_parsed import ParsedParts, parsed_trace
 from .untrusted import check, decoded, parse_proven
 from .values import copy_json
@@ -134,7 +134,7 @@ class Trace:
             checkpoint.run_input = _redact(checkpoint.run_input, hides)
             checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
-        narrative = _narrative_of(result.recorders)
+        narrative = narrative_of(result.recorders)
         return cls(
             library_version=package_version(),
             run_id=result.run_id,
@@ -311,18 +311,6 @@ def _narrative_columns(trace: Trace) -> NarrativeColumns | None:
     return NarrativeColumns.of_records(stored)
 
 
-def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
-    """The records of the first recorder that keeps a narrative (bare ``lines()``: type ``line``)."""
-    for recorder in recorders:
-        records = getattr(recorder, "records", None)
-        if callable(records):
-            return list(records())
-        lines = getattr(recorder, "lines", None)
-        if callable(lines):
-            return [NarrativeEntry("line", 0, str(line)) for line in lines()]
-    return None
-
-
 @contextlib.contextmanager
 def _as_trace_error() -> Iterator[None]:
     """A ``CheckpointError`` raised while loading a trace becomes a ``TraceError`` (same message, path, detail)."""
@@ -385,7 +373,7 @@ def make_trace_converter() -> cattrs.Converter:
     )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
     converter.register_structure_hook(NarrativeEntry, every_key(NarrativeEntry, converter))
-    converter.register_structure_hook(_Lines, every_key(_Lines, converter))
+    register_narrative_hooks(converter)
     converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
     converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))
     converter.register_unstructure_hook(RunFailure, RunFailure.to_dict)
@@ -395,55 +383,13 @@ def make_trace_converter() -> cattrs.Converter:
     return converter
 
 
-@attrs.define
-class _Lines:
-    """A version-1 trace's narrative: bare lines."""
-
-    narrative: list[str] | None
-
-
-@attrs.define
-class _Columns:
-    """A version-3 trace's narrative as the converter reads it (``narrative_columns.FIELDS``)."""
-
-    type: list[str]
-    depth: list[int]
-    text: list[str]
-    stage_name: list[str | None]
-    stage_id: list[str | None]
-    runtime_stage_id: list[str | None]
-    subflow_id: list[str | None]
-    key: list[str | None]
-    step_number: list[int | None]
-
-
-@attrs.define
-class _ColumnsFile:
-    narrative: _Columns | None
-
-
 CONVERTER = make_trace_converter()
-CONVERTER.register_structure_hook(_Columns, every_key(_Columns, CONVERTER))
-CONVERTER.register_structure_hook(_ColumnsFile, every_key(_ColumnsFile, CONVERTER))
-
-
-def _file_narrative(raw: Any, version: int) -> NarrativeColumns | None:
-    """A version-1 (lines) or version-3 (columns) narrative that no strict pass took, read by
-    the converter: a wrong shape or type is refused naming its path."""
-    try:
-        if version == LINES_VERSION:
-            lines = CONVERTER.structure({"narrative": raw}, _Lines).narrative
-            return None if lines is None else NarrativeColumns.of_lines(lines)
-        columns = CONVERTER.structure({"narrative": raw}, _ColumnsFile).narrative
-    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
-        raise load_error(exc, "trace") from None
-    return None if columns is None else NarrativeColumns(tuple(attrs.astuple(columns, recurse=False)))
 
 
 def structure_columns(raw: Any) -> NarrativeColumns | None:
     """A narrative in columns (a version-3 trace's, a stored run's) read by the converter:
     ``CheckpointError`` naming the field (``$.narrative.depth[2]``) when it is not."""
-    return _file_narrative(raw, TRACE_VERSION)
+    return file_narrative(CONVERTER, raw, lines=False)
 
 
 def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
@@ -470,7 +416,7 @@ def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | No
     columns: NarrativeColumns | None = parts.narrative if parts is not None else None
     taken = columns is not None  # by the file version's strict pass (``parsed_trace``)
     if not taken and "narrative" in data and version in (LINES_VERSION, TRACE_VERSION):
-        columns, taken = _file_narrative(data["narrative"], version), True
+        columns, taken = file_narrative(CONVERTER, data["narrative"], lines=version == LINES_VERSION), True
     elif type(version) is not int:
         taken = "narrative" in data  # no version names its form: the version's own error alone
     if taken:
@@ -495,10 +441,6 @@ def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | No
     return trace
 
 
-_record_type = attrgetter("type")
-_record_depth = attrgetter("depth")
-
-
 def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) -> None:
     check_log(trace.commit_log, "$.commit_log")
     for rid, sub in trace.subflows.items():
@@ -512,23 +454,10 @@ def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) 
     if type(stored) is NarrativeColumns:  # checked without building a record
         check_columns(stored, narrative_path)
     else:
-        _check_records(stored or [])
+        check_records(stored or [])
     cp = trace.checkpoint
     if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
         raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
-
-
-def _check_records(records: list[NarrativeEntry]) -> None:
-    """``check_columns`` for a version-2 narrative the converter structured as records."""
-    kinds, depths = set(map(_record_type, records)), list(map(_record_depth, records))
-    if kinds <= RECORD_TYPES and min(depths, default=0) >= 0:
-        return  # all plainly right: no record to name
-    for n, record in enumerate(records):
-        if record.type not in RECORD_TYPES:
-            known = ", ".join(sorted(RECORD_TYPES))
-            raise refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
-        if record.depth < 0:
-            raise refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
 
 
 _NARRATIVE = on_read(Trace, "narrative")

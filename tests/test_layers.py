@@ -70,6 +70,7 @@ LAYERS: dict[str, int] = {
     "flowchart.trace": 3,
     "flowchart.trace_codec": 3,
     "flowchart.trace_parsed": 3,
+    "flowchart.trace_narrative": 3,
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,

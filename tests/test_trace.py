@@ -27,8 +27,9 @@ from flowchart import (
     replay,
 )
 from flowchart.commits import Op
+from flowchart.narrative_entry import RECORD_TYPES
 from flowchart.recorders import NarrativeEntry
-from flowchart.trace import RECORD_TYPES, TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
+from flowchart.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
