@@ -58,7 +58,15 @@ from .redaction import Redaction
 from .retry import Attempt
 from .serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from .spec_shape import check_spec
-from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
+from .trace_codec import (
+    check_log,
+    collector_held,
+    log_chunks,
+    nested_checkpoint,
+    no_gc_pauses,
+    refuse,
+    write_atomically,
+)
 from .trace_narrative import check_records, file_narrative, narrative_of, register_narrative_hooks
 from .trace_parsed import ParsedParts, parsed_trace
 from .untrusted import check, decoded, parse_proven
@@ -249,7 +257,8 @@ class Trace:
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text."""
-        return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in self._chunks())
+        with collector_held():
+            return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in self._chunks())
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
@@ -270,7 +279,8 @@ class Trace:
         The text is streamed to a temporary file beside ``path`` that replaces it once
         complete: a save that fails leaves ``path`` as it was.
         """
-        return write_atomically(path, self._chunks())
+        with collector_held():
+            return write_atomically(path, self._chunks())
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:

@@ -1,9 +1,10 @@
 """``Trace.load`` holds the file once: the standard path decodes the bytes and lets them go
 before the parse; orjson reads only texts up to ``fastjson.READ_MAX`` (its parse holds the text,
-its own copy and the values at once)."""
+its own copy and the values at once). ``Trace.save`` holds the cycle collector while it writes."""
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from pathlib import Path
@@ -101,3 +102,35 @@ def test_a_file_that_is_not_utf_8_is_refused_as_before(tmp_path: Path) -> None:
         Trace.load(path)
     with fastjson.stdlib_only(), pytest.raises(CheckpointError, match=r"^Invalid trace: not JSON \('utf-8' codec"):
         Trace.load(path)
+
+
+def test_a_save_runs_no_collection_and_leaves_the_collector_as_it_was(tmp_path: Path) -> None:
+    """Writing a trace makes a dict per commit and per op and frees them (no cycle): the cycle
+    collector is held meanwhile — no collection starts during a save of a 600-commit trace
+    (each used to walk every object the process holds) — and is on again after it, also after
+    a save that fails; held by the application, it stays held."""
+    trace = _big_trace()
+    started: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        trace.save(tmp_path / "t.json")
+        trace.to_json()
+    finally:
+        gc.callbacks.remove(count)
+    assert started == [] and gc.isenabled()
+    trace.initial_state = {"bad": float("nan")}
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        trace.save(tmp_path / "t.json")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        trace.initial_state = {}
+        trace.save(tmp_path / "t.json")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
