@@ -234,10 +234,12 @@ def parsed_trace(raw: Any) -> ParsedParts | None:
             if log is None:
                 return None
         elif key == "narrative" and narrative_pass is not None and value is not None:
-            narrative = narrative_pass(value)
-            if narrative is None and not within_limits(value, 2):
-                return None
+            continue  # last: a version-2 pass empties the list it proves, so only once all else is proven
         elif not within_limits(value, 2):
+            return None
+    if narrative_pass is not None and raw.get("narrative") is not None:
+        narrative = narrative_pass(raw["narrative"])
+        if narrative is None and not within_limits(raw["narrative"], 2):
             return None
     return ParsedParts(log, narrative)
 

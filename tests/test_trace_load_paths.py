@@ -247,3 +247,16 @@ def test_a_load_leaves_the_collector_on_and_an_application_s_frozen_objects_froz
     with pytest.raises(CheckpointError):
         Trace.from_json(text.replace('"version": 3', '"version": 99', 1))
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_version_2_narrative_is_emptied_only_once_the_whole_file_is_proven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The version-2 narrative pass empties the list it proves (its dicts freed early), so it runs
+    last: a file whose narrative comes before a commit log the strict pass declines (here: every
+    log declined) loads through the converter with its whole narrative, not an empty one."""
+    import flowchart.trace_parsed as passes
+
+    data = copy.deepcopy(BASE_V2)
+    text = json.dumps({"narrative": data.pop("narrative"), **data})
+    monkeypatch.setattr(passes, "parsed_log", lambda _raw: None)
+    loaded = Trace.from_json(text)
+    assert loaded.narrative == [NarrativeEntry(**r) for r in BASE_V2["narrative"]]
