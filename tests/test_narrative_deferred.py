@@ -105,10 +105,10 @@ def test_decisions_and_loops_cost_one_call_each_and_tell_what_a_live_narrative_t
     live = _live(rec)
     _loop_chart().run(recorders=[live])
     # decide() summarises its evidence itself (summarize_value); a list's length is told once
-    # per length (Told's __init__), then shared
-    assert set(calls) == {
-        "take_stage_ops", "take_stage_executed", "keep", "snapshot_view", "told_length", "__init__", "summarize_value"
-    }  # fmt: skip
+    # per length in a process (Told's __init__), then shared
+    kept = {"take_stage_ops", "take_stage_executed", "keep", "snapshot_view", "told_length"}
+    assert kept <= set(calls) <= kept | {"__init__", "summarize_value"}
+    assert calls["__init__"] <= 4  # lengths 0 to 3, the first time any narrative meets them
     assert calls["keep"] == 3 + 2  # three decisions, two loops
     assert calls["take_stage_executed"] == 10 and calls["take_stage_ops"] == 8  # Again writes nothing
     assert rec.records() == live.records()
