@@ -1,10 +1,12 @@
 """The narrative's entry list, worded when read: the lazy pieces of ``narrative.py``.
 
-Law: what the narrative keeps during a run is the numbering and the values its sentences
-need, fixed when the event happens (a summary, a list's length, a committed value that
-nobody mutates); the wording waits until somebody reads the narrative (``lines()``,
-``entries()``, a stream event's ``text``), and is then kept, so every reader sees the same
-words. ``_Followed`` hands each entry to a live reader (a stream) as it is appended.
+Law: what the narrative keeps during a run is the values its sentences need, fixed when the
+event happens (a summary, a list's length — one shared ``Told`` per length —, a committed
+value that nobody mutates), and either the numbering (a live reader follows) or the calls in
+the order they came, numbered when told; the wording waits until somebody reads the
+narrative (``lines()``, ``entries()``, a stream event's ``text``), and is then kept, so every
+reader sees the same words. ``_Followed`` hands each entry to a live reader (a stream) as it
+is appended.
 """
 
 from __future__ import annotations
