@@ -1,4 +1,5 @@
-"""Properties over random charts: replay equals live state at every commit; runs are deterministic."""
+"""Properties over random charts: replay equals live state at every commit; runs are deterministic;
+a narrative told when read is the one told line by line."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 from engine_charts import StateTape
 from engine_strategies import apply_actions, build_random_chart, segments
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from flowchart import replay
+from flowchart import narrative, replay
 from flowchart.values import copy_json
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,3 +75,23 @@ def test_two_runs_give_identical_commit_logs(plan):
     second = harness.chart.run()
     assert [c.to_dict() for c in first.commit_log] == [c.to_dict() for c in second.commit_log]
     assert canonical(first.state) == canonical(second.state)
+
+
+def _acting(todo: list[Any], _in_fork: bool) -> Any:
+    return lambda scope, ctx: apply_actions(scope, todo)
+
+
+@SETTINGS
+@given(segments, st.booleans())
+def test_a_narrative_told_when_read_is_the_one_told_line_by_line(plan, noted):
+    """For random charts (every kind of scope mutation, deciders, loops, forks), a narrative
+    nobody follows — its calls kept and told when first read — gives the very records of a
+    narrative told line by line as the run went; with a noted key too (its teller is called
+    with the value as it was written)."""
+    notes = {"b": lambda value: f"b is now {canonical(value)}"} if noted else None
+    chart = build_random_chart(plan, lambda scope: None, _acting)
+    kept, live = narrative(notes=notes), narrative(notes=notes)
+    live.follow(lambda _entry: None)
+    chart.run(recorders=[kept])
+    chart.run(recorders=[live])
+    assert kept.records() == live.records()
