@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from .commits import Op, apply_op
+from .lending import append_tail, lendable, shelve
 from .errors import ReadonlyInputError, ScopeWriteError
 from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
 from .values import NotJsonSafe, copy_json, same_json
@@ -88,6 +89,7 @@ class Transaction:
         "observer",
         "oplog",
         "readonly",
+        "shelf",
         "snapshot",
         "state",
     )
@@ -110,6 +112,9 @@ class Transaction:
         self.snapshot: Any = None
         #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
         self.hides: Any = None
+        #: the views of top-level lists that earlier stages left for the next reader (set by the
+        #: engine for a transaction at the top of the state; ``None``: every read copies)
+        self.shelf: dict[str, TrackedList] | None = None
         self._working: dict[str, Any] = {}
         # key -> bit mask of the changes made to it (tracked.MERGE | APPEND | SET)
         self._touched: dict[str, int] = {}
@@ -147,7 +152,9 @@ class Transaction:
             if value is _MISSING:
                 raise self._miss(key)
             kind = type(value)
-            if kind is dict or kind is list:
+            if kind is list:
+                value = self._list_view(key, value)
+            elif kind is dict:
                 value = self._view(key, value)
         elif value is _DELETED:
             raise self._miss(key)
@@ -194,6 +201,21 @@ class Transaction:
         view = wrap(value, Owner(key, self._touch, self._reject))
         if type(view) is TrackedList:
             view._fc_root = True
+        self._working[key] = view
+        return view
+
+    def _list_view(self, key: str, value: list[Any]) -> TrackedList:
+        """The stage's view of the committed list ``value``: the view an earlier stage left on
+        the shelf when it is provably still ``value``'s items and no one else holds it (no copy),
+        else a fresh one."""
+        shelf = self.shelf
+        view = shelf.pop(key, None) if shelf is not None else None
+        if view is None or not lendable(view, value):
+            view = TrackedList(value, Owner(key, self._touch, self._reject))
+            view._fc_root = True
+            view._fc_source = value
+        else:
+            view._fc_owner = Owner(key, self._touch, self._reject)
         self._working[key] = view
         return view
 
@@ -338,6 +360,12 @@ class Transaction:
                 if old is not _MISSING:
                     ops.append(Op(path, "delete"))
                 continue
+            if change == APPEND and type(new) is TrackedList and new._fc_source is old:
+                # appends only, to a view of this very list: the tail is the change (no whole-list diff)
+                tail = new.tail(len(old))
+                if tail:
+                    ops.append(Op(path, "append", tail))
+                continue
             new = plain(new)
             if old is not _MISSING and same_json(old, new):
                 continue
@@ -350,9 +378,15 @@ class Transaction:
                 ops.append(Op(path, "merge", patch))
             else:
                 ops.append(Op(path, "set", new))
+        old = new = None  # no stray name for a committed list: the appends below count its holders
         state = self.state
         for op in ops:
-            apply_op(state, op)
+            if op.verb == "append" and len(op.path) == 1:
+                append_tail(state, op.path[0], op.value, self._working.get(op.path[0]))
+            else:
+                apply_op(state, op)
+        if self.shelf is not None:
+            shelve(self.shelf, state, self._touched, self._working)
         self._touched = {}
         self._working = {}
         return ops

@@ -205,7 +205,7 @@ class TrackedList(list):
     """A list read from the scope: reads wrap items lazily; appends to a top-level list are an
     ``append``, every other change a ``set``."""
 
-    __slots__ = ("_fc_owner", "_fc_root", "_fc_wrapped")
+    __slots__ = ("_fc_dirty", "_fc_owner", "_fc_root", "_fc_source", "_fc_wrapped")
 
     def __init__(self, data: Iterable[Any], owner: Owner) -> None:
         list.__init__(self, data)
@@ -213,6 +213,11 @@ class TrackedList(list):
         self._fc_wrapped = False
         #: True for the top-level list of a key (appends to it may commit as an append)
         self._fc_root = False
+        #: the committed list this top-level view was made from (else ``None``): until the view
+        #: is changed, its items are that list's items, the very same objects
+        self._fc_source: list[Any] | None = None
+        #: True once the view was changed in any way (a changed view is never lent again)
+        self._fc_dirty = False
 
     # -- reads ---------------------------------------------------------------------
     def _child(self, index: int, value: Any) -> Any:
@@ -244,10 +249,18 @@ class TrackedList(list):
 
     # -- writes: appends to the top-level list are appends; every other change is a set --
     def _changed(self) -> None:
+        self._fc_dirty = True
         self._fc_owner.changed(SET)
 
     def _appended(self) -> None:
+        self._fc_dirty = True
         self._fc_owner.changed(APPEND if self._fc_root else SET)
+
+    def tail(self, start: int) -> list[Any]:
+        """The items from ``start`` on as plain values (what an ``append`` commits), without
+        copying the items before ``start``."""
+        items = list.__getitem__(self, slice(start, None))
+        return [plain(v) for v in items] if self._fc_wrapped else items
 
     def append(self, value: Any) -> None:
         list.append(self, _checked(self._fc_owner, value))

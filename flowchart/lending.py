@@ -1,0 +1,76 @@
+"""A list that grows by appends costs what each stage adds, not the list's length.
+
+Laws:
+- A committed list is never changed while anyone else may hold it. A commit's appended tail
+  extends the state's list in place only when the reference count proves that the state's
+  entry is its one holder (``owned.holders``); otherwise the list is copied with the tail,
+  as ``apply_op`` does (the commit log, a recorder, a checkpoint, a result, a ``raw_read``
+  caller or a view still hold the old list, which stays as it was).
+- A stage reads a list through a tracked view, a list of its own. When a stage ends, each
+  view it read that is still item for item the committed list (never changed, or changed
+  only by appends that this commit applied to that list) goes on the transaction's shelf;
+  the next stage that reads the key is lent that view instead of a new copy, but only if
+  the view is still the committed list's (same source, same length, never changed since)
+  and nothing but the shelf held it (a stage, tool or recorder that kept it gets a fresh
+  copy next time, so what it kept never sees a later stage's appends).
+
+Only the top of the state takes part (transactions without a namespace): a fork child's
+writes land in its own namespace and copy as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .owned import holders
+from .tracked import TrackedList
+
+
+def lendable(view: TrackedList, value: list[Any]) -> bool:
+    """True when the shelved ``view`` may be lent as a stage's view of the committed ``value``:
+    its items are ``value``'s (same source, never changed, no child wrapped) and the caller's
+    name for it is its only holder."""
+    return (
+        view._fc_source is value
+        and not view._fc_dirty
+        and not view._fc_wrapped
+        and list.__len__(view) == len(value)
+        and holders(view) == 1  # the caller's own name for it; nobody else kept it
+    )
+
+
+def append_tail(state: dict[str, Any], key: str, tail: list[Any], view: Any) -> None:
+    """Apply a top-level ``append`` of ``tail`` to ``state[key]``: in place when the state's
+    entry is the list's one holder, else on a copy. ``view`` (the stage's view of ``key``, or
+    ``None``) made the tail when it was a view of this very list: it is then the new list's
+    items again, and may be lent on."""
+    synced = type(view) is TrackedList and view._fc_source is not None and view._fc_source is state.get(key)
+    if synced:
+        view._fc_source = None  # the view's own hold on the list is not someone else's
+    current = state.get(key)
+    if type(current) is list and holders(current) == 1:  # the state's entry alone
+        current.extend(tail)
+    else:
+        current = state[key] = [*current, *tail] if isinstance(current, list) else list(tail)
+    if synced:
+        view._fc_source = current
+        view._fc_dirty = False
+
+
+def shelve(shelf: dict[str, TrackedList], state: dict[str, Any], touched: Any, working: dict[str, Any]) -> None:
+    """Put a committed stage's views that are still their lists' items on the shelf (and drop the
+    shelved views of keys the stage changed otherwise)."""
+    for key in touched:
+        shelf.pop(key, None)
+    for key, view in working.items():
+        if (
+            type(view) is TrackedList
+            and view._fc_source is not None
+            and not view._fc_dirty
+            and not view._fc_wrapped
+            and view._fc_source is state.get(key)
+        ):
+            shelf[key] = view
+
+
+__all__ = ["append_tail", "lendable", "shelve"]

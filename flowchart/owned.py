@@ -1,0 +1,43 @@
+"""Sole ownership, proved by the reference count: when a value may be changed in place.
+
+Law: a value someone else may hold is never changed. The engine changes a list in place
+(extends the state's list by a commit's appended tail, lends a stage the view it already
+has of a list) only when the interpreter's reference count proves that nothing but the
+engine's own holders reach it — not the commit log, a recorder, a checkpoint, a result, a
+``raw_read`` caller or a stage that kept what it read. Anything the count cannot prove is
+shared and is copied, as before: on an interpreter without ``sys.getrefcount`` everything is.
+
+:func:`holders` counts the references to a value beyond the caller's one local name, so
+``holders(x) == 0`` means the caller's ``x`` is the only way to it. The count it subtracts is
+measured once, at import, through the same calls, so it holds on any CPython that keeps
+counting references the same way for the same code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+_COUNT = getattr(sys, "getrefcount", None)
+
+
+def _references(value: Any) -> int:
+    return _COUNT(value) if _COUNT is not None else sys.maxsize
+
+
+def _alone() -> int:
+    """What ``_references`` reads for a value held by one local name of its caller and nothing else."""
+    probe: list[Any] = []
+    return _references(probe)
+
+
+_ALONE = _alone()
+
+
+def holders(value: Any) -> int:
+    """How many references to ``value`` there are besides the caller's one local name for it
+    (``sys.maxsize`` where the interpreter cannot count them: then nothing is ever sole)."""
+    return _references(value) - _ALONE - 1  # minus this function's own parameter
+
+
+__all__ = ["holders"]
