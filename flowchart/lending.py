@@ -23,13 +23,26 @@ from __future__ import annotations
 from typing import Any
 
 from .owned import holders
-from .tracked import TrackedList
+from .tracked import Owner, TrackedList
 
 
-def lendable(view: TrackedList, value: list[Any]) -> bool:
-    """True when the shelved ``view`` may be lent as a stage's view of the committed ``value``:
-    its items are ``value``'s (same source, never changed, no child wrapped) and the caller's
-    name for it is its only holder."""
+def lend(shelf: dict[str, TrackedList] | None, key: str, value: list[Any], owner: Owner) -> TrackedList:
+    """A stage's view of the committed list ``value`` at ``key``, tracked by ``owner``: the view an
+    earlier stage left on ``shelf`` when it may be lent (no copy), else a fresh one (a copy)."""
+    view = shelf.pop(key, None) if shelf is not None else None
+    if view is None or not _lendable(view, value):
+        view = TrackedList(value, owner)
+        view._fc_root = True
+        view._fc_source = value
+    else:
+        view._fc_owner = owner
+    return view
+
+
+def _lendable(view: TrackedList, value: list[Any]) -> bool:
+    """True when the shelved ``view`` may be lent as a view of the committed ``value``: its items
+    are ``value``'s (same source, never changed, no child wrapped) and the caller's name for it
+    is its only holder."""
     return (
         view._fc_source is value
         and not view._fc_dirty
@@ -73,4 +86,4 @@ def shelve(shelf: dict[str, TrackedList], state: dict[str, Any], touched: Any, w
             shelf[key] = view
 
 
-__all__ = ["append_tail", "lendable", "shelve"]
+__all__ = ["append_tail", "lend", "shelve"]

@@ -9,8 +9,8 @@ shared and is copied, as before: on an interpreter without ``sys.getrefcount`` e
 
 :func:`holders` counts the references to a value beyond the caller's one local name, so
 ``holders(x) == 0`` means the caller's ``x`` is the only way to it. The count it subtracts is
-measured once, at import, through the same calls, so it holds on any CPython that keeps
-counting references the same way for the same code.
+measured once, at import, through the same calls, and checked there (no holder, then one): an
+interpreter that counts otherwise, or a build without the global lock, proves nothing sole.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-_COUNT = getattr(sys, "getrefcount", None)
+# a build without the global lock counts references per thread: nothing is proved sole there
+_COUNT = getattr(sys, "getrefcount", None) if getattr(sys, "_is_gil_enabled", lambda: True)() else None
 
 
 def _references(value: Any) -> int:
@@ -38,6 +39,20 @@ def holders(value: Any) -> int:
     """How many references to ``value`` there are besides the caller's one local name for it
     (``sys.maxsize`` where the interpreter cannot count them: then nothing is ever sole)."""
     return _references(value) - _ALONE - 1  # minus this function's own parameter
+
+
+def _counts_right() -> bool:
+    """The count proves what it must on this interpreter: none besides a local, then one per holder."""
+    probe: list[Any] = []
+    alone = holders(probe)
+    box = {"probe": probe}
+    held = holders(probe)
+    del box
+    return alone == 0 and held == 1
+
+
+if not _counts_right():  # an interpreter that counts otherwise: everything is shared
+    _COUNT = None
 
 
 __all__ = ["holders"]

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from .commits import Op, apply_op
-from .lending import append_tail, lendable, shelve
 from .errors import ReadonlyInputError, ScopeWriteError
+from .lending import append_tail, lend, shelve
 from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
 from .values import NotJsonSafe, copy_json, same_json
 
@@ -205,18 +205,8 @@ class Transaction:
         return view
 
     def _list_view(self, key: str, value: list[Any]) -> TrackedList:
-        """The stage's view of the committed list ``value``: the view an earlier stage left on
-        the shelf when it is provably still ``value``'s items and no one else holds it (no copy),
-        else a fresh one."""
-        shelf = self.shelf
-        view = shelf.pop(key, None) if shelf is not None else None
-        if view is None or not lendable(view, value):
-            view = TrackedList(value, Owner(key, self._touch, self._reject))
-            view._fc_root = True
-            view._fc_source = value
-        else:
-            view._fc_owner = Owner(key, self._touch, self._reject)
-        self._working[key] = view
+        """The stage's view of the committed list ``value`` (lent from the shelf when it may be)."""
+        view = self._working[key] = lend(self.shelf, key, value, Owner(key, self._touch, self._reject))
         return view
 
     def has(self, key: str) -> bool:
@@ -360,7 +350,7 @@ class Transaction:
                 if old is not _MISSING:
                     ops.append(Op(path, "delete"))
                 continue
-            if change == APPEND and type(new) is TrackedList and new._fc_source is old:
+            if change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
                 # appends only, to a view of this very list: the tail is the change (no whole-list diff)
                 tail = new.tail(len(old))
                 if tail:
