@@ -70,18 +70,17 @@ def append_tail(state: dict[str, Any], key: str, tail: list[Any], view: Any) -> 
         view._fc_dirty = False
 
 
-def shelve(shelf: dict[str, TrackedList], state: dict[str, Any], touched: Any, working: dict[str, Any]) -> None:
-    """Put a committed stage's views that are still their lists' items on the shelf (and drop the
-    shelved views of keys the stage changed otherwise)."""
-    for key in touched:
-        shelf.pop(key, None)
-    for key, view in working.items():
+def shelve(shelf: Any, state: dict[str, Any], views: list[TrackedList], working: dict[str, Any]) -> None:
+    """Put the ``views`` of committed lists a stage read on the shelf, each one that is still its
+    key's view (in ``working``) and item for item the list the state now holds at that key."""
+    for view in views:
+        key = view._fc_owner.key
         if (
-            type(view) is TrackedList
+            working.get(key) is view
             and view._fc_source is not None
+            and view._fc_source is state.get(key)
             and not view._fc_dirty
             and not view._fc_wrapped
-            and view._fc_source is state.get(key)
         ):
             shelf[key] = view
 

@@ -81,6 +81,7 @@ class Transaction:
     """One stage's view of the state: a working set over the committed state."""
 
     __slots__ = (
+        "_lists",
         "_reads",
         "_touched",
         "_working",
@@ -119,6 +120,8 @@ class Transaction:
         # key -> bit mask of the changes made to it (tracked.MERGE | APPEND | SET)
         self._touched: dict[str, int] = {}
         self._reads: dict[str, None] = {}
+        #: the views of committed lists this stage read (for the shelf), ``None`` until one is read
+        self._lists: list[TrackedList] | None = None
 
     # -- committed lookups --------------------------------------------------------------
     def _namespace_dict(self) -> dict[str, Any] | None:
@@ -207,6 +210,10 @@ class Transaction:
     def _list_view(self, key: str, value: list[Any]) -> TrackedList:
         """The stage's view of the committed list ``value`` (lent from the shelf when it may be)."""
         view = self._working[key] = lend(self.shelf, key, value, Owner(key, self._touch, self._reject))
+        if self.shelf is not None:
+            if self._lists is None:
+                self._lists = []
+            self._lists.append(view)
         return view
 
     def has(self, key: str) -> bool:
@@ -352,7 +359,7 @@ class Transaction:
                 continue
             if change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
                 # appends only, to a view of this very list: the tail is the change (no whole-list diff)
-                tail = new.tail(len(old))
+                tail = new._fc_tail(len(old))
                 if tail:
                     ops.append(Op(path, "append", tail))
                 continue
@@ -375,8 +382,12 @@ class Transaction:
                 append_tail(state, op.path[0], op.value, self._working.get(op.path[0]))
             else:
                 apply_op(state, op)
-        if self.shelf is not None:
-            shelve(self.shelf, state, self._touched, self._working)
+        if self.shelf:  # a changed key's shelved view is stale now
+            for key in self._touched:
+                self.shelf.pop(key, None)
+        if self._lists is not None:
+            shelve(self.shelf, state, self._lists, self._working)
+            self._lists = None
         self._touched = {}
         self._working = {}
         return ops

@@ -256,7 +256,7 @@ class TrackedList(list):
         self._fc_dirty = True
         self._fc_owner.changed(APPEND if self._fc_root else SET)
 
-    def tail(self, start: int) -> list[Any]:
+    def _fc_tail(self, start: int) -> list[Any]:
         """The items from ``start`` on as plain values (what an ``append`` commits), without
         copying the items before ``start``."""
         items = list.__getitem__(self, slice(start, None))
