@@ -29,27 +29,21 @@ from .tracked import Owner, TrackedList
 def lend(shelf: dict[str, TrackedList] | None, key: str, value: list[Any], owner: Owner) -> TrackedList:
     """A stage's view of the committed list ``value`` at ``key``, tracked by ``owner``: the view an
     earlier stage left on ``shelf`` when it may be lent (no copy), else a fresh one (a copy)."""
-    view = shelf.pop(key, None) if shelf is not None else None
-    if view is None or not _lendable(view, value):
-        view = TrackedList(value, owner)
-        view._fc_root = True
-        view._fc_source = value
-    else:
-        view._fc_owner = owner
-    return view
-
-
-def _lendable(view: TrackedList, value: list[Any]) -> bool:
-    """True when the shelved ``view`` may be lent as a view of the committed ``value``: its items
-    are ``value``'s (same source, never changed, no child wrapped) and the caller's name for it
-    is its only holder."""
-    return (
-        view._fc_source is value
-        and not view._fc_dirty
-        and not view._fc_wrapped
+    view = shelf.pop(key, None) if shelf else None
+    if (
+        view is not None
+        and view._fc_source is value  # made from (or kept in step with) this very list
+        and not view._fc_dirty  # never changed since
+        and not view._fc_wrapped  # no child replaced by a view of it
         and list.__len__(view) == len(value)
-        and holders(view) == 1  # the caller's own name for it; nobody else kept it
-    )
+        and holders(view) == 0  # nobody kept it: this name is its one holder
+    ):
+        view._fc_owner = owner
+        return view
+    view = TrackedList(value, owner)
+    view._fc_root = True
+    view._fc_source = value
+    return view
 
 
 def append_tail(state: dict[str, Any], key: str, tail: list[Any], view: Any) -> None:

@@ -18,27 +18,26 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+
+def _uncounted(_value: Any) -> int:
+    return sys.maxsize
+
+
 # a build without the global lock counts references per thread: nothing is proved sole there
-_COUNT = getattr(sys, "getrefcount", None) if getattr(sys, "_is_gil_enabled", lambda: True)() else None
-
-
-def _references(value: Any) -> int:
-    return _COUNT(value) if _COUNT is not None else sys.maxsize
-
-
-def _alone() -> int:
-    """What ``_references`` reads for a value held by one local name of its caller and nothing else."""
-    probe: list[Any] = []
-    return _references(probe)
-
-
-_ALONE = _alone()
+_COUNT: Any = getattr(sys, "getrefcount", None) if getattr(sys, "_is_gil_enabled", lambda: True)() else None
+_BASE = 0
 
 
 def holders(value: Any) -> int:
     """How many references to ``value`` there are besides the caller's one local name for it
     (``sys.maxsize`` where the interpreter cannot count them: then nothing is ever sole)."""
-    return _references(value) - _ALONE - 1  # minus this function's own parameter
+    return (_COUNT or _uncounted)(value) - _BASE
+
+
+def _alone() -> int:
+    """What ``holders`` reads, uncorrected, for a value held by one local name of its caller alone."""
+    probe: list[Any] = []
+    return holders(probe)
 
 
 def _counts_right() -> bool:
@@ -51,6 +50,7 @@ def _counts_right() -> bool:
     return alone == 0 and held == 1
 
 
+_BASE = _alone()
 if not _counts_right():  # an interpreter that counts otherwise: everything is shared
     _COUNT = None
 
