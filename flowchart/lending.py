@@ -64,9 +64,18 @@ def append_tail(state: dict[str, Any], key: str, tail: list[Any], view: Any) -> 
         view._fc_dirty = False
 
 
+def _after_its_stage(_key: str, _change: int, _fields: tuple[str, ...] | None = None) -> None:
+    """A shelved view changed by someone who kept it past its stage: nothing to commit it to."""
+
+
+def _refuse(_key: str, exc: Exception) -> None:
+    raise exc
+
+
 def shelve(shelf: Any, state: dict[str, Any], views: list[TrackedList], working: dict[str, Any]) -> None:
     """Put the ``views`` of committed lists a stage read on the shelf, each one that is still its
-    key's view (in ``working``) and item for item the list the state now holds at that key."""
+    key's view (in ``working``) and item for item the list the state now holds at that key. A
+    shelved view belongs to no stage until it is lent (it holds no finished transaction)."""
     for view in views:
         key = view._fc_owner.key
         if (
@@ -76,6 +85,7 @@ def shelve(shelf: Any, state: dict[str, Any], views: list[TrackedList], working:
             and not view._fc_dirty
             and not view._fc_wrapped
         ):
+            view._fc_owner = Owner(key, _after_its_stage, _refuse)
             shelf[key] = view
 
 

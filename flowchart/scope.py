@@ -382,9 +382,6 @@ class Transaction:
                 append_tail(state, op.path[0], op.value, self._working.get(op.path[0]))
             else:
                 apply_op(state, op)
-        if self.shelf:  # a changed key's shelved view is stale now
-            for key in self._touched:
-                self.shelf.pop(key, None)
         if self._lists is not None:
             shelve(self.shelf, state, self._lists, self._working)
             self._lists = None
