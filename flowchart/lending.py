@@ -43,6 +43,7 @@ def lend(shelf: dict[str, TrackedList] | None, key: str, value: list[Any], owner
     view = TrackedList(value, owner)
     view._fc_root = True
     view._fc_source = value
+    view._fc_dirty = False
     return view
 
 

@@ -20,6 +20,9 @@ Laws:
   or freshly copied value as itself (neither is ever changed in place).
 - Nothing here copies the whole state: reading a primitive is a dict lookup, reading a
   container makes a shallow tracked view, a commit touches only the changed keys.
+- A list that grows by appends costs what each stage adds (``flowchart.lending``): its commit
+  is the appended tail, applied in place when nobody else holds the list, and a top-level
+  transaction is lent the view an earlier stage left when it is provably still the list's.
 """
 
 from __future__ import annotations
@@ -204,13 +207,15 @@ class Transaction:
         view = wrap(value, Owner(key, self._touch, self._reject))
         if type(view) is TrackedList:
             view._fc_root = True
+            view._fc_source = None  # a view of the stage's own write, not of a committed list
         self._working[key] = view
         return view
 
     def _list_view(self, key: str, value: list[Any]) -> TrackedList:
         """The stage's view of the committed list ``value`` (lent from the shelf when it may be)."""
-        view = self._working[key] = lend(self.shelf, key, value, Owner(key, self._touch, self._reject))
-        if self.shelf is not None:
+        shelf = None if self.namespace else self.shelf
+        view = self._working[key] = lend(shelf, key, value, Owner(key, self._touch, self._reject))
+        if shelf is not None:
             if self._lists is None:
                 self._lists = []
             self._lists.append(view)
@@ -349,39 +354,41 @@ class Transaction:
         if not self._touched:
             return ops
         prefix = self.namespace
-        for key, change in self._touched.items():
+        state = self.state
+        for key, change in self._touched.items():  # each op applied as made: every key is its own
             new = self._working[key]
             old = self._own_committed(key)
-            path = (*prefix, key)
             if new is _DELETED:
-                if old is not _MISSING:
-                    ops.append(Op(path, "delete"))
-                continue
-            if change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
+                if old is _MISSING:
+                    continue
+                op = Op((*prefix, key), "delete")
+            elif change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
                 # appends only, to a view of this very list: the tail is the change (no whole-list diff)
                 tail = new._fc_tail(len(old))
-                if tail:
-                    ops.append(Op(path, "append", tail))
+                if not tail:
+                    continue
+                op = Op((*prefix, key), "append", tail)
+                ops.append(op)
+                if prefix:
+                    apply_op(state, op)
+                else:
+                    old = None  # no stray name for the list: append_tail counts who holds it
+                    append_tail(state, key, tail, new)
                 continue
-            new = plain(new)
-            if old is not _MISSING and same_json(old, new):
-                continue
-            if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
-                # only appends to the list itself: the op carries the tail, not the whole list
-                ops.append(Op(path, "append", new[len(old) :]))
-                continue
-            patch = _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
-            if patch is not None:
-                ops.append(Op(path, "merge", patch))
             else:
-                ops.append(Op(path, "set", new))
-        old = new = None  # no stray name for a committed list: the appends below count its holders
-        state = self.state
-        for op in ops:
-            if op.verb == "append" and len(op.path) == 1:
-                append_tail(state, op.path[0], op.value, self._working.get(op.path[0]))
-            else:
-                apply_op(state, op)
+                new = plain(new)
+                if old is not _MISSING and same_json(old, new):
+                    continue
+                if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
+                    # only appends to the list itself: the op carries the tail, not the whole list
+                    op = Op((*prefix, key), "append", new[len(old) :])
+                else:
+                    patch = (
+                        _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
+                    )
+                    op = Op((*prefix, key), "set", new) if patch is None else Op((*prefix, key), "merge", patch)
+            ops.append(op)
+            apply_op(state, op)
         if self._lists is not None:
             shelve(self.shelf, state, self._lists, self._working)
             self._lists = None

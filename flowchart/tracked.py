@@ -206,6 +206,8 @@ class TrackedList(list):
     ``append``, every other change a ``set``."""
 
     __slots__ = ("_fc_dirty", "_fc_owner", "_fc_root", "_fc_source", "_fc_wrapped")
+    _fc_source: list[Any] | None
+    _fc_dirty: bool
 
     def __init__(self, data: Iterable[Any], owner: Owner) -> None:
         list.__init__(self, data)
@@ -213,11 +215,9 @@ class TrackedList(list):
         self._fc_wrapped = False
         #: True for the top-level list of a key (appends to it may commit as an append)
         self._fc_root = False
-        #: the committed list this top-level view was made from (else ``None``): until the view
-        #: is changed, its items are that list's items, the very same objects
-        self._fc_source: list[Any] | None = None
-        #: True once the view was changed in any way (a changed view is never lent again)
-        self._fc_dirty = False
+        # set on a key's top-level view only, by the scope (``flowchart.lending``): ``_fc_source``,
+        # the committed list it was made from (``None``: the stage's own write), whose very items
+        # it holds until it changes; ``_fc_dirty``, True once it changed in any way
 
     # -- reads ---------------------------------------------------------------------
     def _child(self, index: int, value: Any) -> Any:

@@ -177,8 +177,7 @@ class Traverser:
         """Run one stage function over a fresh transaction. Never commits; returns the error."""
         run = self.run
         txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
-        if not namespace:
-            txn.shelf = self.shelf
+        txn.shelf = self.shelf  # used at the top of the state only (a namespaced read copies)
         if run.redacting:
             txn.hides = run.redaction.hides
         if run.recovery is not None:  # re-running a failed execution: start from before its commit
