@@ -25,6 +25,9 @@ from typing import Any
 from .owned import holders
 from .tracked import Owner, TrackedList
 
+#: a list shorter than this is not shelved: copying it costs less than lending it
+SHORT = 64
+
 
 def lend(shelf: dict[str, TrackedList] | None, key: str, value: list[Any], owner: Owner) -> TrackedList:
     """A stage's view of the committed list ``value`` at ``key``, tracked by ``owner``: the view an
@@ -90,4 +93,4 @@ def shelve(shelf: Any, state: dict[str, Any], views: list[TrackedList], working:
             shelf[key] = view
 
 
-__all__ = ["append_tail", "lend", "shelve"]
+__all__ = ["SHORT", "append_tail", "lend", "shelve"]

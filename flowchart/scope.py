@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from .commits import Op, apply_op
 from .errors import ReadonlyInputError, ScopeWriteError
-from .lending import append_tail, lend, shelve
+from .lending import SHORT, append_tail, lend, shelve
 from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
 from .values import NotJsonSafe, copy_json, same_json
 
@@ -213,7 +213,7 @@ class Transaction:
 
     def _list_view(self, key: str, value: list[Any]) -> TrackedList:
         """The stage's view of the committed list ``value`` (lent from the shelf when it may be)."""
-        shelf = None if self.namespace else self.shelf
+        shelf = None if self.namespace or len(value) < SHORT else self.shelf
         view = self._working[key] = lend(shelf, key, value, Owner(key, self._touch, self._reject))
         if shelf is not None:
             if self._lists is None:
