@@ -8,11 +8,12 @@ Laws:
   caller or a view still hold the old list, which stays as it was).
 - A stage reads a list through a tracked view, a list of its own. When a stage ends, each
   view it read that is still item for item the committed list (never changed, or changed
-  only by appends that this commit applied to that list) goes on the transaction's shelf;
+  only by appends that this commit applied to that list) goes on the traverser's shelf;
   the next stage that reads the key is lent that view instead of a new copy, but only if
   the view is still the committed list's (same source, same length, never changed since)
   and nothing but the shelf held it (a stage, tool or recorder that kept it gets a fresh
-  copy next time, so what it kept never sees a later stage's appends).
+  copy next time, so what it kept never sees a later stage's appends). A list shorter than
+  ``SHORT`` items is copied, never shelved: the copy costs less than the bookkeeping.
 
 Only the top of the state takes part (transactions without a namespace): a fork child's
 writes land in its own namespace and copy as before.
