@@ -99,6 +99,8 @@ FIELD_FORMS = {
     "on_stage_executed": "take_stage_executed",
 }
 FIELD_HOOKS = tuple(FIELD_FORMS.values())
+#: how many fields each field hook takes after ``ctx``
+FIELD_ARITY = {"take_stage_start": 0, "take_emit": 2, "take_commit": 1, "take_stage_ops": 1, "take_stage_executed": 3}
 
 
 @attrs.frozen

@@ -211,7 +211,7 @@ def check_version(data: dict[str, Any], what: str, reads: int, *older: int) -> N
     version = data.get("version")
     known = (*sorted(older), reads)
     if type(version) is int and version not in known:
-        told = f"version {reads}" if not older else "versions " + " and ".join(map(str, known))
+        told = f"version {reads}" if not older else f"versions {', '.join(map(str, known[:-1]))} and {reads}"
         raise CheckpointError(
             f"Invalid {what}: unsupported version {version} @ $.version (this library reads {told})",
             path="$.version",

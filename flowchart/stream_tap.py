@@ -95,31 +95,48 @@ class StreamTap:
     # -- binding -----------------------------------------------------------------------------
     def _bind_all(self) -> None:
         narrative = self.narrative
+        key = (type(narrative), self.kinds, self.guards, self.translate is not None, tuple(self.emit_kinds.items()))
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = self._plan()
+            if (narrative is None or not hasattr(narrative, "__dict__")) and len(_PLANS) < _PLANS_KEPT:
+                _PLANS[key] = plan  # a slotted narrative: no instance can add or hide a hook
+        bindings, self.emit_names, self.batch_emits, snapshot = plan
+        for hook, mine_name, theirs_too in bindings:
+            mine = getattr(self, mine_name) if mine_name else None
+            theirs = getattr(narrative, hook) if theirs_too else None
+            setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
+        if snapshot:  # how the batch keeps live views
+            self.snapshot_view = narrative.snapshot_view  # type: ignore[union-attr]
+        if narrative is not None:  # readers of the run's narrative (traces, snapshots) find it here
+            self.lines = narrative.lines
+            self.entries = narrative.entries
+            self.records = narrative.records
+
+    def _plan(self) -> _Plan:
+        """Which hooks this tap binds, and to what: ``(hook, our method's name or "", theirs
+        too)`` for each, then the emit names, whether emits go in the batch, and whether the
+        narrative keeps live views. It depends only on the narrative's class and the stream's
+        options, so a stream of the same kind reuses it (``_PLANS``)."""
+        narrative = self.narrative
         # a narrative that takes its operations in a batch hears them there, not one by one
         batched = (
             callable(getattr(narrative, "on_stage_ops", None)) or callable(getattr(narrative, "take_stage_ops", None))
         ) and not getattr(narrative, "live_operations", False)
         own = self._own_hooks()
         theirs_all = _hooks_of(narrative)
+        bindings: list[tuple[str, str, bool]] = []
         for hook in ALL_HOOKS:
             if hook in own or hook in theirs_all:
-                bound = self._bind(own.get(hook), hook, narrative, batched)
-                if bound is not None:
-                    setattr(self, hook, bound)
-        for hook in FIELD_HOOKS:  # ours, the narrative's, or both (ours first)
-            mine = own.get(hook)
-            theirs = getattr(narrative, hook) if hook in theirs_all and not (batched and hook == "take_emit") else None
-            setattr(self, hook, mine if theirs is None else theirs if mine is None else _both(mine, theirs))
-        self.emit_names = self._emit_names()
+                theirs = _theirs(hook, narrative, batched)
+                if theirs or hook in own:
+                    bindings.append((hook, own.get(hook, ""), theirs))
+        for hook in FIELD_HOOKS:  # ours, the narrative's, or both (ours first); else unset (None)
+            theirs = hook in theirs_all and not (batched and hook == "take_emit")
+            bindings.append((hook, own.get(hook, ""), theirs))
         #: the stage's emits go in the batch the narrative takes only when it tells emits
-        self.batch_emits = callable(getattr(narrative, "on_emit", None))
-        snapshot = getattr(self.narrative, "snapshot_view", None)
-        if callable(snapshot):  # how the batch keeps live views
-            self.snapshot_view = snapshot
-        if self.narrative is not None:  # readers of the run's narrative (traces, snapshots) find it here
-            self.lines = self.narrative.lines
-            self.entries = self.narrative.entries
-            self.records = self.narrative.records
+        batch_emits = callable(getattr(narrative, "on_emit", None))
+        return tuple(bindings), self._emit_names(), batch_emits, callable(getattr(narrative, "snapshot_view", None))
 
     #: the tap's own emit hook is live; the narrative it wraps takes its operations in a batch
     live_operations = True
@@ -136,31 +153,18 @@ class StreamTap:
             return frozenset()
         return frozenset(name for name, kind in self.emit_kinds.items() if kind in self.kinds)
 
-    @staticmethod
-    def _bind(
-        mine: Callable[[Any], None] | None, hook: str, narrative: Any, batched: bool
-    ) -> Callable[[Any], None] | None:
-        if narrative is None or (batched and hook in OPERATION_HOOKS):
-            return mine
-        if callable(getattr(narrative, FIELD_FORMS.get(hook, ""), None)):
-            return mine  # the narrative takes this point as fields (bound below)
-        theirs = getattr(narrative, hook, None)
-        if not callable(theirs):
-            return mine
-        return theirs if mine is None else _both(mine, theirs)  # our event first, then its lines
-
-    def _own_hooks(self) -> dict[str, Callable[..., None]]:
-        """The tap's own hooks this stream needs, by hook name."""
+    def _own_hooks(self) -> dict[str, str]:
+        """The tap's own hooks this stream needs: its method's name by hook name."""
         kinds = self.kinds
-        own: dict[str, Callable[..., None]] = {"on_error": self._error, "on_pause": self._pause}
+        own = {"on_error": "_error", "on_pause": "_pause"}
         if "stage" in kinds or self.guards:
-            own["take_stage_start"] = self._stage_start
+            own["take_stage_start"] = "_stage_start"
         if "commit" in kinds or self.guards:
-            own["take_commit"] = self._commit
+            own["take_commit"] = "_commit"
         if "decision" in kinds:
-            own["on_decision"] = own["on_selected"] = self._decision
+            own["on_decision"] = own["on_selected"] = "_decision"
         if "emit" in kinds or any(kind in kinds for kind in self.emit_kinds.values()):
-            own["take_emit"] = self._emit
+            own["take_emit"] = "_emit"
         return own
 
     # -- the hooks -----------------------------------------------------------------------------
@@ -209,6 +213,20 @@ class StreamTap:
 
 
 _HOOK_NAMES: dict[type, frozenset[str]] = {}
+#: a tap's binding plan (``StreamTap._plan``) by narrative class and stream options
+_Plan = tuple[tuple[tuple[str, str, bool], ...], "frozenset[str] | None", bool, bool]
+_PLANS: dict[tuple[Any, ...], _Plan] = {}
+_PLANS_KEPT = 64
+
+
+def _theirs(hook: str, narrative: Any, batched: bool) -> bool:
+    """Whether the narrative hears ``hook`` as an event through the tap (not when it takes the
+    point as fields, or its operations in a batch)."""
+    if narrative is None or (batched and hook in OPERATION_HOOKS):
+        return False
+    if callable(getattr(narrative, FIELD_FORMS.get(hook, ""), None)):
+        return False  # the narrative takes this point as fields (bound with them)
+    return callable(getattr(narrative, hook, None))
 
 
 def _hooks_of(recorder: Any) -> frozenset[str]:

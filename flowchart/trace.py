@@ -15,8 +15,11 @@ Laws:
   for ``run_id`` and the checkpoint's ``run_id`` / ``paused_at``.
 - The narrative is kept as RECORDS (``NarrativeEntry``: type, depth, text and the runtime
   stage id that told it), so a reader places a line by its stage, never by its wording.
-  A version-1 trace (narrative as bare lines) still loads: each line becomes a record of
-  type ``line`` with no stage (``upgrade``); any other shape or version is refused.
+  A file keeps them as columns (version 3: one list per field, ``flowchart.narrative_columns``);
+  a loaded trace keeps those columns, checked at load, and builds the records when
+  ``narrative`` is first read. Older files still load: version 2 (a list of record objects)
+  and version 1 (bare lines: each a record of type ``line`` with no stage); a loaded trace
+  is version 3 and saves as one. Any other shape or version is refused.
 - Saving and loading a file are fast and atomic (``flowchart.trace_codec``: the commit log
   written in chunks to a temporary file that replaces the target only when complete;
   ``flowchart.trace_parsed``: the commit log and the narrative read back by strict passes
@@ -32,9 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
-from itertools import chain
-from operator import attrgetter
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -48,25 +49,37 @@ from .causal import CausalChain, causal_chain
 from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
 from .failure import RunFailure
-from .fastjson import available, dumps_exact
+from .fastjson import available, dumps_exact, reads
 from .fingerprint import spec_fingerprint
-from .narrative_entry import RECORD_TYPES, NarrativeEntry
+from .narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
+from .narrative_entry import NarrativeEntry
 from .pause import Checkpoint
 from .redaction import Redaction
 from .retry import Attempt
 from .serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from .spec_shape import check_spec
-from .trace_codec import check_log, log_chunks, nested_checkpoint, no_gc_pauses, refuse, write_atomically
+from .trace_codec import (
+    check_log,
+    collector_held,
+    log_chunks,
+    nested_checkpoint,
+    no_gc_pauses,
+    refuse,
+    write_atomically,
+)
+from .trace_narrative import check_records, file_narrative, narrative_of, register_narrative_hooks
 from .trace_parsed import ParsedParts, parsed_trace
-from .untrusted import check, parse_proven
+from .untrusted import check, decoded, parse_proven
 from .values import copy_json
 
 if TYPE_CHECKING:
     from .result import RunResult
 
-TRACE_VERSION = 2
+TRACE_VERSION = 3
+RECORDS_VERSION = 2
+"""The version whose narrative is a list of record objects (loaded, and saved as version 3)."""
 LINES_VERSION = 1
-"""The version whose narrative is bare lines (loaded and upgraded to records of type ``line``)."""
+"""The version whose narrative is bare lines (loaded as records of type ``line``)."""
 
 
 @attrs.define
@@ -129,7 +142,7 @@ class Trace:
             checkpoint.run_input = _redact(checkpoint.run_input, hides)
             checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
-        narrative = _narrative_of(result.recorders)
+        narrative = narrative_of(result.recorders)
         return cls(
             library_version=package_version(),
             run_id=result.run_id,
@@ -149,7 +162,10 @@ class Trace:
     @property
     def narrative_lines(self) -> list[str] | None:
         """The narrative's text, one line per record (``None`` without a narrative)."""
-        return None if self.narrative is None else [record.text for record in self.narrative]
+        stored = _NARRATIVE.__get__(self, Trace)
+        if type(stored) is NarrativeColumns:  # loaded and not read yet: no record is built for this
+            return stored.texts()
+        return None if stored is None else [record.text for record in stored]
 
     @property
     def paused(self) -> bool:
@@ -213,8 +229,9 @@ class Trace:
                 }
                 for rid, sub in self.subflows.items()
             }
-        if key == "narrative" and self.narrative is not None:
-            return _records_data(self.narrative)[0]
+        if key == "narrative":
+            columns = _narrative_columns(self)
+            return None if columns is None else columns.data()
         return CONVERTER.unstructure(getattr(self, key))
 
     def _chunks(self) -> Iterator[str | bytes]:
@@ -227,16 +244,21 @@ class Trace:
             if key == "commit_log":
                 yield from log_chunks(self.commit_log)
                 continue
-            if key == "narrative" and self.narrative is not None:
-                records, proved = _records_data(self.narrative)
-                yield (dumps_exact(records, proved=True) if proved and available() else None) or dumps(records)
+            if key == "narrative":
+                columns = _narrative_columns(self)
+                if columns is None:
+                    yield "null"
+                    continue
+                data = columns.data()
+                yield (dumps_exact(data, proved=True) if available() and columns.plain() else None) or dumps(data)
                 continue
             yield dumps(CONVERTER.unstructure(self.failure) if key == "failure" else self._plain_field(key))
         yield "}"
 
     def to_json(self) -> str:
         """Compact, deterministic JSON text."""
-        return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in self._chunks())
+        with collector_held():
+            return "".join(c if isinstance(c, str) else c.decode("utf-8") for c in self._chunks())
 
     @classmethod
     def from_dict(cls, data: Any) -> Trace:
@@ -257,12 +279,19 @@ class Trace:
         The text is streamed to a temporary file beside ``path`` that replaces it once
         complete: a save that fails leaves ``path`` as it was.
         """
-        return write_atomically(path, self._chunks())
+        with collector_held():
+            return write_atomically(path, self._chunks())
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid."""
-        return cls.from_json(Path(path).read_bytes())
+        """Read a trace file: ``OSError`` if unreadable, ``TraceError`` (a ``CheckpointError``) if invalid.
+
+        Unless orjson reads the file (``fastjson.reads``), the bytes are decoded and let go
+        before the parse: the load never holds the file's bytes, its text and its values at once."""
+        raw: str | bytes = Path(path).read_bytes()
+        if type(raw) is bytes and not reads(len(raw)):
+            raw = decoded(raw)  # the only reference to the bytes: they go here
+        return cls.from_json(raw)
 
 
 _FIELD_ORDER = (
@@ -281,36 +310,15 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
     }
 
 
-_RECORD_LEAVES = frozenset((str, int, bool, type(None)))
-
-
-def _records_data(records: list[NarrativeEntry]) -> tuple[list[dict[str, Any]], bool]:
-    """The narrative as the converter unstructures it (every field, in order: the test
-    ``test_records_data_writes_what_the_converter_writes`` holds them together), and whether
-    every value is a str, int, bool or None (``fastjson.plain``; they are: records hold text,
-    ids and counts)."""
-    if set(map(type, records)) <= {NarrativeEntry}:
-        data = [
-            {"type": r.type, "depth": r.depth, "text": r.text, "stage_name": r.stage_name, "stage_id": r.stage_id,
-             "runtime_stage_id": r.runtime_stage_id, "subflow_id": r.subflow_id, "key": r.key,
-             "step_number": r.step_number}
-            for r in records
-        ]  # fmt: skip
-        return data, set(map(type, chain.from_iterable(map(dict.values, data)))) <= _RECORD_LEAVES
-    converted: list[dict[str, Any]] = CONVERTER.unstructure(records, list[NarrativeEntry])
-    return converted, False
-
-
-def _narrative_of(recorders: Any) -> list[NarrativeEntry] | None:
-    """The records of the first recorder that keeps a narrative (bare ``lines()``: type ``line``)."""
-    for recorder in recorders:
-        records = getattr(recorder, "records", None)
-        if callable(records):
-            return list(records())
-        lines = getattr(recorder, "lines", None)
-        if callable(lines):
-            return [NarrativeEntry("line", 0, str(line)) for line in lines()]
-    return None
+def _narrative_columns(trace: Trace) -> NarrativeColumns | None:
+    """The narrative as a file holds it (columns, ``flowchart.narrative_columns``; ``None``
+    without one). A loaded narrative nobody read is written from its columns as they are: no
+    record is built to save it (and its values were shown to be plain JSON when it was read:
+    ``NarrativeColumns.plain``, what orjson writes as ``json`` does)."""
+    stored = _NARRATIVE.__get__(trace, Trace)
+    if stored is None or type(stored) is NarrativeColumns:
+        return stored
+    return NarrativeColumns.of_records(stored)
 
 
 @contextlib.contextmanager
@@ -375,7 +383,7 @@ def make_trace_converter() -> cattrs.Converter:
     )
     converter.register_structure_hook(RunFailure, every_key(RunFailure, converter))
     converter.register_structure_hook(NarrativeEntry, every_key(NarrativeEntry, converter))
-    converter.register_structure_hook(_Lines, every_key(_Lines, converter))
+    register_narrative_hooks(converter)
     converter.register_structure_hook(SubflowTrace, every_key(SubflowTrace, converter))
     converter.register_structure_hook(Trace, every_key(Trace, converter, optional=("failure",)))
     converter.register_unstructure_hook(RunFailure, RunFailure.to_dict)
@@ -385,75 +393,65 @@ def make_trace_converter() -> cattrs.Converter:
     return converter
 
 
-@attrs.define
-class _Lines:
-    """A version-1 trace's narrative: bare lines."""
-
-    narrative: list[str] | None
-
-
 CONVERTER = make_trace_converter()
 
 
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 trace dict as version 2: each narrative line a record of type ``line``
-    (no stage: the lines were never tied to one). A narrative that is not lines is refused."""
-    try:
-        lines = CONVERTER.structure({"narrative": data["narrative"]}, _Lines).narrative
-    except (ClassValidationError, TypeError, ValueError) as exc:
-        raise load_error(exc, "trace") from None
-    body = dict(data, version=TRACE_VERSION)
-    if lines is not None:
-        body["narrative"] = [CONVERTER.unstructure(NarrativeEntry("line", 0, line)) for line in lines]
-    return body
+def structure_columns(raw: Any) -> NarrativeColumns | None:
+    """A narrative in columns (a version-3 trace's, a stored run's) read by the converter:
+    ``CheckpointError`` naming the field (``$.narrative.depth[2]``) when it is not."""
+    return file_narrative(CONVERTER, raw, lines=False)
 
 
 def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | None = None) -> Trace:
     """JSON-safe dict → Trace, validated field by field (fail closed). ``checked``: ``data``
     came from ``untrusted.parse_proven``, which already held it to the limits of
-    ``flowchart.untrusted``; ``parts``: what its proof (``trace_codec.parsed_trace``) already
+    ``flowchart.untrusted``; ``parts``: what its proof (``trace_parsed.parsed_trace``) already
     structured by the strict fast passes, sharing the freshly parsed values (nobody else
-    holds them); the converter structures the rest."""
+    holds them); the converter structures the rest. A narrative read as columns is checked
+    here (``check_columns``) and kept as columns: its records are built when first read."""
     if not isinstance(data, dict):
         raise CheckpointError(f"Invalid trace: expected an object, got {type(data).__name__} @ $", path="$")
     if not checked:
         check(data, what="trace")
-    check_version(data, "trace", TRACE_VERSION, LINES_VERSION)
+    check_version(data, "trace", TRACE_VERSION, LINES_VERSION, RECORDS_VERSION)
     version = data.get("version")
     spec, fingerprint = data.get("chart_spec"), data.get("chart_fingerprint")
     if type(spec) is dict and type(fingerprint) is str:  # the fingerprint first, then the spec's shape
         if spec_fingerprint(spec) != fingerprint:
             raise refuse("chart_spec does not match chart_fingerprint", "$.chart_fingerprint")
         check_spec(spec)
-    body = upgrade(data) if version == LINES_VERSION and "narrative" in data else dict(data)
+    body = dict(data)
+    if type(version) is int:
+        body["version"] = TRACE_VERSION  # an older file loads as the current version (and saves as one)
+    columns: NarrativeColumns | None = parts.narrative if parts is not None else None
+    taken = columns is not None  # by the file version's strict pass (``parsed_trace``)
+    if not taken and "narrative" in data and version in (LINES_VERSION, TRACE_VERSION):
+        columns, taken = file_narrative(CONVERTER, data["narrative"], lines=version == LINES_VERSION), True
+    elif type(version) is not int:
+        taken = "narrative" in data  # no version names its form: the version's own error alone
+    if taken:
+        body["narrative"] = None
     raw_checkpoint = body.get("checkpoint")
     if "checkpoint" in body:
         body["checkpoint"] = None
     log = parts.commit_log if parts is not None else None
     if log is not None:
         body["commit_log"] = []  # checked already; the converter checks the rest
-    records = parts.narrative if parts is not None and version == TRACE_VERSION else None
-    if records is not None:
-        body["narrative"] = []
     try:
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
     if log is not None:
         trace.commit_log = log
-    if records is not None:
-        trace.narrative = records
+    if taken:
+        _NARRATIVE.__set__(trace, columns)
     if raw_checkpoint is not None:
         trace.checkpoint = nested_checkpoint(raw_checkpoint)
-    _check_consistency(trace)
+    _check_consistency(trace, record_path if version == RECORDS_VERSION else column_path)
     return trace
 
 
-_record_type = attrgetter("type")
-_record_depth = attrgetter("depth")
-
-
-def _check_consistency(trace: Trace) -> None:
+def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) -> None:
     check_log(trace.commit_log, "$.commit_log")
     for rid, sub in trace.subflows.items():
         if sub.runtime_stage_id != rid:
@@ -462,19 +460,18 @@ def _check_consistency(trace: Trace) -> None:
                 f"$.subflows[{json.dumps(rid)}].runtime_stage_id",
             )
         check_log(sub.commit_log, f"$.subflows[{json.dumps(rid)}].commit_log")
-    records = trace.narrative or []
-    kinds, depths = set(map(_record_type, records)), list(map(_record_depth, records))
-    if kinds <= RECORD_TYPES and min(depths, default=0) >= 0:
-        records = []  # all plainly right: no record to name
-    for n, record in enumerate(records):
-        if record.type not in RECORD_TYPES:
-            known = ", ".join(sorted(RECORD_TYPES))
-            raise refuse(f"unknown narrative record type {record.type!r} (one of {known})", f"$.narrative[{n}].type")
-        if record.depth < 0:
-            raise refuse("a narrative depth is 0 or more", f"$.narrative[{n}].depth")
+    stored = _NARRATIVE.__get__(trace, Trace)
+    if type(stored) is NarrativeColumns:  # checked without building a record
+        check_columns(stored, narrative_path)
+    else:
+        check_records(stored or [])
     cp = trace.checkpoint
     if cp is not None and cp.chart_fingerprint != trace.chart_fingerprint:
         raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
+
+
+_NARRATIVE = on_read(Trace, "narrative")
+"""``Trace.narrative``'s slot: a loaded trace keeps its checked columns there until it is read."""
 
 
 __all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]

@@ -23,6 +23,7 @@ from typing import Any, get_args
 import attrs
 
 from .commits import Commit, Op, Verb
+from .narrative_columns import FIELDS, NarrativeColumns, parsed_columns
 from .narrative_entry import NarrativeEntry
 from .retry import Attempt
 from .untrusted import SAFE_LEAVES, within_limits
@@ -41,11 +42,7 @@ _STR_OR_NONE = frozenset((str, type(None)))
 # nesting depth (the document is 1) of a commit's free JSON values: $ > commit_log > commit > trace > op > value
 _OP_VALUE_DEPTH = 6
 _DECISION_DEPTH = 4
-_RECORD_FIELDS = tuple(f.name for f in attrs.fields(NarrativeEntry))
-_FIELD_GETTERS = tuple(map(itemgetter, _RECORD_FIELDS))
-# the JSON types a record's values may have, field by field (as the converter reads them)
-_RECORD_KINDS = {"type": (str,), "depth": (int,), "text": (str,), "step_number": (int, type(None))}
-_COLUMN_KINDS = tuple(frozenset(_RECORD_KINDS.get(name, (str, type(None)))) for name in _RECORD_FIELDS)
+_FIELD_GETTERS = tuple(map(itemgetter, FIELDS))
 
 
 def _strs(value: Any) -> bool:
@@ -181,57 +178,70 @@ def _parsed_log_each(raw: list[Any], depth: int) -> list[Commit] | None:
     return out
 
 
-def parsed_narrative(raw: Any) -> list[NarrativeEntry] | None:
-    """A freshly parsed narrative (a list of records, at nesting 2) as ``NarrativeEntry``
-    records, or ``None`` when anything is not plainly right (exact keys and JSON types, as
-    the converter requires; record types and depths are checked after, as for any trace).
+def record_columns(raw: Any) -> NarrativeColumns | None:
+    """A freshly parsed version-2 narrative (a list of records, at nesting 2) as columns, or
+    ``None`` when anything is not plainly right (exact keys and JSON types, as the converter
+    requires; record types and depths are checked after, as for any trace: ``check_columns``).
     The JSON types are checked a field at a time over all records (in C: no tuple per record).
-    Once proven, ``raw`` is emptied (its dicts freed before the records are made): the caller
+    Once proven, ``raw`` is emptied (its dicts freed before anything else is made): the caller
     passes a list it parsed for this and keeps no other use of it."""
     if type(raw) is not list or not set(map(type, raw)) <= _DICT:
         return None
-    if raw and set(map(len, raw)) != {len(_RECORD_FIELDS)}:
+    if raw and set(map(len, raw)) != {len(FIELDS)}:
         return None
-    if not raw:
-        return []
     try:  # a column per field, in C (no tuple per record); exactly these keys, as the length check said
-        columns = [list(map(getter, raw)) for getter in _FIELD_GETTERS]
+        found = NarrativeColumns(tuple(list(map(getter, raw)) for getter in _FIELD_GETTERS))
     except KeyError:
         return None
-    # field by field: the accepted type tuples are every combination of each field's kinds
-    if not all(set(map(type, column)) <= kinds for column, kinds in zip(columns, _COLUMN_KINDS, strict=True)):
+    if not found.plain():
         return None
-    raw.clear()  # proven: its dicts go now, before the records are made (the load's peak memory)
-    return list(map(NarrativeEntry, *columns))
+    raw.clear()  # proven: its dicts go now (the load's peak memory)
+    return found
+
+
+def parsed_narrative(raw: Any) -> list[NarrativeEntry] | None:
+    """``record_columns`` as ``NarrativeEntry`` records (a stored run's narrative column)."""
+    found = record_columns(raw)
+    return None if found is None else found.records()
 
 
 @attrs.frozen
 class ParsedParts:
-    """What ``parsed_trace`` structured of a freshly parsed trace (``None``: left to the converter)."""
+    """What ``parsed_trace`` structured of a freshly parsed trace (``None``: left to the converter).
+    ``narrative`` is the file's narrative as columns, whichever version's form it came in."""
 
     commit_log: list[Commit] | None
-    narrative: list[NarrativeEntry] | None
+    narrative: NarrativeColumns | None
+
+
+#: the narrative's pass for each version whose narrative has one (version 1's bare lines: the converter)
+_NARRATIVE_PASSES = {2: record_columns, 3: parsed_columns}
 
 
 def parsed_trace(raw: Any) -> ParsedParts | None:
     """The proof for ``untrusted.parse_proven`` of a trace file: every part within the limits
-    (the commit log and the narrative proved while the strict passes structure them, the rest
-    by ``within_limits``), or ``None`` (then the limits walk and the converter decide)."""
+    (the commit log and the narrative proved while the strict passes structure them — the
+    narrative by its file version's pass — the rest by ``within_limits``), or ``None`` (then
+    the limits walk and the converter decide)."""
     if type(raw) is not dict:
         return None
+    version = raw.get("version")
+    narrative_pass = _NARRATIVE_PASSES.get(version) if type(version) is int else None
     log = narrative = None
     for key, value in raw.items():
         if key == "commit_log":
             log = parsed_log(value)
             if log is None:
                 return None
-        elif key == "narrative" and type(value) is list:
-            narrative = parsed_narrative(value)
-            if narrative is None and not within_limits(value, 2):
-                return None
+        elif key == "narrative" and narrative_pass is not None and value is not None:
+            continue  # last: a version-2 pass empties the list it proves, so only once all else is proven
         elif not within_limits(value, 2):
+            return None
+    if narrative_pass is not None and raw.get("narrative") is not None:
+        narrative = narrative_pass(raw["narrative"])
+        if narrative is None and not within_limits(raw["narrative"], 2):
             return None
     return ParsedParts(log, narrative)
 
 
-__all__ = ["ParsedParts", "parsed_log", "parsed_narrative", "parsed_trace"]
+__all__ = ["ParsedParts", "parsed_log", "parsed_narrative", "parsed_trace", "record_columns"]

@@ -144,6 +144,16 @@ def parse_proven(
     return data, None
 
 
+def decoded(raw: bytes) -> str | bytes:
+    """``raw`` as the text ``json.loads`` would parse (its encoding detected, lone surrogates
+    kept), so the caller can let the bytes go before the parse; ``raw`` itself when it is not
+    text in that encoding (the parse then refuses it, in its own words)."""
+    try:
+        return raw.decode(json.detect_encoding(raw), "surrogatepass")
+    except UnicodeDecodeError:
+        return raw
+
+
 SAFE_LEAVES = frozenset((str, int, bool, type(None)))
 """Leaf types that cannot break a limit in a parsed document (ints: see ``parse_proven``)."""
 

@@ -12,13 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutate
+from trace_versions import as_version_1, as_version_2
 
 from flowchart import Trace, fastjson, flow_chart, narrative
 from flowchart.commits import Commit, Op
 from flowchart.errors import CheckpointError
+from flowchart.narrative_columns import NarrativeColumns
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.serde import dumps
-from flowchart.trace import CONVERTER, _records_data
+from flowchart.trace import CONVERTER
 from flowchart.trace_codec import log_chunks
 
 orjson = pytest.importorskip("orjson", reason="the [fast] extra (orjson) is part of the dev extra")
@@ -130,16 +132,20 @@ def test_floats_and_odd_types_are_left_to_the_standard_library() -> None:
     assert fastjson.dumps_exact([{"a": [1, "é", None, True]}]) == dumps([{"a": [1, "é", None, True]}]).encode()
 
 
-def test_records_data_writes_what_the_converter_writes() -> None:
-    """The narrative is written without the converter: the same dicts, in the same key order, for
-    records with every field set and none; a record holding a non-JSON value is left to the converter."""
+def test_narrative_columns_write_what_the_converter_writes() -> None:
+    """The narrative is written as columns without the converter: column ``f`` holds field ``f``
+    of each record as the converter unstructures it, for records with every field set and none;
+    a record holding a non-JSON value is not plain (left to ``json``, never to orjson)."""
     records = [
         NarrativeEntry("step", 1, "Step 1: Read x", "S", "s", "s#0", "sf", "x", 1),
         NarrativeEntry("stage", 0, "Stage 1"),
     ]
-    data, plain = _records_data(records)
-    assert plain and json.dumps(data) == json.dumps(CONVERTER.unstructure(records, list[NarrativeEntry]))
-    assert _records_data([NarrativeEntry("note", 0, "x", key=1.5)])[1] is False  # type: ignore[arg-type]
+    columns = NarrativeColumns.of_records(records)
+    unstructured = CONVERTER.unstructure(records, list[NarrativeEntry])
+    assert columns.plain()
+    assert columns.data() == {name: [r[name] for r in unstructured] for name in unstructured[0]}
+    assert list(columns.data()) == list(unstructured[0])  # the keys in the records' field order
+    assert not NarrativeColumns.of_records([NarrativeEntry("note", 0, "x", key=1.5)]).plain()  # type: ignore[arg-type]
 
 
 # -- reading: the same trace, the same refusals -------------------------------------------------------
@@ -170,7 +176,7 @@ def test_a_saved_trace_is_read_by_orjson_and_equals_the_standard_reading(tmp_pat
         (lambda t: t.replace('"stage_id":', '"stage_id":"x","stage_id":', 1), r"duplicate key 'stage_id'"),
         (lambda t: t.replace('"idx":0', '"idx":0,"idx":0', 1), r"duplicate key 'idx'"),
         (
-            lambda t: t.replace('"version":2', '"version":2,"version":3', 1),
+            lambda t: t.replace('"version":3', '"version":3,"version":2', 1),
             r"duplicate key 'version' .* @ \$\.version$",
         ),
         (lambda t: t.replace('"value":1', '"value":1e999', 1), r"non-finite float \(inf\)"),
@@ -205,9 +211,10 @@ def test_non_canonical_text_takes_the_standard_path_and_reads_the_same(change: A
     assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)
 
 
-def _compact(rng: random.Random) -> bytes:
-    """A mutated trace as compact text (the form orjson may read), sometimes damaged as text."""
-    text = mutate(json.loads(_text(_trace(4))), rng)
+def _compact(rng: random.Random, version: int = 3) -> bytes:
+    """A mutated trace (of file ``version``) as compact text (the form orjson may read), sometimes damaged as text."""
+    data = json.loads(_text(_trace(4)))
+    text = mutate({3: data, 2: as_version_2(data), 1: as_version_1(data)}[version], rng)
     try:
         text = dumps(json.loads(text))
     except (ValueError, RecursionError):
@@ -222,10 +229,12 @@ def _compact(rng: random.Random) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.parametrize("version", [1, 2, 3])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rng=st.randoms(use_true_random=False))
-def test_fuzz_compact_traces_load_the_same_with_and_without_orjson(rng: random.Random) -> None:
-    """Mutated compact trace files: orjson's path and the standard one load the same trace or
-    refuse with the same message, path and detail."""
-    raw = _compact(rng)
+def test_fuzz_compact_traces_load_the_same_with_and_without_orjson(version: int, rng: random.Random) -> None:
+    """Mutated compact trace files of every version the loader reads (the narrative as columns,
+    records or lines): orjson's path and the standard one load the same trace or refuse with
+    the same message, path and detail."""
+    raw = _compact(rng, version)
     assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)

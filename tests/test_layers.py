@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "flowchart.coroutines": 0,
     "flowchart.untrusted": 0,
     "flowchart.fastjson": 0,
+    "flowchart.narrative_columns": 0,
     "flowchart.signing": 0,
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
@@ -71,6 +72,7 @@ LAYERS: dict[str, int] = {
     "flowchart.trace": 3,
     "flowchart.trace_codec": 3,
     "flowchart.trace_parsed": 3,
+    "flowchart.trace_narrative": 3,
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,

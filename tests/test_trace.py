@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import chart_specs, checkpoints, json_values
+from trace_versions import as_version_2
 
 import flowchart
 from flowchart import (
@@ -26,8 +27,9 @@ from flowchart import (
     replay,
 )
 from flowchart.commits import Op
+from flowchart.narrative_entry import RECORD_TYPES
 from flowchart.recorders import NarrativeEntry
-from flowchart.trace import RECORD_TYPES, KeyChange, SubflowTrace, spec_fingerprint
+from flowchart.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
@@ -82,7 +84,7 @@ def test_a_trace_holds_spec_log_narrative_and_version(loan_chart: FlowChart) -> 
     assert (trace.library_version, trace.run_id, trace.version) == (
         flowchart.__version__,
         result.run_id,
-        2,
+        TRACE_VERSION,
     )
     assert (trace.run_input, trace.initial_state, trace.checkpoint, trace.paused) == (
         REJECTED,
@@ -231,12 +233,31 @@ def _pop(path: list[Any]) -> Any:
     return mutate
 
 
+def _v2(mutate: Any) -> Any:
+    """``mutate`` applied to the trace written as a version-2 file (the narrative a list of records)."""
+
+    def on_version_2(data: dict[str, Any]) -> None:
+        old = as_version_2(data)
+        data.clear()
+        data.update(old)
+        mutate(data)
+
+    return on_version_2
+
+
+def _v1_records(data: dict[str, Any]) -> None:
+    """A version-1 file whose narrative holds whole records, not lines (loaded with an empty
+    narrative by ``from_json`` before: its record pass ran whatever the version)."""
+    data.update(as_version_2(data), version=1)
+    del data["narrative"][1:]
+
+
 SF = '$.subflows["sf#1"]'
 CL = "$.commit_log"
 CP = "$.checkpoint"
 BROKEN = [
-    (_set(["version"], 3), "$.version",
-     "unsupported version 3 @ $.version (this library reads versions 1 and 2)"),
+    (_set(["version"], 4), "$.version",
+     "unsupported version 4 @ $.version (this library reads versions 1, 2 and 3)"),
     (_set(["version"], "1"), "$.version", "expected an integer, got a string @ $.version"),
     (_set(["library_version"], 1), "$.library_version",
      "expected a string, got an integer @ $.library_version"),
@@ -270,21 +291,43 @@ BROKEN = [
      f"expected a string, got an integer @ {SF}.commit_log[0].stage"),
     (_set(["redacted_paths"], [1]), "$.redacted_paths[0]",
      "expected a string, got an integer @ $.redacted_paths[0]"),
-    (_set(["narrative"], [1]), "$.narrative[0]",
+    # a version-3 file: the narrative as columns
+    (_set(["narrative"], [1]), "$.narrative", "expected an object, got a list @ $.narrative"),
+    (_set(["narrative", "text"], "Stage 1: A."), "$.narrative.text",
+     "expected a list, got a string @ $.narrative.text"),
+    (_set(["narrative", "depth", 1], "1"), "$.narrative.depth[1]",
+     "expected an integer, got a string @ $.narrative.depth[1]"),
+    (_set(["narrative", "step_number", 0], True), "$.narrative.step_number[0]",
+     "expected an integer, got a boolean @ $.narrative.step_number[0]"),
+    (_set(["narrative", "type", 1], "poem"), "$.narrative.type[1]",
+     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
+     "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative.type[1]"),
+    (_set(["narrative", "depth", 2], -1), "$.narrative.depth[2]",
+     "a narrative depth is 0 or more @ $.narrative.depth[2]"),
+    (_pop(["narrative", "runtime_stage_id"]), "$.narrative.runtime_stage_id",
+     "required key missing @ $.narrative.runtime_stage_id"),
+    (_set(["narrative", "extra"], []), "$.narrative", "unknown key(s) extra @ $.narrative"),
+    (lambda d: d["narrative"]["key"].pop(), "$.narrative.key",
+     "narrative column 'key' has 9 values where 'type' has 10 (one value per record in every column) "
+     "@ $.narrative.key"),
+    # a version-2 file: the narrative as a list of records
+    (_v2(_set(["narrative"], [1])), "$.narrative[0]",
      "expected an object, got an integer @ $.narrative[0]"),
-    (_set(["narrative"], ["Stage 1: A."]), "$.narrative[0]",
+    (_v2(_set(["narrative"], ["Stage 1: A."])), "$.narrative[0]",
      "expected an object, got a string @ $.narrative[0]"),
-    (_set(["narrative", 0, "type"], "poem"), "$.narrative[0].type",
+    (_v2(_set(["narrative", 0, "type"], "poem")), "$.narrative[0].type",
      "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
      "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type"),
-    (_set(["narrative", 0, "depth"], -1), "$.narrative[0].depth",
+    (_v2(_set(["narrative", 0, "depth"], -1)), "$.narrative[0].depth",
      "a narrative depth is 0 or more @ $.narrative[0].depth"),
-    (_pop(["narrative", 0, "runtime_stage_id"]), "$.narrative[0].runtime_stage_id",
+    (_v2(_pop(["narrative", 0, "runtime_stage_id"])), "$.narrative[0].runtime_stage_id",
      "required key missing @ $.narrative[0].runtime_stage_id"),
-    (_set(["narrative", 0, "extra"], 1), "$.narrative[0]", "unknown key(s) extra @ $.narrative[0]"),
+    (_v2(_set(["narrative", 0, "extra"], 1)), "$.narrative[0]", "unknown key(s) extra @ $.narrative[0]"),
+    (_v2(_set(["narrative"], "text")), "$.narrative", "expected a list, got a string @ $.narrative"),
+    # a version-1 file: bare lines (a record is not a line)
     (lambda d: d.update(version=1, narrative=[{"text": "Stage 1: A."}]), "$.narrative[0]",
      "expected a string, got an object @ $.narrative[0]"),
-    (_set(["narrative"], "text"), "$.narrative", "expected a list, got a string @ $.narrative"),
+    (_v1_records, "$.narrative[0]", "expected a string, got an object @ $.narrative[0]"),
     (_pop(["narrative"]), "$.narrative", "required key missing @ $.narrative"),
     (_set(["surprise"], 1), "$", "unknown key(s) surprise @ $"),
     (_set(["checkpoint"], []), CP, f"checkpoint: expected an object, got a list @ {CP}"),
@@ -299,11 +342,19 @@ BROKEN = [
 
 @pytest.mark.parametrize(("mutate", "path", "message"), BROKEN, ids=[b[2][:48] for b in BROKEN])
 def test_each_broken_field_is_refused_naming_its_path(mutate: Any, path: str, message: str) -> None:
-    """Fail closed: a wrong field raises ``CheckpointError`` naming it in message and ``path``."""
+    """Fail closed: a wrong field raises ``CheckpointError`` naming it in message and ``path``,
+    from a dict and from the file's text alike (the text takes the strict passes first)."""
     data = _good()
     mutate(data)
     with pytest.raises(CheckpointError, match="^" + re.escape("Invalid trace: " + message) + "$") as caught:
         Trace.from_dict(data)
+    assert caught.value.path == path
+    try:
+        text = json.dumps(data)
+    except TypeError:  # a value JSON cannot hold (the set): only a dict can carry it
+        return
+    with pytest.raises(CheckpointError, match="^" + re.escape("Invalid trace: " + message) + "$") as caught:
+        Trace.from_json(text)
     assert caught.value.path == path
 
 

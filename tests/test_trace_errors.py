@@ -36,7 +36,7 @@ def test_a_trace_of_another_version_is_a_trace_error() -> None:
     data["version"] = 99
     with pytest.raises(
         TraceError,
-        match=r"^Invalid trace: unsupported version 99 @ \$\.version \(this library reads versions 1 and 2\)$",
+        match=r"^Invalid trace: unsupported version 99 @ \$\.version \(this library reads versions 1, 2 and 3\)$",
     ):
         Trace.from_dict(data)
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutate
+from trace_versions import as_version_1, as_version_2
 
 from flowchart import Trace, flow_chart, narrative
 from flowchart import trace as trace_module
@@ -48,6 +49,8 @@ def _trace_dict() -> dict[str, Any]:
 
 
 BASE = _trace_dict()
+BASE_V2 = as_version_2(BASE)
+BASES = {3: BASE, 2: BASE_V2, 1: as_version_1(BASE)}
 
 
 @contextlib.contextmanager
@@ -80,10 +83,21 @@ def test_a_saved_trace_takes_the_fast_passes_whole() -> None:
     parts = parsed_trace(data)
     assert parts is not None and parts.commit_log is not None and parts.narrative is not None
     assert parts.commit_log == [Commit.from_dict(c) for c in BASE["commit_log"]]
-    assert parts.narrative == [NarrativeEntry(**r) for r in BASE["narrative"]]
+    assert parts.narrative.records() == [NarrativeEntry(**r) for r in BASE_V2["narrative"]]
     plain = [c for c in BASE["commit_log"] if len(c) == 7]  # the column-wise pass: every commit alike
     assert parsed_log(json.loads(json.dumps(plain))) == [Commit.from_dict(c) for c in plain]
     assert Trace.from_json(text) == Trace.from_dict(json.loads(text))
+
+
+def test_a_version_2_file_takes_the_fast_passes_and_loads_as_version_3() -> None:
+    """A file written before the narrative became columns (a list of record objects) takes its
+    own strict pass, loads to the same trace as today's file, and saves as today's file."""
+    parts = parsed_trace(copy.deepcopy(BASE_V2))
+    assert parts is not None and parts.narrative is not None
+    assert parts.narrative.records() == [NarrativeEntry(**r) for r in BASE_V2["narrative"]]
+    old, new = Trace.from_json(json.dumps(BASE_V2)), Trace.from_json(json.dumps(BASE))
+    assert old == new == Trace.from_dict(copy.deepcopy(BASE_V2))
+    assert old.version == 3 and old.to_json() == new.to_json()
 
 
 @pytest.mark.parametrize(
@@ -94,14 +108,38 @@ def test_a_saved_trace_takes_the_fast_passes_whole() -> None:
         (lambda d: d["commit_log"][3].update(idx=True), r"\$\.commit_log\[3\]\.idx"),
         (lambda d: d["commit_log"][3].update(reads=["n", 1]), r"\$\.commit_log\[3\]\.reads\[1\]"),
         (lambda d: d["commit_log"][1]["attempts"][0].update(attempt="1"), r"\$\.commit_log\[1\]\.attempts\[0\]"),
-        (lambda d: d["narrative"][2].update(depth=True), r"\$\.narrative\[2\]\.depth"),
-        (lambda d: d["narrative"][2].pop("key"), r"\$\.narrative\[2\]\.key"),
-        (lambda d: d["narrative"][2].update(step_number="1"), r"\$\.narrative\[2\]\.step_number"),
+        (lambda d: d["narrative"]["depth"].__setitem__(2, True), r"\$\.narrative\.depth\[2\]"),
+        (lambda d: d["narrative"].pop("key"), r"\$\.narrative\.key"),
+        (lambda d: d["narrative"]["step_number"].__setitem__(2, "1"), r"\$\.narrative\.step_number\[2\]"),
+        (lambda d: d["narrative"]["text"].append("one more"), r"\$\.narrative\.text"),
+        (lambda d: d["narrative"]["type"].__setitem__(2, "poem"), r"\$\.narrative\.type\[2\]"),
+        (
+            lambda d: d.update(copy.deepcopy(BASE_V2), narrative=BASE["narrative"]),
+            r"expected a list, got an object @ \$\.narrative$",
+        ),
+        (
+            lambda d: d.update(copy.deepcopy(BASE_V2)) or d["narrative"][2].update(depth=True),
+            r"\$\.narrative\[2\]\.depth",
+        ),
+        (lambda d: d.update(copy.deepcopy(BASE_V2)) or d["narrative"][2].pop("key"), r"\$\.narrative\[2\]\.key"),
+        (
+            lambda d: d.update(copy.deepcopy(BASE_V2)) or d["narrative"][2].update(step_number="1"),
+            r"\$\.narrative\[2\]\.step_number",
+        ),
+        (
+            lambda d: d.update(copy.deepcopy(BASE_V2)) or d["narrative"][2].update(type="poem"),
+            r"\$\.narrative\[2\]\.type",
+        ),
+        (
+            lambda d: d.update(copy.deepcopy(BASE_V2), version=1),
+            r"expected a string, got an object @ \$\.narrative\[0\]",
+        ),
     ],
 )
 def test_a_field_the_fast_passes_refuse_is_named_as_the_converter_names_it(change: Any, match: str) -> None:
-    """A wrong key or type anywhere in the log or the narrative: the fast passes give up and the
-    refusal is the strict path's, word for word."""
+    """A wrong key or type anywhere in the log or the narrative — today's columns, a version-2
+    file's records, a narrative in another version's form: the fast passes give up (or the
+    check after them refuses) and the refusal is the strict path's, word for word."""
     data = copy.deepcopy(BASE)
     change(data)
     fast, strict = _both(json.dumps(data))
@@ -154,9 +192,13 @@ def test_a_non_finite_number_in_an_op_value_is_refused_naming_it(raw: str) -> No
 
 
 def test_a_duplicate_key_in_a_narrative_record_is_refused() -> None:
-    """``{"text": ..., "text": ...}`` in a record: refused naming the key, not last-wins."""
-    text = json.dumps(BASE).replace('"text": ', '"text": "x", "text": ', 1)
+    """``{"text": ..., "text": ...}`` in a record (version 2) or in the columns (version 3):
+    refused naming the key, not last-wins."""
+    text = json.dumps(BASE_V2).replace('"text": ', '"text": "x", "text": ', 1)
     with pytest.raises(CheckpointError, match=r"^Invalid trace: duplicate key 'text' .* @ \$\.narrative\[0\]\.text$"):
+        Trace.from_json(text)
+    text = json.dumps(BASE).replace('"text": ', '"text": [], "text": ', 1)
+    with pytest.raises(CheckpointError, match=r"^Invalid trace: duplicate key 'text' .* @ \$\.narrative\.text$"):
         Trace.from_json(text)
 
 
@@ -175,12 +217,14 @@ def test_a_huge_integer_is_refused_even_when_the_interpreter_allows_it() -> None
         sys.set_int_max_str_digits(before)
 
 
+@pytest.mark.parametrize("version", sorted(BASES))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rng=st.randoms(use_true_random=False))
-def test_fuzz_the_fast_and_strict_paths_agree(rng: random.Random) -> None:
-    """Mutated trace files: both paths load the same trace, or refuse with the same message,
-    path and detail."""
-    text = mutate(BASE, rng)
+def test_fuzz_the_fast_and_strict_paths_agree(version: int, rng: random.Random) -> None:
+    """Mutated trace files of every version the loader reads (the narrative as columns, as
+    records, as lines): both paths load the same trace, or refuse with the same message, path
+    and detail."""
+    text = mutate(BASES[version], rng)
     fast, strict = _both(text)
     assert fast == strict
 
@@ -201,5 +245,18 @@ def test_a_load_leaves_the_collector_on_and_an_application_s_frozen_objects_froz
     finally:
         gc.unfreeze()
     with pytest.raises(CheckpointError):
-        Trace.from_json(text.replace('"version": 2', '"version": 99', 1))
+        Trace.from_json(text.replace('"version": 3', '"version": 99', 1))
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_version_2_narrative_is_emptied_only_once_the_whole_file_is_proven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The version-2 narrative pass empties the list it proves (its dicts freed early), so it runs
+    last: a file whose narrative comes before a commit log the strict pass declines (here: every
+    log declined) loads through the converter with its whole narrative, not an empty one."""
+    import flowchart.trace_parsed as passes
+
+    data = copy.deepcopy(BASE_V2)
+    text = json.dumps({"narrative": data.pop("narrative"), **data})
+    monkeypatch.setattr(passes, "parsed_log", lambda _raw: None)
+    loaded = Trace.from_json(text)
+    assert loaded.narrative == [NarrativeEntry(**r) for r in BASE_V2["narrative"]]

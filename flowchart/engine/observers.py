@@ -14,16 +14,18 @@ The field hooks (``take_stage_start``, ``take_emit``, ``take_commit``, ``take_st
 ``take_stage_executed``: see :mod:`flowchart.events`) are bound the same way and called at
 the same points as their event forms, just before them: no event object is built for them.
 A recorder that has a hook's field form is not bound to its event form (it hears each
-thing once).
+thing once). Each point has its own caller, bound once per run (``observers.take_emit(ctx,
+name, payload)``, ...), with the same failure rule as ``take``.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
-from ..events import ALL_HOOKS, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
+from ..events import ALL_HOOKS, FIELD_ARITY, FIELD_FORMS, FIELD_HOOKS, OPERATION_HOOKS, ErrorEvent, TraversalContext
 
 Hook = Callable[..., Any]
 
@@ -48,6 +50,11 @@ class Observers:
         "ops_takers",
         "snapshot",
         "stage_takers",
+        "take_commit",
+        "take_emit",
+        "take_stage_executed",
+        "take_stage_ops",
+        "take_stage_start",
     )
 
     def __init__(self, recorders: Iterable[Any] = ()) -> None:
@@ -97,6 +104,14 @@ class Observers:
         self.commit_takers = tuple(fields["take_commit"])
         self.ops_takers = tuple(fields["take_stage_ops"])
         self.executed_takers = tuple(fields["take_stage_executed"])
+        #: one caller per point (``observers.take_emit(ctx, name, payload)``): ``take`` without
+        #: its per-call lookup and argument packing (a lone taker is called through a closure
+        #: of the point's arity: a fifth of the cost, on a path that runs several times a stage)
+        self.take_stage_start = self._caller("take_stage_start", self.stage_takers)
+        self.take_emit = self._caller("take_emit", self.emit_takers)
+        self.take_commit = self._caller("take_commit", self.commit_takers)
+        self.take_stage_ops = self._caller("take_stage_ops", self.ops_takers)
+        self.take_stage_executed = self._caller("take_stage_executed", self.executed_takers)
         self.any = bool(self._hooks) or any(fields.values())
         #: the event hooks somebody has (``name in observers.hooked`` is ``wants(name)`` without a call)
         self.hooked = frozenset(self._hooks)
@@ -138,6 +153,12 @@ class Observers:
             except Exception as exc:
                 self._report(recorder, hook, exc, ctx)
 
+    def _caller(self, hook: str, takers: tuple[tuple[Any, Hook], ...]) -> Hook:
+        if len(takers) == 1:
+            recorder, fn = takers[0]
+            return _LONE[FIELD_ARITY[hook]](recorder, fn, hook, self._report)
+        return partial(self.take, hook)
+
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
         others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]
         if not others or ctx is None:
@@ -153,6 +174,54 @@ class Observers:
             # an error hook that fails has nobody left to tell
             with contextlib.suppress(Exception):
                 hook(event)
+
+
+Report = Callable[[Any, str, Exception, TraversalContext], None]
+
+
+# One closure per arity, not one with ``*fields``: packing and unpacking the fields costs
+# more than the call itself (≈ 170 ns against ≈ 70 for a fixed arity, CPython 3.11).
+def _lone0(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
+    def take(ctx: TraversalContext) -> None:
+        try:
+            fn(ctx)
+        except Exception as exc:
+            report(recorder, hook, exc, ctx)
+
+    return take
+
+
+def _lone1(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
+    def take(ctx: TraversalContext, a: Any) -> None:
+        try:
+            fn(ctx, a)
+        except Exception as exc:
+            report(recorder, hook, exc, ctx)
+
+    return take
+
+
+def _lone2(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
+    def take(ctx: TraversalContext, a: Any, b: Any) -> None:
+        try:
+            fn(ctx, a, b)
+        except Exception as exc:
+            report(recorder, hook, exc, ctx)
+
+    return take
+
+
+def _lone3(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
+    def take(ctx: TraversalContext, a: Any, b: Any, c: Any) -> None:
+        try:
+            fn(ctx, a, b, c)
+        except Exception as exc:
+            report(recorder, hook, exc, ctx)
+
+    return take
+
+
+_LONE = (_lone0, _lone1, _lone2, _lone3)
 
 
 NO_OBSERVERS = Observers()

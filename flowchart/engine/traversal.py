@@ -149,7 +149,7 @@ class Traverser:
             else:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
-                observers.take("take_emit", tctx, name, payload)
+                observers.take_emit(tctx, name, payload)
             if hooked:
                 observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
@@ -165,7 +165,7 @@ class Traverser:
         if not observers.any:  # nobody listens: nothing to build or ask
             return
         if observers.executed_takers:
-            observers.take("take_stage_executed", self.context(node, rid), node.name, node.description, stage_type)
+            observers.take_stage_executed(self.context(node, rid), node.name, node.description, stage_type)
         if "on_stage_executed" in observers.hooked:
             event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
             observers.emit("on_stage_executed", event)
@@ -198,7 +198,7 @@ class Traverser:
             if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
                 txn.observer = StageRecorder(self, tctx)
             if observers.stage_takers:
-                observers.take("take_stage_start", tctx)
+                observers.take_stage_start(tctx)
             if "on_stage_start" in observers.hooked:
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
@@ -243,11 +243,11 @@ class Traverser:
                 txn.oplog = None
                 tctx = self.context(node, rid)
                 if observers.ops_takers:
-                    observers.take("take_stage_ops", tctx, ops_log)
+                    observers.take_stage_ops(tctx, ops_log)
                 if "on_stage_ops" in observers.hooked:
                     observers.emit("on_stage_ops", StageOpsEvent(tctx, ops_log))
         if observers.commit_takers:
-            observers.take("take_commit", self.context(node, rid), commit)
+            observers.take_commit(self.context(node, rid), commit)
         if "on_commit" in observers.hooked:
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit

@@ -37,6 +37,7 @@ Sentence wording lives in :mod:`flowchart.recorders.sentences`; a ``renderer`` (
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -93,6 +94,10 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
     if not prefix or name.startswith(prefix + "/"):
         return name
     return f"{prefix}/{name}"
+
+
+#: an operation's kind and key (a batch holds ``(kind, key, value, operation, hidden)``)
+_KIND, _KEY = itemgetter(0), itemgetter(1)
 
 
 @attrs.define
@@ -309,6 +314,18 @@ class NarrativeRecorder:
     def _countable(self, batch: list[Any]) -> int | None:
         """How many entries ``_tell_batch`` makes of ``batch`` (default summaries), or ``None``
         when that is only known by wording it (a noted key is written: its teller decides)."""
+        # counted in C: every read, write and told emit makes one entry, unless a key is empty
+        # (a keyless read makes none) or a note is due: the loop (``_counted``) decides those.
+        # A stream counts every stage's batch; one operation at a time this was ≈ 1.3 µs a
+        # stage of the agent's default narrative
+        if not self.notes and all(map(_KEY, batch)):
+            kinds = list(map(_KIND, batch))
+            count = kinds.count("write") + kinds.count("read") + kinds.count("missing")
+            return count + kinds.count("emit") if self._tells_emits else count
+        return self._counted(batch)
+
+    def _counted(self, batch: list[Any]) -> int | None:
+        """``_countable`` one operation at a time (notes due, or an empty key)."""
         notes, emits = self.notes, self._tells_emits
         count = 0
         for kind, key, _value, operation, _hidden in batch:

@@ -22,14 +22,15 @@ from ..commits import Commit, commit_data, commit_from_parsed
 from ..errors import CheckpointError
 from ..failure import RunFailure
 from ..fastjson import loads_rows
+from ..narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
 from ..serde import dumps, loads
 from ..signing import SIGNATURE_KEY, sign, unsign
 from ..trace import CONVERTER as TRACE
-from ..trace import SubflowTrace
-from ..trace_parsed import parsed_log, parsed_narrative
+from ..trace import SubflowTrace, structure_columns
+from ..trace_parsed import parsed_log, record_columns
 from ..untrusted import parse_proven
 from ..values import NotJsonSafe, copy_json, escape_surrogates
 from .protocol import StoreError
@@ -46,19 +47,46 @@ def encode_lines(lines: Any) -> str:
 
 
 def encode_narrative(lines: Any, records: Any) -> str:
-    """A segment's narrative as JSON text: its records (objects with stage ids) when it has
-    them, else its lines; free text stored with ``text``."""
+    """A segment's narrative as JSON text: its records when it has them, as columns (one list
+    per field, ``narrative_columns``: the trace file's form, each key once), else its lines;
+    free text stored with ``text``."""
     if not records:
         return encode_lines(lines)
-    return dumps([{**TRACE.unstructure(r), "text": text(r.text)} for r in records])
+    columns = NarrativeColumns.of_records(records).data()
+    columns["text"] = [text(line) for line in columns["text"]]
+    return dumps(columns)
+
+
+def _strict_narrative(data: Any) -> NarrativeColumns | None:
+    """The strict pass of a stored narrative: columns (schema 6 on) or a list of records (schema 4–5)."""
+    return record_columns(data) if type(data) is list else parsed_columns(data)
+
+
+def decode_narrative_columns(value: str, run_id: str) -> NarrativeColumns:
+    """Inverse of ``encode_narrative``, as columns (records are built when asked for): columns
+    as written since schema 6; a list of records (schema 4–5); bare lines (before: records of
+    type ``line``). ``StoreError`` naming the run when the row is none of these, or its columns
+    could not have been written (unequal lengths, an unknown type, a negative depth)."""
+    items, found = parse_proven(value, what="stored value", proof=_strict_narrative, fast=True)
+    try:
+        if found is None and isinstance(items, dict):  # columns the strict pass declined: the converter names why
+            found = structure_columns(items)
+        if found is None:
+            found = NarrativeColumns.of_records(_listed_narrative(items, run_id))
+        check_columns(found)
+    except CheckpointError as exc:
+        problem = str(exc).removeprefix("Invalid trace: ")
+        raise StoreError(f"run '{run_id}': its stored narrative cannot be read ({problem})") from None
+    return found
 
 
 def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
-    """Inverse of ``encode_narrative``: a bare line (a row from before records) becomes a record
-    of type ``line``; ``StoreError`` naming the run when an item is neither."""
-    items, records = parse_proven(value, what="stored value", proof=parsed_narrative, fast=True)
-    if records is not None:  # every item a plainly right record: built at once, as the converter would
-        return tuple(records)
+    """``decode_narrative_columns`` as records."""
+    return tuple(decode_narrative_columns(value, run_id).records())
+
+
+def _listed_narrative(items: Any, run_id: str) -> list[NarrativeEntry]:
+    """A narrative row of bare lines and record objects (before schema 6), item by item."""
     if not isinstance(items, list):
         raise StoreError(f"run '{run_id}': its stored narrative cannot be read (not a list)")
     out = []
@@ -70,7 +98,7 @@ def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
             out.append(_narrative_record(item))
         except ValueError as exc:
             raise StoreError(f"run '{run_id}': its stored narrative cannot be read ({exc})") from None
-    return tuple(out)
+    return out
 
 
 def _narrative_record(data: Any) -> NarrativeEntry:

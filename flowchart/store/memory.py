@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
 from . import codec
 from .protocol import (
@@ -80,7 +81,8 @@ class MemoryStore:
 
     def _record(self, run_id: str, row: _Row) -> RunRecord:
         spec = self._specs.get(row.fingerprint)
-        records = tuple(r for text in row.narrative for r in codec.decode_narrative(text, run_id))
+        told = [codec.decode_narrative_columns(text, run_id) for text in row.narrative]
+        records = NarrativeColumns.joined(told) if told else NarrativeColumns.of_records(())  # built when read
         subflows: dict[str, Any] = {}
         for text in row.subflows:
             subflows.update(codec.decode_subflows(text, run_id))
@@ -90,7 +92,7 @@ class MemoryStore:
             checkpoint=codec.decode_checkpoint(row.checkpoint),
             question=read_question(row.kind, codec.decode(row.question)),
             output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
-            narrative=tuple(r.text for r in records), narrative_records=records, subflows=subflows,
+            narrative=tuple(records.texts()), narrative_records=records, subflows=subflows,  # type: ignore[arg-type]
             created_at=row.created_at, updated_at=row.updated_at,
             has_answer=row.has_answer, answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),

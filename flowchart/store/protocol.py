@@ -48,6 +48,7 @@ import attrs
 from ..commits import Commit
 from ..errors import FlowchartError
 from ..failure import RunFailure
+from ..narrative_columns import on_read
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
@@ -184,6 +185,11 @@ class RunRecord:
         """The id under which this pause's answer is recorded: the request id of a
         consent pause, else ``pause@<next_seq>`` (each pause of a run has its own)."""
         return request_id if request_id else f"pause@{self.next_seq}"
+
+
+_NARRATIVE_RECORDS = on_read(RunRecord, "narrative_records", lambda columns: tuple(columns.records()))
+"""``RunRecord.narrative_records``'s slot: a store puts the run's checked columns there; the
+records are built when first read (``RunRecord.narrative``, the lines, needs none of them)."""
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -87,6 +87,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN forked_at INTEGER",
         "CREATE INDEX runs_by_parent ON runs (parent_run_id, created_at)",
     ),
+    # 6: no new column: a segment's narrative records are stored as columns (one list per field,
+    # as a version-3 trace file keeps them) from here on; rows written before keep their lists.
+    # A library that reads only lists refuses this database with the upgrade hint, not the rows.
+    6: (),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..narrative_entry import NarrativeEntry
+from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
 from ..signing import check_key
 from ..trace import SubflowTrace
@@ -179,11 +179,12 @@ class SqlStore:
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())
         notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
-        records: list[NarrativeEntry] = []
+        told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
         for text, subs in notes.fetchall():
-            records.extend(codec.decode_narrative(text, run_id))
+            told.append(codec.decode_narrative_columns(text, run_id))
             subflows.update(codec.decode_subflows(subs, run_id))  # runtime ids never repeat across segments
+        records = NarrativeColumns.joined(told) if told else NarrativeColumns.of_records(())  # built when read
         if fingerprint not in self._specs:
             spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
             self._specs[fingerprint] = None if spec is None else codec.decode(spec[0])
@@ -193,7 +194,7 @@ class SqlStore:
             checkpoint=codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint")),
             question=read_question(row[1], codec.decode(row[6])), output=codec.decode(row[9]), error=row[10],
             answered=ids,
-            narrative=tuple(r.text for r in records), narrative_records=tuple(records), subflows=subflows,
+            narrative=tuple(records.texts()), narrative_records=records, subflows=subflows,  # type: ignore[arg-type]
             created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
             answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
             failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),

@@ -101,6 +101,43 @@ def test_a_failing_field_hook_is_reported_and_the_run_goes_on() -> None:
     assert len(events.errors) == len(result.commit_log)
 
 
+class AllFields(Fields):
+    """Every field hook, the two batch points too."""
+
+    def take_stage_ops(self, ctx: Any, ops: Any) -> None:
+        self.seen.append(("ops", ctx.runtime_stage_id, len(ops)))
+
+    def take_stage_executed(self, ctx: Any, name: str, description: Any, stage_type: Any) -> None:
+        self.seen.append(("executed", ctx.runtime_stage_id, name))
+
+
+KIND = {"take_stage_start": "start", "take_emit": "emit", "take_commit": "commit", "take_stage_ops": "ops",
+        "take_stage_executed": "executed"}  # fmt: skip
+
+
+@pytest.mark.parametrize("hook", list(KIND))
+@pytest.mark.parametrize("takers", [1, 2])
+def test_every_field_hook_failing_alone_or_beside_another_is_reported_each_time(hook: str, takers: int) -> None:
+    """Whether the failing recorder is the point's only taker or one of two (the engine calls
+    a lone taker through its own path), each failure is reported once to the others'
+    ``on_error`` naming the hook, and a second taker still hears every call, in order.
+    (Emits are taken as fields only by a recorder without a batch: it hears them in its batch.)"""
+
+    def broken(self: Any, ctx: Any, *fields: Any) -> None:
+        raise RuntimeError("disk full")
+
+    base = Fields if hook == "take_emit" else AllFields
+    Broken = type("Broken", (base,), {hook: broken})
+    events, healthy, reference = Events(), base(), base()
+    _chart().run(recorders=[Broken(), healthy, events] if takers == 2 else [Broken(), events])
+    _chart().run(recorders=[reference])
+    calls = sum(1 for kind, _, _ in reference.seen if kind == KIND[hook])
+    assert calls >= 3
+    assert events.errors == [f"recorder: recorder Broken.{hook} raised RuntimeError: disk full"] * calls
+    if takers == 2:
+        assert healthy.seen == reference.seen
+
+
 def test_a_batch_recorder_takes_emits_in_its_batch_not_as_fields() -> None:
     """``take_emit`` follows ``on_emit``'s rule: a recorder with ``on_stage_ops`` gets its
     emits in the batch unless it asks for them live (``live_operations``)."""

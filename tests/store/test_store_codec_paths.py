@@ -9,6 +9,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,7 +37,7 @@ def per_item_path() -> Iterator[None]:
     """Within: the codec reads every row the way it did before the strict passes (no orjson either)."""
     with pytest.MonkeyPatch.context() as patch, fastjson.stdlib_only():
         patch.setattr(codec, "_one_commit", lambda _data: None)
-        patch.setattr(codec, "parsed_narrative", lambda _data: None)
+        patch.setattr(codec, "_strict_narrative", lambda _data: None)
         yield
 
 
@@ -71,6 +72,34 @@ def test_a_row_the_strict_pass_declines_is_still_read_as_before() -> None:
     assert fast == slow and fast[0] == "read" and fast[1].reads == ()
     fast, slow = _both(codec.decode_narrative, dumps(["a line"]), "r1")
     assert fast == slow == ("read", (NarrativeEntry("line", 0, "a line"),))
+
+
+def test_a_narrative_row_is_stored_as_columns_and_an_older_list_of_records_still_reads() -> None:
+    """Since schema 6 a segment's records are stored as columns (each key once); a row of record
+    objects written before reads to the same records, on both paths."""
+    stored = json.loads(codec.encode_narrative([r.text for r in RECORDS], RECORDS))
+    assert stored["text"] == [r.text for r in RECORDS] and stored["step_number"] == [None, 1]
+    old = dumps([{**attrs.asdict(r)} for r in RECORDS])
+    assert _both(codec.decode_narrative, old, "r1") == (("read", tuple(RECORDS)), ("read", tuple(RECORDS)))
+
+
+def test_a_stored_run_builds_its_narrative_records_when_they_are_read(tmp_path: Any) -> None:
+    """``store.get`` keeps the run's narrative as checked columns: ``narrative`` (the lines) is
+    there at once, ``narrative_records`` are built on first read, equal to what the run told."""
+    from flowchart import flow_chart, narrative
+    from flowchart.store import SqliteStore
+    from flowchart.store.protocol import _NARRATIVE_RECORDS, RunRecord
+
+    store = SqliteStore(tmp_path / "runs.db")
+    rec = narrative()
+    result = flow_chart("A", lambda scope: setattr(scope, "x", 1), "a").build().run(recorders=[rec], store=store)
+    record = store.get(result.run_id)
+    assert type(_NARRATIVE_RECORDS.__get__(record, RunRecord)).__name__ == "NarrativeColumns"
+    assert record.narrative == tuple(rec.lines())
+    assert record.narrative_records == tuple(rec.records())
+    assert _NARRATIVE_RECORDS.__get__(record, RunRecord) == tuple(rec.records())  # built once, kept
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        record.narrative_records = ()  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(

@@ -86,15 +86,27 @@ def test_a_schema_2_database_migrates_and_its_lines_load_as_records(tmp_path: Pa
     ("column", "text", "message"),
     [
         ("narrative", '[{"type": "stage"}]', "run 'old': its stored narrative cannot be read"),
-        ("narrative", '{"a": 1}', r"run 'old': its stored narrative cannot be read \(not a list\)"),
+        (
+            "narrative",
+            '{"a": 1}',
+            r"run 'old': its stored narrative cannot be read \(required key missing @ \$\.narrative\.type; ",
+        ),
+        ("narrative", "1", r"run 'old': its stored narrative cannot be read \(not a list\)"),
+        (
+            "narrative",
+            '{"type": ["stage"], "depth": [0], "text": [], "stage_name": [null], "stage_id": [null], '
+            '"runtime_stage_id": [null], "subflow_id": [null], "key": [null], "step_number": [null]}',
+            r"run 'old': its stored narrative cannot be read \(narrative column 'text' has 0 values where 'type' ",
+        ),
         ("subflows", '{"sf#1": {"mount_id": 3}}', "run 'old': its stored subflows cannot be read"),
     ],
 )
 def test_a_stored_narrative_or_subflow_log_that_is_not_one_is_refused(
     tmp_path: Path, column: str, text: str, message: str
 ) -> None:
-    """Fail closed: a narrative item that is not a line or a record, or a subflows column that
-    is not subflow logs, is a ``StoreError`` naming the run and the column."""
+    """Fail closed: a narrative item that is not a line or a record, columns that are not a
+    narrative's (a missing field; unequal lengths, which would drop records silently), or a
+    subflows column that is not subflow logs, is a ``StoreError`` naming the run and the column."""
     _schema_2_database(tmp_path / "old.db")
     store = SqliteStore(tmp_path / "old.db")
     raw = sqlite3.connect(tmp_path / "old.db")

@@ -128,3 +128,42 @@ def test_a_noted_write_is_told_at_once_so_its_note_decides_the_count() -> None:
     plain = narrative(notes={"count": lambda value: f"count is now {value}" if value else None})
     chart().run(recorders=[plain])
     assert entries == plain.lines()
+
+
+def test_a_tap_binds_each_streams_own_narrative_from_a_reused_plan() -> None:
+    """Taps of the same kind reuse one binding plan (worked out once per narrative class and
+    options), yet each binds its own narrative's hooks: two streams run one after the other
+    tell each its own narrative, and their lines are the same as a plain run's."""
+    from flowchart.stream_tap import _PLANS, StreamTap
+
+    first_n, second_n = narrative(), narrative()
+    first = StreamTap(lambda e: None, frozenset({"narrative", "final"}), narrative=first_n)
+    planned = len(_PLANS)
+    second = StreamTap(lambda e: None, frozenset({"narrative", "final"}), narrative=second_n)
+    assert len(_PLANS) == planned  # the second tap found the first one's plan
+    assert first.take_stage_ops.__self__ is first_n  # type: ignore[attr-defined]
+    assert second.take_stage_ops.__self__ is second_n  # type: ignore[attr-defined]
+    lines = [[e.text for e in chart().stream(modes=["narrative"]) if isinstance(e, NarrativeLine)] for _ in range(2)]
+    plain = narrative()
+    chart().run(recorders=[plain])
+    assert lines[0] == lines[1] == plain.lines()
+
+
+def test_a_narrative_with_instance_hooks_is_planned_for_itself() -> None:
+    """A narrative whose class is not slotted may carry hooks of its own; its tap works out its
+    binding afresh rather than reuse a plan made for another instance."""
+    from flowchart.stream_tap import StreamTap
+
+    class Loose:
+        def lines(self) -> list[str]:
+            return []
+
+        entries = records = lines
+
+    heard: list[str] = []
+    loose = Loose()
+    StreamTap(lambda e: None, frozenset({"final"}), narrative=loose)  # type: ignore[arg-type]
+    loose.on_break = lambda event: heard.append("break")  # type: ignore[attr-defined]
+    tap = StreamTap(lambda e: None, frozenset({"final"}), narrative=loose)  # type: ignore[arg-type]
+    tap.on_break(None)  # type: ignore[attr-defined]
+    assert heard == ["break"]

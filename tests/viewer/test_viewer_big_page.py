@@ -69,9 +69,11 @@ def test_writing_a_big_page_holds_less_than_the_page(tmp_path: Path) -> None:
     """A 3,000-commit W7-shaped trace read from its file, as ``flowchart view`` does: its page
     (≈ 3.6 MB) is written while Python holds less than the page's size at any moment, most of it
     the per-commit indexes, not text (the whole page used to exist as JSON text, escaped text,
-    page text and encoded bytes at once: ≈ 4× its size)."""
+    page text and encoded bytes at once: ≈ 4× its size). The trace's narrative records are read
+    before the measure: a loaded trace builds them on first read, and they are the trace's, not the page's."""
     padded_trace(3000, 1000).save(tmp_path / "big.json")
     trace = Trace.load(tmp_path / "big.json")
+    assert trace.narrative
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]

@@ -1,0 +1,49 @@
+"""A live reader is told how many lines a stage's batch makes before they are worded.
+
+The narrative counts a batch in C when it can (no note due, every key non-empty) and one
+operation at a time otherwise; both must give the number of entries the batch is told as.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowchart import events as ev
+from flowchart.recorders.narrative import NarrativeRecorder, narrative
+
+CTX = ev.TraversalContext("r", "s", "s#0", "S", ())
+
+operation = st.tuples(
+    st.sampled_from(["read", "missing", "write", "emit"]),
+    st.sampled_from(["", "a", "b", "total"]),
+    st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=3)),
+    st.sampled_from(["set", "delete", "merge", ""]),
+    st.just(False),
+)
+
+
+def _told(recorder: NarrativeRecorder, batch: list[Any]) -> int:
+    out: list[Any] = []
+    recorder._tell_batch(CTX, "S", batch, out.append)
+    return len(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=st.lists(operation, max_size=12), tells_emits=st.booleans())
+def test_the_count_is_the_number_of_entries_the_batch_is_told_as(batch: list[Any], tells_emits: bool) -> None:
+    """For any batch of reads, misses, writes and emits (empty keys included), with emits told
+    or not, the count a stream is given equals the entries the narrative then words, and the
+    C count agrees with the one-at-a-time count."""
+    recorder = narrative(include_emits=tells_emits)
+    assert recorder._countable(batch) == recorder._counted(batch) == _told(recorder, batch)
+
+
+def test_a_note_due_leaves_the_count_to_the_teller() -> None:
+    """A write of a noted key is counted by wording it (``None``), as before the C count."""
+    recorder = narrative(notes={"total": lambda value: f"total is {value}"})
+    batch = [("read", "a", 1, "", False), ("write", "total", 3, "set", False)]
+    assert recorder._countable(batch) is None
+    assert recorder._countable(batch[:1]) == 1
