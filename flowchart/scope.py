@@ -20,6 +20,9 @@ Laws:
   or freshly copied value as itself (neither is ever changed in place).
 - Nothing here copies the whole state: reading a primitive is a dict lookup, reading a
   container makes a shallow tracked view, a commit touches only the changed keys.
+- A list that grows by appends costs what each stage adds (``flowchart.lending``): its commit
+  is the appended tail, applied in place when nobody else holds the list, and a top-level
+  transaction is lent the view an earlier stage left when it is provably still the list's.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, Protocol
 
 from .commits import Op, apply_op
 from .errors import ReadonlyInputError, ScopeWriteError
+from .lending import SHORT, append_tail, lend, shelve
 from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
 from .values import NotJsonSafe, copy_json, same_json
 
@@ -80,6 +84,7 @@ class Transaction:
     """One stage's view of the state: a working set over the committed state."""
 
     __slots__ = (
+        "_lists",
         "_reads",
         "_touched",
         "_working",
@@ -88,6 +93,7 @@ class Transaction:
         "observer",
         "oplog",
         "readonly",
+        "shelf",
         "snapshot",
         "state",
     )
@@ -110,10 +116,15 @@ class Transaction:
         self.snapshot: Any = None
         #: redaction test for recordings (set by the engine; ``None`` = nothing hidden)
         self.hides: Any = None
+        #: the views of top-level lists that earlier stages left for the next reader (set by the
+        #: engine for a transaction at the top of the state; ``None``: every read copies)
+        self.shelf: dict[str, TrackedList] | None = None
         self._working: dict[str, Any] = {}
         # key -> bit mask of the changes made to it (tracked.MERGE | APPEND | SET)
         self._touched: dict[str, int] = {}
         self._reads: dict[str, None] = {}
+        #: the views of committed lists this stage read (for the shelf), ``None`` until one is read
+        self._lists: list[TrackedList] | None = None
 
     # -- committed lookups --------------------------------------------------------------
     def _namespace_dict(self) -> dict[str, Any] | None:
@@ -147,7 +158,9 @@ class Transaction:
             if value is _MISSING:
                 raise self._miss(key)
             kind = type(value)
-            if kind is dict or kind is list:
+            if kind is list:
+                value = self._list_view(key, value)
+            elif kind is dict:
                 value = self._view(key, value)
         elif value is _DELETED:
             raise self._miss(key)
@@ -194,7 +207,18 @@ class Transaction:
         view = wrap(value, Owner(key, self._touch, self._reject))
         if type(view) is TrackedList:
             view._fc_root = True
+            view._fc_source = None  # a view of the stage's own write, not of a committed list
         self._working[key] = view
+        return view
+
+    def _list_view(self, key: str, value: list[Any]) -> TrackedList:
+        """The stage's view of the committed list ``value`` (lent from the shelf when it may be)."""
+        shelf = None if self.namespace or len(value) < SHORT else self.shelf
+        view = self._working[key] = lend(shelf, key, value, Owner(key, self._touch, self._reject))
+        if shelf is not None:
+            if self._lists is None:
+                self._lists = []
+            self._lists.append(view)
         return view
 
     def has(self, key: str) -> bool:
@@ -329,29 +353,44 @@ class Transaction:
         if not self._touched:
             return ops
         prefix = self.namespace
-        for key, change in self._touched.items():
+        state = self.state
+        for key, change in self._touched.items():  # each op applied as made: every key is its own
             new = self._working[key]
             old = self._own_committed(key)
-            path = (*prefix, key)
             if new is _DELETED:
-                if old is not _MISSING:
-                    ops.append(Op(path, "delete"))
+                if old is _MISSING:
+                    continue
+                op = Op((*prefix, key), "delete")
+            elif change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
+                # appends only, to a view of this very list: the tail is the change (no whole-list diff)
+                tail = new._fc_tail(len(old))
+                if not tail:
+                    continue
+                op = Op((*prefix, key), "append", tail)
+                ops.append(op)
+                if prefix:
+                    apply_op(state, op)
+                else:
+                    old = None  # no stray name for the list: append_tail counts who holds it
+                    append_tail(state, key, tail, new)
                 continue
-            new = plain(new)
-            if old is not _MISSING and same_json(old, new):
-                continue
-            if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
-                # only appends to the list itself: the op carries the tail, not the whole list
-                ops.append(Op(path, "append", new[len(old) :]))
-                continue
-            patch = _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
-            if patch is not None:
-                ops.append(Op(path, "merge", patch))
             else:
-                ops.append(Op(path, "set", new))
-        state = self.state
-        for op in ops:
+                new = plain(new)
+                if old is not _MISSING and same_json(old, new):
+                    continue
+                if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
+                    # only appends to the list itself: the op carries the tail, not the whole list
+                    op = Op((*prefix, key), "append", new[len(old) :])
+                else:
+                    patch = (
+                        _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
+                    )
+                    op = Op((*prefix, key), "set", new) if patch is None else Op((*prefix, key), "merge", patch)
+            ops.append(op)
             apply_op(state, op)
+        if self._lists is not None:
+            shelve(self.shelf, state, self._lists, self._working)
+            self._lists = None
         self._touched = {}
         self._working = {}
         return ops

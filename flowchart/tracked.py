@@ -205,7 +205,9 @@ class TrackedList(list):
     """A list read from the scope: reads wrap items lazily; appends to a top-level list are an
     ``append``, every other change a ``set``."""
 
-    __slots__ = ("_fc_owner", "_fc_root", "_fc_wrapped")
+    __slots__ = ("_fc_dirty", "_fc_owner", "_fc_root", "_fc_source", "_fc_wrapped")
+    _fc_source: list[Any] | None
+    _fc_dirty: bool
 
     def __init__(self, data: Iterable[Any], owner: Owner) -> None:
         list.__init__(self, data)
@@ -213,6 +215,9 @@ class TrackedList(list):
         self._fc_wrapped = False
         #: True for the top-level list of a key (appends to it may commit as an append)
         self._fc_root = False
+        # set on a key's top-level view only, by the scope (``flowchart.lending``): ``_fc_source``,
+        # the committed list it was made from (``None``: the stage's own write), whose very items
+        # it holds until it changes; ``_fc_dirty``, True once it changed in any way
 
     # -- reads ---------------------------------------------------------------------
     def _child(self, index: int, value: Any) -> Any:
@@ -244,10 +249,18 @@ class TrackedList(list):
 
     # -- writes: appends to the top-level list are appends; every other change is a set --
     def _changed(self) -> None:
+        self._fc_dirty = True
         self._fc_owner.changed(SET)
 
     def _appended(self) -> None:
+        self._fc_dirty = True
         self._fc_owner.changed(APPEND if self._fc_root else SET)
+
+    def _fc_tail(self, start: int) -> list[Any]:
+        """The items from ``start`` on as plain values (what an ``append`` commits), without
+        copying the items before ``start``."""
+        items = list.__getitem__(self, slice(start, None))
+        return [plain(v) for v in items] if self._fc_wrapped else items
 
     def append(self, value: Any) -> None:
         list.append(self, _checked(self._fc_owner, value))

@@ -42,10 +42,12 @@ LAYERS: dict[str, int] = {
     "flowchart.signing": 0,
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
+    "flowchart.owned": 0,
     # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
     "flowchart.commits": 1,
     "flowchart.tracked": 1,
+    "flowchart.lending": 1,
     "flowchart.scope": 1,
     "flowchart.nodes": 1,
     "flowchart.context": 1,

@@ -89,6 +89,8 @@ class Traverser:
         self._rids: dict[int, str] = {}
         #: the operation logs of the stages running now, by runtime id (batch recorders only)
         self.oplogs: dict[str, list[Any]] = {}
+        #: views of top-level lists left by committed stages for the next reader (``flowchart.lending``)
+        self.shelf: dict[str, Any] = {}
 
     # -- small helpers -------------------------------------------------------------------
     def full_id(self, node: StageNode) -> str:
@@ -176,6 +178,7 @@ class Traverser:
         """Run one stage function over a fresh transaction. Never commits; returns the error."""
         run = self.run
         txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
+        txn.shelf = self.shelf  # used at the top of the state only (a namespaced read copies)
         if run.redacting:
             txn.hides = run.redaction.hides
         if run.recovery is not None:  # re-running a failed execution: start from before its commit
