@@ -77,6 +77,8 @@ LAYERS: dict[str, int] = {
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
     "flowchart.recorders.narrative_lines": 4,
+    "flowchart.recorders.narrative_reading": 4,
+    "flowchart.recorders.narrative_steps": 4,
     "flowchart.recorders.sentences": 4,
     "flowchart.recorders.rendering": 4,
     "flowchart.recorders.summary": 4,
