@@ -138,19 +138,17 @@ def no_gc_pauses() -> Iterator[None]:
     big trace's load time). The collector runs again as soon as the load returns or fails.
     """
     was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+    with collector_held():
+        try:
+            yield
+        finally:
             # what the load made is long-lived: hand it to the oldest generation at once (freeze
             # then unfreeze moves every tracked object there without walking it), or the first
             # young collection after ``enable`` walks the million new objects for nothing; not
             # when the application froze objects itself (a pre-fork server): unfreeze would undo it
-            if gc.get_freeze_count() == 0:
+            if was_enabled and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
-            gc.enable()
 
 
 def nested_checkpoint(raw: Any) -> Checkpoint:

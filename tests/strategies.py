@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from flowchart.narrative_entry import RECORD_TYPES, NarrativeEntry
 from flowchart.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
 from governance import (
     CheckInDecision,
@@ -193,3 +194,22 @@ decisions = st.builds(
     at=text,
     value=wire_values,
 )
+
+
+def narrative_entries(
+    names: st.SearchStrategy[str | None], *, max_depth: int = 1, steps: st.SearchStrategy[int] | None = None
+) -> st.SearchStrategy[NarrativeEntry]:
+    """Valid narrative records: a known type, a depth up to ``max_depth``, any text, every
+    stage field drawn from ``names`` and a step number from ``steps`` (0-9 unless given; or none)."""
+    return st.builds(
+        NarrativeEntry,
+        type=st.sampled_from(sorted(RECORD_TYPES)),
+        depth=st.integers(0, max_depth),
+        text=st.text(max_size=20),
+        stage_name=names,
+        stage_id=names,
+        runtime_stage_id=names,
+        subflow_id=names,
+        key=names,
+        step_number=st.none() | (st.integers(0, 9) if steps is None else steps),
+    )

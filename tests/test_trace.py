@@ -11,7 +11,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import chart_specs, checkpoints, json_values
+from strategies import chart_specs, checkpoints, json_values, narrative_entries
 from trace_versions import as_version_2
 
 import flowchart
@@ -401,19 +401,7 @@ def commit_logs(draw: st.DrawFn) -> list[Commit]:
 
 def narrative_records() -> st.SearchStrategy[NarrativeEntry]:
     """Valid narrative records: a known type, depth 0 or 1, any text, stage ids or none."""
-    maybe = st.none() | NAMES
-    return st.builds(
-        NarrativeEntry,
-        type=st.sampled_from(sorted(RECORD_TYPES)),
-        depth=st.integers(0, 1),
-        text=st.text(max_size=20),
-        stage_name=maybe,
-        stage_id=maybe,
-        runtime_stage_id=maybe,
-        subflow_id=maybe,
-        key=maybe,
-        step_number=st.none() | st.integers(0, 9),
-    )
+    return narrative_entries(st.none() | NAMES)
 
 
 @st.composite

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import narrative_entries
 from trace_versions import as_version_1, as_version_2
 
 from flowchart import Trace, fastjson, flow_chart, narrative
 from flowchart.errors import CheckpointError
 from flowchart.narrative_columns import NarrativeColumns
-from flowchart.narrative_entry import RECORD_TYPES, NarrativeEntry
+from flowchart.narrative_entry import NarrativeEntry
 from flowchart.trace import _NARRATIVE, TRACE_VERSION
 
 
@@ -33,21 +34,7 @@ def _trace() -> Trace:
 
 BASE = _trace()
 NAMES = st.none() | st.text(max_size=6)
-RECORDS = st.lists(
-    st.builds(
-        NarrativeEntry,
-        type=st.sampled_from(sorted(RECORD_TYPES)),
-        depth=st.integers(0, 3),
-        text=st.text(max_size=12),
-        stage_name=NAMES,
-        stage_id=NAMES,
-        runtime_stage_id=NAMES,
-        subflow_id=NAMES,
-        key=NAMES,
-        step_number=st.none() | st.integers(-(2**70), 2**70),
-    ),
-    max_size=12,
-)
+RECORDS = st.lists(narrative_entries(NAMES, max_depth=3, steps=st.integers(-(2**70), 2**70)), max_size=12)
 
 
 def _with(records: list[NarrativeEntry] | None) -> Trace:
