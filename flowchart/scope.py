@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from .commits import Op, apply_op
+from .commits import Op, apply_op, make_op
 from .errors import ReadonlyInputError, ScopeWriteError
 from .lending import SHORT, append_tail, lend, shelve
 from .tracked import APPEND, MERGE, SET, Owner, TrackedDict, TrackedList, plain, wrap
@@ -356,17 +356,17 @@ class Transaction:
         state = self.state
         for key, change in self._touched.items():  # each op applied as made: every key is its own
             new = self._working[key]
-            old = self._own_committed(key)
+            old = self._own_committed(key) if prefix else state.get(key, _MISSING)
             if new is _DELETED:
                 if old is _MISSING:
                     continue
-                op = Op((*prefix, key), "delete")
+                op = make_op((*prefix, key), "delete")
             elif change == APPEND and type(new) is TrackedList and type(old) is list and new._fc_source is old:
                 # appends only, to a view of this very list: the tail is the change (no whole-list diff)
                 tail = new._fc_tail(len(old))
                 if not tail:
                     continue
-                op = Op((*prefix, key), "append", tail)
+                op = make_op((*prefix, key), "append", tail)
                 ops.append(op)
                 if prefix:
                     apply_op(state, op)
@@ -375,17 +375,26 @@ class Transaction:
                     append_tail(state, key, tail, new)
                 continue
             else:
-                new = plain(new)
+                kind = type(new)
+                if kind is TrackedDict or kind is TrackedList:
+                    new = plain(new)
                 if old is not _MISSING and same_json(old, new):
                     continue
                 if change == APPEND and type(old) is list and type(new) is list and len(new) > len(old):
                     # only appends to the list itself: the op carries the tail, not the whole list
-                    op = Op((*prefix, key), "append", new[len(old) :])
+                    op = make_op((*prefix, key), "append", new[len(old) :])
                 else:
                     patch = (
                         _dict_patch(old, new) if change == MERGE and type(old) is dict and type(new) is dict else None
                     )
-                    op = Op((*prefix, key), "set", new) if patch is None else Op((*prefix, key), "merge", patch)
+                    if patch is None:
+                        op = make_op((*prefix, key), "set", new)
+                        if not prefix:  # ``apply_op`` of a top-level set, inline (the commonest change)
+                            ops.append(op)
+                            state[key] = new
+                            continue
+                    else:
+                        op = make_op((*prefix, key), "merge", patch)
             ops.append(op)
             apply_op(state, op)
         if self._lists is not None:
@@ -454,6 +463,17 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope keys={self._fc_txn.keys()!r}>"
+
+
+_SET_TXN = Scope.__dict__["_fc_txn"].__set__
+_new_object = object.__new__
+
+
+def scope_of(txn: Transaction) -> Scope:
+    """``Scope(txn)`` as the engine makes one per stage: its one slot filled directly."""
+    scope = _new_object(Scope)
+    _SET_TXN(scope, txn)
+    return scope
 
 
 def transaction_of(scope: Scope) -> Transaction:

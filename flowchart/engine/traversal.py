@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..commits import Commit
+from ..commits import Commit, make_commit
 from ..context import ReadonlyArgs, StageContext
 from ..errors import LoopLimitError
 from ..events import (
@@ -46,7 +46,7 @@ from ..events import (
 )
 from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
-from ..scope import Scope, Transaction
+from ..scope import Transaction, scope_of
 from . import choices, forks, maps, resuming, retrying, subflows
 from .redacting import StageRecorder, redact_log, redacted_ops
 from .run_state import Run
@@ -183,7 +183,7 @@ class Traverser:
             txn.hides = run.redaction.hides
         if run.recovery is not None:  # re-running a failed execution: start from before its commit
             retrying.seed(run, self.prefix + node.id, txn)
-        args: list[Any] = [Scope(txn)]
+        args: list[Any] = [scope_of(txn)]
         if given is not _NO_INPUT:
             args.append(given)
         if call.takes_extra:
@@ -231,7 +231,8 @@ class Traverser:
         run = self.run
         attempts = run.retry_log.pop(rid, ()) if run.retry_log else ()
         recovers = retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None
-        commit = Commit(
+        # one per executed stage: the slots filled directly (``make_commit``, the same value)
+        commit = make_commit(
             len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision,
             attempts, recovers,
         )  # fmt: skip
@@ -379,7 +380,8 @@ class Traverser:
             return await maps.run_map(self, node, rid, cont, namespace)
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
-        if node.retry is None and self.run.retry is None:  # no policy: no extra coroutine per stage
+        run = self.run
+        if node.retry is None and run.retry is None:  # no policy: no extra coroutine per stage
             output, txn, error = await self.call_stage(node, call, rid, namespace)
         else:
             output, txn, error = await self.attempt(node, call, rid, namespace)
@@ -416,8 +418,11 @@ class Traverser:
                 signal.push(self.frame(node, "fork", cont, invoker, namespace))
                 raise
             return output, self.follow(node, rid, cont)
-        self.executed(node, rid, "linear")
-        return output, self.after_stop_or(node, rid, cont)
+        if run.observers.any:  # nobody listens: no event to build (the plain stage's hot path)
+            self.executed(node, rid, "linear")
+        if self.stopped:
+            return output, self.after_stop(node, rid)
+        return output, self.follow(node, rid, cont)
 
     def after_stop(self, node: StageNode, rid: str) -> Hop:
         """Emit the break event for a stage that called ``ctx.stop``; nothing follows it."""
