@@ -24,6 +24,7 @@ from typing import Any, Literal
 import attrs
 
 from .retry import Attempt
+from .values import slot_setters
 
 Verb = Literal["set", "merge", "append", "delete"]
 
@@ -123,12 +124,12 @@ class Commit:
         )
 
 
-# the slots' own setters: a frozen attrs ``__init__`` calls ``object.__setattr__`` once per field
+# the slots' own setters (``values.slot_setters``): the engine's commits and ops made without
+# attrs' frozen ``__init__``
 _new_object = object.__new__
-_SET_PATH, _SET_VERB, _SET_VALUE = (Op.__dict__[field.name].__set__ for field in attrs.fields(Op))
-_COMMIT_SETTERS = tuple(Commit.__dict__[field.name].__set__ for field in attrs.fields(Commit))
+_SET_PATH, _SET_VERB, _SET_VALUE = slot_setters(Op)
 (_SET_IDX, _SET_STAGE, _SET_SID, _SET_RID, _SET_TRACE, _SET_READS, _SET_REDACTED, _SET_DECISION,
- _SET_ATTEMPTS, _SET_RECOVERS) = _COMMIT_SETTERS  # fmt: skip
+ _SET_ATTEMPTS, _SET_RECOVERS) = slot_setters(Commit)  # fmt: skip
 
 
 def make_op(path: tuple[str, ...], verb: Verb, value: Any = None) -> Op:

@@ -55,6 +55,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .values import slot_setters
+
 StageType = Literal["linear", "decider", "selector", "fork", "subflow-mount", "pausable", "answer"]
 """``answer``: a pausable's ``answer`` half, which recorded the resume input before ``resume`` ran."""
 
@@ -127,9 +129,9 @@ class TraversalContext:
         return self.subflow_path[-1] if self.subflow_path else None
 
 
-# the slots' own setters: a frozen attrs ``__init__`` calls ``object.__setattr__`` per field
-(_SET_RUN, _SET_STAGE, _SET_RID, _SET_NAME, _SET_PATH, _SET_DEPTH, _SET_LOOP, _SET_BRANCH) = (
-    TraversalContext.__dict__[field.name].__set__ for field in attrs.fields(TraversalContext)
+# the slots' own setters (``values.slot_setters``): a context made without attrs' frozen ``__init__``
+(_SET_RUN, _SET_STAGE, _SET_RID, _SET_NAME, _SET_PATH, _SET_DEPTH, _SET_LOOP, _SET_BRANCH) = slot_setters(
+    TraversalContext
 )
 _new_object = object.__new__
 

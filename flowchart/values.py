@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import attrs
 
 # a set: one hash lookup, not three comparisons; a ``str`` is checked by ``_text``
 _PRIMITIVES = frozenset((int, bool, type(None)))
@@ -188,3 +190,14 @@ def same_json(a: Any, b: Any) -> bool:
     write of ``True`` over ``1``. The type walk only runs when ``==`` already holds.
     """
     return a is b or (a == b and _same_kinds(a, b))
+
+
+def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slots' own setters of the slotted attrs class ``cls``, in field order.
+
+    A hot path that makes a frozen value many times fills ``object.__new__(cls)`` through
+    them: the same value as the class call (equal, same hash and repr, still frozen), without
+    attrs' frozen ``__init__``, which goes through ``object.__setattr__`` once per field.
+    (``events.stage_context``, ``commits.make_op`` / ``make_commit``, ``scope.scope_of``.)
+    """
+    return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))
