@@ -159,9 +159,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             max_tokens=cfg.max_tokens,
             output_schema=output_schema,
         )
-        if ctx.observed:  # build event payloads only when somebody listens
-            # the payloads are built here from scalars: handed over without a copy (emit_owned)
+        # event payloads are built only when somebody takes that event (a stream's ``modes=``
+        # leaves names out), from scalars: handed over without a copy (emit_owned)
+        if ctx.listens(events.ITERATION_START):
             emit_owned(ctx, events.ITERATION_START, {"iteration": iteration})
+        if ctx.listens(events.LLM_START):
             emit_owned(
                 ctx,
                 events.LLM_START,
@@ -187,7 +189,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
-        if ctx.observed:
+        if ctx.listens(events.LLM_END):
             payload: dict[str, Any] = {
                 "iteration": iteration,
                 "content": response.content,
@@ -308,7 +310,7 @@ def make_route(cfg: AgentConfig) -> Any:
                 made[pending] = found
         rules, default = found
         decision = decide(scope, rules, default)
-        if ctx.observed:
+        if ctx.listens(events.ROUTE_DECIDED):
             # the rules above made the recorded reads; this one only labels the event
             matched = [r["label"] for r in decision.evidence["rules"] if r["matched"]]
             rationale = matched[0] if matched else default["label"]

@@ -119,7 +119,7 @@ def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None
 def tool_ended(site: CallSite, result: Any, error: bool) -> None:
     """The ``tool.end`` event of a tool that ran (its payload built only when somebody listens)."""
     ctx = site.ctx
-    if ctx.observed:
+    if ctx.listens(events.TOOL_END):
         payload = {"tool_call_id": site.call["id"], "tool_name": site.tool.name, "result": result_text(result)}
         emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
 
@@ -128,7 +128,7 @@ def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration
     """The call's ``tool.start`` event, then its tool, or what the call comes to when its
     arguments did not parse or no such tool exists."""
     name = call["name"]
-    if ctx.observed:
+    if ctx.listens(events.TOOL_START):
         payload = {"tool_name": name, "tool_call_id": call["id"], "args": copy_json(call.get("args") or {}),
                    "iteration": iteration}  # fmt: skip
         emit_owned(ctx, events.TOOL_START, payload)  # the args copied, the rest scalars

@@ -145,6 +145,12 @@ class StageContext:
         """True when some recorder listens to emits (so building a payload is worth it)."""
         return self._traverser.run.observers.emits
 
+    def listens(self, name: str) -> bool:
+        """True when some recorder takes the emit ``name`` — what ``emit(name, ...)`` would
+        deliver — so building its payload is worth it (a stream's ``modes=`` leaves names out)."""
+        observers = self._traverser.run.observers
+        return observers.emits and (observers.emit_names is None or name in observers.emit_names)
+
     def emit(self, name: str, payload: Any = None) -> None:
         """Send a named event with a JSON-safe payload to the run's emit recorders, in order.
 

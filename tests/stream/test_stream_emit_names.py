@@ -65,3 +65,40 @@ def test_a_messages_stream_still_streams_every_model_call() -> None:
     events = list(agent.stream("add", modes=["messages"]))
     assert [e.kind for e in events] == ["model_call", "model_call", "final"]
     assert events[-1].result == "three"
+
+
+def test_ctx_listens_says_whether_an_emit_of_that_name_would_be_delivered() -> None:
+    """``ctx.listens(name)``: False with no emit recorder, only the named ones beside a picky
+    recorder, every name beside one that takes all (``observed`` is True in the last two)."""
+    seen: dict[str, Any] = {}
+
+    def stage(scope: Any, ctx: Any) -> None:
+        seen["listens"] = (ctx.listens("wanted"), ctx.listens("other"), ctx.observed)
+        scope.done = True
+
+    chart = flow_chart("Listen", stage, "listen").build()
+    chart.run()
+    assert seen["listens"] == (False, False, False)
+    chart.run(recorders=[Names(frozenset({"wanted"}))])
+    assert seen["listens"] == (True, False, True)
+    chart.run(recorders=[Names(frozenset({"wanted"})), Names()])
+    assert seen["listens"] == (True, True, True)
+
+
+def test_a_messages_stream_builds_no_payload_for_the_agents_other_events(monkeypatch: Any) -> None:
+    """Asked for model calls only, the agent builds the ``llm.end`` payloads and no other (its
+    iteration, route and tool events are left unbuilt, not built and dropped)."""
+    import agent.stages
+    import agent.tool_run
+
+    built: list[str] = []
+    for module in (agent.stages, agent.tool_run):
+        real = module.emit_owned
+        monkeypatch.setattr(
+            module, "emit_owned", lambda ctx, name, payload, real=real: (built.append(name), real(ctx, name, payload))
+        )
+    add = define_tool(name="add", description="Add.", input_schema={"type": "object"}, execute=lambda args, ctx: 3)
+    replies: list[Any] = [{"content": "", "tool_calls": [{"id": "c1", "name": "add", "args": {}}]}, "three"]
+    agent_ = Agent.create(provider=scripted(replies), model="m").tool(add).build()
+    assert [e.kind for e in agent_.stream("add", modes=["messages"])] == ["model_call", "model_call", "final"]
+    assert set(built) == {"llm.end"}
