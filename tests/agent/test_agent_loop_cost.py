@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import agent as agent_package
+import flowchart.scope
 from agent import Agent, define_tool
 from agent.providers import scripted
 from flowchart import Retry
@@ -82,6 +83,35 @@ def test_the_agent_layer_stays_within_its_call_budget_on_the_w6_shape() -> None:
     agent = _w6_agent()
     calls, _coroutines = _agent_layer_calls(lambda: agent.run("add numbers ten times"))
     assert 250 < calls <= 350, calls
+
+
+def _calls_to(run: Callable[[], Any], code: Any) -> int:
+    """How many times ``run()`` enters the Python function whose code object is ``code``."""
+    count = [0]
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return count[0]
+
+
+def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:
+    """The agent's stages read ``scope[KEY]``, not ``scope.key``: an attribute read first fails
+    the scope's slot lookup (an ``AttributeError`` made and dropped inside the interpreter) before
+    ``Scope.__getattr__`` reads the key, about three times the cost of ``Scope.__getitem__``
+    (round five: ≈ 4 µs/iter of W6). Before, a W6 run entered ``Scope.__getattr__`` 59 times
+    (the iteration, the token totals, the route's budget, the final subflow). The record is the
+    same: both go through ``Transaction.get``."""
+    agent = _w6_agent()
+    calls = _calls_to(lambda: agent.run("add numbers ten times"), flowchart.scope.Scope.__getattr__.__code__)
+    assert calls == 0
+    assert agent.last_snapshot().shared_state["final_content"] == "done"
 
 
 def _mixed_agent(asynchronous: bool) -> Agent:
