@@ -18,11 +18,13 @@ from .forking import fork_chart
 from .options import RunOptions
 from .scope import peek, raw_read
 from .serde import json_type
+from .tracked import append_owned
 from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 
 __all__ = [
     "NotJsonSafe",
     "RunOptions",
+    "append_owned",
     "apply_commit",
     "canonical_json",
     "check_checkpoint",

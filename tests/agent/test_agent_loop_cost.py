@@ -14,11 +14,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import json
+
+import pytest
+
 import agent as agent_package
 import flowchart.scope
+import flowchart.values
 from agent import Agent, define_tool
 from agent.providers import scripted
-from flowchart import Retry
+from agent.providers.types import LLMResponse, ToolCall
+from flowchart import Retry, ScopeWriteError
 
 _AGENT_DIR = os.path.dirname(agent_package.__file__) + os.sep
 # the modules of the chart's stages (agent.py's run entry is one coroutine a run, not a stage)
@@ -112,6 +118,67 @@ def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:
     calls = _calls_to(lambda: agent.run("add numbers ten times"), flowchart.scope.Scope.__getattr__.__code__)
     assert calls == 0
     assert agent.last_snapshot().shared_state["final_content"] == "done"
+
+
+def test_the_history_messages_are_not_copied_again() -> None:
+    """The two messages a tool round appends to ``history`` are built from committed values and
+    ASCII text, so they are handed over without a copy (``append_owned``): a W6 run copies 47
+    containers, not 97 (round five: ≈ 2.4 µs/iter)."""
+    agent = _w6_agent()
+    copies = _calls_to(lambda: agent.run("add numbers ten times"), flowchart.values._copy.__code__)
+    assert copies <= 50, copies
+    assert len(agent.last_snapshot().shared_state["history"]) == 1 + 2 * TOOL_TURNS
+
+
+def test_the_history_keeps_the_models_args_when_the_provider_changes_them_later() -> None:
+    """The assistant message shares the committed call's args instead of copying them; the
+    committed call is the scope's own copy of what the provider answered. A provider (here the
+    script's caller, through the tool) that changes its tool call's args after answering changes
+    neither the history, nor the committed calls, nor the commit log."""
+    args = {"a": 1, "b": 2}
+
+    def add(given: dict[str, Any], _ctx: Any) -> Any:
+        args["a"] = 99  # the provider's own object, changed after it answered
+        args["extra"] = [1]
+        return given["a"] + given["b"]
+
+    reply = LLMResponse(content="", tool_calls=(ToolCall("c1", "add", args),), finish_reason="tool_use")
+    tool = define_tool(name="add", description="Add.", input_schema=ADD_SCHEMA, execute=add)
+    agent = Agent.create(provider=scripted([reply, "done"]), model="m").tool(tool).build()
+    assert agent.run("go") == "done"
+    snapshot = agent.last_snapshot()
+    assert snapshot.shared_state["history"][1]["tool_calls"] == [{"id": "c1", "name": "add", "args": {"a": 1, "b": 2}}]
+    assert snapshot.shared_state["history"][2]["content"] == "3"
+    record = json.dumps([c.to_dict() for c in snapshot.commit_log])
+    assert "99" not in record and "extra" not in record
+    assert any("Read llm_latest_tool_calls" in line for line in snapshot.narrative)
+
+
+def test_a_tool_result_that_is_not_unicode_text_is_still_refused_by_the_history() -> None:
+    """A tool result with a lone surrogate does not take the uncopied path: the history refuses
+    it as any write, naming the key (as before round five)."""
+    tool = define_tool(name="s", description="S.", input_schema={"type": "object"}, execute=lambda a, c: "x \ud800")
+    reply = {"content": "", "tool_calls": [{"id": "c1", "name": "s", "args": {}}]}
+    agent = Agent.create(provider=scripted([reply, "done"]), model="m", narrative=False).tool(tool).build()
+    with pytest.raises(ScopeWriteError, match=r"Cannot write 'history': a string with a lone surrogate \(U\+D800\)"):
+        agent.run("go")
+
+
+def test_a_tool_result_in_other_scripts_is_appended_as_it_was() -> None:
+    """Non-ASCII text (copied, the checked path) and ASCII text (handed over) land in the history
+    as the tool returned them."""
+    tool = define_tool(name="t", description="T.", input_schema={"type": "object"}, execute=lambda a, c: a["text"])
+    replies: list[Any] = [
+        {"content": "", "tool_calls": [{"id": "c1", "name": "t", "args": {"text": "héllo"}}]},
+        {"content": "ça", "tool_calls": [{"id": "c2", "name": "t", "args": {"text": "plain"}}]},
+        "done",
+    ]
+    agent = Agent.create(provider=scripted(replies), model="m", narrative=False).tool(tool).build()
+    assert agent.run("go") == "done"
+    history = agent.last_snapshot().shared_state["history"]
+    assert [(m["role"], m["content"]) for m in history] == [
+        ("user", "go"), ("assistant", ""), ("tool", "héllo"), ("assistant", "ça"), ("tool", "plain"),
+    ]  # fmt: skip
 
 
 def _mixed_agent(asynchronous: bool) -> Agent:
