@@ -9,12 +9,11 @@ the same record as the coroutine stages an agent with an awaiting part runs.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
-
-import json
 
 import pytest
 
