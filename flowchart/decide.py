@@ -169,7 +169,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     fallback is taken (recorded as ``default_label``).
     """
     default_label = None
-    if type(default) is not str and isinstance(default, Mapping):
+    if type(default) is dict or (type(default) is not str and isinstance(default, Mapping)):  # no ABC check for a dict
         default_label = default.get("label")
         default = str(default["branch"])
     evaluated = []

@@ -8,6 +8,7 @@ the same record as the coroutine stages an agent with an awaiting part runs.
 
 from __future__ import annotations
 
+import abc
 import inspect
 import json
 import os
@@ -178,6 +179,15 @@ def test_a_tool_result_in_other_scripts_is_appended_as_it_was() -> None:
     assert [(m["role"], m["content"]) for m in history] == [
         ("user", "go"), ("assistant", ""), ("tool", "héllo"), ("assistant", "ça"), ("tool", "plain"),
     ]  # fmt: skip
+
+
+def test_an_iteration_makes_no_abstract_base_class_check() -> None:
+    """``isinstance(x, Mapping)`` of a plain dict is a Python call (``ABCMeta.__instancecheck__``):
+    argument validation and ``decide()`` test for a dict first. A W6 run makes at most 4 (the
+    run's options and input, once a run), 45 before round five (3 an argument check, 1 a route)."""
+    agent = _w6_agent()
+    checks = _calls_to(lambda: agent.run("add numbers ten times"), abc.ABCMeta.__instancecheck__.__code__)
+    assert checks <= 4, checks
 
 
 def _mixed_agent(asynchronous: bool) -> Agent:
