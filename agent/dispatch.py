@@ -346,7 +346,13 @@ def _run_batch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any
     """``_run_batch`` through ``dispatch_now`` (an agent that needs no event loop)."""
     iteration = scope[ITERATION]
     for index in range(start, len(calls)):
-        done = _settle(scope, ctx, calls, index, dispatch_now(cfg, scope, ctx, calls[index], iteration), history)
+        outcome = dispatch_now(cfg, scope, ctx, calls[index], iteration)
+        if type(outcome) is str:  # the tool ran: ``_settle`` of its ``CallOutcome(text, executed=True)``
+            _append_result(history, calls[index], outcome)
+            if ctx.stopped:
+                return None
+            continue
+        done = _settle(scope, ctx, calls, index, outcome, history)
         if done is not _GO_ON:
             return done
     return _end_batch(scope, ctx, calls, iteration)
