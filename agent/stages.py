@@ -146,20 +146,18 @@ def make_call_llm(cfg: AgentConfig) -> Any:
 
     output_schema = cfg.output.request if cfg.output is not None else None
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
+    system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
 
     def request_for(scope: Scope, ctx: StageContext) -> tuple[int, Any]:
         iteration = scope[ITERATION]  # item reads: an attribute read first fails a slot lookup (≈ 3× the cost)
         wrapped_up = WRAP_UP_ASKED in scope
+        # (system_prompt, messages, tools, model, temperature, max_tokens, output_schema), by position: a
+        # keyword call costs attrs' __init__ a fifth more. Committed values are never mutated in
+        # place, so the request shares the history list.
         request = LLMRequest(
-            system_prompt=cfg.system_prompt,
-            # committed values are never mutated in place, so the request can share the list
-            messages=peek(scope, HISTORY),
-            tools=[] if wrapped_up else offered,
-            model=cfg.model,
-            temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
-            output_schema=output_schema,
-        )
+            system_prompt, peek(scope, HISTORY), [] if wrapped_up else offered, model, temperature, max_tokens,
+            output_schema,
+        )  # fmt: skip
         if ctx.observed:  # build event payloads only when somebody listens
             # the payloads are built here from scalars: handed over without a copy (emit_owned)
             emit_owned(ctx, events.ITERATION_START, {"iteration": iteration})
