@@ -101,7 +101,7 @@ class Transaction:
     def __init__(
         self,
         state: dict[str, Any],
-        *,
+        # positional too: the engine makes one a stage, and a keyword call costs type() a third more
         namespace: tuple[str, ...] = (),
         readonly: frozenset[str] | Any = frozenset(),
         observer: ScopeObserver | None = None,

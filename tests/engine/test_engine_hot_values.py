@@ -21,6 +21,7 @@ from strategies import json_values
 from flowchart import Commit, flow_chart
 from flowchart.commits import Op, make_commit, make_op
 from flowchart.decide import Decision, _decision, decide
+from flowchart.errors import ReadonlyInputError
 from flowchart.retry import Attempt
 from flowchart.scope import Scope, Transaction, scope_of, transaction_of
 
@@ -90,6 +91,20 @@ def test_the_decision_decide_makes_is_the_class_call(branch: str, evidence: dict
     scope = scope_of(Transaction({"n": 2}))
     decided = decide(scope, [{"when": lambda s: s["n"] > 1, "then": "big", "label": "n — large"}], "small")
     assert type(decided) is Decision and decided.branch == "big" and decided._owned is True
+
+
+def test_a_transaction_made_by_position_is_the_keyword_one() -> None:
+    """The engine makes a stage's transaction by position (round five: a keyword call cost a third
+    more): ``Transaction(state, namespace, readonly)`` writes where, and refuses what, the keyword
+    call does."""
+    for txn in (
+        Transaction({"runs": {"a": {}}, "x": 1}, ("runs", "a"), frozenset({"x"})),
+        Transaction({"runs": {"a": {}}, "x": 1}, namespace=("runs", "a"), readonly=frozenset({"x"})),
+    ):
+        txn.set("y", 2)
+        with pytest.raises(ReadonlyInputError, match='Cannot write to readonly input key "x"'):
+            txn.set("x", 3)
+        assert [op.to_dict() for op in txn.commit()] == [{"path": ["runs", "a", "y"], "verb": "set", "value": 2}]
 
 
 def test_scope_of_is_the_class_call() -> None:
