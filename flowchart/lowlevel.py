@@ -19,7 +19,7 @@ from .options import RunOptions
 from .scope import peek, raw_read
 from .serde import json_type
 from .tracked import append_owned
-from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
+from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 
 __all__ = [
     "NotJsonSafe",
@@ -41,6 +41,7 @@ __all__ = [
     "raw_read",
     "run_coroutine",
     "same_json",
+    "slot_setters",
     "spec_fingerprint",
     "thaw",
     "validated_input",
