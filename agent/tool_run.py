@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from flowchart import Scope, StageContext
-from flowchart.lowlevel import copy_json, drive, emit_owned, peek
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
 from governance.checkin import ask_human_request_id
 
 from . import events
@@ -71,9 +71,19 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
     return {"iteration": iteration, "step": ctx.runtime_stage_id}
 
 
+# the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
+# without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
+_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY = slot_setters(ToolContext)
+
+
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    return ToolContext(call["id"], iteration, run_of(ctx), identity)
+    made = object.__new__(ToolContext)
+    _SET_CALL_ID(made, call["id"])
+    _SET_ITERATION(made, iteration)
+    _SET_RUN_ID(made, run_of(ctx))
+    _SET_IDENTITY(made, identity)
+    return made
 
 
 def run_tool_now(

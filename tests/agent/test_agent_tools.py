@@ -90,6 +90,24 @@ def test_tool_context() -> None:
     assert seen == [("c1", 1, True, {"user": "alice"})]
 
 
+def test_the_tool_context_is_the_value_the_class_call_makes() -> None:
+    """Round five: the context is made by filling its slots; it is ``ToolContext(...)`` — equal,
+    same repr and hash (or the same refusal to hash an identity dict), frozen."""
+    import attrs
+
+    from agent import ToolContext
+
+    seen: list[Any] = []
+    agent, _ = build([calls(call("c1", "weather", city="P")), "done"], weather_tool(lambda a, c: seen.append(c)))
+    agent.run("go")
+    (made,) = seen
+    called = ToolContext("c1", 1, made.run_id, None)
+    assert made == called and repr(made) == repr(called) and hash(made) == hash(called)
+    assert type(made) is ToolContext and made.idempotency_key == f"{made.run_id}:c1"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
+        made.iteration = 2  # type: ignore[misc]
+
+
 def test_missing_required_argument_is_refused_and_the_tool_does_not_run() -> None:
     """A missing required key: the model reads the exact refusal, the tool never runs."""
     body = Counter()
