@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import drive, emit_owned, peek, raw_read, thaw
+from flowchart.lowlevel import NotJsonSafe, copy_json, drive, emit_owned, peek, raw_read, set_owned, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -139,6 +139,30 @@ def _tool_call_dict(call: Any) -> dict[str, Any]:
     return out
 
 
+def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
+    """The reply's calls as the record keeps them, built here with each call's args copied (the
+    provider's own object: the record must not follow it), so the write need not copy them again
+    (``set_owned``); ``None`` when one is not plain (a text that is not ASCII, args that are not
+    JSON-safe): the ordinary write then checks and copies, and refuses as it always did."""
+    out = []
+    for call in tool_calls:
+        call_id, name = call.id, call.name
+        if not (type(call_id) is str and call_id.isascii() and type(name) is str and name.isascii()):
+            return None
+        try:
+            args = copy_json(call.args)
+        except NotJsonSafe:
+            return None
+        made: dict[str, Any] = {"id": call_id, "name": name, "args": args}
+        error = getattr(call, "args_error", None)
+        if error:
+            if not (type(error) is str and error.isascii()):
+                return None
+            made["args_error"] = error
+        out.append(made)
+    return out
+
+
 def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
     when the agent needs no event loop: the provider answers synchronously)."""
@@ -183,7 +207,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         scope.llm_latest_content = response.content
         if raw_read(scope, LLM_MODEL) is None:  # which model answers: recorded once per run
             scope.llm_model = cfg.model_record
-        scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
+        calls = _owned_calls(response.tool_calls)
+        if calls is not None:  # fresh dicts of ASCII strings and copied args: handed over as they are
+            set_owned(scope, LLM_LATEST_TOOL_CALLS, calls)
+        else:
+            scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
         if ctx.observed:

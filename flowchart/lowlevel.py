@@ -16,7 +16,7 @@ from .engine.entry import check_checkpoint
 from .fingerprint import canonical_json, json_digest, spec_fingerprint
 from .forking import fork_chart
 from .options import RunOptions
-from .scope import peek, raw_read
+from .scope import peek, raw_read, set_owned
 from .serde import json_type
 from .tracked import append_owned
 from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
@@ -41,6 +41,7 @@ __all__ = [
     "raw_read",
     "run_coroutine",
     "same_json",
+    "set_owned",
     "slot_setters",
     "spec_fingerprint",
     "thaw",

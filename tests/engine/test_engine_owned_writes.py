@@ -1,18 +1,20 @@
-"""``flowchart.lowlevel.append_owned``: an append without the defensive copy records exactly what
-``view.append(value)`` records (the same commit, the same narrative, the same state), and
-hands the item over as it is (round five of issue 19: the agent's history messages)."""
+"""``flowchart.lowlevel.append_owned`` and ``set_owned``: an append or a write without the
+defensive copy records exactly what ``view.append(value)`` / ``scope[key] = value`` records (the
+same commit, the same narrative, the same state), and hands the value over as it is (round five
+of issue 19: the agent's history messages and its ``llm_latest_tool_calls``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import json_values
 
-from flowchart import flow_chart, narrative
+from flowchart import ReadonlyInputError, flow_chart, narrative
 from flowchart.lending import SHORT
-from flowchart.lowlevel import append_owned, copy_json
+from flowchart.lowlevel import append_owned, copy_json, set_owned
 
 
 def _appending_chart(start: list[Any], items: list[Any], owned: bool, rounds: int) -> Any:
@@ -81,3 +83,53 @@ def test_an_owned_append_to_a_plain_list_is_a_plain_append() -> None:
     item = {"a": [2]}
     append_owned(mine, item)
     assert mine == [1, item] and mine[1] is item
+
+
+def _writing_chart(values: list[Any], owned: bool) -> Any:
+    """One stage a value: reads ``log`` when it is there, then writes the value (owned or copied)."""
+
+    def write(scope: Any) -> None:
+        scope.get("log")
+        fresh = copy_json(values[scope.get("n", 0)])  # built for the write alone
+        if owned:
+            set_owned(scope, "log", fresh)
+        else:
+            scope["log"] = fresh
+        scope.n = scope.get("n", 0) + 1
+
+    builder = flow_chart("W0", write, "w-0")
+    for index in range(1, len(values)):
+        builder = builder.add_function(f"W{index}", write, f"w-{index}")
+    return builder.build()
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(json_values(max_leaves=6), min_size=1, max_size=4))
+def test_an_owned_write_records_what_a_copied_write_records(values: list[Any]) -> None:
+    """Any values, written in turn (equal ones too, which commit nothing): the owned write and
+    ``scope[key] = value`` give the same commit log, narrative and state."""
+    runs = []
+    for owned in (False, True):
+        recorder = narrative()
+        result = _writing_chart(values, owned).run(recorders=[recorder])
+        runs.append((repr(result.commit_log), recorder.lines(), result.state))
+    assert runs[0] == runs[1]
+
+
+def test_an_owned_write_hands_the_value_over_without_a_copy_and_refuses_what_set_refuses() -> None:
+    """The value the stage built is the one the state and the commit hold; a run-input key is
+    refused as ``scope[key] = value`` refuses it."""
+    built: list[Any] = []
+
+    def write(scope: Any) -> None:
+        calls = [{"id": "c1", "name": "add", "args": {"a": 1}}]
+        built.append(calls)
+        set_owned(scope, "calls", calls)
+
+    def input_key(scope: Any) -> None:
+        set_owned(scope, "x", 2)
+
+    result = flow_chart("W", write, "w").build().run()
+    assert result.state["calls"] is built[0] and result.commit_log[0].trace[0].value is built[0]
+    with pytest.raises(ReadonlyInputError, match='Cannot write to readonly input key "x"'):
+        flow_chart("W", input_key, "w").build().run({"x": 1})
