@@ -75,17 +75,26 @@ class StreamTap:
         self.guards = False
         self.cancel_requested = False
         self.emit_names: frozenset[str] | None = None
+        self._told: Any = None
         if not will_wrap:
             self._bind_all()
         if narrative is not None and "narrative" in kinds:
-            narrative.follow(self._line, self._lines)
+            self._follow(narrative)
 
     def wrap(self, narrative: NarrativeRecorder) -> None:
         """Stand in for ``narrative``: pass it every hook, stream its lines, answer ``lines()``."""
         self.narrative = narrative
         if "narrative" in self.kinds:
-            narrative.follow(self._line, self._lines)
+            self._follow(narrative)
         self._bind_all()
+
+    def _follow(self, narrative: NarrativeRecorder) -> None:
+        """Stream the narrative's lines: counted as they come when it keeps its calls (the
+        default narrative: its lines are worded when first read), else told as they come."""
+        if getattr(narrative, "_log", None) is not None and callable(getattr(narrative, "follow_counted", None)):
+            self._told = narrative.follow_counted(self._counted)
+        else:
+            narrative.follow(self._line, self._lines)
 
     def guard(self) -> None:
         """Make the run cancellable: keep its commits and check for a cancel before each stage."""
@@ -204,6 +213,12 @@ class StreamTap:
 
     def _line(self, entry: tuple[Any, ...]) -> None:
         self.sink(NarrativeLine(entry[4], entry))
+
+    def _counted(self, ctx: TraversalContext, start: int, count: int) -> None:
+        """``count`` lines at ``start`` in the narrative, read from it when first read (``NarrativeLine``)."""
+        sink, told = self.sink, self._told
+        for index in range(start, start + count):
+            sink(NarrativeLine(ctx, None, told, index))
 
     def _lines(self, batch: Any, count: int) -> None:
         """A stage's ``count`` step lines, worded when first read (``NarrativeLine``)."""

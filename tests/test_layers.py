@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     # L4 records, tools, and the chart's entry points
     "flowchart.recorders": 4,
     "flowchart.recorders.narrative": 4,
+    "flowchart.recorders.narrative_counting": 4,
     "flowchart.recorders.narrative_lines": 4,
     "flowchart.recorders.narrative_reading": 4,
     "flowchart.recorders.narrative_steps": 4,

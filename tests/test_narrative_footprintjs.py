@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import pytest
+from counted_twin import CountedTwin
 
 flowchart = pytest.importorskip("flowchart")
 if not hasattr(flowchart, "flow_chart"):  # the engine has not landed yet
@@ -39,16 +40,23 @@ def run(chart: Any, rec: NarrativeRecorder | None = None, **kwargs: Any) -> Narr
     """Run ``chart`` with a narrative recorder (errors are part of the story, not the test).
 
     The chart runs again with a twin of the recorder told line by line as the run goes (a
-    live reader, as a stream is): the narrative told when first read must be that one.
+    live reader): the narrative told when first read must be that one. And once more with a
+    counted twin (as a stream reads it): what it announced must be exactly what it tells.
     """
     rec = rec or narrative()
     live = attrs.evolve(rec)
     live.follow(lambda _entry: None)
-    for recorder in (rec, live):
+    recorders = [rec, live]
+    counted = CountedTwin(rec) if rec._log is not None else None  # as a stream counts it
+    if counted is not None:
+        recorders.append(counted.rec)
+    for recorder in recorders:
         # a failing run still has a narrative to compare
         with contextlib.suppress(Exception):
             chart.run(recorders=[recorder], **kwargs)
     assert rec.records() == live.records(), "told when read, the narrative differs from the one told live"
+    if counted is not None:
+        counted.check(rec)
     return rec
 
 

@@ -6,13 +6,19 @@ One process, side by side: each sample times ``agent.run(...)`` and then
 ``for event in agent.stream(...)`` (every event consumed, ``to_dict()`` not called) on
 two freshly built W6 agents (``bench.pyfootprint.w6_agent``: the ``add`` tool, a
 scripted provider, 10 tool rounds), alternating which goes first, so both see the same
-machine. Rows: the plain run, the stream of every kind, the ``messages`` mode alone,
+machine. The cycle collector stays on (what a stream keeps alive costs collections in an
+application too), and the heap is collected before each sample (outside the timing), so each
+sample pays for the collections its own allocations trigger: without that, a collection one
+variant's allocations made due landed in whichever variant ran next, and the medians moved
+with the rotation rather than with the code (``docs/performance.md``, "Round five: the stream
+counts its narrative"). Rows: the plain run, the stream of every kind, the ``messages`` mode alone,
 and a JSON line with the ratios (median stream ÷ median run; the issue's bar is ≤ 1.3).
 Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S`` like the workloads.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -65,6 +71,7 @@ def main(quick: bool = False) -> list[Record]:
         order = names[turn % len(names) :] + names[: turn % len(names)]  # rotate who goes first
         for name in order:
             pair = build_agent()
+            gc.collect()  # each sample pays for the collections its own allocations trigger
             samples[name].append(_timed(lambda name=name, pair=pair: runners[name](*pair)))  # type: ignore[misc]
         turn += 1
     out: list[Record] = []

@@ -71,6 +71,7 @@ from flowchart.events import (
 )
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
+from flowchart.recorders.narrative_counting import LineCounting
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.narrative_lines import Told, told_length
 from flowchart.recorders.narrative_reading import NarrativeReading
@@ -114,6 +115,8 @@ def _kept(hook: Callable[[_Recorder, _Event], None]) -> Callable[[_Recorder, _Ev
     """An event hook whose call is kept until the narrative is read (``_log``), when no
     live reader follows: its event's fields are names, counts and committed values."""
 
+    name = hook.__name__
+
     @functools.wraps(hook)
     def keep(self: _Recorder, event: _Event) -> None:
         log = self._log
@@ -121,12 +124,14 @@ def _kept(hook: Callable[[_Recorder, _Event], None]) -> Callable[[_Recorder, _Ev
             hook(self, event)
         else:
             log.append((hook, event))
+            if self._announce is not None:  # a counted reader: how many entries this call makes
+                self._count_kept(name, event)
 
     return keep
 
 
 @attrs.define
-class NarrativeRecorder(NarrativeReading, StepTelling):
+class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
     """Builds the narrative from recorder events; attach with ``run(recorders=[rec])``.
 
     Read it back with :meth:`entries` (``(type, depth, text)`` tuples), :meth:`lines`
@@ -157,6 +162,10 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
     _log: list[tuple[Any, ...]] | None = attrs.field(default=None, init=False, repr=False)
     #: True while ``_settle`` tells the kept calls: every line is worded at once, no lazy piece
     _wording: bool = attrs.field(default=False, init=False, repr=False)
+    #: a counted reader (``follow_counted``), the step counts of kept batches, entries announced
+    _announce: Any = attrs.field(default=None, init=False, repr=False)
+    _counts: dict[str, int | None] = attrs.field(factory=dict, init=False, repr=False)
+    _announced: int | None = attrs.field(default=0, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._render_op = hook(self.renderer, "render_op")
@@ -197,6 +206,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
         log = self._log
         if log is not None:
             log.append((_OPS, ctx, ops))
+            if self._announce is not None:
+                self._count_ops(ctx.runtime_stage_id, ops)
             return
         rid = ctx.runtime_stage_id
         if rid in self._pending:  # operations fed live came first: number on after them
@@ -243,6 +254,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
         if log is not None:
             if stage_type in _TOLD_STAGE_TYPES:  # the others write nothing here
                 log.append((_EXECUTED, ctx, stage_name, description, stage_type))
+                if self._announce is not None:  # its headline, then its steps
+                    self._count_headline(ctx, 1)
             return
         if stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(stage_name, ctx)
@@ -309,6 +322,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
             self._subflow_entry(event, inputs)
         else:
             log.append((NarrativeRecorder._subflow_entry, event, inputs))
+            if self._announce is not None:
+                self._announce_lines(event.ctx, 1 + len(inputs))
 
     def _subflow_entry(self, event: SubflowEvent, inputs: list[tuple[str, str]]) -> None:
         self._stage_counters.pop(event.subflow_id, None)
@@ -343,6 +358,7 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
             return  # a recorder's failure is not part of the run's story
         self._pending.pop(event.ctx.runtime_stage_id, None)  # never flushed, as in footprintjs
         self._batches.pop(event.ctx.runtime_stage_id, None)
+        self._counts.pop(event.ctx.runtime_stage_id, None)
         name = _qualify(event.stage_name, event.ctx)
         self._push("error", 0, sentences.error(name, event.message), event.ctx, stage_name=name)
 
@@ -404,6 +420,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling):
             log.clear()
             self._log = log
             self._wording = False
+        if self._announce is not None:
+            self._check_counted()
 
 
 @attrs.define

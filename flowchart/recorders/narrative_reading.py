@@ -36,6 +36,9 @@ class NarrativeReading:
     _started: set[str]
     _visits: dict[str, int]
     _log: list[tuple[Any, ...]] | None
+    _announce: Any
+    _counts: dict[str, int | None]
+    _announced: int | None
 
     def _settle(self) -> None:
         """Tell the kept hook calls (the recorder's own)."""
@@ -107,6 +110,7 @@ class NarrativeReading:
         """
         self._records = Followed(self._told(), on_entry, on_batch)
         self._log = None  # a live reader is told each line as the run makes it
+        self._announce = None
 
     def clear(self) -> None:
         """Forget everything: entries, buffered operations, counters and visits."""
@@ -116,6 +120,9 @@ class NarrativeReading:
         self._lazy = False
         self._pending.clear()
         self._batches.clear()
+        self._counts.clear()
+        if self._announce is not None:
+            self._announced = 0
         self._stage_counters.clear()
         self._started.clear()
         self._visits.clear()

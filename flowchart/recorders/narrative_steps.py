@@ -56,6 +56,11 @@ class StepTelling:
     _render_stage: Any
     _wording: bool
     _tells_emits: bool
+    _announce: Any
+
+    if TYPE_CHECKING:  # the recorder's (``narrative_counting.LineCounting``)
+
+        def _announce_lines(self, ctx: TraversalContext, count: int) -> None: ...
 
     @property
     def _summarizes(self) -> bool:
@@ -305,3 +310,5 @@ class StepTelling:
         step: int | None = None,
     ) -> None:
         self._records.append((kind, depth, text, stage_name, ctx, key, step))
+        if self._announce is not None and not self._wording:  # told now, outside the kept calls
+            self._announce_lines(ctx, 1)

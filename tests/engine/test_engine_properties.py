@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from counted_twin import CountedTwin
 from engine_charts import StateTape
 from engine_strategies import apply_actions, build_random_chart, segments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowchart import narrative, replay
+from flowchart.stream_tap import StreamTap
 from flowchart.values import copy_json
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -87,11 +90,38 @@ def test_a_narrative_told_when_read_is_the_one_told_line_by_line(plan, noted):
     """For random charts (every kind of scope mutation, deciders, loops, forks), a narrative
     nobody follows — its calls kept and told when first read — gives the very records of a
     narrative told line by line as the run went; with a noted key too (its teller is called
-    with the value as it was written)."""
+    with the value as it was written). Counted as a stream reads it, each call announces
+    exactly the entries it is told as (``CountedTwin.check``)."""
     notes = {"b": lambda value: f"b is now {canonical(value)}"} if noted else None
     chart = build_random_chart(plan, lambda scope: None, _acting)
     kept, live = narrative(notes=notes), narrative(notes=notes)
     live.follow(lambda _entry: None)
+    counted = CountedTwin(kept)
     chart.run(recorders=[kept])
     chart.run(recorders=[live])
+    chart.run(recorders=[counted.rec])
     assert kept.records() == live.records()
+    counted.check(kept)
+
+
+def _shape(events: list[Any]) -> list[tuple[str, str, str]]:
+    """Each stream event as (kind, runtime stage id, text of a narrative line)."""
+    return [(e.kind, e.runtime_stage_id, e.text if e.kind == "narrative" else "") for e in events]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(segments)
+def test_a_counted_stream_is_the_stream_told_line_by_line(monkeypatch: pytest.MonkeyPatch, plan: Any) -> None:
+    """For random charts (writes, deciders, loops, forks), the counted stream's events are the
+    live-told stream's: the same kinds, stages, order and narrative texts."""
+    chart = build_random_chart(plan, lambda scope: None, _acting)
+    counted = _shape(list(chart.stream()))
+    with monkeypatch.context() as patch:
+        patch.setattr(StreamTap, "_follow", lambda tap, rec: rec.follow(tap._line, tap._lines))
+        live = _shape(list(chart.stream()))
+    assert counted == live
+    rec = narrative()
+    chart.run(recorders=[rec])
+    assert [text for kind, _rid, text in counted if kind == "narrative"] == rec.lines()
