@@ -47,3 +47,17 @@ def test_a_note_due_leaves_the_count_to_the_teller() -> None:
     batch = [("read", "a", 1, "", False), ("write", "total", 3, "set", False)]
     assert recorder._countable(batch) is None
     assert recorder._countable(batch[:1]) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=st.lists(operation, max_size=12))
+def test_a_noted_narrative_counts_what_it_tells(batch: list[Any]) -> None:
+    """With a noted key (as the agent's narrative has), the count a stream is given is the
+    loop's for any batch (``None`` when a note is due), and when known it is the number of
+    entries told."""
+    recorder = narrative(notes={"total": lambda value: f"total is {value}"})
+    count = recorder._countable(batch)
+    assert count == recorder._counted(batch)
+    if count is not None:
+        assert count == _told(recorder, batch)
+
