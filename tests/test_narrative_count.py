@@ -60,4 +60,3 @@ def test_a_noted_narrative_counts_what_it_tells(batch: list[Any]) -> None:
     assert count == recorder._counted(batch)
     if count is not None:
         assert count == _told(recorder, batch)
-

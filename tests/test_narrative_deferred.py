@@ -9,45 +9,32 @@ the middle of the run, and every value as it was when its stage ran.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
+from call_counts import calls_into, module_files
 
 from flowchart import decide, flow_chart
 from flowchart.events import TraversalContext, stage_context
 from flowchart.recorders.narrative import NarrativeRecorder, narrative
 
 #: the narrative's own code: the recorder, its lazy pieces, its sentences and summaries
-_NARRATIVE_FILES = {
-    os.path.realpath(sys.modules[name].__file__ or "")
-    for name in (
+_NARRATIVE_FILES = module_files(
+    (
         "flowchart.recorders.narrative",
         "flowchart.recorders.narrative_lines",
         "flowchart.recorders.sentences",
         "flowchart.summary",
     )
-}
+)
 
 
 def _narrative_calls(run: Callable[[], Any]) -> Counter[str]:
     """The Python calls ``run()`` makes into the narrative's own modules, by function name."""
-    calls: Counter[str] = Counter()
-
-    def profile(frame: Any, event: str, _arg: Any) -> None:
-        if event == "call" and os.path.realpath(frame.f_code.co_filename) in _NARRATIVE_FILES:
-            calls[frame.f_code.co_name] += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_into(_NARRATIVE_FILES, run)
 
 
 def _count(scope: Any) -> None:

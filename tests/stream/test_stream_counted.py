@@ -9,12 +9,11 @@ calls (a renderer) is followed line by line as before; a miscount is loud.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import Counter
 from typing import Any
 
 import pytest
+from call_counts import calls_into, module_files
 from test_stream_chart import loop_chart
 
 from flowchart import narrative
@@ -42,26 +41,12 @@ def test_the_loop_charts_stream_is_the_same_counted_or_told_live(monkeypatch: py
     assert ("decision", "check#2", "") in counted
 
 
-_NARRATIVE_FILES = {
-    os.path.realpath(sys.modules[name].__file__ or "")
-    for name in ("flowchart.recorders.narrative_lines", "flowchart.recorders.sentences")
-}
+_NARRATIVE_FILES = module_files(("flowchart.recorders.narrative_lines", "flowchart.recorders.sentences"))
 
 
 def _calls_into_wording(run: Any) -> Counter[str]:
     """The Python calls ``run()`` makes into the narrative's line objects and sentences."""
-    calls: Counter[str] = Counter()
-
-    def profile(frame: Any, event: str, _arg: Any) -> None:
-        if event == "call" and os.path.realpath(frame.f_code.co_filename) in _NARRATIVE_FILES:
-            calls[frame.f_code.co_name] += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_into(_NARRATIVE_FILES, run)
 
 
 def test_consuming_a_counted_stream_makes_no_line_objects_and_reading_a_line_tells_them_all() -> None:
