@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from call_counts import calls_of
 
 import agent as agent_package
 import flowchart.scope
@@ -94,22 +95,6 @@ def test_the_agent_layer_stays_within_its_call_budget_on_the_w6_shape() -> None:
     assert 200 < calls <= 265, calls
 
 
-def _calls_to(run: Callable[[], Any], code: Any) -> int:
-    """How many times ``run()`` enters the Python function whose code object is ``code``."""
-    count = [0]
-
-    def profile(frame: Any, event: str, _arg: Any) -> None:
-        if event == "call" and frame.f_code is code:
-            count[0] += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return count[0]
-
-
 def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:
     """The agent's stages read ``scope[KEY]``, not ``scope.key``: an attribute read first fails
     the scope's slot lookup (an ``AttributeError`` made and dropped inside the interpreter) before
@@ -118,7 +103,7 @@ def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:
     (the iteration, the token totals, the route's budget, the final subflow). The record is the
     same: both go through ``Transaction.get``."""
     agent = _w6_agent()
-    calls = _calls_to(lambda: agent.run("add numbers ten times"), flowchart.scope.Scope.__getattr__.__code__)
+    calls = calls_of(flowchart.scope.Scope.__getattr__.__code__, lambda: agent.run("add numbers ten times"))
     assert calls == 0
     assert agent.last_snapshot().shared_state["final_content"] == "done"
 
@@ -129,7 +114,7 @@ def test_the_history_messages_are_not_copied_again() -> None:
     the args of the model's calls (``set_owned``): a W6 run copies 26 containers, not 97 (round
     five: ≈ 2.4 and ≈ 1 µs/iter)."""
     agent = _w6_agent()
-    copies = _calls_to(lambda: agent.run("add numbers ten times"), flowchart.values._copy.__code__)
+    copies = calls_of(flowchart.values._copy.__code__, lambda: agent.run("add numbers ten times"))
     assert copies <= 30, copies
     assert len(agent.last_snapshot().shared_state["history"]) == 1 + 2 * TOOL_TURNS
 
@@ -208,7 +193,7 @@ def test_an_iteration_makes_no_abstract_base_class_check() -> None:
     argument validation and ``decide()`` test for a dict first. A W6 run makes at most 4 (the
     run's options and input, once a run), 45 before round five (3 an argument check, 1 a route)."""
     agent = _w6_agent()
-    checks = _calls_to(lambda: agent.run("add numbers ten times"), abc.ABCMeta.__instancecheck__.__code__)
+    checks = calls_of(abc.ABCMeta.__instancecheck__.__code__, lambda: agent.run("add numbers ten times"))
     assert checks <= 4, checks
 
 
