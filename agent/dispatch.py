@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import copy_json, emit_owned, peek
+from flowchart.lowlevel import append_owned, copy_json, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
 from governance.chains import run_after_tool_chain, run_tool_chain
 from governance.checkin import (
@@ -322,7 +322,14 @@ def _not_run(ctx: StageContext, call: dict[str, Any], text: str) -> None:
 
 
 def _append_result(history: Any, call: dict[str, Any], text: str) -> None:
-    history.append({"role": "tool", "content": text, "tool_call_id": call["id"], "tool_name": call["name"]})
+    message = {"role": "tool", "content": text, "tool_call_id": call["id"], "tool_name": call["name"]}
+    if type(text) is str and text.isascii():
+        # handed over without a copy: a fresh dict of an ASCII string and the committed call's
+        # id and name (a committed value is never changed in place), so nobody holds anything
+        # inside it that could change (test_agent_loop_cost.py::test_the_history_keeps_*)
+        append_owned(history, message)
+    else:
+        history.append(message)  # checked and copied as any write: a lone surrogate is refused here
 
 
 async def _run_batch(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any, history: Any, start: int) -> Any:
@@ -339,7 +346,13 @@ def _run_batch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, calls: Any
     """``_run_batch`` through ``dispatch_now`` (an agent that needs no event loop)."""
     iteration = scope[ITERATION]
     for index in range(start, len(calls)):
-        done = _settle(scope, ctx, calls, index, dispatch_now(cfg, scope, ctx, calls[index], iteration), history)
+        outcome = dispatch_now(cfg, scope, ctx, calls[index], iteration)
+        if type(outcome) is str:  # the tool ran: ``_settle`` of its ``CallOutcome(text, executed=True)``
+            _append_result(history, calls[index], outcome)
+            if ctx.stopped:
+                return None
+            continue
+        done = _settle(scope, ctx, calls, index, outcome, history)
         if done is not _GO_ON:
             return done
     return _end_batch(scope, ctx, calls, iteration)
@@ -407,11 +420,18 @@ def _open_batch(scope: Scope) -> tuple[Any, Any]:
     """The calls to dispatch and the history view, the model's assistant turn appended."""
     calls = peek(scope, LLM_LATEST_TOOL_CALLS)
     history = scope[HISTORY]
-    history.append(
-        {
-            "role": "assistant",
-            "content": scope[LLM_LATEST_CONTENT],
-            "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
-        }
-    )
+    content = scope[LLM_LATEST_CONTENT]
+    message = {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": c["id"], "name": c["name"], "args": c["args"]} for c in calls],
+    }
+    if type(content) is str:
+        # handed over without a copy: the list and its dicts are built here, the content is a
+        # committed string and each call's id, name and args are the committed call's own (``calls``
+        # is the committed list, read without a view; a committed value is never changed in place,
+        # and the tool is given its own copy of the args: tool_run.run_tool_now)
+        append_owned(history, message)
+    else:
+        history.append(message)
     return calls, history

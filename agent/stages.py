@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import drive, emit_owned, peek, raw_read, thaw
+from flowchart.lowlevel import NotJsonSafe, copy_json, drive, emit_owned, peek, raw_read, set_owned, thaw
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -47,6 +47,7 @@ from .state import (
     LLM_LATEST_TOOL_CALLS,
     LLM_MODEL,
     LLM_RETRIES,
+    MAX_ITERATIONS,
     TOTAL_INPUT_TOKENS,
     TOTAL_OUTPUT_TOKENS,
     USAGE_NOT_REPORTED,
@@ -138,6 +139,30 @@ def _tool_call_dict(call: Any) -> dict[str, Any]:
     return out
 
 
+def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
+    """The reply's calls as the record keeps them, built here with each call's args copied (the
+    provider's own object: the record must not follow it), so the write need not copy them again
+    (``set_owned``); ``None`` when one is not plain (a text that is not ASCII, args that are not
+    JSON-safe): the ordinary write then checks and copies, and refuses as it always did."""
+    out = []
+    for call in tool_calls:
+        call_id, name = call.id, call.name
+        if not (type(call_id) is str and call_id.isascii() and type(name) is str and name.isascii()):
+            return None
+        try:
+            args = copy_json(call.args)
+        except NotJsonSafe:
+            return None
+        made: dict[str, Any] = {"id": call_id, "name": name, "args": args}
+        error = getattr(call, "args_error", None)
+        if error:
+            if not (type(error) is str and error.isascii()):
+                return None
+            made["args_error"] = error
+        out.append(made)
+    return out
+
+
 def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
     when the agent needs no event loop: the provider answers synchronously)."""
@@ -145,20 +170,18 @@ def make_call_llm(cfg: AgentConfig) -> Any:
 
     output_schema = cfg.output.request if cfg.output is not None else None
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
+    system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
 
     def request_for(scope: Scope, ctx: StageContext) -> tuple[int, Any]:
-        iteration = scope.iteration
+        iteration = scope[ITERATION]  # item reads: an attribute read first fails a slot lookup (≈ 3× the cost)
         wrapped_up = WRAP_UP_ASKED in scope
+        # (system_prompt, messages, tools, model, temperature, max_tokens, output_schema), by position: a
+        # keyword call costs attrs' __init__ a fifth more. Committed values are never mutated in
+        # place, so the request shares the history list.
         request = LLMRequest(
-            system_prompt=cfg.system_prompt,
-            # committed values are never mutated in place, so the request can share the list
-            messages=peek(scope, HISTORY),
-            tools=[] if wrapped_up else offered,
-            model=cfg.model,
-            temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
-            output_schema=output_schema,
-        )
+            system_prompt, peek(scope, HISTORY), [] if wrapped_up else offered, model, temperature, max_tokens,
+            output_schema,
+        )  # fmt: skip
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -179,14 +202,18 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     def record_reply(scope: Scope, ctx: StageContext, iteration: int, response: Any) -> None:
         usage = response.usage
         if usage is not None:
-            scope.total_input_tokens = scope.total_input_tokens + usage.input_tokens
-            scope.total_output_tokens = scope.total_output_tokens + usage.output_tokens
+            scope.total_input_tokens = scope[TOTAL_INPUT_TOKENS] + usage.input_tokens
+            scope.total_output_tokens = scope[TOTAL_OUTPUT_TOKENS] + usage.output_tokens
         else:
             record_unreported_usage(scope, iteration)
         scope.llm_latest_content = response.content
         if raw_read(scope, LLM_MODEL) is None:  # which model answers: recorded once per run
             scope.llm_model = cfg.model_record
-        scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
+        calls = _owned_calls(response.tool_calls)
+        if calls is not None:  # fresh dicts of ASCII strings and copied args: handed over as they are
+            set_owned(scope, LLM_LATEST_TOOL_CALLS, calls)
+        else:
+            scope.llm_latest_tool_calls = [_tool_call_dict(c) for c in response.tool_calls]
         if getattr(response, "retries", None):
             record_retries(scope, iteration, response.retries)
         if ctx.listens(events.LLM_END):
@@ -281,7 +308,7 @@ def make_route(cfg: AgentConfig) -> Any:
     def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
         rules: list[dict[str, Any]] = [
             {
-                "when": lambda s: pending > 0 and s.iteration < s.max_iterations,
+                "when": lambda s: pending > 0 and s[ITERATION] < s[MAX_ITERATIONS],
                 "then": "tool-calls",
                 "label": f"LLM requested {pending} tool call(s)",
             }
@@ -290,7 +317,7 @@ def make_route(cfg: AgentConfig) -> Any:
             rules.append(
                 {
                     # reads the budget it judges, so the narrative shows that evidence
-                    "when": lambda s: pending > 0 and s.iteration >= s.max_iterations and WRAP_UP_ASKED not in s,
+                    "when": lambda s: pending > 0 and s[ITERATION] >= s[MAX_ITERATIONS] and WRAP_UP_ASKED not in s,
                     "then": "wrap-up",
                     "label": "max_iterations reached with tool calls pending — asking for a wrap-up",
                 }
@@ -353,7 +380,7 @@ def make_wrap_up() -> Any:
     def wrap_up(scope: Scope, ctx: StageContext) -> None:
         scope.history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
         scope.wrap_up_asked = True
-        iteration = scope.iteration
+        iteration = scope[ITERATION]
         emit_owned(ctx, events.ITERATION_END, {"iteration": iteration, "tool_calls": 0})
         scope.iteration = iteration + 1
 
@@ -362,12 +389,12 @@ def make_wrap_up() -> Any:
 
 def prepare_final(scope: Scope, ctx: StageContext) -> None:
     """``final/prepare-final``: the answer is the latest model content."""
-    scope.final_content = scope.llm_latest_content
+    scope.final_content = scope[LLM_LATEST_CONTENT]
     payload = {
-        FINAL_CONTENT: scope.final_content,
-        "iterations": scope.iteration,
-        TOTAL_INPUT_TOKENS: scope.total_input_tokens,
-        TOTAL_OUTPUT_TOKENS: scope.total_output_tokens,
+        FINAL_CONTENT: scope[FINAL_CONTENT],
+        "iterations": scope[ITERATION],
+        TOTAL_INPUT_TOKENS: scope[TOTAL_INPUT_TOKENS],
+        TOTAL_OUTPUT_TOKENS: scope[TOTAL_OUTPUT_TOKENS],
     }
     if USAGE_NOT_REPORTED in scope:  # the totals above miss these calls
         payload[USAGE_NOT_REPORTED] = scope[USAGE_NOT_REPORTED]
@@ -377,7 +404,7 @@ def prepare_final(scope: Scope, ctx: StageContext) -> None:
 def break_final(scope: Scope, ctx: StageContext) -> str:
     """``final/break-final``: end the run with the answer as its output."""
     ctx.stop()
-    return str(scope.final_content)
+    return str(scope[FINAL_CONTENT])
 
 
 def final_input(parent: Any) -> dict[str, Any]:

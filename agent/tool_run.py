@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from flowchart import Scope, StageContext
-from flowchart.lowlevel import copy_json, drive, emit_owned, peek
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
 from governance.checkin import ask_human_request_id
 
 from . import events
@@ -71,15 +71,29 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
     return {"iteration": iteration, "step": ctx.runtime_stage_id}
 
 
+# the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
+# without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
+_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY = slot_setters(ToolContext)
+
+
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
+    made = object.__new__(ToolContext)
+    _SET_CALL_ID(made, call["id"])
+    _SET_ITERATION(made, iteration)
+    _SET_RUN_ID(made, run_of(ctx))
+    _SET_IDENTITY(made, identity)
+    return made
 
 
-def run_tool_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
-    """``_execute`` for a synchronous tool on an agent with no tool middleware (nothing to await)."""
-    tool, call = site.tool, site.call
-    tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
+def run_tool_now(
+    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], iteration: int,
+    args: dict[str, Any], identity: Any,
+) -> Any:  # fmt: skip
+    """``_execute`` for a synchronous tool on an agent with no tool middleware (nothing to await):
+    the tool's result (an error's message when it raised); its ``tool.end`` event emitted. The
+    ``CallSite`` the record of a failure needs is made only when the tool raises."""
+    tool_ctx = tool_context(ctx, call, iteration, identity)
     attempt = 1
     while True:
         try:
@@ -90,15 +104,16 @@ def run_tool_now(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
         except AskHumanSignal:
             raise
         except Exception as exc:
-            delay = record_failure(site, exc, attempt)
+            delay = record_failure(CallSite(cfg, scope, ctx, tool, call, iteration), exc, attempt)
             if delay is not None:
                 drive(tool.retry.wait(delay))  # outside an event loop: a plain sleep
                 attempt += 1
                 continue
             result, error = str(exc) or type(exc).__name__, True
         break
-    tool_ended(site, result, error)
-    return result, error
+    if ctx.listens(events.TOOL_END):
+        _ended(ctx, call, tool, result, error)
+    return result
 
 
 def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None:
@@ -118,10 +133,13 @@ def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None
 
 def tool_ended(site: CallSite, result: Any, error: bool) -> None:
     """The ``tool.end`` event of a tool that ran (its payload built only when somebody listens)."""
-    ctx = site.ctx
-    if ctx.listens(events.TOOL_END):
-        payload = {"tool_call_id": site.call["id"], "tool_name": site.tool.name, "result": result_text(result)}
-        emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
+    if site.ctx.listens(events.TOOL_END):
+        _ended(site.ctx, site.call, site.tool, result, error)
+
+
+def _ended(ctx: StageContext, call: dict[str, Any], tool: Tool, result: Any, error: bool) -> None:
+    payload = {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result)}
+    emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
 
 
 def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration: int) -> Tool | CallOutcome:
@@ -149,26 +167,31 @@ def asked_human(
     return CallOutcome(pause=PauseData("ask_human", call_id, name, signal.data), paused=paused)
 
 
-def dispatch_now(
-    cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int
-) -> CallOutcome:
+_ABSENT: Any = object()
+
+
+def dispatch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[str, Any], iteration: int) -> Any:
     """``dispatch_call`` for an agent whose gates have nothing to run or await (no permission
     checker, no tool middleware, no check-in, synchronous tools and provider: the agent needs
-    no event loop): arguments → execute."""
+    no event loop): arguments → execute. What the model reads when the tool ran (a ``str``:
+    the ``CallOutcome(text, executed=True)`` of ``dispatch_call``, not made), else the outcome."""
     found = look_up(cfg, ctx, call, iteration)
     if isinstance(found, CallOutcome):
         return found
     args = call.get("args") or {}
-    site = CallSite(cfg, scope, ctx, found, call, iteration)
-    identity_of(scope)  # the stage's reads, as dispatch_call lists them
-    stopped = argument_gate(site, args)
-    if stopped is not None:
-        return stopped
+    # the stage's reads, as dispatch_call lists them: the identity here, then again for the
+    # tool's context (``_execute``); a key that is not there is no read at all (``peek`` records
+    # nothing then), so an absent identity is looked up once
+    identity = peek(scope, IDENTITY, _ABSENT)
+    issues = validate_args(args, found.input_schema)  # ``argument_gate``
+    if issues:
+        return CallOutcome(text=format_arg_issues(found.name, issues))
+    identity = None if identity is _ABSENT else identity_of(scope)
     try:
-        result, _error = run_tool_now(site, args)
+        result = run_tool_now(cfg, scope, ctx, found, call, iteration, args, identity)
     except AskHumanSignal as signal:
         return asked_human(ctx, call, args, iteration, signal)
-    return CallOutcome(text=result_text(result), executed=True)
+    return result_text(result)
 
 
 def argument_gate(site: CallSite, args: dict[str, Any]) -> CallOutcome | None:

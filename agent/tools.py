@@ -155,6 +155,19 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+# the exact types each ``type`` name accepts without a call (a subclass still goes through
+# ``_JSON_TYPES``): what the check of that name says of a value of one of these types
+_EXACT_TYPES: dict[str, frozenset[type]] = {
+    "string": frozenset((str,)),
+    "integer": frozenset((int,)),
+    "number": frozenset((int, float)),
+    "boolean": frozenset((bool,)),
+    "object": frozenset((dict,)),
+    "array": frozenset((list,)),
+    "null": frozenset((type(None),)),
+}
+
+
 def _any_type(_value: Any) -> bool:
     """The check of a ``type`` this subset does not know: anything passes."""
     return True
@@ -182,7 +195,7 @@ def validate_args(args: Any, schema: Mapping[str, Any], path: str = "", *, root:
     ``minItems``/``maxItems``; other keywords pass. ``root`` names the whole value in messages.
     """
     expected = schema.get("type")
-    if expected is not None:
+    if expected is not None and not (type(expected) is str and type(args) in _EXACT_TYPES.get(expected, ())):
         check = _JSON_TYPES.get(expected) if type(expected) is str else None
         if not (check(args) if check is not None else _has_type(args, expected)):
             kinds = expected if isinstance(expected, list) else [expected]
@@ -208,16 +221,19 @@ def validate_args(args: Any, schema: Mapping[str, Any], path: str = "", *, root:
                 issues.append(f"'{prefix}{key}' is required but missing")
         properties = schema.get("properties") or {}
         for key, sub in properties.items():
-            if key in args and isinstance(sub, Mapping):
+            if key in args and (type(sub) is dict or isinstance(sub, Mapping)):
                 value = args[key]
                 if type(sub) is dict and sub.keys() <= _LEAF_KEYWORDS:  # ``{"type": "number"}``: one test
                     expected = sub.get("type")
-                    check = _JSON_TYPES.get(expected) if type(expected) is str else None
-                    if check is not None and check(value):
-                        continue
+                    if type(expected) is str:
+                        if type(value) in _EXACT_TYPES.get(expected, ()):  # the usual value: one set lookup
+                            continue
+                        check = _JSON_TYPES.get(expected)
+                        if check is not None and check(value):
+                            continue
                 issues.extend(validate_args(value, sub, f"{prefix}{key}", root=root))
         extra = schema.get("additionalProperties")
-        if extra is False or isinstance(extra, Mapping):  # else extra properties pass unchecked
+        if extra is not None and (extra is False or isinstance(extra, Mapping)):  # else they pass unchecked
             for key in (k for k in args if k not in properties):
                 if extra is False:
                     issues.append(f"'{prefix}{key}' is not allowed (no such property)")

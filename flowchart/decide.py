@@ -25,7 +25,7 @@ import attrs
 from .redaction import EVENT_PLACEHOLDER
 from .scope import Scope, ScopeObserver, transaction_of
 from .summary import summarize_value
-from .values import NotJsonSafe, copy_json, is_json_safe
+from .values import NotJsonSafe, _text, copy_json, slot_setters
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,
@@ -90,6 +90,20 @@ class _InputCapture:
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.inner is not None:
             self.inner.write(key, value, operation)
+
+
+# the slots' own setters (``values.slot_setters``): ``decide`` makes its Decision without attrs'
+# frozen ``__init__`` (the same value as ``Decision(branch, evidence)``)
+_SET_BRANCH, _SET_EVIDENCE, _SET_OWNED = slot_setters(Decision)
+
+
+def _decision(branch: str, evidence: dict[str, Any]) -> Decision:
+    """``Decision(branch, evidence)``, its slots filled directly."""
+    made = object.__new__(Decision)
+    _SET_BRANCH(made, branch)
+    _SET_EVIDENCE(made, evidence)
+    _SET_OWNED(made, False)
+    return made
 
 
 def _hides_nothing(_key: str) -> bool:
@@ -169,7 +183,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     fallback is taken (recorded as ``default_label``).
     """
     default_label = None
-    if type(default) is not str and isinstance(default, Mapping):
+    if type(default) is dict or (type(default) is not str and isinstance(default, Mapping)):  # no ABC check for a dict
         default_label = default.get("label")
         default = str(default["branch"])
     evaluated = []
@@ -183,7 +197,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
     if default_label is not None:
         evidence["default_label"] = default_label
-    return _own(Decision(chosen, evidence), evaluated, (chosen, default), default_label)
+    return _own(_decision(chosen, evidence), evaluated, (chosen, default), default_label)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:
@@ -206,25 +220,26 @@ def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], l
     (``engine/choices.decision_record``); anything else is left to that copy and its
     fallback, as before. A ``Decision`` made by hand is never marked.
     """
-    # the texts are checked as they come (ASCII, the usual case, is one C call each); every
-    # rule is still walked when one is not, so the thresholds are copied as before
+    # the texts are checked as they come (ASCII, the usual case, is one C call each; for a string,
+    # ``is_json_safe`` is ``values._text``, called directly); every rule is still walked when one
+    # is not, so the thresholds are copied as before
     plain = True
     for text in ids:
-        if not (type(text) is str and (text.isascii() or is_json_safe(text))):
+        if not (type(text) is str and (text.isascii() or _text(text))):
             plain = False
-    if label is not None and not (type(label) is str and (label.isascii() or is_json_safe(label))):
+    if label is not None and not (type(label) is str and (label.isascii() or _text(label))):
         plain = False
     for rule in evaluated:
         branch, said = rule["branch"], rule["label"]
-        if not (type(branch) is str and (branch.isascii() or is_json_safe(branch))):
+        if not (type(branch) is str and (branch.isascii() or _text(branch))):
             plain = False
-        if said is not None and not (type(said) is str and (said.isascii() or is_json_safe(said))):
+        if said is not None and not (type(said) is str and (said.isascii() or _text(said))):
             plain = False
-        if "match_error" in rule and not (type(rule["match_error"]) is str and is_json_safe(rule["match_error"])):
+        if "match_error" in rule and not (type(rule["match_error"]) is str and _text(rule["match_error"])):
             plain = False
         for condition in rule.get("conditions", ()):
             key = condition["key"]
-            if not (type(key) is str and (key.isascii() or is_json_safe(key))):
+            if not (type(key) is str and (key.isascii() or _text(key))):
                 plain = False
             threshold = condition["threshold"]
             if type(threshold) not in _PLAIN or (type(threshold) is float and not math.isfinite(threshold)):
@@ -232,7 +247,7 @@ def _own(result: _Result, evaluated: list[dict[str, Any]], ids: Sequence[Any], l
                     condition["threshold"] = copy_json(threshold)
                 except NotJsonSafe:
                     return result
-            elif type(threshold) is str and not (threshold.isascii() or is_json_safe(threshold)):
+            elif type(threshold) is str and not (threshold.isascii() or _text(threshold)):
                 plain = False
             if type(condition["redacted"]) is not bool:
                 return result

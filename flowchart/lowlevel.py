@@ -16,13 +16,15 @@ from .engine.entry import check_checkpoint
 from .fingerprint import canonical_json, json_digest, spec_fingerprint
 from .forking import fork_chart
 from .options import RunOptions
-from .scope import peek, raw_read
+from .scope import peek, raw_read, set_owned
 from .serde import json_type
-from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
+from .tracked import append_owned
+from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 
 __all__ = [
     "NotJsonSafe",
     "RunOptions",
+    "append_owned",
     "apply_commit",
     "canonical_json",
     "check_checkpoint",
@@ -39,6 +41,8 @@ __all__ = [
     "raw_read",
     "run_coroutine",
     "same_json",
+    "set_owned",
+    "slot_setters",
     "spec_fingerprint",
     "thaw",
     "validated_input",

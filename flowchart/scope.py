@@ -101,7 +101,7 @@ class Transaction:
     def __init__(
         self,
         state: dict[str, Any],
-        *,
+        # positional too: the engine makes one a stage, and a keyword call costs type() a third more
         namespace: tuple[str, ...] = (),
         readonly: frozenset[str] | Any = frozenset(),
         observer: ScopeObserver | None = None,
@@ -242,6 +242,18 @@ class Transaction:
             self.observer.write(key, copied, "set")
         if self.oplog is not None:
             self.oplog.append(("write", key, copied, "set", False))
+
+    def set_owned(self, key: str, value: Any) -> None:
+        """``set`` without the copy: ``value`` is a fresh JSON-safe value its caller built for this
+        write and hands over (``flowchart.lowlevel.set_owned``); told and committed as ``set``."""
+        if key in self.readonly:
+            raise _readonly(key)
+        self._working[key] = value
+        self._touched[key] = SET
+        if self.observer is not None:
+            self.observer.write(key, value, "set")
+        if self.oplog is not None:
+            self.oplog.append(("write", key, value, "set", False))
 
     def delete(self, key: str) -> None:
         """Stage the removal of ``key``; ``KeyError`` when it is not there."""
@@ -486,6 +498,18 @@ def raw_read(scope: Scope, key: str, default: Any = None) -> Any:
     return transaction_of(scope).raw(key, default)
 
 
+def set_owned(scope: Scope, key: str, value: Any) -> None:
+    """``scope[key] = value`` without the defensive copy, for a value its caller built for the write.
+
+    A write checks and copies its value, because the stage may go on changing it. A library
+    that builds the value for the write alone — fresh dicts and lists of strings, numbers and
+    values already copied or committed — may hand it over as it is: the caller vouches that it
+    is JSON-safe and that nothing inside it changes afterwards. It is told and committed as the
+    same ``set``. (The agent's ``llm_latest_tool_calls``, once an iteration.)
+    """
+    transaction_of(scope).set_owned(key, value)
+
+
 def peek(scope: Scope, key: str, default: Any = None) -> Any:
     """A recorded read of ``key`` that returns the shared committed value: never mutate it."""
     return transaction_of(scope).peek(key, default)
@@ -499,5 +523,6 @@ __all__ = [
     "Transaction",
     "peek",
     "raw_read",
+    "set_owned",
     "transaction_of",
 ]

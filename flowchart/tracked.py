@@ -330,3 +330,22 @@ class TrackedList(list):
 
     def __reduce__(self) -> Any:
         return (list, (plain(self),))
+
+
+def append_owned(view: Any, value: Any) -> None:
+    """``view.append(value)`` without the defensive copy, for a value its caller built and hands over.
+
+    ``TrackedList.append`` checks and copies what it is given, because the caller may go on
+    changing it. A library that builds the item for the append alone, from strings and numbers
+    and values already committed (a committed value is never changed in place: ``values``),
+    may hand it over as it is: the caller vouches that it is JSON-safe and that nothing inside
+    it changes afterwards. The change is told and committed as an append, exactly as
+    ``view.append(value)`` tells and commits it. (The agent appends two messages an iteration
+    to its history: their copies were ≈ 3 µs of a W6 iteration.) Anything but a tracked list is
+    appended to as it is.
+    """
+    if type(view) is TrackedList:
+        list.append(view, value)
+        view._appended()
+    else:
+        view.append(value)

@@ -32,3 +32,20 @@ def calls_into(files: set[str], run: Callable[[], Any]) -> Counter[str]:
     finally:
         sys.setprofile(None)
     return calls
+
+
+def calls_of(code: Any, run: Callable[[], Any]) -> int:
+    """How many times ``run()`` enters the one Python function whose code object is ``code``
+    (for a function whose file cannot be named, such as ``ABCMeta.__instancecheck__``)."""
+    count = [0]
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return count[0]

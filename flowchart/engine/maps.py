@@ -91,7 +91,7 @@ async def run_map(
     """Run the map stage ``node`` (stamped ``rid``): children, their commits, then its own."""
     spec = node.map
     full = traverser.prefix + node.id
-    txn = Transaction(traverser.state, namespace=namespace, readonly=traverser.readonly)
+    txn = Transaction(traverser.state, namespace, traverser.readonly)
     run = traverser.run
     if run.redacting:
         txn.hides = run.redaction.hides

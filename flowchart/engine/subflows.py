@@ -99,7 +99,7 @@ async def run_mount(
     assert mount is not None
     full = traverser.prefix + node.id
     run = traverser.run
-    txn = Transaction(traverser.state, namespace=namespace, readonly=traverser.readonly)
+    txn = Transaction(traverser.state, namespace, traverser.readonly)
     if run.recovery is not None:  # re-running a mount whose own mapper failed
         retrying.seed(run, full, txn)
     if resume is None:

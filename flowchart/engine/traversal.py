@@ -177,7 +177,7 @@ class Traverser:
     ) -> tuple[Any, Transaction, Exception | None]:
         """Run one stage function over a fresh transaction. Never commits; returns the error."""
         run = self.run
-        txn = Transaction(self.state, namespace=namespace, readonly=self.readonly)
+        txn = Transaction(self.state, namespace, self.readonly)  # by position: one a stage
         txn.shelf = self.shelf  # used at the top of the state only (a namespaced read copies)
         if run.redacting:
             txn.hides = run.redaction.hides

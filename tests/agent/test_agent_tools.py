@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 from agent_helpers import CITY_SCHEMA, Counter, build, call, calls, refund_tool, tool_messages, weather_tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import json_values
 
 from agent import ToolDefinitionError, define_tool
 from agent.providers import LLMResponse, ToolCall
@@ -85,6 +88,24 @@ def test_tool_context() -> None:
     agent, _ = build([calls(call("c1", "weather", city="P")), "done"], weather_tool(body))
     agent.run("go", identity={"user": "alice"})
     assert seen == [("c1", 1, True, {"user": "alice"})]
+
+
+def test_the_tool_context_is_the_value_the_class_call_makes() -> None:
+    """Round five: the context is made by filling its slots; it is ``ToolContext(...)`` — equal,
+    same repr and hash (or the same refusal to hash an identity dict), frozen."""
+    import attrs
+
+    from agent import ToolContext
+
+    seen: list[Any] = []
+    agent, _ = build([calls(call("c1", "weather", city="P")), "done"], weather_tool(lambda a, c: seen.append(c)))
+    agent.run("go")
+    (made,) = seen
+    called = ToolContext("c1", 1, made.run_id, None)
+    assert made == called and repr(made) == repr(called) and hash(made) == hash(called)
+    assert type(made) is ToolContext and made.idempotency_key == f"{made.run_id}:c1"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
+        made.iteration = 2  # type: ignore[misc]
 
 
 def test_missing_required_argument_is_refused_and_the_tool_does_not_run() -> None:
@@ -292,3 +313,28 @@ def test_a_property_with_only_type_and_description_is_still_type_checked() -> No
         "'c': expected string or null, got integer",
     ]
     assert validate_args({"a": True}, schema) == ["'a': expected number, got boolean"]
+
+
+class _Level(int):
+    """An ``int`` subclass (as ``IntEnum`` members are): not of an exact type the fast path knows."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=json_values(max_leaves=4) | st.builds(_Level, st.integers()) | st.just(True),
+    name=st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", "decimal"]),
+    wording=st.booleans(),
+)
+def test_the_exact_type_fast_path_judges_as_the_type_checks_do(value: Any, name: str, wording: bool) -> None:
+    """Round five: a value of an exact type the ``type`` name accepts passes on one set lookup (no
+    check function called), at the top and for a leaf property; every value is judged as
+    ``_JSON_TYPES`` judges it (subclasses, ``True`` against numbers, an unknown name that passes)."""
+    from agent.tools import _JSON_TYPES, validate_args
+
+    expected_ok = _JSON_TYPES[name](value) if name in _JSON_TYPES else True
+    assert (validate_args(value, {"type": name}) == []) == expected_ok
+    leaf: dict[str, Any] = {"type": name, "description": "d"} if wording else {"type": name}
+    issues = validate_args({"p": value}, {"type": "object", "properties": {"p": leaf}})
+    assert (issues == []) == expected_ok
+    if not expected_ok:
+        assert len(issues) == 1 and issues[0].startswith(f"'p': expected {name}, got ")

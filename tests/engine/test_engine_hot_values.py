@@ -20,6 +20,8 @@ from strategies import json_values
 
 from flowchart import Commit, flow_chart
 from flowchart.commits import Op, make_commit, make_op
+from flowchart.decide import Decision, _decision, decide
+from flowchart.errors import ReadonlyInputError
 from flowchart.retry import Attempt
 from flowchart.scope import Scope, Transaction, scope_of, transaction_of
 
@@ -74,6 +76,35 @@ def test_make_commit_is_the_class_call(
     assert made.to_dict() == Commit(*fields).to_dict()
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
         made.idx = idx + 1  # type: ignore[misc]
+
+
+@given(st.text(max_size=6), st.dictionaries(st.text(max_size=4), json_values(max_leaves=4), max_size=3))
+def test_the_decision_decide_makes_is_the_class_call(branch: str, evidence: dict[str, Any]) -> None:
+    """``decide``'s ``_decision(branch, evidence)`` (round five: slots filled directly) equals
+    ``Decision(branch, evidence)``: ==, the refusal to hash its dict, repr, type, not marked as
+    owned; it stays frozen. ``decide`` itself still marks its plain evidence as owned."""
+    made = _decision(branch, evidence)
+    _same(made, Decision(branch, evidence))
+    assert made._owned is False and Decision(branch, evidence)._owned is False
+    with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
+        made.branch = "other"  # type: ignore[misc]
+    scope = scope_of(Transaction({"n": 2}))
+    decided = decide(scope, [{"when": lambda s: s["n"] > 1, "then": "big", "label": "n — large"}], "small")
+    assert type(decided) is Decision and decided.branch == "big" and decided._owned is True
+
+
+def test_a_transaction_made_by_position_is_the_keyword_one() -> None:
+    """The engine makes a stage's transaction by position (round five: a keyword call cost a third
+    more): ``Transaction(state, namespace, readonly)`` writes where, and refuses what, the keyword
+    call does."""
+    for txn in (
+        Transaction({"runs": {"a": {}}, "x": 1}, ("runs", "a"), frozenset({"x"})),
+        Transaction({"runs": {"a": {}}, "x": 1}, namespace=("runs", "a"), readonly=frozenset({"x"})),
+    ):
+        txn.set("y", 2)
+        with pytest.raises(ReadonlyInputError, match='Cannot write to readonly input key "x"'):
+            txn.set("x", 3)
+        assert [op.to_dict() for op in txn.commit()] == [{"path": ["runs", "a", "y"], "verb": "set", "value": 2}]
 
 
 def test_scope_of_is_the_class_call() -> None:

@@ -210,3 +210,23 @@ def test_providers_are_deterministic() -> None:
     ]
     one, two = scripted(script), scripted(script)
     assert [one.complete(request()) for _ in script] == [two.complete(request()) for _ in script]
+
+
+def test_a_played_reply_is_the_value_the_class_call_makes() -> None:
+    """Round five: a played reply is made by filling the slots of the validated template (no
+    frozen ``__init__``, no second run of the finish_reason validator); it is the value
+    ``LLMResponse(...)`` makes — equal, same repr and hash — and it stays frozen."""
+    import attrs
+
+    provider = scripted(["done", {"content": "", "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1}}]}])
+    first, second = provider.complete(request("abcd")), provider.complete(request("abcdefgh", model="m2"))
+    calls = (ToolCall("c1", "add", {"a": 1}),)
+    assert first == LLMResponse("done", (), Usage(1, 1), "stop", "mock", ())
+    assert second == LLMResponse("", calls, Usage(2, 0), "tool_use", "m2", ())
+    called = LLMResponse("done", (), Usage(1, 1), "stop", "mock", ())
+    assert repr(first) == repr(called) and hash(first) == hash(called) and type(first) is LLMResponse
+    assert hash(first.usage) == hash(Usage(1, 1)) and repr(first.usage) == repr(Usage(1, 1))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(second)  # the call's args dict, as for the class call
+    with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
+        first.content = "other"  # type: ignore[misc]
