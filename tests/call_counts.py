@@ -18,6 +18,15 @@ def module_files(names: Iterable[str]) -> set[str]:
     return {os.path.realpath(sys.modules[name].__file__ or "") for name in names}
 
 
+def profiled(run: Callable[[], Any], profile: Callable[[Any, str, Any], None]) -> None:
+    """``run()`` with ``profile(frame, event, arg)`` as the interpreter's profile hook."""
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+
+
 def calls_into(files: set[str], run: Callable[[], Any]) -> Counter[str]:
     """The Python calls ``run()`` makes into code of ``files``, by function name."""
     calls: Counter[str] = Counter()
@@ -26,11 +35,7 @@ def calls_into(files: set[str], run: Callable[[], Any]) -> Counter[str]:
         if event == "call" and os.path.realpath(frame.f_code.co_filename) in files:
             calls[frame.f_code.co_name] += 1
 
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
+    profiled(run, profile)
     return calls
 
 
@@ -43,9 +48,5 @@ def calls_of(code: Any, run: Callable[[], Any]) -> int:
         if event == "call" and frame.f_code is code:
             count[0] += 1
 
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
+    profiled(run, profile)
     return count[0]

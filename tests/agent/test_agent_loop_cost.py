@@ -12,13 +12,12 @@ import abc
 import inspect
 import json
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
-from call_counts import calls_of
+from call_counts import calls_of, profiled
 
 import agent as agent_package
 import flowchart.scope
@@ -65,11 +64,7 @@ def _agent_layer_calls(run: Callable[[], Any]) -> tuple[int, int]:
             if code.co_flags & inspect.CO_COROUTINE and code.co_filename in _STAGE_MODULES:
                 counts[1] += 1
 
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
+    profiled(run, profile)
     return counts[0], counts[1]
 
 
