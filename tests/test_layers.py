@@ -78,6 +78,7 @@ LAYERS: dict[str, int] = {
     "flowchart.recorders.narrative": 4,
     "flowchart.recorders.narrative_counting": 4,
     "flowchart.recorders.narrative_lines": 4,
+    "flowchart.recorders.narrative_state": 4,
     "flowchart.recorders.narrative_reading": 4,
     "flowchart.recorders.narrative_steps": 4,
     "flowchart.recorders.sentences": 4,

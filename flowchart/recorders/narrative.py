@@ -75,7 +75,8 @@ from flowchart.recorders.narrative_counting import LineCounting
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.narrative_lines import Told, told_length
 from flowchart.recorders.narrative_reading import NarrativeReading
-from flowchart.recorders.narrative_steps import Op, StepTelling
+from flowchart.recorders.narrative_state import Op
+from flowchart.recorders.narrative_steps import StepTelling
 from flowchart.recorders.rendering import OpRenderContext, hook
 from flowchart.summary import js_object_keys, summarize_value
 from flowchart.tracked import plain

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowchart.events import TraversalContext
+from flowchart.recorders.narrative_state import NarrativeState
 
 #: ``announce(ctx, start, count)``: ``count`` entries at ``start`` in the entry list, of the stage ``ctx``
 Announce = Callable[[TraversalContext, int, int], None]
@@ -41,30 +42,11 @@ class ToldView:
         self.entries = entries
 
 
-class LineCounting:
+class LineCounting(NarrativeState):
     """The narrative recorder's counted readers (a base class without state of its own)."""
 
-    if not TYPE_CHECKING:  # the state is the recorder's (its slots); declared below for the checker
+    if not TYPE_CHECKING:  # the state is the recorder's (``narrative_state``)
         __slots__ = ()
-
-    _records: list[Any]
-    _pending: dict[str, list[Any]]
-    _log: list[tuple[Any, ...]] | None
-    #: the counted reader (``None``: nobody counts)
-    _announce: Announce | None
-    #: a stage's kept batches, by runtime id: how many step entries they make (``None``: unknown)
-    _counts: dict[str, int | None]
-    #: how many entries have been announced (``None`` while a call's count is found by telling it)
-    _announced: int | None
-
-    def _told(self) -> list[Any]:
-        raise NotImplementedError
-
-    def _settle(self) -> None:
-        raise NotImplementedError
-
-    def _countable(self, batch: list[Any]) -> int | None:
-        raise NotImplementedError
 
     def follow_counted(self, announce: Announce) -> ToldView:
         """Hand ``announce(ctx, start, count)`` each hook call's entries as it comes (see the

@@ -8,8 +8,8 @@ then shared. Across a pause, ``save_state`` / ``load_state`` carry the ``Stage N
 flows begun and the visits per stage (checked as untrusted input when loaded).
 
 This is the part of :class:`~flowchart.recorders.narrative.NarrativeRecorder` that answers
-readers (a base class without state of its own: the recorder's fields are declared here for
-the type checker only).
+readers (a base class without state of its own: the recorder's fields are declared in
+``narrative_state``).
 """
 
 from __future__ import annotations
@@ -20,29 +20,14 @@ from typing import TYPE_CHECKING, Any
 from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.narrative_lines import Followed
+from flowchart.recorders.narrative_state import NarrativeState
 
 
-class NarrativeReading:
+class NarrativeReading(NarrativeState):
     """The narrative recorder's readers and its state across a pause."""
 
-    if not TYPE_CHECKING:  # the state is the recorder's (its slots); declared below for the checker
+    if not TYPE_CHECKING:  # the state is the recorder's (``narrative_state``)
         __slots__ = ()
-
-    _records: list[_Entry]
-    _pending: dict[str, list[Any]]
-    _batches: dict[str, list[Any]]
-    _lazy: bool
-    _stage_counters: dict[str, int]
-    _started: set[str]
-    _visits: dict[str, int]
-    _log: list[tuple[Any, ...]] | None
-    _announce: Any
-    _counts: dict[str, int | None]
-    _announced: int | None
-
-    def _settle(self) -> None:
-        """Tell the kept hook calls (the recorder's own)."""
-        raise NotImplementedError
 
     def entries(self) -> list[tuple[str, int, str]]:
         """All entries in run order as ``(type, depth, text)``."""

@@ -9,13 +9,13 @@ write is followed by its note. Told at once, or kept as a ``Batch`` worded when 
 the words are the same every way.
 
 This is the part of :class:`~flowchart.recorders.narrative.NarrativeRecorder` that writes
-entries (a base class without state of its own: the recorder's fields are declared here
-for the type checker only).
+entries (a base class without state of its own: the recorder's fields are declared in
+``narrative_state``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -23,44 +23,19 @@ from flowchart.events import TraversalContext
 from flowchart.recorders import sentences
 from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of
 from flowchart.recorders.narrative_lines import Entry as _Entry
+from flowchart.recorders.narrative_state import NarrativeState
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext
 from flowchart.summary import summarize_value
-
-#: a buffered scope operation waiting for its stage's headline:
-#: ``(kind, key, summary, step, operation, raw)``, kind one of read | write | emit; ``raw``
-#: is the value itself, kept only when a renderer's ``render_op`` will ask for it
-Op = tuple[str, str, str, int, str, Any]
 
 #: an operation's kind and key (a batch holds ``(kind, key, value, operation, hidden)``)
 _KIND, _KEY = itemgetter(0), itemgetter(1)
 
 
-class StepTelling:
+class StepTelling(NarrativeState):
     """The narrative recorder's entry writing: steps, notes, headlines, lazy lines."""
 
-    if not TYPE_CHECKING:  # the state is the recorder's (its slots); declared below for the checker
+    if not TYPE_CHECKING:  # the state is the recorder's (``narrative_state``)
         __slots__ = ()
-
-    include_step_numbers: bool
-    include_values: bool
-    max_value_length: int
-    format_value: Callable[[Any, int], str]
-    notes: Mapping[str, Callable[[Any], str | None]]
-    _records: list[_Entry]
-    _pending: dict[str, list[Op]]
-    _batches: dict[str, list[Any]]
-    _lazy: bool
-    _stage_counters: dict[str, int]
-    _started: set[str]
-    _render_op: Any
-    _render_stage: Any
-    _wording: bool
-    _tells_emits: bool
-    _announce: Any
-
-    if TYPE_CHECKING:  # the recorder's (``narrative_counting.LineCounting``)
-
-        def _announce_lines(self, ctx: TraversalContext, count: int) -> None: ...
 
     @property
     def _summarizes(self) -> bool:
