@@ -236,7 +236,7 @@ async def dispatch_call(
             paused = PausedCall("ask", call_id, name, ask.args, ask.id, position, chain.index, ask.middleware)
             return CallOutcome(pause=PauseData("ask", call_id, name, ask.to_dict()), paused=paused)
         args = chain.value
-    stopped = argument_gate(site, args) or await check_in_gate(site, args, history)
+    stopped = argument_gate(site.tool, args) or await check_in_gate(site, args, history)
     if stopped is not None:
         return stopped
     try:
@@ -277,7 +277,7 @@ async def answer_paused(
     approved, by, note = row["approved"] is True, str(row["by"]), row.get("note")
     if approved and "after" in row:  # the person edited the call: it must still be a valid call
         args = row["after"]
-        refused = argument_gate(site, args)
+        refused = argument_gate(site.tool, args)
         if refused is not None:
             return str(refused.text), False
     if kind == "check_in":
@@ -297,7 +297,7 @@ async def answer_paused(
     if rest.verdict != "allow":
         return rest.reason or ask_resumed_second_ask_reason(rest.middleware or "?", ""), False
     args = rest.value
-    refused = argument_gate(site, args)  # the ask paused before validation: it runs now
+    refused = argument_gate(site.tool, args)  # the ask paused before validation: it runs now
     if refused is not None:
         return str(refused.text), False
     if await check_in_trips(site, args, history):

@@ -183,9 +183,9 @@ def dispatch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[s
     # tool's context (``_execute``); a key that is not there is no read at all (``peek`` records
     # nothing then), so an absent identity is looked up once
     identity = peek(scope, IDENTITY, _ABSENT)
-    issues = validate_args(args, found.input_schema)  # ``argument_gate``
-    if issues:
-        return CallOutcome(text=format_arg_issues(found.name, issues))
+    stopped = argument_gate(found, args)
+    if stopped is not None:
+        return stopped
     identity = None if identity is _ABSENT else identity_of(scope)
     try:
         result = run_tool_now(cfg, scope, ctx, found, call, iteration, args, identity)
@@ -194,7 +194,7 @@ def dispatch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[s
     return result_text(result)
 
 
-def argument_gate(site: CallSite, args: dict[str, Any]) -> CallOutcome | None:
+def argument_gate(tool: Tool, args: dict[str, Any]) -> CallOutcome | None:
     """Gate 3 (``agent.dispatch``): the (transformed) arguments against the tool's input schema."""
-    issues = validate_args(args, site.tool.input_schema)
-    return CallOutcome(text=format_arg_issues(site.tool.name, issues)) if issues else None
+    issues = validate_args(args, tool.input_schema)
+    return CallOutcome(text=format_arg_issues(tool.name, issues)) if issues else None
