@@ -77,6 +77,7 @@ from .tool_run import (
     record_failure,
     run_of,
     tool_context,
+    tool_end_payload,
     tool_ended,
 )
 from .tools import AskHumanSignal, result_text
@@ -267,10 +268,7 @@ async def answer_paused(
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
         answer = row["answer"]
-        ctx.emit(
-            events.TOOL_END,
-            {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(answer), "error": False},
-        )
+        ctx.emit(events.TOOL_END, tool_end_payload(ctx, call["id"], tool.name, result_text(answer), False))
         if not cfg.has_after_tool:
             return result_text(answer), True
         return result_text(await _after_tool(site, args, answer)), True
@@ -318,7 +316,7 @@ async def _run_after_consent(site: CallSite, args: dict[str, Any]) -> tuple[str,
 
 def _not_run(ctx: StageContext, call: dict[str, Any], text: str) -> None:
     """Close the ``tool.start`` of a call whose tool did not run: ``tool.end`` with what the model reads."""
-    ctx.emit(events.TOOL_END, {"tool_call_id": call["id"], "tool_name": call["name"], "result": text, "error": True})
+    ctx.emit(events.TOOL_END, tool_end_payload(ctx, call["id"], call["name"], text, True))
 
 
 def _append_result(history: Any, call: dict[str, Any], text: str) -> None:

@@ -36,6 +36,7 @@ from governance.ledger import event_payload
 from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 from .conversations import seed_parts
+from .event_views import shown_entry
 from .state import (
     CONVERSATION,
     CONVERSATION_INPUT,
@@ -73,7 +74,7 @@ def record_rows(scope: Scope, ctx: StageContext, rows: list[dict[str, Any]]) -> 
     else:
         scope[LEDGER_KEY] = rows
     for row in rows:
-        ctx.emit(events.MIDDLEWARE_DECISION, event_payload(row))
+        ctx.emit(events.MIDDLEWARE_DECISION, shown_entry(ctx, LEDGER_KEY, event_payload(row)))
 
 
 def deny_message(scope: Scope, ctx: StageContext, phase: str, reason: str, middleware: str | None) -> None:
@@ -127,7 +128,8 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
         scope.system_prompt = cfg.system_prompt
     if meta is not None:
         scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
-    ctx.emit(events.TURN_START, {USER_MESSAGE: content})
+    if ctx.listens(events.TURN_START):
+        ctx.emit(events.TURN_START, {USER_MESSAGE: ctx.shown(USER_MESSAGE, content)})
     if denied is not None:
         deny_message(scope, ctx, "input", denied.reason or "denied", denied.middleware)
 
@@ -219,7 +221,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         if ctx.listens(events.LLM_END):
             payload: dict[str, Any] = {
                 "iteration": iteration,
-                "content": response.content,
+                "content": ctx.shown(LLM_LATEST_CONTENT, response.content),
                 "tool_calls": len(response.tool_calls),
             }
             if usage is not None:  # unknown usage is absent, never a made-up 0
@@ -286,7 +288,10 @@ async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration
             if isinstance(item, LLMResponse):
                 final = item
             elif getattr(item, "text", ""):
-                ctx.emit(events.LLM_TOKEN, {"iteration": iteration, "index": index, "text": item.text})
+                ctx.emit(
+                    events.LLM_TOKEN,
+                    {"iteration": iteration, "index": index, "text": ctx.shown(LLM_LATEST_CONTENT, item.text)},
+                )
                 index += 1
         if final is None:
             raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
@@ -390,14 +395,16 @@ def make_wrap_up() -> Any:
 def prepare_final(scope: Scope, ctx: StageContext) -> None:
     """``final/prepare-final``: the answer is the latest model content."""
     scope.final_content = scope[LLM_LATEST_CONTENT]
+    # the reads below are the stage's record (whether or not anybody takes the event)
+    shown = ctx.shown  # what the state holds, as the run's redaction lets events show it
     payload = {
-        FINAL_CONTENT: scope[FINAL_CONTENT],
-        "iterations": scope[ITERATION],
-        TOTAL_INPUT_TOKENS: scope[TOTAL_INPUT_TOKENS],
-        TOTAL_OUTPUT_TOKENS: scope[TOTAL_OUTPUT_TOKENS],
+        FINAL_CONTENT: shown(FINAL_CONTENT, scope[FINAL_CONTENT]),
+        "iterations": shown(ITERATION, scope[ITERATION]),
+        TOTAL_INPUT_TOKENS: shown(TOTAL_INPUT_TOKENS, scope[TOTAL_INPUT_TOKENS]),
+        TOTAL_OUTPUT_TOKENS: shown(TOTAL_OUTPUT_TOKENS, scope[TOTAL_OUTPUT_TOKENS]),
     }
     if USAGE_NOT_REPORTED in scope:  # the totals above miss these calls
-        payload[USAGE_NOT_REPORTED] = scope[USAGE_NOT_REPORTED]
+        payload[USAGE_NOT_REPORTED] = shown(USAGE_NOT_REPORTED, scope[USAGE_NOT_REPORTED])
     ctx.emit(events.TURN_END, payload)
 
 

@@ -21,6 +21,7 @@ from flowchart import Scope, StageContext
 
 from . import events
 from .config import TOOL_ERRORS
+from .event_views import shown_entry
 
 MAX_FRAMES = 8
 MAX_MESSAGE = 500
@@ -61,4 +62,4 @@ def record_tool_error(scope: Scope, ctx: StageContext, row: dict[str, Any]) -> N
         scope[TOOL_ERRORS].append(row)
     else:
         scope[TOOL_ERRORS] = [row]
-    ctx.emit(events.TOOL_ERROR, row)
+    ctx.emit(events.TOOL_ERROR, shown_entry(ctx, TOOL_ERRORS, row))

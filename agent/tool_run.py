@@ -24,8 +24,9 @@ from governance.checkin import ask_human_request_id
 
 from . import events
 from .config import STORE_RUN_ENV, AgentConfig
+from .event_views import shown_field
 from .stages import NEVER_AWAITABLE, settled
-from .state import IDENTITY, PauseData, PausedCall
+from .state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
 from .tool_errors import error_row, record_tool_error
 from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 
@@ -138,8 +139,15 @@ def tool_ended(site: CallSite, result: Any, error: bool) -> None:
 
 
 def _ended(ctx: StageContext, call: dict[str, Any], tool: Tool, result: Any, error: bool) -> None:
-    payload = {"tool_call_id": call["id"], "tool_name": tool.name, "result": result_text(result)}
-    emit_owned(ctx, events.TOOL_END, {**payload, "error": error})  # a fresh dict of scalars: no copy needed
+    emit_owned(ctx, events.TOOL_END, tool_end_payload(ctx, call["id"], tool.name, result_text(result), error))
+
+
+def tool_end_payload(ctx: StageContext, call_id: str, tool_name: str, text: str, error: bool) -> dict[str, Any]:
+    """The ``tool.end`` event's payload: the result as the history's tool message shows it in
+    events (the run's redaction of ``history``); a fresh dict of scalars, handed over uncopied."""
+    message = {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": tool_name}
+    return {"tool_call_id": call_id, "tool_name": tool_name, "result": shown_field(ctx, HISTORY, message, "content"),
+            "error": error}  # fmt: skip
 
 
 def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration: int) -> Tool | CallOutcome:
@@ -147,8 +155,9 @@ def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration
     arguments did not parse or no such tool exists."""
     name = call["name"]
     if ctx.listens(events.TOOL_START):
-        payload = {"tool_name": name, "tool_call_id": call["id"], "args": copy_json(call.get("args") or {}),
-                   "iteration": iteration}  # fmt: skip
+        args = copy_json(call.get("args") or {})  # as the model's call shows them in events (the run's redaction)
+        shown = shown_field(ctx, LLM_LATEST_TOOL_CALLS, {"id": call["id"], "name": name, "args": args}, "args")
+        payload = {"tool_name": name, "tool_call_id": call["id"], "args": shown, "iteration": iteration}
         emit_owned(ctx, events.TOOL_START, payload)  # the args copied, the rest scalars
     if call.get("args_error"):
         return CallOutcome(text=format_arg_issues(name, [f"the arguments are not valid JSON ({call['args_error']})"]))

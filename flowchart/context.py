@@ -151,6 +151,14 @@ class StageContext:
         observers = self._traverser.run.observers
         return observers.emits and (observers.emit_names is None or name in observers.emit_names)
 
+    def shown(self, key: str, value: Any) -> Any:
+        """``value`` as this run's events may carry it for the state key ``key``: the run's
+        redaction applied (``"[REDACTED]"`` for a hidden key, a copy with the hidden fields
+        scrubbed), or ``value`` itself when the run hides nothing. For an event payload that
+        repeats what the state holds, so the event hides what the record hides."""
+        run = self._traverser.run
+        return run.redaction.shown(key, value)[0] if run.redacting else value
+
     def emit(self, name: str, payload: Any = None) -> None:
         """Send a named event with a JSON-safe payload to the run's emit recorders, in order.
 

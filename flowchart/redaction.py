@@ -61,6 +61,16 @@ class Redaction:
             result = _scrub(result, path.split("."), path, hidden, placeholder)
         return result, sorted(set(hidden))
 
+    def shown(self, key: str, value: Any) -> tuple[Any, bool]:
+        """What an event may carry for the state key ``key`` — ``EVENT_PLACEHOLDER`` for a hidden
+        key, a copy with ``fields[key]`` scrubbed, or ``value`` itself — and whether it hides any."""
+        if self.hides(key):
+            return EVENT_PLACEHOLDER, True
+        if key in self.fields:
+            scrubbed, hidden = self.scrub_fields(key, value, EVENT_PLACEHOLDER)
+            return scrubbed, bool(hidden)
+        return value, False
+
     def hides(self, key: str) -> bool:
         """True when ``key``'s value must not appear in a recording."""
         if key in self.keys:

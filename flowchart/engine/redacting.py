@@ -15,21 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..commits import Op
 from ..events import ReadEvent, TraversalContext, WriteEvent
-from ..redaction import EVENT_PLACEHOLDER, LOG_PLACEHOLDER
+from ..redaction import LOG_PLACEHOLDER
 
 if TYPE_CHECKING:
     from .run_state import Run
     from .traversal import Traverser
 
 
-def shown(redaction: Any, key: str, value: Any) -> tuple[Any, bool]:
-    """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
-    if redaction.hides(key):
-        return EVENT_PLACEHOLDER, True
-    if key in redaction.fields:
-        scrubbed, hidden = redaction.scrub_fields(key, value, EVENT_PLACEHOLDER)
-        return scrubbed, bool(hidden)
-    return value, False
+def shown_state(run: Run, state: Any) -> Any:
+    """A state an event carries whole (a subflow's mapped input, its final state), each key as
+    the run's redaction lets events show it; ``state`` itself when the run hides nothing."""
+    if not run.redacting or type(state) is not dict:
+        return state
+    shown = run.redaction.shown
+    return {key: shown(key, value)[0] for key, value in state.items()}
 
 
 def redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
@@ -38,7 +37,7 @@ def redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
     for op in ops:
         kind, key, value, operation, _ = op
         if kind == "read" or (kind == "write" and operation != "delete"):
-            value, hidden = shown(redaction, key, value)
+            value, hidden = redaction.shown(key, value)
             out.append((kind, key, value, operation, hidden))
         elif kind == "write" or kind == "missing":
             out.append((kind, key, value, operation, redaction.hides(key) if kind == "write" else False))
@@ -61,15 +60,11 @@ class StageRecorder:
         self.reads = observers.wants("on_read")
         self.writes = observers.wants("on_write")
 
-    def _shown(self, key: str, value: Any) -> tuple[Any, bool]:
-        """What an event may carry for ``key``: the placeholder, a field-scrubbed copy, or the value."""
-        return shown(self.redaction, key, value)
-
     def read(self, key: str, value: Any) -> None:
         if self.reads:
             hidden = False
             if self.redacting:
-                value, hidden = self._shown(key, value)
+                value, hidden = self.redaction.shown(key, value)
             self.observers.emit("on_read", ReadEvent(self.ctx, key, value, hidden))
 
     def missing(self, key: str) -> None:
@@ -83,7 +78,7 @@ class StageRecorder:
                 if operation == "delete":
                     hidden = self.redaction.hides(key)
                 else:
-                    value, hidden = self._shown(key, value)
+                    value, hidden = self.redaction.shown(key, value)
             self.observers.emit("on_write", WriteEvent(self.ctx, key, value, operation, hidden))  # type: ignore[arg-type]
 
 
@@ -110,4 +105,4 @@ def redact_log(run: Run, ops: list[Op], depth: int) -> tuple[list[Op], tuple[str
     return out, tuple(paths)
 
 
-__all__ = ["StageRecorder", "redact_log", "redacted_ops", "shown"]
+__all__ = ["StageRecorder", "redact_log", "redacted_ops", "shown_state"]

@@ -25,6 +25,7 @@ from ..pause import PauseSignal, ResumeFrame
 from ..scope import Transaction
 from ..values import NotJsonSafe, copy_json
 from . import retrying
+from .redacting import shown_state
 from .run_state import SubflowResult
 
 if TYPE_CHECKING:
@@ -112,7 +113,12 @@ async def run_mount(
         mapped, inner_args = resume.seed(full)
     entry_state = mapped if resume is None else {}
     description = mount.chart.root.description or node.description
-    traverser.flow("on_subflow_entry", node, rid, lambda c: SubflowEvent(c, node.name, full, description, entry_state))
+    traverser.flow(
+        "on_subflow_entry",
+        node,
+        rid,
+        lambda c: SubflowEvent(c, node.name, full, description, shown_state(run, entry_state)),
+    )
     if resume is None:
         traverser.executed(node, rid, "subflow-mount")
     inner = type(traverser)(
@@ -152,7 +158,9 @@ async def run_mount(
             rid,
             lambda c: BreakEvent(c, node.name, inner.stop_reason, propagated_from_subflow=full),
         )
-    traverser.flow("on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, inner.state))
+    traverser.flow(
+        "on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, shown_state(run, inner.state))
+    )
     if error is not None:
         return None, txn, error
     if mount.output_mapper is not None:
