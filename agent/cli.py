@@ -40,12 +40,15 @@ from typing import Any
 
 from flowchart import replay
 from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
+from flowchart.redaction import LOG_PLACEHOLDER
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
+from .durable import AGENT_RUN_KIND
 from .loading import load_agent
+from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -144,6 +147,15 @@ def shown_input(record: RunRecord) -> dict[str, Any]:
     return record.input if record.redaction is None else record.redaction.scrub_state(record.input)
 
 
+def shown_output(record: RunRecord) -> Any:
+    """The run's output as a reader may see it: an agent's answer is its ``final_content``,
+    hidden when the rule stored with the run hides that key (the store keeps it raw: it is
+    what ``resume_run`` and a queue's caller are answered with)."""
+    if record.redaction is None or record.kind != AGENT_RUN_KIND or not record.redaction.hides(FINAL_CONTENT):
+        return record.output
+    return LOG_PLACEHOLDER
+
+
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
     """The tools that raised during the run, as recorded (``tool_errors``, redacted by the log)."""
     rows = replay(list(record.commit_log)).get(TOOL_ERRORS) if record.commit_log else None
@@ -156,7 +168,7 @@ def summary(record: RunRecord) -> dict[str, Any]:
         "run_id": record.run_id, "kind": record.kind, "status": record.status,
         "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
         "question": question_json(record.question), "answered": sorted(record.answered),
-        "human_decisions": decisions_of(record), "output": record.output,
+        "human_decisions": decisions_of(record), "output": shown_output(record),
         "error": record.error, "narrative": list(record.narrative),
         "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
     }  # fmt: skip
@@ -204,7 +216,8 @@ def cmd_show(args: argparse.Namespace) -> str:
             out.append("evidence:")
             out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
     if record.status == "done":
-        out.append(f"output: {record.output if isinstance(record.output, str) else _compact(record.output)}")
+        output = shown_output(record)
+        out.append(f"output: {output if isinstance(output, str) else _compact(output)}")
     if record.failure is not None:
         out.append(f"error: {record.failure.error_type}: {record.failure.message}")
         if record.failure.runtime_stage_id or record.failure.stage_id:
@@ -242,7 +255,7 @@ def cmd_trace(args: argparse.Namespace) -> str:
 
     # the store keeps the real input (a queued run must start): the rule stored with the run
     # hides it; --agent names the rule for runs stored before rules were kept
-    redaction = load_agent(args.agent).redaction if args.agent else None
+    redaction = load_agent(args.agent).recorded_redaction if args.agent else None
     return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
 

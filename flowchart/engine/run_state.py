@@ -50,7 +50,9 @@ class Run:
         "current_stage",
         "deadline",
         "env",
+        "failed_before",
         "failure_site",
+        "hidden_before",
         "loop_counts",
         "max_iterations",
         "observers",
@@ -109,6 +111,11 @@ class Run:
         self.failure_site: Any = None
         #: a failed execution to re-run on resume: its writes to undo (``pause.Recovery``)
         self.recovery: Any = None
+        #: while redacting: the runtime id of the last commit and the real values its hidden keys
+        #: had before it (the log holds placeholders), kept per failed execution in ``failed_before``
+        #: so that undoing a failed commit restores real values (``engine.redacting.hidden_before``)
+        self.hidden_before: tuple[str, dict[str, Any]] | None = None
+        self.failed_before: dict[str, dict[str, Any]] = {}
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

@@ -1,0 +1,187 @@
+"""Every reader of an agent run hides what the agent's redaction hides, but the call a person approves.
+
+The probe (``record_probe.probe_agent``): the model calls ``pay`` with a bad card (the tool
+raises, its message naming the secret) and with the secret card (a check-in pauses the turn),
+then answers with the card; a second turn follows in the same conversation; runs are kept in
+a SQLite store. The rule hides the user's message, the model's content and answer, the card
+inside a tool call, the history's texts and the tool error's message. Documented exceptions:
+what ``run`` returns (the answer, the ``Paused``: the stream's ``final`` event), the call the
+check-in asks about (its tool and args, restated in ``will_do``), the checkpoint, and the
+store's raw columns a resume or a waiting caller needs (input, checkpoint, question, answer, output).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from record_probe import AGENT_RULE, SECRET, Everything, cli, leaking, probe_agent, stored_rows
+
+from agent import Paused, explain_answer
+from agent import cli as agent_cli
+from agent.redaction_cover import recorded_rule
+from flowchart import Redaction, replay
+from flowchart import cli as flowchart_cli
+from flowchart.store import SqliteStore
+from flowchart.store.export import record_trace
+from governance import check_in_approved
+
+#: the store's columns that keep real values, documented: what resumes a run (input, checkpoint),
+#: the question a person answers and the answer (the call), the output a waiting caller is given
+RAW_COLUMNS = ("runs.input", "runs.checkpoint", "runs.question", "runs.output", "answers.answer")
+
+
+def _without_the_call(request: dict[str, Any]) -> dict[str, Any]:
+    """A check-in request without what the exception covers: the call (tool, args, ``will_do``)."""
+    evidence = {k: v for k, v in request["evidence"].items() if k != "will_do"}
+    return {**{k: v for k, v in request.items() if k not in ("args", "evidence")}, "evidence": evidence}
+
+
+def test_a_hidden_user_message_is_hidden_in_the_recorded_input(tmp_path: Path) -> None:
+    """A rule hiding ``user_message`` hides the run input's ``input_message``: in the
+    ``on_run_start`` event, ``agent runs show`` (text and JSON), the trace's ``run_input``.
+    (The message is also the history's first entry: the rule hides the history's texts too.)"""
+    store = SqliteStore(tmp_path / "runs.db")
+    seen = Everything()
+    rule = Redaction(keys=["user_message"], fields={"history": ["content"]})
+    from agent import Agent
+    from agent.providers import mock
+
+    agent = Agent.create(provider=mock(reply="ok"), model="m", redaction=rule, store=store, recorders=[seen]).build()
+    assert agent.run(f"my card is {SECRET}") == "ok"
+    (record,) = store.list()
+    db = ("--db", str(tmp_path / "runs.db"))
+    readings = [
+        ("run start", [repr(e) for hook, e in seen.seen if hook == "on_run_start"]),
+        ("runs show", cli(agent_cli.main, "runs", "show", record.run_id, *db)),
+        ("runs show --json", cli(agent_cli.main, "runs", "show", record.run_id, "--json", *db)),
+        ("trace run_input", record_trace(record).run_input),
+    ]
+    assert leaking(readings) == []
+    assert record_trace(record).run_input["input_message"] == "REDACTED"
+    assert record.input["input_message"] == f"my card is {SECRET}"  # kept raw: a queued run starts from it
+
+
+def test_a_hidden_tool_argument_is_hidden_in_the_paused_call_and_the_human_decision(tmp_path: Path) -> None:
+    """``fields={"llm_latest_tool_calls": ["args.card"]}`` hides the card wherever the agent
+    repeats the call's args in the commit log: the assistant turn in ``history``, the paused call
+    (``paused_tool_call``) and the row of who approved it (``human_decisions``)."""
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = probe_agent(store, turns=1)
+    paused = agent.run("pay")
+    assert isinstance(paused, Paused)
+    agent.resume_run(paused.run_id, check_in_approved(request=paused.check_in, by="alice"))
+    log = store.get(paused.run_id).commit_log
+    (paused_call,) = [op.value for c in log for op in c.trace if op.path[0] == "paused_tool_call" and op.value]
+    assert paused_call["args"] == {"card": "REDACTED"}
+    recorded = replay(list(log))
+    assert recorded["human_decisions"][0]["args"] == {"card": "REDACTED"}
+    assert [call["args"] for m in recorded["history"] for call in m.get("tool_calls", [])] == [{"card": "REDACTED"}] * 2
+    assert leaking([("commit log", [c.to_dict() for c in log])]) == []
+    assert agent.last_snapshot().shared_state["human_decisions"][0]["args"] == {"card": SECRET}  # live: real
+
+
+def test_a_check_in_request_shows_the_call_as_asked_and_the_rest_as_recorded() -> None:
+    """The request a check-in records — its events, the pause, what a person reads — carries
+    the call as asked (``args``, ``will_do``), and the content and history it quotes as the
+    rule shows them: ``intent`` and the ``read``/``drivers`` frames of the hidden user message
+    and tool result are ``[REDACTED]``."""
+    paused = probe_agent(turns=1).run(f"pay with {SECRET}")
+    request = paused.check_in.to_dict()
+    assert request["args"] == {"card": SECRET} and SECRET in request["evidence"]["will_do"]
+    assert request["intent"] == "[REDACTED]"
+    assert {f["id"]: f["summary"] for f in request["evidence"]["read"]} == {
+        "system-1": "You pay bills.", "task-1": "[REDACTED]", "result-1": "pay: [REDACTED]",
+    }  # fmt: skip
+    assert leaking([("request beyond the call", _without_the_call(request))]) == []
+
+
+def test_runs_show_hides_the_answer_when_final_content_is_hidden(tmp_path: Path) -> None:
+    """``agent runs show`` (text and JSON) prints an agent run's output as the rule shows
+    ``final_content`` — the store keeps it raw for the callers waiting on it."""
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = probe_agent(store, turns=1)
+    paused = agent.run("pay")
+    agent.resume_run(paused.run_id, check_in_approved(request=paused.check_in, by="alice"))
+    db = ("--db", str(tmp_path / "runs.db"))
+    text = cli(agent_cli.main, "runs", "show", paused.run_id, *db)
+    shown = json.loads(cli(agent_cli.main, "runs", "show", paused.run_id, "--json", *db))
+    assert "output: REDACTED" in text.splitlines() and shown["output"] == "REDACTED"
+    assert store.get(paused.run_id).output == f"done, card {SECRET}"
+
+
+def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
+    """``recorded_rule``: a hidden ``user_message`` adds ``input_message``; an argument path
+    hidden in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``
+    and in ``human_decisions`` (``args``, ``before``, ``after``); a hidden
+    ``llm_latest_tool_calls`` hides every argument; a rule with nothing to add is returned as is."""
+    rule = recorded_rule(Redaction(keys=["user_message"], fields={"history": ["tool_calls.args.card"]}))
+    assert rule is not None and rule.keys == {"user_message", "input_message"}
+    assert rule.fields == {
+        "history": ("tool_calls.args.card",), "llm_latest_tool_calls": ("args.card",),
+        "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
+    }  # fmt: skip
+    whole = recorded_rule(Redaction(keys=["llm_latest_tool_calls"]))
+    assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
+    plain = Redaction(keys=["final_content"])
+    assert recorded_rule(plain) is plain and recorded_rule(None) is None
+
+
+def test_no_reader_of_an_agent_run_shows_a_hidden_value_but_the_call_asked_about(tmp_path: Path) -> None:
+    """Two turns of a conversation (the first pauses on a check-in, approved from the store):
+    every recorder hook, the commit logs and narratives, the stored columns but the raw ones,
+    ``agent runs list/show/trace``, ``agent why``, ``agent view``, ``agent conversations show``,
+    the stored traces through ``flowchart narrate/replay/why/view``, ``explain_answer``, and a
+    stream of every kind — but for the check-in's call and the ``final`` event."""
+    db_path = tmp_path / "runs.db"
+    store, seen = SqliteStore(db_path), Everything(without=("on_stage_ops",))
+    agent = probe_agent(store, recorders=[seen])
+    paused = agent.run(f"pay with {SECRET}", conversation="c-1")
+    assert isinstance(paused, Paused)
+    db = ("--db", str(db_path))
+    readings: list[tuple[str, Any]] = [
+        ("runs list (paused)", cli(agent_cli.main, "runs", "list", *db).replace(json.dumps({"card": SECRET}), "")),
+    ]
+    agent.resume_run(paused.run_id, check_in_approved(request=paused.check_in, by="alice"))
+    agent.follow_up(f"again {SECRET}")
+    request, rest = paused.check_in.to_dict(), _without_the_call(paused.check_in.to_dict())
+    for hook, event in seen.seen:
+        text = repr(event).replace(repr(request), repr(rest))  # the pause and check-in events carry the call
+        if hook == "on_run_end":
+            continue  # its payload is the run's output, what ``run`` returns
+        readings.append((f"recorder {hook}", text))
+    readings += stored_rows(db_path, skip=RAW_COLUMNS)
+    for record in store.list():
+        page, trace_path = tmp_path / f"{record.turn}.html", tmp_path / f"{record.turn}.json"
+        trace_path.write_text(cli(agent_cli.main, "runs", "trace", record.run_id, *db), encoding="utf-8")
+        readings += [
+            (f"turn {record.turn} show", cli(agent_cli.main, "runs", "show", record.run_id, *db)),
+            (f"turn {record.turn} show --json", cli(agent_cli.main, "runs", "show", record.run_id, "--json", *db)),
+            (f"turn {record.turn} why", cli(agent_cli.main, "why", record.run_id, "--drivers", "--keys", *db)),
+            (f"turn {record.turn} why --json", cli(agent_cli.main, "why", record.run_id, "--json", *db)),
+            (f"turn {record.turn} view", cli(agent_cli.main, "view", record.run_id, "-o", str(page), *db)),
+            (f"turn {record.turn} page", page.read_text(encoding="utf-8")),
+            (f"turn {record.turn} trace", trace_path.read_text(encoding="utf-8")),
+            (f"turn {record.turn} narrate", cli(flowchart_cli.main, "narrate", str(trace_path))),
+            (f"turn {record.turn} replay", cli(flowchart_cli.main, "replay", str(trace_path))),
+            (f"turn {record.turn} flowchart why", cli(flowchart_cli.main, "why", str(trace_path), "final_content")),
+            (f"turn {record.turn} explain", explain_answer(record_trace(record), drivers=True).to_dict()),
+        ]
+    readings += [
+        ("conversations show", cli(agent_cli.main, "conversations", "show", "c-1", *db)),
+        ("conversations show --json", cli(agent_cli.main, "conversations", "show", "c-1", "--json", *db)),
+        ("runs list", cli(agent_cli.main, "runs", "list", "--conversation", "c-1", *db)),
+    ]
+    for event in probe_agent(stream=True, turns=1).stream(f"pay with {SECRET}"):
+        shown = event.to_dict()
+        if event.kind == "final":
+            continue  # what ``run`` returns: the ``Paused`` with the request
+        text = json.dumps(shown)
+        request = (shown.get("payload") or shown.get("question") or {}) if event.kind in ("emit", "pause") else {}
+        request = request.get("request") or request.get("check_in") if isinstance(request, dict) else None
+        if request:
+            text = text.replace(json.dumps(request), json.dumps(_without_the_call(request)))
+        readings.append((f"stream {event.kind}", text))
+    assert leaking(readings) == []
+    assert AGENT_RULE.hides("user_message")  # the probe hides what this test looks for
