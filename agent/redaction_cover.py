@@ -10,7 +10,9 @@ so hiding a value once hides it in every record of the run:
   ``llm_latest_tool_calls``, or ``tool_calls.args.<path>`` of ``history``, or the whole
   ``llm_latest_tool_calls`` key (every argument) — is hidden wherever the agent repeats a
   call's arguments: both of those keys, the paused call (``paused_tool_call.args``) and the
-  human decisions answering it (``human_decisions`` rows' ``args``, ``before``, ``after``).
+  human decisions answering it (``human_decisions`` rows' ``args``, ``before``, ``after``);
+- a rule that hides ``llm_latest_content`` hides the reply a structured output refused, kept
+  in ``output_schema_error.content``.
 
 The live state, the checkpoint and what ``run`` returns keep the real values, as for any
 rule. A rule that hides nothing of these is returned as it is (``None`` stays ``None``).
@@ -20,7 +22,16 @@ from __future__ import annotations
 
 from flowchart import Redaction
 
-from .state import HISTORY, HUMAN_DECISIONS, INPUT_MESSAGE, LLM_LATEST_TOOL_CALLS, PAUSED_TOOL_CALL, USER_MESSAGE
+from .state import (
+    HISTORY,
+    HUMAN_DECISIONS,
+    INPUT_MESSAGE,
+    LLM_LATEST_CONTENT,
+    LLM_LATEST_TOOL_CALLS,
+    OUTPUT_SCHEMA_ERROR,
+    PAUSED_TOOL_CALL,
+    USER_MESSAGE,
+)
 
 _CALL_ARGS = "args"
 _HISTORY_ARGS = "tool_calls.args"
@@ -52,6 +63,7 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
     if rule.hides(USER_MESSAGE) and not rule.hides(INPUT_MESSAGE):
         keys.add(INPUT_MESSAGE)
     fields = {key: list(paths) for key, paths in rule.fields.items()}
+    wanted: dict[str, list[str]] = {}
     arguments = _argument_paths(rule)
     if arguments:
         wanted = {
@@ -60,11 +72,13 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
             PAUSED_TOOL_CALL: _under(_CALL_ARGS, arguments),
             HUMAN_DECISIONS: [p for name in ("args", "before", "after") for p in _under(name, arguments)],
         }
-        for key, paths in wanted.items():
-            if rule.hides(key):
-                continue
-            have = fields.setdefault(key, [])
-            have.extend(path for path in paths if path not in have)
+    if rule.hides(LLM_LATEST_CONTENT):
+        wanted[OUTPUT_SCHEMA_ERROR] = ["content"]
+    for key, paths in wanted.items():
+        if rule.hides(key):
+            continue
+        have = fields.setdefault(key, [])
+        have.extend(path for path in paths if path not in have)
     if keys == rule.keys and fields == {key: list(paths) for key, paths in rule.fields.items()}:
         return rule
     return Redaction(keys=keys, patterns=rule.patterns, fields=fields)

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from record_probe import AGENT_RULE, SECRET, Everything, cli, leaking, probe_agent, stored_rows
 
 from agent import Paused, explain_answer
@@ -97,6 +98,27 @@ def test_a_check_in_request_shows_the_call_as_asked_and_the_rest_as_recorded() -
     assert leaking([("request beyond the call", _without_the_call(request))]) == []
 
 
+def test_a_refused_structured_reply_is_hidden_when_the_content_is_hidden() -> None:
+    """With ``output_schema=``, a reply that never matched is kept in ``output_schema_error``:
+    its ``content`` is the hidden ``llm_latest_content`` again, so the log holds ``"REDACTED"``;
+    the ``OutputSchemaError`` ``run`` raises (the caller's answer) keeps the reply."""
+    from agent import Agent, OutputSchemaError
+    from agent.providers import scripted
+
+    reply = json.dumps({"n": SECRET})
+    rule = Redaction(keys=["user_message", "llm_latest_content", "final_content"], fields={"history": ["content"]})
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    agent = Agent.create(
+        provider=scripted([reply] * 2), model="m", redaction=rule, output_schema=schema, output_retries=1
+    ).build()
+    with pytest.raises(OutputSchemaError, match=r"does not match the output schema after 1 retry") as caught:
+        agent.run("count")
+    assert SECRET in caught.value.text
+    log = agent.last_snapshot().commit_log
+    assert replay(list(log))["output_schema_error"]["content"] == "REDACTED"
+    assert leaking([("commit log", [c.to_dict() for c in log]), ("narrative", agent.last_snapshot().narrative)]) == []
+
+
 def test_runs_show_hides_the_answer_when_final_content_is_hidden(tmp_path: Path) -> None:
     """``agent runs show`` (text and JSON) prints an agent run's output as the rule shows
     ``final_content`` — the store keeps it raw for the callers waiting on it."""
@@ -112,7 +134,8 @@ def test_runs_show_hides_the_answer_when_final_content_is_hidden(tmp_path: Path)
 
 
 def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
-    """``recorded_rule``: a hidden ``user_message`` adds ``input_message``; an argument path
+    """``recorded_rule``: a hidden ``user_message`` adds ``input_message``, a hidden
+    ``llm_latest_content`` the refused reply of a structured output; an argument path
     hidden in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``
     and in ``human_decisions`` (``args``, ``before``, ``after``); a hidden
     ``llm_latest_tool_calls`` hides every argument; a rule with nothing to add is returned as is."""
@@ -122,6 +145,7 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
         "history": ("tool_calls.args.card",), "llm_latest_tool_calls": ("args.card",),
         "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
     }  # fmt: skip
+    assert recorded_rule(Redaction(keys=["llm_latest_content"])).fields == {"output_schema_error": ("content",)}  # type: ignore[union-attr]
     whole = recorded_rule(Redaction(keys=["llm_latest_tool_calls"]))
     assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
     plain = Redaction(keys=["final_content"])
