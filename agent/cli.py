@@ -40,7 +40,6 @@ from typing import Any
 
 from flowchart import replay
 from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
-from flowchart.redaction import LOG_PLACEHOLDER
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS
@@ -151,9 +150,9 @@ def shown_output(record: RunRecord) -> Any:
     """The run's output as a reader may see it: an agent's answer is its ``final_content``,
     hidden when the rule stored with the run hides that key (the store keeps it raw: it is
     what ``resume_run`` and a queue's caller are answered with)."""
-    if record.redaction is None or record.kind != AGENT_RUN_KIND or not record.redaction.hides(FINAL_CONTENT):
+    if record.redaction is None or record.kind != AGENT_RUN_KIND:
         return record.output
-    return LOG_PLACEHOLDER
+    return record.redaction.scrub_state({FINAL_CONTENT: record.output})[FINAL_CONTENT]
 
 
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:

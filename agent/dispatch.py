@@ -12,6 +12,9 @@ Laws:
 - On resume the paused call is answered, then the calls AFTER it in the same batch are
   dispatched in order — none dropped, none run twice. If one of them needs a person too,
   the stage pauses again (``pause_again``) without re-running anything.
+- A check-in's request is recorded (its events, the pause, the stored question): it carries
+  the call it asks about as asked, and quotes the content and history (``intent``, the
+  evidence's ``read`` and ``drivers``) as the run's redaction shows them.
 - A pause's request id binds the run (``agent_run_id`` of a stored run, else the segment's
   run id), the pause's position (``iteration`` and the pausing step's runtime id, kept in
   ``paused_tool_call.position``) and the call. On resume the ``answer`` half commits the
