@@ -215,8 +215,7 @@ def cmd_show(args: argparse.Namespace) -> str:
             out.append("evidence:")
             out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
     if record.status == "done":
-        output = shown_output(record)
-        out.append(f"output: {output if isinstance(output, str) else _compact(output)}")
+        out.append(f"output: {_answer_text(record)}")
     if record.failure is not None:
         out.append(f"error: {record.failure.error_type}: {record.failure.message}")
         if record.failure.runtime_stage_id or record.failure.stage_id:
@@ -298,7 +297,13 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
         pending = outcome.check_in or outcome.ask
         again = f" on request {pending.id}" if pending is not None else ""
         return f"{verdict}; paused again{again}: {question_line(agent.store.get(args.run))}"
-    return f"{verdict}; done: {outcome}"
+    return f"{verdict}; done: {_answer_text(agent.store.get(args.run))}"
+
+
+def _answer_text(record: RunRecord) -> str:
+    """The answer of a finished run as the stored rule shows it (``shown_output``), as one text."""
+    output = shown_output(record)
+    return output if isinstance(output, str) else _compact(output)
 
 
 def cmd_approve(args: argparse.Namespace) -> str:
@@ -339,7 +344,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
         raise CliError(str(exc)) from None
     if isinstance(outcome, Paused):
         return f"run {args.run}: retried at {where}; paused: {question_line(agent.store.get(args.run))}"
-    return f"run {args.run}: retried at {where}; done: {outcome}"
+    return f"run {args.run}: retried at {where}; done: {_answer_text(agent.store.get(args.run))}"
 
 
 def _failed_stage(record: RunRecord) -> str:

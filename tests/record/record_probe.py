@@ -200,11 +200,36 @@ def probe_agent(store: Any = None, *, recorders: Sequence[Any] = (), stream: boo
     return builder.system("You pay bills.").tool(tool).tool_middleware(Watch()).check_in().build()
 
 
+class CardBot:
+    """A provider that answers from the conversation alone (any process gets the same replies):
+    it calls ``pay`` with the secret card once, then answers quoting the card."""
+
+    def complete(self, request: Any) -> Any:
+        from agent.providers.types import LLMResponse, ToolCall
+
+        if any(m["role"] == "tool" for m in request.messages):
+            return LLMResponse(content=f"done, card {SECRET}")
+        return LLMResponse(content="", tool_calls=(ToolCall("c1", "pay", {"card": SECRET}),))
+
+
+def card_agent() -> Any:
+    """``MODULE:ATTR`` for the ``agent`` command: the card bot, a check-in on every payment."""
+    from agent import Agent, define_tool
+
+    tool = define_tool(
+        name="pay", description="Pay with a card.", execute=_pay, check_in="always",
+        input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
+    )  # fmt: skip
+    return Agent.create(provider=CardBot(), model="bot", redaction=AGENT_RULE).tool(tool).check_in().build()
+
+
 __all__ = [
     "AGENT_RULE",
     "CHART_RULE",
     "SECRET",
+    "CardBot",
     "Everything",
+    "card_agent",
     "cli",
     "leaking",
     "probe_agent",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from record_probe import AGENT_RULE, SECRET, Everything, cli, leaking, probe_agent, stored_rows
+from record_probe import AGENT_RULE, SECRET, Everything, card_agent, cli, leaking, probe_agent, stored_rows
 
 from agent import Paused, explain_answer
 from agent import cli as agent_cli
@@ -130,6 +130,22 @@ def test_runs_show_hides_the_answer_when_final_content_is_hidden(tmp_path: Path)
     text = cli(agent_cli.main, "runs", "show", paused.run_id, *db)
     shown = json.loads(cli(agent_cli.main, "runs", "show", paused.run_id, "--json", *db))
     assert "output: REDACTED" in text.splitlines() and shown["output"] == "REDACTED"
+    assert store.get(paused.run_id).output == f"done, card {SECRET}"
+
+
+def test_runs_approve_prints_the_answer_as_the_stored_rule_shows_it(tmp_path: Path) -> None:
+    """``agent runs approve`` resumes the run in the command's process and says how it ended:
+    the answer as ``runs show`` prints it, ``REDACTED`` when the rule hides ``final_content``."""
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = card_agent()
+    agent.store = store
+    paused = agent.run("pay")
+    assert isinstance(paused, Paused)
+    db = ("--db", str(tmp_path / "runs.db"))
+    text = cli(
+        agent_cli.main, "runs", "approve", paused.run_id, "--by", "alice", "--agent", "record_probe:card_agent", *db
+    )
+    assert text.strip() == f"run {paused.run_id}: approved by alice; done: REDACTED"
     assert store.get(paused.run_id).output == f"done, card {SECRET}"
 
 
