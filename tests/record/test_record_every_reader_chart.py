@@ -100,3 +100,41 @@ def test_no_reader_of_a_chart_run_shows_a_hidden_value(tmp_path: Path, ops: bool
         ]
     assert leaking(readings) == []
     assert SECRET in paused.checkpoint.to_json()  # the resume token keeps it, as documented
+
+
+def test_a_fork_childs_hidden_key_is_hidden_where_a_later_stage_reads_runs() -> None:
+    """Fork children write into ``runs/<child>``, map items into ``runs/<map>/<index>``; a later
+    stage that reads ``runs`` whole gets a read event (``on_read``, ``on_stage_ops``) whose value
+    hides each child's hidden keys and fields, as the commit log does (``redacted: True``)."""
+
+    def secret(scope: Any) -> None:
+        scope.ssn = SECRET
+        scope.profile = {"card": SECRET, "name": "Ann"}
+
+    def item(scope: Any, ctx: Any) -> None:
+        scope.ssn = f"{SECRET}-{ctx.item}"
+
+    def read_runs(scope: Any) -> None:
+        _ = scope.runs
+
+    chart = (
+        flow_chart("Seed", lambda scope: setattr(scope, "items", [1]), "seed")
+        .add_list_of_function([("x", "X", secret), ("y", "Y", lambda scope: setattr(scope, "n", 1))])
+        .add_map("Map", item, "m", items=lambda state: state["items"], into="out")
+        .add_function("After", read_runs, "after")
+        .build()
+    )
+    for without in (("on_stage_ops",), ()):
+        seen = Everything(without=without)
+        chart.run(recorders=[seen], redaction=CHART_RULE)
+        assert leaking(seen.readings()) == []
+    reads: list[Any] = []
+
+    class Reads:
+        def on_read(self, event: Any) -> None:
+            if event.key == "runs":
+                reads.append((event.value, event.redacted))
+
+    chart.run(recorders=[Reads()], redaction=CHART_RULE)
+    x = {"ssn": "[REDACTED]", "profile": {"card": "[REDACTED]", "name": "Ann"}}
+    assert reads == [({"x": x, "y": {"n": 1}, "m": {"0": {"ssn": "[REDACTED]"}}}, True)]
