@@ -12,7 +12,12 @@ so hiding a value once hides it in every record of the run:
   call's arguments: both of those keys, the paused call (``paused_tool_call.args``) and the
   human decisions answering it (``human_decisions`` rows' ``args``, ``before``, ``after``);
 - a rule that hides ``llm_latest_content`` hides the reply a structured output refused, kept
-  in ``output_schema_error.content``.
+  in ``output_schema_error.content``;
+- the ledger (``middleware_decisions``) keeps what a middleware rewrote, ``before`` and
+  ``after``: a message (the user's, the answer), a call's args, a tool's result. A rule that
+  hides a text — ``user_message``, ``llm_latest_content``, ``final_content``, or the history's
+  ``content`` — hides every row's ``before`` and ``after`` (a row's kind is not a path); one
+  that hides only tool arguments hides them inside ``before`` and ``after``.
 
 The live state, the checkpoint and what ``run`` returns keep the real values, as for any
 rule. A rule that hides nothing of these is returned as it is (``None`` stays ``None``).
@@ -23,11 +28,13 @@ from __future__ import annotations
 from flowchart import Redaction
 
 from .state import (
+    FINAL_CONTENT,
     HISTORY,
     HUMAN_DECISIONS,
     INPUT_MESSAGE,
     LLM_LATEST_CONTENT,
     LLM_LATEST_TOOL_CALLS,
+    MIDDLEWARE_DECISIONS,
     OUTPUT_SCHEMA_ERROR,
     PAUSED_TOOL_CALL,
     USER_MESSAGE,
@@ -74,6 +81,11 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
         }
     if rule.hides(LLM_LATEST_CONTENT):
         wanted[OUTPUT_SCHEMA_ERROR] = ["content"]
+    texts = any(rule.hides(key) for key in (USER_MESSAGE, LLM_LATEST_CONTENT, FINAL_CONTENT))
+    if texts or "content" in rule.fields.get(HISTORY, ()):
+        wanted[MIDDLEWARE_DECISIONS] = ["before", "after"]
+    elif arguments:
+        wanted[MIDDLEWARE_DECISIONS] = [*_under("before", arguments), *_under("after", arguments)]
     for key, paths in wanted.items():
         if rule.hides(key):
             continue

@@ -151,21 +151,72 @@ def test_runs_approve_prints_the_answer_as_the_stored_rule_shows_it(tmp_path: Pa
 
 def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     """``recorded_rule``: a hidden ``user_message`` adds ``input_message``, a hidden
-    ``llm_latest_content`` the refused reply of a structured output; an argument path
-    hidden in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``
-    and in ``human_decisions`` (``args``, ``before``, ``after``); a hidden
-    ``llm_latest_tool_calls`` hides every argument; a rule with nothing to add is returned as is."""
+    ``llm_latest_content`` the refused reply of a structured output; an argument path hidden
+    in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``, in
+    ``human_decisions`` (``args``, ``before``, ``after``) and in the ledger's ``before``/``after``
+    — the whole ``before``/``after`` once a text is hidden; a hidden ``llm_latest_tool_calls``
+    hides every argument; a rule with nothing to add is returned as it is."""
     rule = recorded_rule(Redaction(keys=["user_message"], fields={"history": ["tool_calls.args.card"]}))
     assert rule is not None and rule.keys == {"user_message", "input_message"}
     assert rule.fields == {
         "history": ("tool_calls.args.card",), "llm_latest_tool_calls": ("args.card",),
         "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
+        "middleware_decisions": ("before", "after"),
     }  # fmt: skip
-    assert recorded_rule(Redaction(keys=["llm_latest_content"])).fields == {"output_schema_error": ("content",)}  # type: ignore[union-attr]
+    arguments = recorded_rule(Redaction(fields={"llm_latest_tool_calls": ["args.card"]}))
+    assert arguments is not None and arguments.fields["middleware_decisions"] == ("before.card", "after.card")
+    content = recorded_rule(Redaction(keys=["llm_latest_content"]))
+    assert content is not None
+    assert content.fields == {"output_schema_error": ("content",), "middleware_decisions": ("before", "after")}
     whole = recorded_rule(Redaction(keys=["llm_latest_tool_calls"]))
     assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
-    plain = Redaction(keys=["final_content"])
+    plain = Redaction(keys=["ssn"], fields={"middleware_decisions": ["before"]})
     assert recorded_rule(plain) is plain and recorded_rule(None) is None
+
+
+def test_what_a_middleware_rewrote_is_hidden_in_the_ledger() -> None:
+    """A message middleware that rewrites the user's message and the answer, a tool middleware
+    that rewrites a call's args and its result: the ledger rows' ``before``/``after`` are
+    ``"REDACTED"`` in the commit log when the rule hides those texts."""
+    from agent import Agent, define_tool
+    from agent.providers import scripted
+    from governance import allow
+
+    class Lower:
+        name = "lower"
+
+        def on_message(self, msg: Any) -> Any:
+            return allow(msg.content.lower(), why="lower-cased")
+
+    class Mask:
+        name = "mask"
+
+        def on_tool_call(self, call: Any) -> Any:
+            return allow({"card": call.args["card"][-4:]}, why="last four")
+
+        def on_tool_result(self, call: Any) -> Any:
+            return allow(str(call.result).upper(), why="upper-cased")
+
+    tool = define_tool(
+        name="pay", description="Pay.", execute=lambda args, _ctx: f"paid {SECRET}",
+        input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
+    )  # fmt: skip
+    replies: list[Any] = [
+        {"content": "", "tool_calls": [{"id": "c1", "name": "pay", "args": {"card": SECRET}}]},
+        "Done",
+    ]
+    agent = (
+        Agent.create(provider=scripted(replies), model="m", redaction=AGENT_RULE)
+        .tool(tool).message_middleware(Lower()).tool_middleware(Mask()).build()
+    )  # fmt: skip
+    agent.run(f"Pay {SECRET}")
+    log = agent.last_snapshot().commit_log
+    rows = replay(list(log))["middleware_decisions"]
+    assert [(row["moment"], row["before"], row["after"]) for row in rows if row["changed"]] == [
+        ("input", "REDACTED", "REDACTED"), ("before-tool", "REDACTED", "REDACTED"),
+        ("after-tool", "REDACTED", "REDACTED"), ("output", "REDACTED", "REDACTED"),
+    ]  # fmt: skip
+    assert leaking([("commit log", [c.to_dict() for c in log])]) == []
 
 
 def test_no_reader_of_an_agent_run_shows_a_hidden_value_but_the_call_asked_about(tmp_path: Path) -> None:
