@@ -13,6 +13,9 @@ so hiding a value once hides it in every record of the run:
   human decisions answering it (``human_decisions`` rows' ``args``, ``before``, ``after``);
 - a rule that hides ``llm_latest_content`` hides the reply a structured output refused, kept
   in ``output_schema_error.content``;
+- a rule that hides the history's texts (``fields={"history": ["content"]}``) hides the texts
+  the agent repeats from it: a tool error's ``message`` (``tool_errors``, the result the model
+  read) and an ``ask_human`` reply (``human_decisions`` rows' ``answer``, the tool's result);
 - the ledger (``middleware_decisions``) keeps what a middleware rewrote, ``before`` and
   ``after``: a message (the user's, the answer), a call's args, a tool's result. A rule that
   hides a text — ``user_message``, ``llm_latest_content``, ``final_content``, or the history's
@@ -37,6 +40,7 @@ from .state import (
     MIDDLEWARE_DECISIONS,
     OUTPUT_SCHEMA_ERROR,
     PAUSED_TOOL_CALL,
+    TOOL_ERRORS,
     USER_MESSAGE,
 )
 
@@ -81,8 +85,12 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
         }
     if rule.hides(LLM_LATEST_CONTENT):
         wanted[OUTPUT_SCHEMA_ERROR] = ["content"]
+    history_texts = rule.hides(HISTORY) or "content" in rule.fields.get(HISTORY, ())
+    if history_texts:
+        wanted[TOOL_ERRORS] = ["message"]
+        wanted.setdefault(HUMAN_DECISIONS, []).append("answer")
     texts = any(rule.hides(key) for key in (USER_MESSAGE, LLM_LATEST_CONTENT, FINAL_CONTENT))
-    if texts or "content" in rule.fields.get(HISTORY, ()):
+    if texts or history_texts:
         wanted[MIDDLEWARE_DECISIONS] = ["before", "after"]
     elif arguments:
         wanted[MIDDLEWARE_DECISIONS] = [*_under("before", arguments), *_under("after", arguments)]

@@ -165,6 +165,11 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     }  # fmt: skip
     arguments = recorded_rule(Redaction(fields={"llm_latest_tool_calls": ["args.card"]}))
     assert arguments is not None and arguments.fields["middleware_decisions"] == ("before.card", "after.card")
+    texts = recorded_rule(Redaction(fields={"history": ["content"]}))
+    assert texts is not None and (texts.fields["tool_errors"], texts.fields["human_decisions"]) == (
+        ("message",),
+        ("answer",),
+    )
     content = recorded_rule(Redaction(keys=["llm_latest_content"]))
     assert content is not None
     assert content.fields == {"output_schema_error": ("content",), "middleware_decisions": ("before", "after")}
@@ -172,6 +177,39 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
     plain = Redaction(keys=["ssn"], fields={"middleware_decisions": ["before"]})
     assert recorded_rule(plain) is plain and recorded_rule(None) is None
+
+
+def test_an_ask_human_reply_and_a_tool_error_are_hidden_with_the_historys_texts() -> None:
+    """With ``fields={"history": ["content"]}`` alone, the texts the agent repeats from the
+    history are hidden too: an ``ask_human`` reply (the tool's result: ``human_decisions``
+    ``answer``) and a tool error's ``message`` (the result the model read: ``tool_errors``)."""
+    from agent import Agent, ask_human, define_tool
+    from agent.providers import scripted
+
+    def confirm(args: dict[str, Any], _ctx: Any) -> Any:
+        return ask_human({"question": "confirm?"})
+
+    def fail(args: dict[str, Any], _ctx: Any) -> Any:
+        raise ValueError(f"no card {SECRET}")
+
+    schema = {"type": "object", "properties": {}}
+    calls = [{"id": "c1", "name": "fail", "args": {}}, {"id": "c2", "name": "confirm", "args": {}}]
+    replies: list[Any] = [{"content": "", "tool_calls": calls}, "ok"]
+    agent = (
+        Agent.create(provider=scripted(replies), model="m", redaction=Redaction(fields={"history": ["content"]}))
+        .tool(define_tool(name="confirm", description="Confirm.", input_schema=schema, execute=confirm))
+        .tool(define_tool(name="fail", description="Fail.", input_schema=schema, execute=fail))
+        .build()
+    )
+    paused = agent.run("go")
+    assert isinstance(paused, Paused)
+    first = list(agent.last_snapshot().commit_log)
+    assert agent.resume(paused.checkpoint, f"yes, card {SECRET}") == "ok"
+    second = list(agent.last_snapshot().commit_log)
+    assert [row["message"] for row in replay(first)["tool_errors"]] == ["REDACTED"]
+    answers = [op.value for c in second for op in c.trace if op.path[0] == "human_decisions"]
+    assert [row.get("answer") for row in answers[-1]] == ["REDACTED"]
+    assert leaking([("commit logs", [c.to_dict() for c in first + second])]) == []
 
 
 def test_what_a_middleware_rewrote_is_hidden_in_the_ledger() -> None:
