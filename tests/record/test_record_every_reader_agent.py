@@ -149,6 +149,19 @@ def test_runs_approve_prints_the_answer_as_the_stored_rule_shows_it(tmp_path: Pa
     assert store.get(paused.run_id).output == f"done, card {SECRET}"
 
 
+def test_explaining_a_resumed_segments_result_shows_its_start_as_recorded() -> None:
+    """``explain_answer(result)`` of a resumed segment folds its log from the paused state — the
+    live state, real values and all — under the run's rule, as ``explain_answer(result.trace())``."""
+    agent = probe_agent(turns=1)
+    paused = agent.run(f"pay with {SECRET}")
+    decision = check_in_approved(request=paused.check_in, by="alice").to_dict()
+    result = agent.chart.resume(paused.checkpoint, decision, redaction=agent.recorded_redaction)
+    assert result.output == f"done, card {SECRET}"
+    explained = explain_answer(result)
+    assert leaking([("format", explained.format()), ("to_dict", explained.to_dict())]) == []
+    assert explained.to_dict() == explain_answer(result.trace()).to_dict()
+
+
 def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     """``recorded_rule``: a hidden ``user_message`` adds ``input_message``, a hidden
     ``llm_latest_content`` the refused reply of a structured output; an argument path hidden
