@@ -75,7 +75,7 @@ def test_retrying_a_failed_stage_that_overwrote_a_hidden_key_restores_its_real_v
     """The undo of a failed commit (``Checkpoint.recovery.restore``) holds the real value of a
     hidden key it overwrote — the log holds ``"REDACTED"`` — so the re-run reads the real
     value (stored ``resume_run`` and a live ``failed_checkpoint`` alike); the trace of the
-    failed run still hides it."""
+    failed run and the ``on_resume`` event (its ``recovery``) still hide it."""
     state = {"fail": True}
     chart = flow_chart("Seed", _seed, "seed").add_function("Flaky", _flaky(state), "flaky").build()
     store = MemoryStore()
@@ -88,7 +88,11 @@ def test_retrying_a_failed_stage_that_overwrote_a_hidden_key_restores_its_real_v
     assert checkpoint.recovery.restore == {"ssn": SECRET}
     assert leaking([("failed trace", record_trace(store.get("r")).to_json())]) == []
     state["fail"] = False
-    assert chart.resume_run("r", store=store).state == {"ssn": "changed", "tok_seen": SECRET}
+    seen = Everything()
+    assert chart.resume_run("r", store=store, recorders=[seen]).state == {"ssn": "changed", "tok_seen": SECRET}
+    (resumed,) = [event for hook, event in seen.seen if hook == "on_resume"]
+    assert resumed.recovery.restore == {"ssn": "[REDACTED]"}  # an event: shown as events show the key
+    assert leaking(seen.readings()) == []
     assert chart.resume(checkpoint, redaction=CHART_RULE).state == {"ssn": "changed", "tok_seen": SECRET}
 
 
