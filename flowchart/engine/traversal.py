@@ -210,6 +210,8 @@ class Traverser:
             if call.is_async:
                 output = await output
         except Exception as exc:
+            if run.redacting:  # its commit keeps the real values its hidden keys had (``hidden_before``)
+                run.failing[id(txn)] = txn
             return None, txn, exc
         except BaseException:
             # cancellation (a run timeout) or interpreter exit: keep the partial writes
@@ -223,7 +225,8 @@ class Traverser:
         self, node: StageNode, rid: str, txn: Transaction | None, decision: dict[str, Any] | None = None
     ) -> Commit:
         """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice)."""
-        if txn is not None and self.run.redacting:
+        failing = self.run.failing
+        if failing and txn is not None and failing.pop(id(txn), None) is not None:
             self.run.hidden_before = (rid, hidden_before(self.run.redaction, txn))
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
