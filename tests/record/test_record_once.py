@@ -117,3 +117,16 @@ def test_a_pause_and_its_answer_are_told_once_across_run_store_and_resume() -> N
         (c.runtime_stage_id, op.verb) for c in record.commit_log for op in c.trace if op.path[0] == "paused_tool_call"
     ]
     assert [verb for _rid, verb in paused_call] == ["set", "delete"]
+
+
+def test_a_stream_tells_a_pause_once() -> None:
+    """A chart that pauses and an agent whose check-in pauses: one ``pause`` event each, then
+    ``final``; the pause's question is the pause data (the chart's, the agent's request)."""
+    from record_probe import probe_chart
+
+    chart_kinds = [e.kind for e in probe_chart().stream(redaction=CHART_RULE)]
+    agent_events = list(probe_agent(turns=1).stream("pay"))
+    assert chart_kinds.count("pause") == 1 and chart_kinds[-1] == "final"
+    pauses = [e for e in agent_events if e.kind == "pause"]
+    assert len(pauses) == 1 and agent_events[-1].kind == "final"
+    assert pauses[0].question["check_in"]["id"] == agent_events[-1].result.check_in.id
