@@ -15,6 +15,7 @@ This module uses only the standard library, so the peers' venv can import it too
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
@@ -91,6 +92,42 @@ class Settings:
             await fn()
             samples.append(time.perf_counter() - start)
         return samples
+
+
+def side_by_side(
+    cfg: Settings, variants: dict[str, Callable[[], Callable[[], object]]], rounds_budget: float = 3.0
+) -> dict[str, list[float]]:
+    """Time several variants of one workload in one process, alternating: each round times
+    every variant once, rotating which goes first, so all see the same machine.
+
+    ``variants[name]()`` prepares one sample (untimed: a fresh agent, say) and returns what to
+    time. The heap is collected before each sample (untimed), so each sample pays for the
+    collections its own allocations trigger, not for garbage the previous variant left
+    (``docs/performance.md``, "Round five: the stream counts its narrative"). Runs at least
+    ``min_reps`` rounds and until ``rounds_budget`` × the budget has passed. Returns seconds.
+    """
+    names = list(variants)
+    for _ in range(cfg.warmup):
+        for name in names:
+            variants[name]()()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    t0 = time.perf_counter()
+    turn = 0
+    while turn < cfg.max_reps and (turn < cfg.min_reps or time.perf_counter() - t0 < rounds_budget * cfg.budget_s):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            fn = variants[name]()
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+        turn += 1
+    return samples
+
+
+def ratios(samples: dict[str, list[float]], base: str) -> dict[str, float]:
+    """Each variant's median over ``base``'s median, to three places."""
+    median = statistics.median(samples[base])
+    return {name: round(statistics.median(xs) / median, 3) for name, xs in samples.items() if name != base}
 
 
 def record(

@@ -117,6 +117,13 @@ done
 if [[ " $ONLY " == *" W6 "* ]]; then
   say "W6-stream pyfootprint: $PF_PY -m bench.pyfootprint.stream_overhead"
   "$PF_PY" -m bench.pyfootprint.stream_overhead >"$ROOT/bench/results/stream_overhead.jsonl" || FAILED=1
+  if [[ $HAVE_LG == 1 ]]; then  # the peer's own stream beside its own invoke, measured the same way
+    say "W6-stream langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.w6_stream"
+    (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.w6_stream) \
+      >"$ROOT/bench/results/stream_overhead_langgraph.jsonl" || FAILED=1
+  else
+    rm -f "$ROOT/bench/results/stream_overhead_langgraph.jsonl"
+  fi
 fi
 
 # A 50-turn conversation on SQLite: µs per turn at turns 1, 10 and 50 (its own file and table).
@@ -133,6 +140,22 @@ say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
   if [[ -s "$ROOT/bench/results/stream_overhead.jsonl" ]]; then
     echo
     echo "Streaming overhead (W6, agent.stream ÷ agent.run): $(tail -n 1 "$ROOT/bench/results/stream_overhead.jsonl")"
+    if [[ -s "$ROOT/bench/results/stream_overhead_langgraph.jsonl" ]]; then
+      echo "LangGraph, the same loop (graph.stream ÷ graph.invoke): $(tail -n 1 "$ROOT/bench/results/stream_overhead_langgraph.jsonl")"
+    fi
+    echo
+    echo "W6 streamed, median µs/iter, each peer measured side by side in its own process:"
+    "$PF_PY" -c 'import json, sys
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        r = json.loads(line)
+        if "median" in r:
+            print("- %s: %s: %.1f" % (r["peer"], r["variant"], r["median"]))' \
+      "$ROOT/bench/results/stream_overhead.jsonl" "$ROOT/bench/results/stream_overhead_langgraph.jsonl"
   fi
   if [[ -s "$ROOT/bench/results/conversation.jsonl" ]]; then
     echo
