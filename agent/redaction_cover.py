@@ -5,7 +5,8 @@ the keys and fields where the agent repeats a value the rule hides under another
 so hiding a value once hides it in every record of the run:
 
 - a rule that hides ``user_message`` hides the run input's ``input_message`` (the message
-  as the caller sent it: the stored input, the trace's ``run_input``, ``agent runs show``);
+  as the caller sent it: the stored input, the trace's ``run_input``, ``agent runs show``), and
+  one that hides ``identity`` the input's ``input_identity``;
 - a tool call's argument hidden in one place — ``fields`` ``args.<path>`` of
   ``llm_latest_tool_calls``, or ``tool_calls.args.<path>`` of ``history``, or the whole
   ``llm_latest_tool_calls`` key (every argument) — is hidden wherever the agent repeats a
@@ -34,6 +35,8 @@ from .state import (
     FINAL_CONTENT,
     HISTORY,
     HUMAN_DECISIONS,
+    IDENTITY,
+    INPUT_IDENTITY,
     INPUT_MESSAGE,
     LLM_LATEST_CONTENT,
     LLM_LATEST_TOOL_CALLS,
@@ -71,8 +74,9 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
     if rule is None or not rule.active:
         return rule
     keys = set(rule.keys)
-    if rule.hides(USER_MESSAGE) and not rule.hides(INPUT_MESSAGE):
-        keys.add(INPUT_MESSAGE)
+    for state_key, input_key in ((USER_MESSAGE, INPUT_MESSAGE), (IDENTITY, INPUT_IDENTITY)):
+        if rule.hides(state_key) and not rule.hides(input_key):
+            keys.add(input_key)
     fields = {key: list(paths) for key, paths in rule.fields.items()}
     wanted: dict[str, list[str]] = {}
     arguments = _argument_paths(rule)

@@ -163,14 +163,15 @@ def test_explaining_a_resumed_segments_result_shows_its_start_as_recorded() -> N
 
 
 def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
-    """``recorded_rule``: a hidden ``user_message`` adds ``input_message``, a hidden
+    """``recorded_rule``: a hidden ``user_message`` adds ``input_message`` (``identity``:
+    ``input_identity``), a hidden
     ``llm_latest_content`` the refused reply of a structured output; an argument path hidden
     in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``, in
     ``human_decisions`` (``args``, ``before``, ``after``) and in the ledger's ``before``/``after``
     — the whole ``before``/``after`` once a text is hidden; a hidden ``llm_latest_tool_calls``
     hides every argument; a rule with nothing to add is returned as it is."""
-    rule = recorded_rule(Redaction(keys=["user_message"], fields={"history": ["tool_calls.args.card"]}))
-    assert rule is not None and rule.keys == {"user_message", "input_message"}
+    rule = recorded_rule(Redaction(keys=["user_message", "identity"], fields={"history": ["tool_calls.args.card"]}))
+    assert rule is not None and rule.keys == {"user_message", "input_message", "identity", "input_identity"}
     assert rule.fields == {
         "history": ("tool_calls.args.card",), "llm_latest_tool_calls": ("args.card",),
         "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
