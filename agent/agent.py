@@ -29,6 +29,7 @@ from .config import AgentConfig
 from .errors import PolicyHaltError
 from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
+from .redaction_cover import recorded_rule
 from .resume_checks import check_resumable
 from .state import FINAL_CONTENT, MESSAGE_DENIED_BY, MESSAGE_DENIED_PHASE, MESSAGE_DENIED_REASON, POLICY_HALT
 
@@ -87,6 +88,7 @@ class Agent:
         self.recorders = recorders
         self.narrative = narrative
         self.redaction = redaction
+        self._recorded: tuple[Redaction | None, Redaction | None] | None = None
         self.timeout = timeout
         # the requests answered by this agent's runs without a store (ids bind the run and the
         # pause, so an identical call of another run is another request)
@@ -189,9 +191,19 @@ class Agent:
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
             recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
-            redaction=self.redaction,
+            redaction=self.recorded_redaction,
         )  # fmt: skip
         return options
+
+    @property
+    def recorded_redaction(self) -> Redaction | None:
+        """The rule the agent's runs are recorded and stored under: ``redaction`` extended to
+        every copy the agent makes of what it hides (``agent.redaction_cover``)."""
+        rule = self.redaction
+        cached = self._recorded
+        if cached is None or cached[0] is not rule:
+            cached = self._recorded = (rule, recorded_rule(rule))
+        return cached[1]
 
     # -- running --------------------------------------------------------------------------
     @property

@@ -45,7 +45,9 @@ from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, Sto
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
+from .durable import AGENT_RUN_KIND
 from .loading import load_agent
+from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -144,6 +146,15 @@ def shown_input(record: RunRecord) -> dict[str, Any]:
     return record.input if record.redaction is None else record.redaction.scrub_state(record.input)
 
 
+def shown_output(record: RunRecord) -> Any:
+    """The run's output as a reader may see it: an agent's answer is its ``final_content``,
+    hidden when the rule stored with the run hides that key (the store keeps it raw: it is
+    what ``resume_run`` and a queue's caller are answered with)."""
+    if record.redaction is None or record.kind != AGENT_RUN_KIND:
+        return record.output
+    return record.redaction.scrub_state({FINAL_CONTENT: record.output})[FINAL_CONTENT]
+
+
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
     """The tools that raised during the run, as recorded (``tool_errors``, redacted by the log)."""
     rows = replay(list(record.commit_log)).get(TOOL_ERRORS) if record.commit_log else None
@@ -156,7 +167,7 @@ def summary(record: RunRecord) -> dict[str, Any]:
         "run_id": record.run_id, "kind": record.kind, "status": record.status,
         "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
         "question": question_json(record.question), "answered": sorted(record.answered),
-        "human_decisions": decisions_of(record), "output": record.output,
+        "human_decisions": decisions_of(record), "output": shown_output(record),
         "error": record.error, "narrative": list(record.narrative),
         "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
     }  # fmt: skip
@@ -204,7 +215,7 @@ def cmd_show(args: argparse.Namespace) -> str:
             out.append("evidence:")
             out.extend("  " + line for line in json.dumps(evidence, ensure_ascii=False, indent=2).splitlines())
     if record.status == "done":
-        out.append(f"output: {record.output if isinstance(record.output, str) else _compact(record.output)}")
+        out.append(f"output: {_answer_text(record)}")
     if record.failure is not None:
         out.append(f"error: {record.failure.error_type}: {record.failure.message}")
         if record.failure.runtime_stage_id or record.failure.stage_id:
@@ -242,7 +253,7 @@ def cmd_trace(args: argparse.Namespace) -> str:
 
     # the store keeps the real input (a queued run must start): the rule stored with the run
     # hides it; --agent names the rule for runs stored before rules were kept
-    redaction = load_agent(args.agent).redaction if args.agent else None
+    redaction = load_agent(args.agent).recorded_redaction if args.agent else None
     return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
 
@@ -286,7 +297,13 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
         pending = outcome.check_in or outcome.ask
         again = f" on request {pending.id}" if pending is not None else ""
         return f"{verdict}; paused again{again}: {question_line(agent.store.get(args.run))}"
-    return f"{verdict}; done: {outcome}"
+    return f"{verdict}; done: {_answer_text(agent.store.get(args.run))}"
+
+
+def _answer_text(record: RunRecord) -> str:
+    """The answer of a finished run as the stored rule shows it (``shown_output``), as one text."""
+    output = shown_output(record)
+    return output if isinstance(output, str) else _compact(output)
 
 
 def cmd_approve(args: argparse.Namespace) -> str:
@@ -327,7 +344,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
         raise CliError(str(exc)) from None
     if isinstance(outcome, Paused):
         return f"run {args.run}: retried at {where}; paused: {question_line(agent.store.get(args.run))}"
-    return f"run {args.run}: retried at {where}; done: {outcome}"
+    return f"run {args.run}: retried at {where}; done: {_answer_text(agent.store.get(args.run))}"
 
 
 def _failed_stage(record: RunRecord) -> str:

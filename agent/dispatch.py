@@ -12,6 +12,9 @@ Laws:
 - On resume the paused call is answered, then the calls AFTER it in the same batch are
   dispatched in order — none dropped, none run twice. If one of them needs a person too,
   the stage pauses again (``pause_again``) without re-running anything.
+- A check-in's request is recorded (its events, the pause, the stored question): it carries
+  the call it asks about as asked, and quotes the content and history (``intent``, the
+  evidence's ``read`` and ``drivers``) as the run's redaction shows them.
 - A pause's request id binds the run (``agent_run_id`` of a stored run, else the segment's
   run id), the pause's position (``iteration`` and the pausing step's runtime id, kept in
   ``paused_tool_call.position``) and the call. On resume the ``answer`` half commits the
@@ -198,10 +201,16 @@ async def check_in_gate(site: CallSite, args: dict[str, Any], history: tuple[Any
         return None
     cfg, ctx, tool, call_id, iteration = site.cfg, site.ctx, site.tool, site.call["id"], site.iteration
     position = position_of(ctx, iteration)
+    # the request is recorded (its events, the pause, the stored question): beyond the call it
+    # asks about, it tells the content and history as the run's redaction shows them
+    intent, told = (
+        ctx.shown(LLM_LATEST_CONTENT, peek(site.scope, LLM_LATEST_CONTENT)),
+        ctx.shown(HISTORY, list(history)),
+    )
     request = await build_check_in_request(
         tool_name=tool.name, tool_description=tool.description, args=args, tool_call_id=call_id,
-        iteration=iteration, identity=identity_of(site.scope), intent=peek(site.scope, LLM_LATEST_CONTENT) or None,
-        system_prompt=cfg.system_prompt, history=history, evidence=cfg.check_in_evidence,
+        iteration=iteration, identity=identity_of(site.scope), intent=intent or None,
+        system_prompt=cfg.system_prompt, history=told if type(told) is not str else (), evidence=cfg.check_in_evidence,
         scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
     )  # fmt: skip
     ctx.emit(

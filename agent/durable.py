@@ -95,7 +95,7 @@ def create(
     store = _store(agent)
     store.create(
         run_id, kind=AGENT_RUN_KIND, chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=agent.redaction, **({} if conversation is None else {"conversation": conversation}),
+        redaction=agent.recorded_redaction, **({} if conversation is None else {"conversation": conversation}),
     )  # fmt: skip
     return run_id
 

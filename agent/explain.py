@@ -215,7 +215,11 @@ def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any]]:
             f"got {type(source).__name__}"
         )
     initial = getattr(source, "initial_state", None)
-    return getattr(source, "run_id", None), list(log), dict(initial) if isinstance(initial, dict) else {}
+    initial = dict(initial) if isinstance(initial, dict) else {}
+    rule = getattr(source, "redaction", None)
+    if initial and rule is not None:  # a resumed segment's start is the live paused state: shown as recorded
+        initial = rule.scrub_state(initial)
+    return getattr(source, "run_id", None), list(log), initial
 
 
 def _int(value: Any) -> int | None:

@@ -63,13 +63,39 @@ class Redaction:
 
     def shown(self, key: str, value: Any) -> tuple[Any, bool]:
         """What an event may carry for the state key ``key`` — ``EVENT_PLACEHOLDER`` for a hidden
-        key, a copy with ``fields[key]`` scrubbed, or ``value`` itself — and whether it hides any."""
+        key, a copy with ``fields[key]`` scrubbed (for ``runs``, each fork child's keys shown so),
+        or ``value`` itself — and whether it hides any."""
         if self.hides(key):
             return EVENT_PLACEHOLDER, True
         if key in self.fields:
             scrubbed, hidden = self.scrub_fields(key, value, EVENT_PLACEHOLDER)
             return scrubbed, bool(hidden)
+        if key == "runs" and isinstance(value, dict):  # fork children's namespaces, as ``scrub_state``
+            return self._shown_children(value)
         return value, False
+
+    def _shown_children(self, runs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        out: dict[str, Any] = {}
+        any_hidden = False
+        for child, state in runs.items():
+            if not isinstance(state, dict):
+                out[child] = state
+                continue
+            out[child], hidden = self._shown_namespace(state)
+            any_hidden = any_hidden or hidden
+        return (out, True) if any_hidden else (runs, False)
+
+    def _shown_namespace(self, state: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """A fork child's state, each key shown; a map's item states (``<index>``) likewise."""
+        shown: dict[str, Any] = {}
+        any_hidden = False
+        for key, value in state.items():
+            if _is_item(key, value) and not self.hides(key) and key not in self.fields:
+                shown[key], hidden = self._shown_namespace(value)
+            else:
+                shown[key], hidden = self.shown(key, value)
+            any_hidden = any_hidden or hidden
+        return shown, any_hidden
 
     def hides(self, key: str) -> bool:
         """True when ``key``'s value must not appear in a recording."""
@@ -87,13 +113,15 @@ class Redaction:
     def scrub_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON copy of ``state`` with what this rule hides replaced by ``"REDACTED"``:
         hidden top-level keys, ``fields`` inside their values, and the same under
-        ``runs/<child>`` (a fork child's namespace)."""
+        ``runs/<child>`` (a fork child's namespace; ``runs/<map>/<index>``, a map item's)."""
         out: dict[str, Any] = {}
         for key, value in state.items():
             if self.hides(key):
                 out[key] = LOG_PLACEHOLDER
             elif key in self.fields:
                 out[key] = copy_json(self.scrub_fields(key, value)[0])
+            elif _is_item(key, value):
+                out[key] = self.scrub_state(value)
             elif key == "runs" and isinstance(value, dict):
                 out[key] = {c: self.scrub_state(v) if isinstance(v, dict) else copy_json(v) for c, v in value.items()}
             else:
@@ -129,6 +157,11 @@ class Redaction:
         except (re.error, ValueError) as exc:
             raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
         return cls(keys=keys, patterns=compiled, fields=fields)
+
+
+def _is_item(key: str, value: Any) -> bool:
+    """``runs/<map>/<index>``: a map item's namespace (its key the item's index) inside a child's."""
+    return isinstance(value, dict) and key.isdigit() and key.isascii()
 
 
 def _scrub(value: Any, parts: list[str], path: str, hidden: list[str], placeholder: str) -> Any:

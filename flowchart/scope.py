@@ -149,6 +149,17 @@ class Transaction:
             return _MISSING if space is None else space.get(key, _MISSING)
         return self.state.get(key, _MISSING)
 
+    def committed_values(self, keep: Any) -> dict[str, Any]:
+        """The committed values (not copies) of the keys this transaction changed that
+        ``keep(key)`` selects, as they are before it commits; a key not yet in the state is left out."""
+        out: dict[str, Any] = {}
+        for key in self._touched:
+            if keep(key):
+                old = self._own_committed(key)
+                if old is not _MISSING:
+                    out[key] = old
+        return out
+
     # -- the stage-facing surface ---------------------------------------------------------
     def get(self, key: str) -> Any:
         """Read ``key`` (tracked); ``KeyError`` when it is not in the state."""

@@ -142,6 +142,8 @@ class Trace:
             checkpoint.run_input = _redact(checkpoint.run_input, hides)
             checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
             checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
+            if checkpoint.recovery is not None:  # the values a retry restores are real values too
+                checkpoint.recovery.restore = _redact(checkpoint.recovery.restore, hides)
         narrative = narrative_of(result.recorders)
         return cls(
             library_version=package_version(),

@@ -31,6 +31,7 @@ from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
 from .observers import NO_OBSERVERS, Observers
+from .redacting import shown_state
 from .retrying import FailureSite
 from .run_state import Run
 from .traversal import Traverser
@@ -177,7 +178,7 @@ async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concur
     run = _make_run(options, concurrent)
     top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
     if run.observers.any:
-        run.observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
+        run.observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
     return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input)
 
 

@@ -37,7 +37,7 @@ from ..scope import Transaction
 from .entry import _finish, _root_context
 from .observers import NO_OBSERVERS, Observers
 from .positions import MountPoint, Position
-from .redacting import StageRecorder, redact_log, redacted_ops
+from .redacting import StageRecorder, redact_log, redacted_ops, shown_state
 from .retrying import unwind
 from .run_state import Run
 from .traversal import Traverser
@@ -121,7 +121,7 @@ async def fork_run(
     )  # fmt: skip
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=readonly)
     if observers.any:
-        observers.emit("on_run_start", RunEvent(_root_context(run), run_input))
+        observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
     if isinstance(position, MountPoint):
         lineage = _lineage(position)
         _fork_commit(top, Transaction(state, readonly=readonly), parent_run_id, lineage, position.counter)

@@ -31,6 +31,14 @@ def shown_state(run: Run, state: Any) -> Any:
     return {key: shown(key, value)[0] for key, value in state.items()}
 
 
+def hidden_before(redaction: Any, txn: Any) -> dict[str, Any]:
+    """The real values the keys ``redaction`` hides or scrubs had before ``txn`` commits (the
+    log will hold placeholders for them): what undoing that commit must restore."""
+    fields = redaction.fields
+    hides = redaction.hides
+    return txn.committed_values(lambda key: key in fields or hides(key))
+
+
 def redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
     """A batch of stage operations as the run's redaction lets recorders see them."""
     out = []
@@ -105,4 +113,4 @@ def redact_log(run: Run, ops: list[Op], depth: int) -> tuple[list[Op], tuple[str
     return out, tuple(paths)
 
 
-__all__ = ["StageRecorder", "redact_log", "redacted_ops", "shown_state"]
+__all__ = ["StageRecorder", "hidden_before", "redact_log", "redacted_ops", "shown_state"]

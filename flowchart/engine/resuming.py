@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from ..events import ResumeEvent, TraversalContext
 from ..pause import PauseAgain, PauseSignal, ResumeFrame
 from . import retrying
+from .redacting import shown_state
 from .subflows import ResumePoint
 
 if TYPE_CHECKING:
@@ -45,6 +48,8 @@ def announce_resume(
         depth=len(path),
     )
     recovery = getattr(checkpoint, "recovery", None)
+    if recovery is not None and traverser.run.redacting:  # the values it restores are real: shown as events show them
+        recovery = attrs.evolve(recovery, restore=shown_state(traverser.run, dict(recovery.restore)))
     event = ResumeEvent(ctx, leaf.name, full, given is not None, paused_run_id, recovery)
     traverser.run.observers.emit("on_resume", event)
 

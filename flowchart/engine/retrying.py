@@ -54,6 +54,7 @@ async def attempt(
         output, txn, error = await traverser.call_stage(node, call, rid, namespace, *given)
         if error is None or number >= policy.attempts or not policy.retries(error):
             break
+        run.failing.pop(id(txn), None)  # a retried attempt is never committed
         record = Attempt.of(number, error)
         failed.append(record)
         delay = policy.delay(number, key)
@@ -246,10 +247,13 @@ def _recovery(
     for part in namespace:
         before = before.get(part) if isinstance(before, dict) else None
     before = before if isinstance(before, dict) else {}
+    real = traverser.run.failed_before.get(rid, {})  # the log holds placeholders for hidden values
     for key in dict.fromkeys(keys):
         if key in recovery.restore or key in recovery.discard:
             continue
-        if key in before:
+        if key in real:
+            recovery.restore[key] = real[key]
+        elif key in before:
             recovery.restore[key] = before[key]
         else:
             recovery.discard.append(key)

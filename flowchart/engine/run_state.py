@@ -50,7 +50,10 @@ class Run:
         "current_stage",
         "deadline",
         "env",
+        "failed_before",
+        "failing",
         "failure_site",
+        "hidden_before",
         "loop_counts",
         "max_iterations",
         "observers",
@@ -109,6 +112,13 @@ class Run:
         self.failure_site: Any = None
         #: a failed execution to re-run on resume: its writes to undo (``pause.Recovery``)
         self.recovery: Any = None
+        #: while redacting: the transactions of stage calls that raised, by id, until committed; the
+        #: commit of one keeps the real values its hidden keys had before it (the log holds
+        #: placeholders) as ``hidden_before`` (runtime id, values), which ``fail`` files per failed
+        #: execution in ``failed_before``, so that undoing a failed commit restores real values
+        self.failing: dict[int, Any] = {}
+        self.hidden_before: tuple[str, dict[str, Any]] | None = None
+        self.failed_before: dict[str, dict[str, Any]] = {}
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

@@ -48,7 +48,7 @@ from ..nodes import StageCallable, StageNode
 from ..pause import PauseSignal, ResumeFrame, pause_data_copy
 from ..scope import Transaction, scope_of
 from . import choices, forks, maps, resuming, retrying, subflows
-from .redacting import StageRecorder, redact_log, redacted_ops
+from .redacting import StageRecorder, hidden_before, redact_log, redacted_ops
 from .run_state import Run
 
 _NO_INPUT: Any = object()
@@ -210,6 +210,8 @@ class Traverser:
             if call.is_async:
                 output = await output
         except Exception as exc:
+            if run.redacting:  # its commit keeps the real values its hidden keys had (``hidden_before``)
+                run.failing[id(txn)] = txn
             return None, txn, exc
         except BaseException:
             # cancellation (a run timeout) or interpreter exit: keep the partial writes
@@ -223,6 +225,9 @@ class Traverser:
         self, node: StageNode, rid: str, txn: Transaction | None, decision: dict[str, Any] | None = None
     ) -> Commit:
         """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice)."""
+        failing = self.run.failing
+        if failing and txn is not None and failing.pop(id(txn), None) is not None:
+            self.run.hidden_before = (rid, hidden_before(self.run.redaction, txn))
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
@@ -263,6 +268,9 @@ class Traverser:
         if id(error) in reported:
             return
         reported[id(error)] = (self.prefix + node.id, rid)
+        before = self.run.hidden_before
+        if before is not None and before[0] == rid and before[1]:  # the failed commit overwrote hidden values
+            self.run.failed_before[rid] = before[1]
         self.flow(
             "on_error",
             node,

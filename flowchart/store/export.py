@@ -48,9 +48,11 @@ def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace
         raise StoreError(f"run '{record.run_id}' has no stored chart spec: it cannot be written as a trace")
     chart: Any = SimpleNamespace(spec=record.chart_spec, fingerprint=record.chart_fingerprint)
     log = list(record.commit_log)
+    # a failed run's checkpoint (its retry point) is not a pause: the trace tells the failure once
+    checkpoint = record.checkpoint if record.status == "paused" else None
     result = RunResult(
-        state=replay(log), output=record.output, commit_log=log, paused=record.checkpoint is not None,
-        checkpoint=record.checkpoint, run_id=record.run_id, subflow_results={},
+        state=replay(log), output=record.output, commit_log=log, paused=checkpoint is not None,
+        checkpoint=checkpoint, run_id=record.run_id, subflow_results={},
         redacted_paths=sorted({path for commit in log for path in commit.redacted_paths}),
         initial_state={}, args=dict(record.input), chart=cast(Any, chart),
         recorders=[_Records(record.narrative_records)] if record.narrative_records else [], redaction=redaction,

@@ -100,7 +100,7 @@ def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrati
     """The segment a finished or paused ``result`` writes (``output`` defaults to the result's):
     its commits, its narrative (as records too) and its subflow logs."""
     records = narrative_records(result.recorders)
-    subflows = subflow_traces(result.subflow_results)
+    subflows = subflow_traces(result.subflow_results, result.redaction)
     if result.paused:
         return Segment(
             start_seq, "paused", tuple(result.commit_log), result.checkpoint,
@@ -123,7 +123,7 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
     commits = () if result is None else tuple(result.commit_log)
     lines = () if result is None else narrative_lines(result.recorders)
     records = () if result is None else narrative_records(result.recorders)
-    subflows = {} if result is None else subflow_traces(result.subflow_results)
+    subflows = {} if result is None else subflow_traces(result.subflow_results, result.redaction)
     # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
         start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
