@@ -12,8 +12,10 @@ so hiding a value once hides it in every record of the run:
   ``llm_latest_tool_calls`` key (every argument) — is hidden wherever the agent repeats a
   call's arguments: both of those keys, the paused call (``paused_tool_call.args``) and the
   human decisions answering it (``human_decisions`` rows' ``args``, ``before``, ``after``);
-- a rule that hides ``llm_latest_content`` hides the reply a structured output refused, kept
-  in ``output_schema_error.content``;
+- a rule that hides ``user_message`` hides the users' messages in ``history`` (its
+  ``[role=user].content``: each turn's message, as the model was sent it), and one that hides
+  ``llm_latest_content`` the model's replies there (``[role=assistant].content``) and the reply
+  a structured output refused, kept in ``output_schema_error.content``;
 - a rule that hides the history's texts (``fields={"history": ["content"]}``) hides the texts
   the agent repeats from it: a tool error's ``message`` (``tool_errors``, the result the model
   read) and an ``ask_human`` reply (``human_decisions`` rows' ``answer``, the tool's result);
@@ -49,6 +51,9 @@ from .state import (
 
 _CALL_ARGS = "args"
 _HISTORY_ARGS = "tool_calls.args"
+#: the history entries that repeat ``user_message`` and ``llm_latest_content``
+_USER_TEXTS = "[role=user].content"
+_MODEL_TEXTS = "[role=assistant].content"
 
 
 def _argument_paths(rule: Redaction) -> list[str]:
@@ -87,6 +92,9 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
             PAUSED_TOOL_CALL: _under(_CALL_ARGS, arguments),
             HUMAN_DECISIONS: [p for name in ("args", "before", "after") for p in _under(name, arguments)],
         }
+    said = [path for key, path in ((USER_MESSAGE, _USER_TEXTS), (LLM_LATEST_CONTENT, _MODEL_TEXTS)) if rule.hides(key)]
+    if said and "content" not in rule.fields.get(HISTORY, ()):  # the same texts, as history entries
+        wanted.setdefault(HISTORY, []).extend(said)
     if rule.hides(LLM_LATEST_CONTENT):
         wanted[OUTPUT_SCHEMA_ERROR] = ["content"]
     history_texts = rule.hides(HISTORY) or "content" in rule.fields.get(HISTORY, ())

@@ -5,8 +5,9 @@ characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the c
 and traces, and as ``"[REDACTED]"`` in the narrative, decision evidence and recorder
 events — the two placeholders footprintjs uses. The live state and checkpoints keep the
 real values (a checkpoint must be able to resume). Redaction applies to top-level state
-keys (and, with ``fields``, to paths inside their values; inside a fork child, to the
-key under ``runs/<child>``) and does not follow copies:
+keys (and, with ``fields``, to paths inside their values — a ``[name=value]`` part picks
+the objects whose ``name`` is ``value``; a path that could hide nothing is refused when the
+rule is made —; inside a fork child, to the key under ``runs/<child>``) and does not follow copies:
 ``copy = ssn`` stores the value under ``copy`` unredacted, as in footprintjs.
 
 A rule travels with what it hides: ``to_dict`` / ``from_dict`` give its JSON form (keys,
@@ -38,7 +39,40 @@ def _keys(keys: Iterable[str]) -> frozenset[str]:
 
 
 def _fields(fields: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
-    return {key: tuple(paths) for key, paths in (fields or {}).items()}
+    out = {key: tuple(paths) for key, paths in (fields or {}).items()}
+    for key, paths in out.items():
+        for path in paths:
+            _check_path(key, path)
+    return out
+
+
+def _selector(part: str) -> tuple[str, str] | None:
+    """``[name=value]`` as ``(name, value)``; ``None`` for a plain field name."""
+    if not (part.startswith("[") and part.endswith("]")):
+        return None
+    name, eq, value = part[1:-1].partition("=")
+    return (name, value) if eq and name else ("", "")
+
+
+def _check_path(key: str, path: Any) -> None:
+    """Refuse a path that would hide nothing (a rule that silently hides nothing leaks)."""
+    if not isinstance(path, str):
+        raise ValueError(f"redaction.fields[{key!r}]: a path is a string, got {type(path).__name__}")
+    parts = path.split(".")
+    for index, part in enumerate(parts):
+        chosen = _selector(part)
+        if chosen is None:
+            continue
+        if not chosen[0]:
+            raise ValueError(
+                f"redaction.fields[{key!r}]: {part!r} in {path!r} is not a selector: write [field=value], "
+                "e.g. '[role=user].content'"
+            )
+        if index == len(parts) - 1:
+            raise ValueError(
+                f"redaction.fields[{key!r}]: {path!r} ends with a selector: name the field it hides after it, "
+                f"e.g. '{path}.content'"
+            )
 
 
 @attrs.frozen
@@ -46,7 +80,11 @@ class Redaction:
     """Which state keys to hide in recordings: exact ``keys``, regex ``patterns``, and
     ``fields`` — per key, dot paths inside its value (applied to every item of a list),
     e.g. ``fields={"middleware_decisions": ["before", "after"]}`` hides the texts a
-    middleware rewrote while keeping the rest of each ledger row."""
+    middleware rewrote while keeping the rest of each ledger row. A ``[name=value]`` part
+    selects the objects whose ``name`` is the string ``value``: ``fields={"history":
+    ["[role=user].content"]}`` hides the users' messages and keeps the model's replies. A
+    path that could hide nothing (a malformed selector, one with no field after it) is a
+    ``ValueError`` when the rule is made."""
 
     keys: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
     patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
@@ -167,7 +205,12 @@ def _is_item(key: str, value: Any) -> bool:
 def _scrub(value: Any, parts: list[str], path: str, hidden: list[str], placeholder: str) -> Any:
     if isinstance(value, list):
         return [_scrub(item, parts, path, hidden, placeholder) for item in value]
-    if not isinstance(value, dict) or parts[0] not in value:
+    if not isinstance(value, dict):
+        return value
+    chosen = _selector(parts[0])
+    if chosen is not None:  # ``[name=value]``: this object only when its ``name`` is ``value``
+        return _scrub(value, parts[1:], path, hidden, placeholder) if value.get(chosen[0]) == chosen[1] else value
+    if parts[0] not in value:
         return value
     out = dict(value)
     if len(parts) == 1:

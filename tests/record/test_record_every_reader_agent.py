@@ -164,8 +164,8 @@ def test_explaining_a_resumed_segments_result_shows_its_start_as_recorded() -> N
 
 def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     """``recorded_rule``: a hidden ``user_message`` adds ``input_message`` (``identity``:
-    ``input_identity``), a hidden
-    ``llm_latest_content`` the refused reply of a structured output; an argument path hidden
+    ``input_identity``) and the users' messages in the history, a hidden ``llm_latest_content``
+    the model's replies there and the refused reply of a structured output; an argument path hidden
     in ``llm_latest_tool_calls`` or ``history`` is hidden in both, in ``paused_tool_call``, in
     ``human_decisions`` (``args``, ``before``, ``after``) and in the ledger's ``before``/``after``
     — the whole ``before``/``after`` once a text is hidden; a hidden ``llm_latest_tool_calls``
@@ -173,7 +173,7 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     rule = recorded_rule(Redaction(keys=["user_message", "identity"], fields={"history": ["tool_calls.args.card"]}))
     assert rule is not None and rule.keys == {"user_message", "input_message", "identity", "input_identity"}
     assert rule.fields == {
-        "history": ("tool_calls.args.card",), "llm_latest_tool_calls": ("args.card",),
+        "history": ("tool_calls.args.card", "[role=user].content"), "llm_latest_tool_calls": ("args.card",),
         "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
         "middleware_decisions": ("before", "after"),
     }  # fmt: skip
@@ -186,7 +186,10 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     )
     content = recorded_rule(Redaction(keys=["llm_latest_content"]))
     assert content is not None
-    assert content.fields == {"output_schema_error": ("content",), "middleware_decisions": ("before", "after")}
+    assert content.fields == {
+        "history": ("[role=assistant].content",), "output_schema_error": ("content",),
+        "middleware_decisions": ("before", "after"),
+    }  # fmt: skip
     whole = recorded_rule(Redaction(keys=["llm_latest_tool_calls"]))
     assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
     plain = Redaction(keys=["ssn"], fields={"middleware_decisions": ["before"]})
@@ -328,3 +331,51 @@ def test_no_reader_of_an_agent_run_shows_a_hidden_value_but_the_call_asked_about
         readings.append((f"stream {event.kind}", text))
     assert leaking(readings) == []
     assert AGENT_RULE.hides("user_message")  # the probe hides what this test looks for
+
+
+def test_a_hidden_user_message_or_model_content_is_hidden_where_the_history_repeats_it(tmp_path: Path) -> None:
+    """Hiding ``user_message`` alone hides each user's message in the history too (the
+    ``[role=user].content`` of every entry: this turn's and the earlier turns'), and hiding
+    ``llm_latest_content`` the model's replies there (a reply that calls a tool, here): in the
+    commit log, the narrative, every stream event and the stored trace; what the rule does not
+    name stays readable, and the live state keeps every text. (A later turn of the conversation
+    reads the earlier turns as recorded: placeholders, as docs/conversations.md says.)"""
+    from agent import Agent, define_tool
+    from agent.providers import scripted
+
+    add = define_tool(
+        name="add", description="Add.", execute=lambda args, _ctx: f"sum {args['a'] + args['b']}",
+        input_schema={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+    )  # fmt: skip
+    for hidden, secret_in, kept in (
+        ("user_message", "user", "the model said 7"),
+        ("llm_latest_content", "assistant", "my card is 1"),
+    ):
+        store = SqliteStore(tmp_path / f"{hidden}.db")
+        replies = [
+            {"content": f"adding for {SECRET}" if secret_in == "assistant" else "", "tool_calls": [
+                {"id": "c1", "name": "add", "args": {"a": 3, "b": 4}}]},
+            "the model said 7",  # an answer is also ``final_content``, its own key
+            "again",
+        ]  # fmt: skip
+        agent = Agent.create(
+            provider=scripted(replies), model="m", redaction=Redaction(keys=[hidden]), store=store
+        ).tool(add).build()  # fmt: skip
+        first = f"my card is {SECRET}" if secret_in == "user" else "my card is 1"
+        agent.run(first, conversation="c-1")
+        live = agent.last_snapshot().shared_state["history"]  # the live state keeps the real texts
+        assert any(SECRET in m.get("content", "") for m in live if m["role"] == secret_in), hidden
+        second = f"and {SECRET}" if secret_in == "user" else "more"
+        events = [e.to_dict() for e in agent.stream(second, conversation="c-1")]
+        records = store.list()
+        readings: list[tuple[str, Any]] = [
+            ("stream", [e for e in events if e["kind"] != "final"]),
+            ("narrative", list(agent.last_snapshot().narrative)),
+        ]
+        for record in records:
+            readings += [
+                (f"commit log {record.run_id}", [c.to_dict() for c in record.commit_log]),
+                (f"trace {record.run_id}", record_trace(record).to_json()),
+            ]
+        assert leaking(readings) == [], hidden
+        assert any(kept in json.dumps(c.to_dict()) for record in records for c in record.commit_log), hidden

@@ -11,6 +11,11 @@ from hypothesis import strategies as st
 from flowchart import Redaction
 
 NAMES = st.text(min_size=1, max_size=8)
+#: field paths: plain names (none shaped like a selector) and well-formed selectors before a field
+PATHS = st.one_of(
+    NAMES.filter(lambda s: not any(p.startswith("[") and p.endswith("]") for p in s.split("."))),
+    st.sampled_from(["[role=user].content", "items.[kind=card].num", "[a=].b"]),
+)
 PATTERNS = st.sampled_from([r"(?i)token", r"^api_", r"secret$", r"\d{4}"])
 FLAGS = st.sampled_from([0, re.IGNORECASE, re.MULTILINE])
 
@@ -18,7 +23,7 @@ FLAGS = st.sampled_from([0, re.IGNORECASE, re.MULTILINE])
 @given(
     keys=st.frozensets(NAMES, max_size=4),
     patterns=st.lists(st.tuples(PATTERNS, FLAGS).map(lambda p: re.compile(*p)), max_size=3),
-    fields=st.dictionaries(NAMES, st.lists(NAMES, min_size=1, max_size=3), max_size=3),
+    fields=st.dictionaries(NAMES, st.lists(PATHS, min_size=1, max_size=3), max_size=3),
 )
 def test_a_rule_survives_its_json_form(keys: frozenset[str], patterns: list[re.Pattern[str]], fields: dict) -> None:
     """Property: ``Redaction.from_dict(rule.to_dict()) == rule`` (keys, patterns with flags, fields)."""
@@ -35,6 +40,10 @@ def test_a_rule_survives_its_json_form(keys: frozenset[str], patterns: list[re.P
         ({"keys": [], "patterns": ["x"], "fields": {}}, r"^redaction.patterns must be a list of \[source, flags\]"),
         ({"keys": [], "patterns": [], "fields": {"a": "b"}}, r"^redaction.fields must map keys to lists of dot paths$"),
         ({"keys": [], "patterns": [["(", 0]], "fields": {}}, r"^redaction.patterns holds an invalid pattern: "),
+        (
+            {"keys": [], "patterns": [], "fields": {"history": ["[role].content"]}},
+            r"^redaction.fields\['history'\]: '\[role\]' in '\[role\].content' is not a selector: write ",
+        ),
     ],
 )
 def test_a_rule_that_is_not_one_is_refused_naming_the_field(data: object, message: str) -> None:
@@ -56,3 +65,50 @@ def test_scrub_state_hides_keys_fields_and_fork_children() -> None:
         "runs": {"a": {"ssn": "REDACTED"}, "map": {"0": {"ssn": "REDACTED", "card": {"num": "REDACTED"}}}},
     }  # fmt: skip
     assert state["card"]["num"] == "4111"
+
+
+def test_a_selector_hides_the_field_of_the_objects_it_selects_only() -> None:
+    """``[name=value]`` picks the objects (of a list, at any depth) whose ``name`` is ``value``:
+    their field is hidden, the others' is kept, and the value given is never changed."""
+    rule = Redaction(fields={"history": ["[role=user].content"], "order": ["items.[kind=card].num"]})
+    history = [
+        {"role": "user", "content": "my card is 4111"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "tool", "content": "done"},
+        {"role": "user", "content": "thanks"},
+        "not an object",
+    ]
+    order = {"items": [{"kind": "card", "num": "4111"}, {"kind": "gift", "num": "G-7"}, {"num": "9"}]}
+    assert rule.scrub_state({"history": history, "order": order}) == {
+        "history": [
+            {"role": "user", "content": "REDACTED"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "tool", "content": "done"},
+            {"role": "user", "content": "REDACTED"},
+            "not an object",
+        ],
+        "order": {"items": [{"kind": "card", "num": "REDACTED"}, {"kind": "gift", "num": "G-7"}, {"num": "9"}]},
+    }
+    shown, hidden = rule.shown("history", history)
+    assert hidden and [m["content"] for m in shown[:4]] == ["[REDACTED]", "ok", "done", "[REDACTED]"]
+    assert history[0]["content"] == "my card is 4111"
+    assert rule.shown("history", [{"role": "assistant", "content": "ok"}]) == (
+        [{"role": "assistant", "content": "ok"}],
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("[role].content", r"'\[role\]' in '\[role\].content' is not a selector: write \[field=value\]"),
+        ("[=user].content", r"'\[=user\]' in '\[=user\].content' is not a selector"),
+        ("[role=user]", r"'\[role=user\]' ends with a selector: name the field it hides after it, e.g. "),
+        ("items.[kind=card]", r"'items.\[kind=card\]' ends with a selector"),
+    ],
+)
+def test_a_path_that_could_hide_nothing_is_refused_when_the_rule_is_made(path: str, message: str) -> None:
+    """A malformed selector, or one with no field after it, would hide nothing and so leak
+    what the user meant to hide: ``Redaction(...)`` refuses it, naming the key and the path."""
+    with pytest.raises(ValueError, match=r"^redaction.fields\['history'\]: " + message):
+        Redaction(fields={"history": [path]})
