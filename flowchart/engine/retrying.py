@@ -54,7 +54,6 @@ async def attempt(
         output, txn, error = await traverser.call_stage(node, call, rid, namespace, *given)
         if error is None or number >= policy.attempts or not policy.retries(error):
             break
-        run.failing.pop(id(txn), None)  # a retried attempt is never committed
         record = Attempt.of(number, error)
         failed.append(record)
         delay = policy.delay(number, key)

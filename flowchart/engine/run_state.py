@@ -51,9 +51,7 @@ class Run:
         "deadline",
         "env",
         "failed_before",
-        "failing",
         "failure_site",
-        "hidden_before",
         "loop_counts",
         "max_iterations",
         "observers",
@@ -112,12 +110,9 @@ class Run:
         self.failure_site: Any = None
         #: a failed execution to re-run on resume: its writes to undo (``pause.Recovery``)
         self.recovery: Any = None
-        #: while redacting: the transactions of stage calls that raised, by id, until committed; the
-        #: commit of one keeps the real values its hidden keys had before it (the log holds
-        #: placeholders) as ``hidden_before`` (runtime id, values), which ``fail`` files per failed
-        #: execution in ``failed_before``, so that undoing a failed commit restores real values
-        self.failing: dict[int, Any] = {}
-        self.hidden_before: tuple[str, dict[str, Any]] | None = None
+        #: while redacting: per execution whose stage call raised, the real values its hidden keys
+        #: had before its commit (the log holds placeholders for them; each attempt of a retried
+        #: stage replaces the last one's), so that undoing a failed commit restores real values
         self.failed_before: dict[str, dict[str, Any]] = {}
 
     def check_deadline(self, stage_id: str) -> None:

@@ -210,8 +210,8 @@ class Traverser:
             if call.is_async:
                 output = await output
         except Exception as exc:
-            if run.redacting:  # its commit keeps the real values its hidden keys had (``hidden_before``)
-                run.failing[id(txn)] = txn
+            if run.redacting:  # its commit's log will hold placeholders: keep what undoing it restores
+                run.failed_before[rid] = hidden_before(run.redaction, txn)
             return None, txn, exc
         except BaseException:
             # cancellation (a run timeout) or interpreter exit: keep the partial writes
@@ -225,9 +225,6 @@ class Traverser:
         self, node: StageNode, rid: str, txn: Transaction | None, decision: dict[str, Any] | None = None
     ) -> Commit:
         """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice)."""
-        failing = self.run.failing
-        if failing and txn is not None and failing.pop(id(txn), None) is not None:
-            self.run.hidden_before = (rid, hidden_before(self.run.redaction, txn))
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
@@ -268,9 +265,6 @@ class Traverser:
         if id(error) in reported:
             return
         reported[id(error)] = (self.prefix + node.id, rid)
-        before = self.run.hidden_before
-        if before is not None and before[0] == rid and before[1]:  # the failed commit overwrote hidden values
-            self.run.failed_before[rid] = before[1]
         self.flow(
             "on_error",
             node,
