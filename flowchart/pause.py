@@ -53,6 +53,10 @@ class ResumeFrame:
     inside) or "fork" (a fork or selector whose child paused). ``continuation_stage_id``
     is where control goes when the frame's node has no ``next`` of its own (a decider's
     continuation for a branch); ``continuation_is_loop`` marks it as a ``loop_to`` edge.
+    ``replaces`` (a mount frame of a failed run, and of every pause or failure after it
+    until the mount ends) is the runtime id of the failed mount's commit: the commit the
+    mount makes when it ends replaces that one (``Commit.recovers``), as a re-run stage's
+    commit replaces its failed one — so the log still walks as the chart does (forks).
     """
 
     stage_id: str
@@ -61,6 +65,7 @@ class ResumeFrame:
     continuation_is_loop: bool = False
     invoker_stage_id: str | None = None
     namespace: list[str] = attrs.Factory(list)
+    replaces: str | None = None
 
     @classmethod
     def at(

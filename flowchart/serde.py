@@ -135,8 +135,12 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
     converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
-    for cl in (Recovery, ResumeFrame):
-        converter.register_structure_hook(cl, every_key(cl, converter))
+    converter.register_structure_hook(Recovery, every_key(Recovery, converter))
+    # ``replaces`` came with the fix of failures inside subflows: absent in older checkpoints and when None
+    converter.register_structure_hook(ResumeFrame, every_key(ResumeFrame, converter, optional=("replaces",)))
+    converter.register_unstructure_hook(
+        ResumeFrame, make_dict_unstructure_fn(ResumeFrame, converter, replaces=override(omit_if_default=True))
+    )
     # a failed run's checkpoint carries ``recovery``; a pause's has none and serialises as before
     converter.register_structure_hook(Checkpoint, every_key(Checkpoint, converter, optional=("recovery",)))
     converter.register_unstructure_hook(

@@ -4,8 +4,10 @@ Law: a checkpoint, trace file or stored row is parsed and walked within fixed li
 before anything structures, stores or runs it — containers nest at most ``MAX_DEPTH``
 levels, integers have at most ``MAX_INT_DIGITS`` digits, there is no NaN or Infinity
 (nor a number too large for a float: all three are non-finite floats once parsed, and
-refused as such), and an object never repeats a key (JSON parsers disagree on which copy
-wins; this one refuses). Each violation is ONE
+refused as such), an object never repeats a key (JSON parsers disagree on which copy
+wins; this one refuses), and no string — key or value — holds a lone surrogate (``"\\ud800"``
+is valid JSON but not Unicode text: it would load, then fail to save, encode or show). Each
+violation is ONE
 ``CheckpointError`` whose message and ``path`` name where it is
 (``Invalid checkpoint: duplicate key 'amount' (an object names each key once) @
 $.shared_state.order.amount``) — never a
@@ -42,6 +44,9 @@ _INT_LIMIT = 10**MAX_INT_DIGITS
 _T = TypeVar("_T")
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+# where a lone surrogate could come from: an escape of one (a pair is fine: the walk tells them
+# apart) or a raw one in the text (bytes are decoded with surrogatepass first, as json does)
+_SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def step(index: Any) -> str:
@@ -103,6 +108,9 @@ def parse_proven(
                 return found[0], proven
     duplicates: dict[int, str] = {}
     flagged: list[Any] = []  # kept alive, so no later object can reuse a flagged id
+    if not isinstance(text, str):
+        text = decoded(text)
+    surrogates = isinstance(text, str) and _SURROGATE_TEXT.search(text) is not None
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
@@ -136,12 +144,40 @@ def parse_proven(
         raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
     except ValueError as exc:  # bytes in an encoding json cannot detect, and the like
         raise CheckpointError(f"Invalid {what}: not JSON ({exc})", path="$") from None
+    if surrogates:
+        where = _lone_surrogate(data)
+        if where is not None:
+            raise _refuse(what, "a lone surrogate in a string (valid JSON, but not Unicode text)", where)
     if not flagged and 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS:
         proven = proof(data)
         if proven is not None:
             return data, proven
     check(data, what=what, duplicates=duplicates)
     return data, None
+
+
+def _lone_surrogate(root: Any) -> str | None:
+    """The path of the first string (key or value) that is not Unicode text, else ``None``
+    (iterative; run only when the text holds a surrogate escape or character)."""
+    stack: list[tuple[Any, str]] = [(root, "$")]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is str:
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path
+        elif type(value) is dict:
+            for key, item in reversed(dict.items(value)):
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path + "[key]"
+                stack.append((item, path + step(key)))
+        elif type(value) is list:
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
+    return None
 
 
 def decoded(raw: bytes) -> str | bytes:

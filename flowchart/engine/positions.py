@@ -123,6 +123,16 @@ class _Walk:
             i += 1
         return i
 
+    def _rerun(self, i: int, commit: Commit) -> tuple[int, Commit]:
+        """Skip a failed execution's partial commit for the commit of its re-run, which replaces
+        it (``recovers``); the boundary between them is not a resume point."""
+        while i < len(self.log) and self.log[i].recovers == commit.runtime_stage_id:
+            self.invalid[i - 1] = "the stage failed there (its re-run's commit follows)"
+            commit = self.log[i]
+            self.max_rid = max(self.max_rid, _rid_index(commit.runtime_stage_id))
+            i += 1
+        return i, commit
+
     def _map_children(self, i: int, full: str) -> int:
         """Skip a map's child commits (same stage id) up to its own, the last one."""
         while i < len(self.log) and self.log[i].stage_id == full and not _is_fork(self.log[i]):
@@ -152,8 +162,7 @@ class _Walk:
                 self.loops[prefix + target] = self.loops.get(prefix + target, 0) + 1
                 node, cont, invoker = chart.find(target), None, None
                 continue
-            commit = self._take(i, node)
-            i += 1
+            i, commit = self._rerun(i + 1, self._take(i, node))
             if node.map is not None:  # its children's commits, then its own: one stage
                 i = self._map_children(i, prefix + node.id)
             if node.kind == "pausable":
@@ -175,8 +184,7 @@ class _Walk:
                 for child in children:
                     if i >= len(log):
                         break
-                    self._take(i, child)
-                    i += 1
+                    i, _ = self._rerun(i + 1, self._take(i, child))
                 for j in range(start, i - 1):
                     self.invalid[j] = "the children of one parallel batch commit together"
                 if len(children) > 0 and i - start < len(children):

@@ -76,11 +76,15 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
     in_fork = index > 0 and frames[index - 1].kind == "fork"
     cont = None if in_fork else frame.continuation_node(traverser.chart, traverser.prefix)
     namespace = tuple(frame.namespace)
+    if frame.kind == "stage" and checkpoint.recovery is not None and index == len(frames) - 1:
+        # the re-run takes the failed execution's place on this level: it walks on from there as
+        # that level's own walk, which frames a later pause or failure itself (a frame pushed here
+        # too would name the re-run stage a second time: [<failed stage>, <paused stage>])
+        return await retrying.rerun(traverser, node, frame, cont, checkpoint.recovery)
     repause: PauseSignal | None = None
+    forks = False  # a pausable with fork children runs them after its resume half, as after its execute
     hop: Hop = (None, None, None)
     try:
-        if frame.kind == "stage" and checkpoint.recovery is not None and index == len(frames) - 1:
-            return await retrying.rerun(traverser, node, frame, cont, checkpoint.recovery)
         if frame.kind == "stage":
             if node.answer is not None:
                 await _record_answer(traverser, node, namespace, given)
@@ -95,6 +99,8 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
                 raise error
             if isinstance(output, PauseAgain):
                 repause = traverser.pause(node, rid, output.data, frame)
+            elif node.children:
+                forks = True
             else:
                 traverser.executed(node, rid, "linear")
                 hop = traverser.after_stop_or(node, rid, cont)
@@ -102,11 +108,14 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
             rid = traverser.stamp(node, visit=False)
             inside = ResumePoint(frames, index + 1, given, checkpoint)
             output, mount_txn, error = await traverser.run_mount(node, rid, namespace, inside)
-            traverser.commit(node, rid, mount_txn)
+            traverser.commit(node, rid, mount_txn, replaces=frame.replaces)
             if error is not None:
                 traverser.fail(node, rid, error)
                 raise error
-            hop = traverser.after_stop_or(node, rid, cont)
+            if node.children and not traverser.stopped:
+                forks = True
+            else:
+                hop = traverser.after_stop_or(node, rid, cont)
         else:  # "fork": the paused child is the next frame, on this same level
             output = await resume(traverser, frames, index + 1, given, checkpoint)
             hop = (None, None, None) if traverser.stopped else traverser.follow(node, "", cont)
@@ -118,6 +127,12 @@ async def resume(traverser: Traverser, frames: list[ResumeFrame], index: int, gi
         raise
     if repause is not None:
         raise repause
+    if forks:  # outside the try above: a pause in a child is framed by the fork, not by this stage
+        try:
+            output, hop = await traverser.fork_after(node, rid, output, cont, frame.invoker_stage_id, namespace)
+        except Exception as exc:
+            retrying.unwind(traverser, node, exc, cont, frame.invoker_stage_id, namespace)
+            raise
     nxt, nxt_cont, invoker = hop
     if nxt is None or traverser.stopped:
         return output

@@ -181,6 +181,7 @@ def _enclose(
     if node.kind == "subflow" and site.pending_mount == full:
         site.frames.insert(0, traverser.frame(node, "mount", cont, invoker, namespace))
         site.pending_mount = None
+        _failed_mount(traverser, site, node, 0)
         return
     if node.children or node.kind == "selector":
         kids = {traverser.prefix + c.id for c in (*node.children, *node.branches.values())}
@@ -189,6 +190,8 @@ def _enclose(
             mount = ResumeFrame.at(pending, "mount", None, full, namespace, traverser.prefix)
             site.frames[:0] = [traverser.frame(node, "fork", cont, invoker, namespace), mount]
             site.pending_mount = None
+            child = next(c for c in (*node.children, *node.branches.values()) if traverser.prefix + c.id == pending)
+            _failed_mount(traverser, site, child, 1)
             return
         if site.frames[0].stage_id in kids:  # a re-run child of this fork failed again
             site.frames.insert(0, traverser.frame(node, "fork", cont, invoker, namespace))
@@ -196,6 +199,14 @@ def _enclose(
     if site.frames[0].stage_id == full:
         return  # the leaf's own level, seen again on the way out of a resume
     site.broken = f"the failure at '{site.frames[-1].stage_id}' left '{full}' in an unknown state"
+
+
+def _failed_mount(traverser: Traverser, site: FailureSite, node: StageNode, index: int) -> None:
+    """Note on the mount frame ``site.frames[index]`` the runtime id of the failed mount ``node``'s
+    commit: the commit of the resumed mount replaces it."""
+    rid = traverser._rids.get(id(node))
+    if rid is not None:
+        site.frames[index].replaces = rid
 
 
 def unresumable(run: Run, error: Exception, why: str) -> None:

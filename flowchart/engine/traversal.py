@@ -222,9 +222,16 @@ class Traverser:
         return output, txn, None
 
     def commit(
-        self, node: StageNode, rid: str, txn: Transaction | None, decision: dict[str, Any] | None = None
+        self,
+        node: StageNode,
+        rid: str,
+        txn: Transaction | None,
+        decision: dict[str, Any] | None = None,
+        *,
+        replaces: str | None = None,
     ) -> Commit:
-        """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice)."""
+        """Commit ``txn``'s net change as this stage's one log entry (with a decider's choice;
+        ``replaces``: the runtime id of a failed mount's commit this resumed mount's replaces)."""
         ops = txn.commit() if txn is not None else []
         reads = txn.reads if txn is not None else ()
         redacted: tuple[str, ...] = ()
@@ -232,7 +239,7 @@ class Traverser:
             ops, redacted = redact_log(self.run, ops, len(txn.namespace) if txn is not None else 0)
         run = self.run
         attempts = run.retry_log.pop(rid, ()) if run.retry_log else ()
-        recovers = retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None
+        recovers = replaces or (retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None)
         # one per executed stage: the slots filled directly (``make_commit``, the same value)
         commit = make_commit(
             len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision,
@@ -376,6 +383,8 @@ class Traverser:
                 raise error
             if self.stopped:  # a break propagated out of the subflow (its event is already out)
                 return output, (None, None, None)
+            if node.children:  # a fork after the mount (add_list_of_function after a subflow)
+                return await self.fork_after(node, rid, output, cont, invoker, namespace)
             return output, self.follow(node, rid, cont)
 
         if node.map is not None:
@@ -409,21 +418,34 @@ class Traverser:
                 raise
             return output, self.follow(node, rid, cont)
         if node.children:
-            self.executed(node, rid, "linear")
-            if self.stopped:
-                return output, self.after_stop(node, rid)
-            self.flow("on_fork", node, rid, lambda c: ForkEvent(c, node.name, tuple(ch.name for ch in node.children)))
-            self.executed(node, rid, "fork")
-            try:
-                output = await self.run_children(node, node.children, rid, namespace)
-            except PauseSignal as signal:
-                signal.push(self.frame(node, "fork", cont, invoker, namespace))
-                raise
-            return output, self.follow(node, rid, cont)
+            return await self.fork_after(node, rid, output, cont, invoker, namespace)
         if run.observers.any:  # nobody listens: no event to build (the plain stage's hot path)
             self.executed(node, rid, "linear")
         if self.stopped:
             return output, self.after_stop(node, rid)
+        return output, self.follow(node, rid, cont)
+
+    async def fork_after(
+        self,
+        node: StageNode,
+        rid: str,
+        output: Any,
+        cont: StageNode | None,
+        invoker: str | None,
+        namespace: tuple[str, ...],
+    ) -> tuple[Any, Hop]:
+        """After ``node``'s own body (a plain stage, or a pausable's resume half): run its fork
+        children, then follow it."""
+        self.executed(node, rid, "linear")
+        if self.stopped:
+            return output, self.after_stop(node, rid)
+        self.flow("on_fork", node, rid, lambda c: ForkEvent(c, node.name, tuple(ch.name for ch in node.children)))
+        self.executed(node, rid, "fork")
+        try:
+            output = await self.run_children(node, node.children, rid, namespace)
+        except PauseSignal as signal:
+            signal.push(self.frame(node, "fork", cont, invoker, namespace))
+            raise
         return output, self.follow(node, rid, cont)
 
     def after_stop(self, node: StageNode, rid: str) -> Hop:

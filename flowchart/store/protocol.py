@@ -183,8 +183,13 @@ class RunRecord:
 
     def pause_answer_id(self, request_id: str | None = None) -> str:
         """The id under which this pause's answer is recorded: the request id of a
-        consent pause, else ``pause@<next_seq>`` (each pause of a run has its own)."""
-        return request_id if request_id else f"pause@{self.next_seq}"
+        consent pause, else ``pause@<next_seq>.<execution count>`` (each pause of a run has its
+        own: two pauses inside one subflow have no parent commit between them, but the run's
+        execution counter moved)."""
+        if request_id:
+            return request_id
+        count = self.checkpoint.execution_count if self.checkpoint is not None else 0
+        return f"pause@{self.next_seq}.{count}"
 
 
 _NARRATIVE_RECORDS = on_read(RunRecord, "narrative_records", lambda columns: tuple(columns.records()))

@@ -32,8 +32,10 @@ def test_a_pause_is_answered_once(store: RunStore) -> None:
     """A second answer to the same pause is refused: recorded-but-not-applied or already applied."""
     chart = approval_chart()
     run_id = chart.run(store=store).run_id
-    store.answer(run_id, "pause@2", {"ok": False})
-    with pytest.raises(AlreadyAnsweredError, match="request 'pause@2' has already been answered"):
+    pause_id = store.get(run_id).pause_answer_id()
+    assert pause_id == "pause@2.2"
+    store.answer(run_id, pause_id, {"ok": False})
+    with pytest.raises(AlreadyAnsweredError, match=r"request 'pause@2\.2' has already been answered"):
         chart.resume_run(run_id, {"ok": True}, store=store)
     advance_chart(chart, store, run_id)
     with pytest.raises(StoreError, match="is done, not paused: there is no pause to answer"):
