@@ -122,9 +122,12 @@ def cmd_list(args: argparse.Namespace) -> str:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
     records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
+    # a run whose stored row does not load is listed as unreadable, never hides the others
+    unreadable = getattr(records, "unreadable", ())
     if args.json:
-        return json.dumps([summary(r) for r in records], ensure_ascii=False, indent=2)
-    if not records:
+        bad = [{"run_id": e.run_id, "status": "unreadable", "error": str(e)} for e in unreadable]
+        return json.dumps([*(summary(r) for r in records), *bad], ensure_ascii=False, indent=2)
+    if not records and not unreadable:
         return (
             "no runs"
             + (f" with status {args.status}" if args.status else "")
@@ -138,6 +141,8 @@ def cmd_list(args: argparse.Namespace) -> str:
             f"{turn}{r.run_id:32}  {r.status:7}  {r.kind:5}  {_when(r.updated_at):20}  {r.next_seq:>7}  "
             f"{question_line(r)}"
         )
+    for error in unreadable:
+        lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
     return "\n".join(lines)
 
 

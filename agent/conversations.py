@@ -154,7 +154,7 @@ def stored_plan(store: Any, conversation: str, policy: HistoryPolicy) -> dict[st
     the earlier turns it loaded, so when those cover what ``policy`` asks for (the same or a
     narrower policy), nothing else is read. Otherwise the turns in the window are read one
     record each (all turns when there is no window)."""
-    head = store.list(conversation=conversation, limit=1)
+    head = _turns(store, conversation, 1)
     if not head:
         return plan_turn(conversation, 0, [], policy)
     latest = head[0]
@@ -171,8 +171,17 @@ def stored_plan(store: Any, conversation: str, policy: HistoryPolicy) -> dict[st
             except _NotLoaded:
                 pass  # the policy wants a turn the latest one left out: read turn by turn
     limit = None if policy.window is None else max(policy.window, 1)
-    records = store.list(conversation=conversation, limit=limit)
+    records = _turns(store, conversation, limit)
     return plan_turn(conversation, int(records[0].turn), [turn_from_record(r) for r in reversed(records)], policy)
+
+
+def _turns(store: Any, conversation: str, limit: int | None) -> list[Any]:
+    """The conversation's newest turns; an unreadable one fails the turn (a conversation never
+    goes on without a turn it cannot read, as a listing may)."""
+    records = store.list(conversation=conversation, limit=limit)
+    for error in getattr(records, "unreadable", ()):
+        raise error
+    return list(records)
 
 
 class _NotLoaded(ConversationError):

@@ -14,9 +14,9 @@ HMAC bound to the run id and the column, and verifies each one as it reads it.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from ..commits import Commit, commit_data, commit_from_parsed
 from ..errors import CheckpointError
@@ -33,7 +33,9 @@ from ..trace import SubflowTrace, structure_columns
 from ..trace_parsed import parsed_log, record_columns
 from ..untrusted import parse_proven
 from ..values import NotJsonSafe, copy_json, escape_surrogates
-from .protocol import StoreError
+from .protocol import StoredRowError
+
+_T = TypeVar("_T")
 
 
 def text(value: str | None) -> str | None:
@@ -76,7 +78,7 @@ def decode_narrative_columns(value: str, run_id: str) -> NarrativeColumns:
         check_columns(found)
     except CheckpointError as exc:
         problem = str(exc).removeprefix("Invalid trace: ")
-        raise StoreError(f"run '{run_id}': its stored narrative cannot be read ({problem})") from None
+        raise StoredRowError(run_id, "narrative", problem, path=exc.path or "$") from None
     return found
 
 
@@ -88,7 +90,7 @@ def decode_narrative(value: str, run_id: str) -> tuple[NarrativeEntry, ...]:
 def _listed_narrative(items: Any, run_id: str) -> list[NarrativeEntry]:
     """A narrative row of bare lines and record objects (before schema 6), item by item."""
     if not isinstance(items, list):
-        raise StoreError(f"run '{run_id}': its stored narrative cannot be read (not a list)")
+        raise StoredRowError(run_id, "narrative", "not a list")
     out = []
     for item in items:  # freshly parsed and checked: structured as is, without a JSON round trip each
         if isinstance(item, str):
@@ -97,7 +99,7 @@ def _listed_narrative(items: Any, run_id: str) -> list[NarrativeEntry]:
         try:
             out.append(_narrative_record(item))
         except ValueError as exc:
-            raise StoreError(f"run '{run_id}': its stored narrative cannot be read ({exc})") from None
+            raise StoredRowError(run_id, "narrative", str(exc)) from None
     return out
 
 
@@ -141,7 +143,45 @@ def encode(value: Any) -> str:
 
 def decode(text: str | None) -> Any:
     """The value ``encode`` wrote (``None`` for a NULL column), read as untrusted JSON."""
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"expected JSON text, got {type(text).__name__}")
     return None if text is None else loads(text, what="stored value")
+
+
+def decode_object(text: str | None) -> dict[str, Any]:
+    """A column that holds a JSON object (a run's input, a chart spec)."""
+    value = decode(text)
+    if type(value) is not dict:
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def decode_text(value: Any) -> str | None:
+    """A free-text column (an error line, a parent run id): text or NULL."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"expected text, got {type(value).__name__}")
+    return value
+
+
+def decode_time(value: Any) -> float:
+    """A timestamp column: a finite number of seconds."""
+    if type(value) not in (int, float) or value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a time in seconds, got {value!r}")
+    return float(value)
+
+
+def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
+    """``read()`` of one stored column of run ``run_id``: its value, or ``StoredRowError`` naming the
+    run and the column — whatever the decoder raised on a value it did not expect."""
+    try:
+        return read()
+    except StoredRowError:
+        raise
+    except CheckpointError as exc:
+        problem = str(exc).split(": ", 1)[-1] if str(exc).startswith("Invalid ") else str(exc)
+        raise StoredRowError(run_id, name, problem, path=exc.path or "$") from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+        raise StoredRowError(run_id, name, f"{type(exc).__name__}: {exc}") from None
 
 
 def encode_commit(commit: Commit) -> str:
@@ -157,19 +197,24 @@ def decode_commit(text: str) -> Commit:
     return proved[0] if proved is not None else commit_from_parsed(data)
 
 
-def decode_commits(texts: Sequence[str]) -> tuple[Commit, ...]:
+def decode_commits(
+    texts: Sequence[str], *, run_id: str | None = None, seqs: Sequence[int] | None = None
+) -> tuple[Commit, ...]:
     """``decode_commit`` of every row, in order. With the ``[fast]`` extra, rows that are all
     plainly right (each row exactly the text orjson writes for its value: ``fastjson.loads_rows``,
     so no row can reach into the next) are parsed in one pass and structured together by the
     trace file's columnar strict pass; anything else is decoded row by row, which names the
-    bad row."""
+    bad row (with ``run_id``: a ``StoredRowError`` for ``commit <seq>``)."""
     if len(texts) >= _BATCH:
         rows = loads_rows(texts)
         if rows is not None:
             commits = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
             if commits is not None and len(commits) == len(texts):
                 return tuple(commits)
-    return tuple(map(decode_commit, texts))
+    if run_id is None:
+        return tuple(map(decode_commit, texts))
+    numbers = range(len(texts)) if seqs is None else seqs
+    return tuple(column(run_id, f"commit {n}", partial(decode_commit, t)) for n, t in zip(numbers, texts, strict=True))
 
 
 #: below this many rows the per-row pass costs no more than the columnar one
@@ -191,11 +236,15 @@ def decode_checkpoint(text: str | None) -> Checkpoint | None:
 
 
 def _decode_column(value: str, run_id: str, what: str, from_dict: Any) -> Any:
-    """``from_dict(json.loads(value))``; ``StoreError`` naming the run when the column is not one."""
+    """``from_dict`` of the column's untrusted JSON; ``StoredRowError`` naming the run and the column
+    when it is not one (whatever ``from_dict`` raised on a shape it did not expect)."""
     try:
-        return from_dict(json.loads(value))
-    except ValueError as exc:
-        raise StoreError(f"run '{run_id}': its stored {what} cannot be read ({exc})") from None
+        return from_dict(loads(value, what=f"stored {what}"))
+    except CheckpointError as exc:
+        problem = str(exc).removeprefix(f"Invalid stored {what}: ")
+        raise StoredRowError(run_id, what, problem, path=exc.path or "$") from None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise StoredRowError(run_id, what, str(exc)) from None
 
 
 def encode_redaction(redaction: Redaction | None) -> str | None:
@@ -266,7 +315,8 @@ def decode_turn_key(conversation_id: Any, turn: Any, run_id: str) -> tuple[str |
         and turn >= 1
     ):
         return conversation_id, turn
-    raise StoreError(
-        f"run '{run_id}': stored conversation columns are unreadable "
-        f"(conversation_id={conversation_id!r}, turn={turn!r}): expected a non-empty id and a turn >= 1"
+    raise StoredRowError(
+        run_id,
+        "conversation_id/turn",
+        f"conversation_id={conversation_id!r}, turn={turn!r}: expected a non-empty id and a turn >= 1",
     )

@@ -8,7 +8,6 @@ a caller can never reach in and mutate a stored run.
 
 from __future__ import annotations
 
-import builtins
 import threading
 import time
 from typing import Any
@@ -22,6 +21,7 @@ from .protocol import (
     AlreadyAnsweredError,
     CommitConflictError,
     RunExistsError,
+    RunList,
     RunNotFoundError,
     RunRecord,
     Segment,
@@ -108,7 +108,7 @@ class MemoryStore:
 
     def list(
         self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
-    ) -> list[RunRecord]:
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first."""
         check_status(status)
@@ -117,17 +117,17 @@ class MemoryStore:
                 turns = self._turns.get(conversation, {})
                 rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
                 rows = [(rid, row) for rid, row in rows if status is None or row.status == status]
-                return [self._record(rid, row) for rid, row in rows[:limit]]
+                return RunList([self._record(rid, row) for rid, row in rows[:limit]])
             rows = [(rid, row) for rid, row in self._runs.items() if status is None or row.status == status]
             rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
-            return [self._record(rid, row) for rid, row in rows[:limit]]
+            return RunList([self._record(rid, row) for rid, row in rows[:limit]])
 
-    def forks(self, run_id: str) -> builtins.list[RunRecord]:
+    def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
         with self._lock:
             rows = [(rid, row) for rid, row in self._runs.items() if row.parent_run_id == run_id]
             rows.sort(key=lambda item: (item[1].created_at, item[0]))
-            return [self._record(rid, row) for rid, row in rows]
+            return RunList([self._record(rid, row) for rid, row in rows])
 
     def create(
         self,

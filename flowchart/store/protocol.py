@@ -32,10 +32,15 @@ methods named here, in every store)::
         ├── RunExistsError                 create: the run id is taken
         ├── CommitConflictError            commit: another writer landed this segment first
         ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
-        └── SchemaVersionError             opening a database a newer pyfootprint wrote
+        ├── SchemaVersionError             opening a database a newer pyfootprint wrote
+        └── StoredRowError (also a CheckpointError)   get / list / verify: a stored column of ONE
+                                           run does not load (shape, limits, signature, seal); it
+                                           names the run and the column, and fails only that run
 
-A stored row that fails its signature or its shape is a ``CheckpointError`` (``codec.py``),
-as every untrusted loader's is.
+A stored row is untrusted input: whatever a column holds, reading it either gives the value
+or raises ``StoredRowError`` — never a ``KeyError``, ``TypeError`` or ``RecursionError`` from
+inside a decoder — and ``list`` skips such a run (``RunList.unreadable``), so one edited row
+never hides the others.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from ..commits import Commit
-from ..errors import FlowchartError
+from ..errors import CheckpointError, FlowchartError
 from ..failure import RunFailure
 from ..narrative_columns import on_read
 from ..narrative_entry import NarrativeEntry
@@ -85,6 +90,25 @@ class CommitConflictError(StoreError):
 
 class AlreadyAnsweredError(StoreError):
     """This pause (request id) of this run was answered before, by some process."""
+
+
+class StoredRowError(StoreError, CheckpointError):
+    """A column of one stored run cannot be read: ``run_id``, ``column`` and why (the JSON path
+    inside the column when the loader named one)."""
+
+    def __init__(self, run_id: str, column: str, problem: str, *, path: str = "$") -> None:
+        super().__init__(f"Invalid stored run '{run_id}' ({column}): {problem}", path=path)
+        self.run_id = run_id
+        self.column = column
+
+
+class RunList(list["RunRecord"]):
+    """What ``RunStore.list`` returns: the runs it could read, in order, and ``unreadable`` — the
+    ``StoredRowError`` of each run it could not (one bad row never hides the rest)."""
+
+    def __init__(self, records: Sequence[RunRecord] = (), unreadable: Sequence[StoredRowError] = ()) -> None:
+        super().__init__(records)
+        self.unreadable: tuple[StoredRowError, ...] = tuple(unreadable)
 
 
 class SchemaVersionError(StoreError):
@@ -221,7 +245,7 @@ class RunStore(Protocol):
         its parent run and the commit it forked at."""
         ...
 
-    def forks(self, run_id: str) -> list[RunRecord]:
+    def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first (``[]`` when none)."""
         ...
 
@@ -231,8 +255,9 @@ class RunStore(Protocol):
 
     def list(
         self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
-    ) -> list[RunRecord]:
-        """Runs (with ``status`` when given), most recently updated first; with
+    ) -> RunList:
+        """Runs (with ``status`` when given), most recently updated first (a run whose row does not
+        load is left out, in ``RunList.unreadable``); with
         ``conversation``, that conversation's turns, newest turn first."""
         ...
 

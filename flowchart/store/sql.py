@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from ..narrative_columns import NarrativeColumns
@@ -29,13 +30,16 @@ from ..trace import SubflowTrace
 from ..trace_codec import no_gc_pauses
 from . import codec
 from .protocol import (
+    STATUSES,
     AlreadyAnsweredError,
     CommitConflictError,
     RunExistsError,
+    RunList,
     RunNotFoundError,
     RunRecord,
     SchemaVersionError,
     Segment,
+    StoredRowError,
     StoreError,
     TurnTakenError,
     check_conversation,
@@ -142,9 +146,7 @@ class SqlStore:
             with no_gc_pauses():  # a big run's record is hundreds of thousands of objects and no cycle
                 return self._record(cur, row)
 
-    def list(
-        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
-    ) -> list[RunRecord]:
+    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first (read through its index)."""
         check_status(status)
@@ -159,48 +161,89 @@ class SqlStore:
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
             rows = self._run(cur, sql, tuple(params)).fetchall()
-            return [self._record(cur, row) for row in rows]
+            return self._records(cur, rows)
 
-    def forks(self, run_id: str) -> builtins.list[RunRecord]:
+    def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
             rows = self._run(cur, sql, (run_id,)).fetchall()
-            return [self._record(cur, row) for row in rows]
+            return self._records(cur, rows)
+
+    def _records(self, cur: Any, rows: Any) -> RunList:
+        """The runs of ``rows``; a run whose row does not load is set aside (``RunList.unreadable``)."""
+        found: builtins.list[RunRecord] = []
+        unreadable: builtins.list[StoredRowError] = []
+        with no_gc_pauses():
+            for row in rows:
+                try:
+                    found.append(self._record(cur, row))
+                except StoredRowError as exc:
+                    unreadable.append(exc)
+        return RunList(found, unreadable)
 
     def _record(self, cur: Any, row: Any) -> RunRecord:
+        """The run of ``row``, every column read as untrusted input: a column that does not load is
+        a ``StoredRowError`` naming this run and that column (``codec.column``), nothing rawer."""
         run_id, fingerprint = row[0], row[2]
         key = self._key
+        read = codec.column
+        if not isinstance(run_id, str) or not isinstance(fingerprint, str) or row[3] not in STATUSES:
+            raise StoredRowError(str(run_id), "run_id/chart_fingerprint/status", "not a run's identity and status")
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
-        commits = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,))
-        log = codec.decode_commits(
-            [str(codec.unseal(body, key, run_id, f"commit {seq}")) for seq, body in commits.fetchall()]
-        )
+        rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        bodies = [
+            str(read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}")))
+            for seq, body in rows
+        ]
+        log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = frozenset(rid for (rid,) in answered.fetchall())
         notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
         told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
         for text, subs in notes.fetchall():
-            told.append(codec.decode_narrative_columns(text, run_id))
-            subflows.update(codec.decode_subflows(subs, run_id))  # runtime ids never repeat across segments
+            told.append(read(run_id, "narrative", partial(codec.decode_narrative_columns, text, run_id)))
+            # runtime ids never repeat across segments
+            subflows.update(read(run_id, "subflows", partial(codec.decode_subflows, subs, run_id)))
         records = NarrativeColumns.joined(told) if told else NarrativeColumns.of_records(())  # built when read
         if fingerprint not in self._specs:
             spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
-            self._specs[fingerprint] = None if spec is None else codec.decode(spec[0])
+            self._specs[fingerprint] = (
+                None if spec is None else read(run_id, "chart spec", lambda: codec.decode_object(spec[0]))
+            )
+        forked_at = row[18]
+        if forked_at is not None and (type(forked_at) is not int or forked_at < -1):
+            raise StoredRowError(run_id, "forked_at", f"expected a commit index, got {forked_at!r}")
         return RunRecord(
-            run_id=run_id, status=row[3], kind=row[1], chart_fingerprint=fingerprint,
-            input=codec.decode(codec.unseal(row[4], key, run_id, "input")), commit_log=log,
-            checkpoint=codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint")),
-            question=read_question(row[1], codec.decode(row[6])), output=codec.decode(row[9]), error=row[10],
+            run_id=run_id,
+            status=row[3],
+            kind=str(row[1]),
+            chart_fingerprint=fingerprint,
+            input=read(run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"))),
+            commit_log=log,
+            checkpoint=read(
+                run_id, "checkpoint", lambda: codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint"))
+            ),
+            question=read(run_id, "question", lambda: read_question(row[1], codec.decode(row[6]))),
+            output=read(run_id, "output", lambda: codec.decode(row[9])),
+            error=read(run_id, "error", lambda: codec.decode_text(row[10])),
             answered=ids,
-            narrative=tuple(records.texts()), narrative_records=records, subflows=subflows,  # type: ignore[arg-type]
-            created_at=row[11], updated_at=row[12], has_answer=bool(row[7]),
-            answer=codec.decode(codec.unseal(row[8], key, run_id, "answer")), chart_spec=self._specs[fingerprint],
-            failure=codec.decode_failure(row[14], run_id), redaction=codec.decode_redaction(row[13], run_id),
-            conversation_id=turn_key[0], turn=turn_key[1],
-            parent_run_id=row[17], forked_at=None if row[18] is None else int(row[18]),
-        )  # fmt: skip
+            narrative=tuple(records.texts()),
+            narrative_records=records,  # type: ignore[arg-type]
+            subflows=subflows,
+            created_at=read(run_id, "created_at", lambda: codec.decode_time(row[11])),
+            updated_at=read(run_id, "updated_at", lambda: codec.decode_time(row[12])),
+            has_answer=bool(row[7]),
+            answer=read(run_id, "answer", lambda: codec.decode(codec.unseal(row[8], key, run_id, "answer"))),
+            chart_spec=self._specs[fingerprint],
+            failure=codec.decode_failure(row[14], run_id),
+            redaction=codec.decode_redaction(row[13], run_id),
+            conversation_id=turn_key[0],
+            turn=turn_key[1],
+            parent_run_id=read(run_id, "parent_run_id", lambda: codec.decode_text(row[17])),
+            forked_at=forked_at,
+        )
 
     def _exists(self, run_id: str) -> bool:
         with self._tx(write=False) as cur:

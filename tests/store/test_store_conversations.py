@@ -252,7 +252,7 @@ def test_a_stored_turn_row_with_unreadable_conversation_columns_fails_closed(tmp
     raw.execute("UPDATE runs SET turn = 0 WHERE run_id = ?", (record.run_id,))
     raw.commit()
     raw.close()
-    with pytest.raises(StoreError, match=rf"run '{record.run_id}': stored conversation columns are unreadable"):
+    with pytest.raises(StoreError, match=rf"^Invalid stored run '{record.run_id}' \(conversation_id/turn\): "):
         store.get(record.run_id)
 
 
@@ -276,7 +276,7 @@ def test_the_next_turn_reads_the_latest_turns_record_alone(tmp_path: Path) -> No
     assert len(bot.requests[0].messages) == 4 + 2 + 2 + 1 and bot.requests[0].messages[2]["content"] == "sunny in Oslo"
     narrow = chat_agent(store, conversation_window=1)
     narrow.run("five", conversation="c")  # a narrower window: still turn 4's record alone
-    with pytest.raises(CheckpointError, match=r"Invalid stored commit: not JSON"):
+    with pytest.raises(CheckpointError, match=r"^Invalid stored run '.*' \(commit 0\): not JSON"):
         chat_agent(store).run("six", conversation="c")  # wants turns turn 5 left out: reads them, finds turn 1 broken
 
 

@@ -165,9 +165,9 @@ def test_a_version_1_sqlite_store_migrates_and_its_rows_still_load(tmp_path: Pat
 @pytest.mark.parametrize(
     ("column", "text", "message"),
     [
-        ("redaction", '{"keys": 1, "patterns": [], "fields": {}}', "its stored redaction cannot be read"),
-        ("redaction", '{"keys": [], "patterns": [["(", 0]], "fields": {}}', "its stored redaction cannot be read"),
-        ("failure", '{"error_type": 3}', "its stored failure cannot be read"),
+        ("redaction", '{"keys": 1, "patterns": [], "fields": {}}', r"\(redaction\): "),
+        ("redaction", '{"keys": [], "patterns": [["(", 0]], "fields": {}}', r"\(redaction\): "),
+        ("failure", '{"error_type": 3}', r"\(failure\): "),
     ],
 )
 def test_a_stored_rule_or_failure_that_is_not_one_is_refused(
@@ -182,7 +182,7 @@ def test_a_stored_rule_or_failure_that_is_not_one_is_refused(
     raw.execute(f"UPDATE runs SET {column} = ? WHERE run_id = 'p'", (text,))
     raw.commit()
     raw.close()
-    with pytest.raises(StoreError, match=rf"^run 'p': {message} \("):
+    with pytest.raises(StoreError, match=rf"^Invalid stored run 'p' {message}"):
         store.get("p")
 
 

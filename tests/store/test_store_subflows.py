@@ -85,20 +85,20 @@ def test_a_schema_2_database_migrates_and_its_lines_load_as_records(tmp_path: Pa
 @pytest.mark.parametrize(
     ("column", "text", "message"),
     [
-        ("narrative", '[{"type": "stage"}]', "run 'old': its stored narrative cannot be read"),
+        ("narrative", '[{"type": "stage"}]', r"Invalid stored run 'old' \(narrative\): "),
         (
             "narrative",
             '{"a": 1}',
-            r"run 'old': its stored narrative cannot be read \(required key missing @ \$\.narrative\.type; ",
+            r"Invalid stored run 'old' \(narrative\): required key missing @ \$\.narrative\.type; ",
         ),
-        ("narrative", "1", r"run 'old': its stored narrative cannot be read \(not a list\)"),
+        ("narrative", "1", r"Invalid stored run 'old' \(narrative\): not a list$"),
         (
             "narrative",
             '{"type": ["stage"], "depth": [0], "text": [], "stage_name": [null], "stage_id": [null], '
             '"runtime_stage_id": [null], "subflow_id": [null], "key": [null], "step_number": [null]}',
-            r"run 'old': its stored narrative cannot be read \(narrative column 'text' has 0 values where 'type' ",
+            r"Invalid stored run 'old' \(narrative\): narrative column 'text' has 0 values where 'type' ",
         ),
-        ("subflows", '{"sf#1": {"mount_id": 3}}', "run 'old': its stored subflows cannot be read"),
+        ("subflows", '{"sf#1": {"mount_id": 3}}', r"Invalid stored run 'old' \(subflows\): "),
     ],
 )
 def test_a_stored_narrative_or_subflow_log_that_is_not_one_is_refused(
@@ -136,4 +136,4 @@ def test_fuzz_stored_narrative_and_subflows_load_or_refuse_with_store_error(item
         try:
             load(json.dumps(value), "fz")
         except StoreError as exc:
-            assert str(exc).startswith("run 'fz': its stored ")
+            assert str(exc).startswith("Invalid stored run 'fz' (")
