@@ -12,12 +12,13 @@ The public hooks ``run_recorders``, ``chart_options``, ``arun_turn``, ``finish_r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from flowchart import Checkpoint, Redaction, Retry, RunResult, narrative
+from flowchart import Checkpoint, Redaction, Retry, RunResult, failed_run, narrative
 from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
@@ -326,7 +327,8 @@ class Agent:
         if self.store is not None:
             return await durable.start(self, run_input, run_id, attach=attach)
         recorders = self.run_recorders(attach)
-        result = await self.chart.arun(run_input, **self.chart_options(recorders))
+        with self.failures_kept(recorders):
+            result = await self.chart.arun(run_input, **self.chart_options(recorders))
         return self.finish_run(result, recorders)
 
     def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
@@ -342,7 +344,8 @@ class Agent:
         check_resumable(checkpoint, self.config, self.chart)
         resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
         recorders = self.run_recorders()
-        result = await self.chart.aresume(checkpoint, resume_input, **self.chart_options(recorders))
+        with self.failures_kept(recorders):
+            result = await self.chart.aresume(checkpoint, resume_input, **self.chart_options(recorders))
         return self.finish_run(result, recorders)
 
     def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:
@@ -411,6 +414,20 @@ class Agent:
         if self.config.output is not None:
             return structured.final_answer(self.config.output, state)
         return str(state.get(FINAL_CONTENT, ""))
+
+    @contextlib.contextmanager
+    def failures_kept(self, recorders: list[Any]) -> Iterator[None]:
+        """Around a run segment: when it fails, its partial result (``failed_run``) becomes
+        ``last_snapshot()`` before the error goes on — a failed run is a run too."""
+        try:
+            yield
+        except Exception as exc:
+            found = failed_run(exc)
+            if found is not None:
+                result = found[0]
+                lines = recorders[0].lines if self.narrative else []
+                self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
+            raise
 
     def last_snapshot(self) -> AgentSnapshot:
         """The last run's state, commit log and narrative (raises before the first run)."""

@@ -35,7 +35,7 @@ from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
 from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
-from governance import ResumeDecisionError
+from governance import CheckInDecision, ResumeDecisionError
 from governance.human import pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
@@ -122,6 +122,9 @@ def answer_in(
         )
     check_resumable(record.checkpoint, *((agent.config, agent.chart) if agent is not None else ()))
     resume_input, request_id = check_answer(record.checkpoint, decision, record.answered, run_id=run_id, tools=tools)
+    if isinstance(resume_input, dict) and isinstance(decision, CheckInDecision):
+        # the decision is bound to the run as the person saw it: the head of its stored rows
+        resume_input = {**resume_input, "store_head": store.verify(run_id)}
     try:
         return store.answer(
             run_id, record.pause_answer_id(request_id), resume_input, by=getattr(decision, "by", None)
@@ -164,10 +167,11 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     async def step(record: RunRecord) -> RunResult:
         recorders = agent.run_recorders(attach)
         options = agent.chart_options(recorders, env={RUN_ID_ENV: run_id})
-        if record.checkpoint is None:
-            result = await agent.chart.arun(record.input, **options)
-        else:
-            result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
+        with agent.failures_kept(recorders):
+            if record.checkpoint is None:
+                result = await agent.chart.arun(record.input, **options)
+            else:
+                result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
         result.run_id = run_id
         try:
             outcome.append(agent.finish_run(result, recorders))

@@ -42,7 +42,6 @@ from governance.scorer import jaccard, tokens
 from .config import WRAP_UP_INSTRUCTION
 from .conversations import loaded_origin
 from .errors import ExplainError
-from .state import HISTORY
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""
@@ -283,14 +282,27 @@ def _origins(steps: Sequence[_Step], initial: dict[str, Any]) -> list[_Step | No
     return origin
 
 
-def _tool_calls_by_id(history: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for message in history:
-        if isinstance(message, dict):
+def _asking(history: Sequence[Any], position: int, call_id: str) -> tuple[int | None, dict[str, Any]]:
+    """The assistant turn that asked for the tool result at ``position`` and its call: the
+    NEAREST earlier one that names ``call_id`` (call ids repeat across turns: scripted providers
+    and some servers say ``c1`` every time)."""
+    for at in range(position - 1, -1, -1):
+        message = history[at]
+        if isinstance(message, dict) and message.get("role") == "assistant":
             for call in message.get("tool_calls") or ():
-                if isinstance(call, dict) and isinstance(call.get("id"), str):
-                    out[call["id"]] = call
-    return out
+                if isinstance(call, dict) and call.get("id") == call_id:
+                    return at, call
+    return None, {}
+
+
+def _rows_between(key: str, first: _Step | None, last: _Step | None, state: dict[str, Any]) -> list[Any]:
+    """The rows of the append-only list ``key`` committed from ``first`` through ``last`` (the
+    asking turn's commit to the tool result's): the ones that belong to that call. Without both
+    steps (a result loaded from an earlier turn) every row of ``state``."""
+    if first is None or last is None:
+        return list(state.get(key) or [])
+    before = first.before.get(key) or []
+    return list((last.after.get(key) or [])[len(before) :])
 
 
 def _human_for(decisions: Iterable[Any], call_id: str) -> list[dict[str, Any]]:
@@ -338,12 +350,17 @@ def _ledger_lines(rows: Iterable[Any], *, call_id: str | None = None, moment: st
 
 
 def _describe(
-    index: int, message: dict[str, Any], origin: _Step | None, state: dict[str, Any], calls_by_idx: dict[int, int]
+    index: int,
+    message: dict[str, Any],
+    origins: Sequence[_Step | None],
+    state: dict[str, Any],
+    calls_by_idx: dict[int, int],
+    history: Sequence[Any],
 ) -> SentMessage:
+    origin = origins[index - 1]
     role = str(message.get("role"))
     content = message.get("content", "")
     ledger = state.get(LEDGER_KEY) or []
-    humans = state.get(HUMAN_DECISIONS) or []
     seeded = origin.commit.stage_id == "seed" if origin is not None else index == 1
     if seeded and role == "user":
         return SentMessage(
@@ -358,10 +375,12 @@ def _describe(
         return SentMessage(index, role, f"{who} asked for {asked}" if asked else f"{who} replied", snippet(content))
     if role == "tool":
         call_id = message.get("tool_call_id")
-        call = _tool_calls_by_id(state.get(HISTORY) or ()).get(str(call_id), {})
+        at, call = _asking(history, index - 1, str(call_id))
+        asking = origins[at] if at is not None else None
         name = message.get("tool_name") or call.get("name") or "?"
+        humans = _rows_between(HUMAN_DECISIONS, asking, origin, state)
         details = [human_line(row) for row in _human_for(humans, str(call_id))]
-        details += _ledger_lines(ledger, call_id=str(call_id))
+        details += _ledger_lines(_rows_between(LEDGER_KEY, asking, origin, state), call_id=str(call_id))
         label = f"tool result of {call_text(str(name), call.get('args', {}))} [{call_id}]"
         return SentMessage(index, role, label, snippet(content), tuple(details), tool_call_id=str(call_id))
     where = origin.commit.runtime_stage_id if origin is not None else "before this trace"
@@ -457,7 +476,7 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         sent.append(SentMessage(0, "system", "the system prompt", snippet(prompt)))
     for index, message in enumerate(history):
         if isinstance(message, dict) and index < len(origins):
-            described = _describe(index + 1, message, origins[index], final_state, calls_by_idx)
+            described = _describe(index + 1, message, origins, final_state, calls_by_idx, history)
             sent.append(from_earlier_turn(described, final_state, index))
     if drivers:
         answer_tokens = tokens(str(answer_text))

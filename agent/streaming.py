@@ -18,6 +18,7 @@ Laws:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -127,11 +128,12 @@ def translate(ctx: TraversalContext, name: str, payload: Any) -> StreamEvent | N
     return None
 
 
-def answer_view(result: Any) -> dict[str, Any]:
-    """The agent's result as JSON: ``paused``, ``output`` (the answer), ``question``, ``run_id``."""
+def answer_view(result: Any, run_id: str | None = None) -> dict[str, Any]:
+    """The agent's result as JSON: ``paused``, ``output`` (the answer), ``question``, ``run_id``
+    (the stored run's id, an answer's too: ``run_id`` is the id the stream's run was stored under)."""
     if isinstance(result, Paused):
         return {"paused": True, "output": None, "question": json_view(result.pause_data), "run_id": result.run_id}
-    return {"paused": False, "output": answer_json(result), "question": None, "run_id": None}
+    return {"paused": False, "output": answer_json(result), "question": None, "run_id": run_id}
 
 
 def agent_plan(
@@ -171,7 +173,7 @@ def agent_plan(
 
     def final(result: Any, tap: StreamTap) -> Final:
         event = final_event(result, tap)
-        return attrs.evolve(event, view=answer_view)
+        return attrs.evolve(event, view=functools.partial(answer_view, run_id=run_id))
 
     def on_cancel(record: Cancelled) -> None:
         if agent.store is not None and run_id is not None:

@@ -63,7 +63,8 @@
   function toolsView() {
     const asked = new Map();
     history.forEach((m) => { for (const t of toolCallsOf(m)) asked.set(t.id, t); });
-    const results = history.map((m, i) => [m, i]).filter(([m]) => isObj(m) && m.role === "tool");
+    const loaded = new Set(Array.isArray(A.loaded) ? A.loaded : []);  // an earlier turn's messages: not this run's tools
+    const results = history.map((m, i) => [m, i]).filter(([m, i]) => isObj(m) && m.role === "tool" && !loaded.has(i));
     if (!results.length) return null;
     return section(`Tools (${results.length})`, el("ol", { class: "tools" }, results.map(([m, i]) => {
       const call = asked.get(m.tool_call_id);
@@ -96,7 +97,8 @@
   for (const note of A.notes) first.append(el("p", { class: "muted" }, note));
   if (A.calls) first.append(section(`Model calls (${calls.length})`, calls.map((call, k) => el("details", { class: "call", open: true },
     el("summary", null, `call ${k + 1}`, call.commit !== null ? ` · written at #${call.commit}` : " · before this run"),
-    el("div", { class: "part" }, "sent"), call.inputs.length ? el("ul", { class: "msgs sent" }, call.inputs.map((i) => msgView(history[i], i)))
+    el("div", { class: "part" }, "sent"), call.earlier ? el("p", { class: "muted earlier" }, `${call.earlier} message(s) from earlier turns, then:`) : "",
+    call.inputs.length ? el("ul", { class: "msgs sent" }, call.inputs.map((i) => msgView(history[i], i)))
       : el("p", { class: "muted nothing-new" }, "the conversation so far: nothing new since the previous call and its tool results"),
     el("div", { class: "part" }, "returned"), el("ul", { class: "msgs returned" }, call.message === null ? answerView(call) : msgView(history[call.message], call.message)),
     call.results.length ? [el("div", { class: "part" }, "tool results"), el("ul", { class: "msgs results" }, call.results.map((i) => msgView(history[i], i)))] : ""))));

@@ -27,9 +27,10 @@ from typing import Any
 from flowchart import Commit, Trace
 from flowchart.viewer import Panel
 
+from .conversations import loaded_origin
 from .explain import ExplainError, explain_answer
 from .state import FINAL_CONTENT as FINAL
-from .state import HISTORY, TOOL_ERRORS
+from .state import HISTORY, TOOL_ERRORS, USER_MESSAGE
 from .state import HUMAN_DECISIONS as HUMAN
 from .state import LLM_LATEST_CONTENT as REPLY
 from .state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
@@ -112,6 +113,13 @@ def with_unlisted_replies(
     return sorted([*calls, *extra], key=lambda call: (call["commit"] is not None, call["commit"] or 0))
 
 
+def _this_run(call: dict[str, Any], loaded: set[int]) -> dict[str, Any]:
+    """``call`` with the messages an earlier turn said taken out of what it was sent (counted
+    in ``earlier``: the model was sent them, this run did not write them)."""
+    inputs = [i for i in call["inputs"] if i not in loaded]
+    return {**call, "inputs": inputs, "earlier": len(call["inputs"]) - len(inputs)}
+
+
 def _answers(call: dict[str, Any], history: list[Any], message: dict[str, Any]) -> bool:
     asked = history[call["message"]].get("tool_calls")
     asked = asked if isinstance(asked, list) else []  # a trace is untrusted: any shape may come
@@ -152,7 +160,14 @@ def agent_panels(
         at = written_at(commits, HISTORY, initial_state.get(HISTORY))
         out["history"] = history
         out["history_at"] = at
-        out["calls"] = with_unlisted_replies(model_calls(history, at), history, commits)
+        calls = with_unlisted_replies(model_calls(history, at), history, commits)
+        # a conversation turn's history starts with the earlier turns' messages (its seed loaded
+        # them): they are shown in the history, never counted as this run's calls and tools
+        loaded = [i for i in range(len(history)) if loaded_origin(final_state, i) is not None]
+        if loaded:
+            out["loaded"] = loaded
+            calls = [_this_run(call, set(loaded)) for call in calls if call["message"] not in loaded]
+        out["calls"] = calls
     elif HISTORY in final_state:
         out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
     for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions")):
@@ -192,21 +207,32 @@ TITLE_CHARS = 60
 
 
 def run_title(data: dict[str, Any]) -> str | None:
-    """An agent run is named by the user's first message (cut): "Agent run: Hi, I was …"."""
+    """An agent run is named by its own question (cut): "Agent run: Hi, I was …" — a
+    conversation turn by its message, not the conversation's first."""
     history = data.get("history")
     if not isinstance(history, list):
         return None
-    for message in history:
-        if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
-            text = " ".join(message["content"].split())
-            return "Agent run: " + (text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…")
+    question = data.get("question")
+    if isinstance(question, str):
+        text = " ".join(question.split())
+        return "Agent run: " + (text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…")
     return "Agent run"
 
 
 def _question_and_answer(final_state: dict[str, Any], history: Any) -> tuple[Any, Any]:
-    question = None
-    if isinstance(history, list):
-        question = next((m.get("content") for m in history if isinstance(m, dict) and m.get("role") == "user"), None)
+    """This run's question — its ``user_message``, else the first user message of its history —
+    and its answer."""
+    question = final_state.get(USER_MESSAGE)
+    if question is None and isinstance(history, list):
+        loaded = {i for i in range(len(history)) if loaded_origin(final_state, i) is not None}
+        question = next(
+            (
+                m.get("content")
+                for i, m in enumerate(history)
+                if i not in loaded and isinstance(m, dict) and m.get("role") == "user"
+            ),
+            None,
+        )
     return question, final_state.get(FINAL) or None  # "" until the run answers
 
 

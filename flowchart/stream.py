@@ -26,7 +26,7 @@ from .engine.entry import _run_input, run_sync, start_run
 from .options import RunOptions
 from .recorders.narrative import narrative
 from .store.protocol import Segment
-from .store.runs import aadvance, new_run_id, remember_store, run_chart
+from .store.runs import aadvance, new_run_id, remember_store, run_chart, told
 from .stream_drivers import AsyncRunStream, RunStream
 from .stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
 from .stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
@@ -116,7 +116,7 @@ async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> An
     remember_store(run_id, store)
 
     async def step(record: Any) -> Any:
-        result = await start_run(chart, record.input, options, concurrent=True)
+        result = await start_run(chart, record.input, told(options), concurrent=True)
         result.run_id = run_id
         return result
 

@@ -40,8 +40,10 @@ from governance.errors import DecisionInputError, DecisionRequiredError, Gate, R
 class CheckInDecision:
     """A person's answer: ``request_id`` (the request it answers), ``approved``, ``by`` (who),
     ``note`` (optional; on decline the model reads it), ``at`` (ISO-8601 UTC), ``value``
-    (optional JSON-safe choice, for a middleware ask that wanted more than a yes; recorded)
-    and ``args`` (an approval's edited arguments, or ``None`` to run the call as asked)."""
+    (optional JSON-safe choice, for a middleware ask that wanted more than a yes; recorded),
+    ``args`` (an approval's edited arguments, or ``None`` to run the call as asked) and
+    ``store_head`` (set by a run store when it records the decision: the head of the stored
+    run the person decided on, ``RunStore.verify``)."""
 
     request_id: str
     approved: bool
@@ -50,6 +52,7 @@ class CheckInDecision:
     at: str
     value: Any = None
     args: dict[str, Any] | None = None
+    store_head: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (``note``/``value`` omitted when absent)."""
@@ -65,13 +68,18 @@ class CheckInDecision:
             out["value"] = self.value
         if self.args is not None:
             out["args"] = self.args
+        if self.store_head is not None:
+            out["store_head"] = self.store_head
         return out
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInDecision:
         """Read a decision back (strict; ``WireFormatError`` names the bad field)."""
         d = _wire.as_dict(
-            data, path, required=("request_id", "approved", "by", "at"), optional=("note", "value", "args")
+            data,
+            path,
+            required=("request_id", "approved", "by", "at"),
+            optional=("note", "value", "args", "store_head"),
         )
         return cls(
             request_id=_wire.required_string(d, "request_id", path),
@@ -81,6 +89,7 @@ class CheckInDecision:
             at=_wire.required_string(d, "at", path),
             value=_wire.json_value(d, "value", path) if "value" in d else None,
             args=_wire.json_object(d, "args", path) if "args" in d else None,
+            store_head=_wire.string(d, "store_head", path, optional=True),
         )
 
 

@@ -62,6 +62,8 @@ def human_decision_row(
         row["after"] = json_safe(decision.args)
     if decision.value is not None:
         row["value"] = json_safe(decision.value)
+    if decision.store_head is not None:
+        row["store_head"] = decision.store_head
     return row
 
 

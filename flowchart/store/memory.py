@@ -16,7 +16,7 @@ import attrs
 
 from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
-from . import codec
+from . import codec, sealing
 from .protocol import (
     AlreadyAnsweredError,
     CommitConflictError,
@@ -79,6 +79,26 @@ class MemoryStore:
             raise RunNotFoundError(f"no run '{run_id}' in run store memory")
         return row
 
+    def verify(self, run_id: str) -> str:
+        """The run's head (``sealing``): a digest of everything stored for it, to anchor elsewhere
+        (a memory store lives in one process: there is nothing to tamper with, nor a seal)."""
+        with self._lock:
+            row = self._row(run_id)
+            columns = {
+                name: getattr(row, {"chart_fingerprint": "fingerprint", "next_seq": "commits"}.get(name, name))
+                for name in sealing.RUN_COLUMNS
+            }
+            columns["next_seq"] = len(row.commits)
+            rows = sealing.RunRows(
+                run_id=run_id,
+                columns=columns,
+                chart_spec=self._specs.get(row.fingerprint),
+                commits=list(enumerate(row.commits)),
+                segments=list(zip(row.narrative, row.subflows, strict=False)),
+                answers=sorted(row.answered.items()),
+            )
+            return sealing.head(rows)
+
     def _record(self, run_id: str, row: _Row) -> RunRecord:
         spec = self._specs.get(row.fingerprint)
         told = [codec.decode_narrative_columns(text, run_id) for text in row.narrative]
@@ -106,9 +126,7 @@ class MemoryStore:
         with self._lock:
             return self._record(run_id, self._row(run_id))
 
-    def list(
-        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
-    ) -> RunList:
+    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first."""
         check_status(status)

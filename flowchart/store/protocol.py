@@ -245,6 +245,12 @@ class RunStore(Protocol):
         its parent run and the commit it forked at."""
         ...
 
+    def verify(self, run_id: str) -> str:
+        """The run's head: one digest of every row stored for it (``sealing``), to anchor
+        elsewhere; a store made with ``key=`` first checks the rows against the run's seal and
+        raises ``StoredRowError`` naming the part that differs."""
+        ...
+
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first (``[]`` when none)."""
         ...
@@ -253,9 +259,7 @@ class RunStore(Protocol):
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(
-        self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None
-    ) -> RunList:
+    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
         """Runs (with ``status`` when given), most recently updated first (a run whose row does not
         load is left out, in ``RunList.unreadable``); with
         ``conversation``, that conversation's turns, newest turn first."""

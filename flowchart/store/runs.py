@@ -33,6 +33,7 @@ from ..errors import CheckpointError
 from ..failure import RunFailure, failed_checkpoint, failed_run
 from ..narrative_entry import NarrativeEntry
 from ..options import RunOptions
+from ..recorders.narrative import narrative
 from ..trace import subflow_traces
 from ..values import NotJsonSafe, copy_json
 from .protocol import RunRecord, RunStore, Segment, StoreError
@@ -131,6 +132,14 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
     )  # fmt: skip
 
 
+def told(options: RunOptions) -> RunOptions:
+    """``options`` with a narrative recorder the store keeps when the caller brought none: a
+    stored run always has its story, segment after segment, in any process."""
+    if any(callable(getattr(recorder, "records", None)) for recorder in options.recorders):
+        return options
+    return options.but(recorders=(*options.recorders, narrative()))
+
+
 def check_chart(record: RunRecord, fingerprint: str) -> None:
     """Refuse to advance a run on a chart other than the one it was started on."""
     if record.chart_fingerprint != fingerprint:
@@ -226,7 +235,7 @@ def advance_chart(chart: FlowChart, store: RunStore, run_id: str, options: RunOp
     given = options or RunOptions()
 
     def step(record: RunRecord) -> RunResult:
-        segment = given
+        segment = told(given)
         if segment.redaction is None and record.redaction is not None:
             segment = segment.but(redaction=record.redaction)  # the rule the run was started under
         if record.checkpoint is None:

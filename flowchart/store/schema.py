@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -91,6 +91,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # as a version-3 trace file keeps them) from here on; rows written before keep their lists.
     # A library that reads only lists refuses this database with the upgrade hint, not the rows.
     6: (),
+    # 7: a store made with key= seals each run whole (``sealing``): the digest of every row of
+    # the run, its head and the head's HMAC (others: NULL). Opening an older database with a key
+    # seals its runs as they are then (``SqlStore._migrate``).
+    7: ("ALTER TABLE runs ADD COLUMN seal TEXT",),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

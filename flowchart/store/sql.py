@@ -28,7 +28,7 @@ from ..redaction import Redaction
 from ..signing import check_key
 from ..trace import SubflowTrace
 from ..trace_codec import no_gc_pauses
-from . import codec
+from . import codec, sealing
 from .protocol import (
     STATUSES,
     AlreadyAnsweredError,
@@ -120,6 +120,9 @@ class SqlStore:
                 for statement in MIGRATIONS[version]:
                     self._run(cur, statement)
                 self._run(cur, "INSERT INTO schema_version VALUES (?, ?)", (version, time.time()))
+            if self._key is not None and 0 < found < 7:  # runs from before seals: sealed as they are now
+                for (run_id,) in self._run(cur, "SELECT run_id FROM runs").fetchall():
+                    self._reseal(cur, run_id)
 
     def schema_version(self) -> int:
         """The newest schema version applied to this database."""
@@ -190,6 +193,8 @@ class SqlStore:
         read = codec.column
         if not isinstance(run_id, str) or not isinstance(fingerprint, str) or row[3] not in STATUSES:
             raise StoredRowError(str(run_id), "run_id/chart_fingerprint/status", "not a run's identity and status")
+        if key is not None:  # the whole run matches its seal before any of it is read
+            self._head(cur, run_id)
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
         rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         bodies = [
@@ -244,6 +249,73 @@ class SqlStore:
             parent_run_id=read(run_id, "parent_run_id", lambda: codec.decode_text(row[17])),
             forked_at=forked_at,
         )
+
+    # -- the whole run: its head and, with a key, its seal (``sealing``) ----------------------
+    def _rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str | None]:
+        """Every stored row of ``run_id`` as the database holds it, and its seal."""
+        names = ", ".join(sealing.RUN_COLUMNS)
+        row = self._run(cur, f"SELECT {names}, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
+        columns = dict(zip(sealing.RUN_COLUMNS, row, strict=False))
+        spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (columns["chart_fingerprint"],))
+        found = spec.fetchone()
+        rows = sealing.RunRows(
+            run_id=run_id,
+            columns=columns,
+            chart_spec=None if found is None else found[0],
+            commits=self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall(),
+            segments=self._run(
+                cur,
+                "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
+                "WHERE run_id = ? ORDER BY n",
+                (run_id,),
+            ).fetchall(),
+            answers=self._run(
+                cur,
+                "SELECT request_id, answer, answered_by, answered_at FROM answers WHERE run_id = ? ORDER BY request_id",
+                (run_id,),
+            ).fetchall(),
+        )
+        return rows, row[-1]
+
+    def _head(self, cur: Any, run_id: str) -> str:
+        """The run's head; with a key, once its rows match its seal (else ``StoredRowError``)."""
+        rows, sealed = self._rows(cur, run_id)
+        if self._key is None:
+            return sealing.head(rows)
+        try:
+            return sealing.check(rows, sealed, self._key)
+        except StoredRowError:
+            self._explain(rows)
+            raise
+
+    def _explain(self, rows: sealing.RunRows) -> None:
+        """A run that does not match its seal: when a row's own signature fails too, that names the
+        row more exactly (which commit, a row without a signature) — raise that instead."""
+        run_id, key, read = rows.run_id, self._key, codec.column
+        for seq, body in rows.commits:
+            read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}"))
+        for name in ("input", "checkpoint", "answer"):
+            read(run_id, name, partial(codec.unseal, rows.columns[name], key, run_id, name))
+
+    def _reseal(self, cur: Any, run_id: str) -> None:
+        """Seal the run as it now stands (with a key; a store without one keeps no seal)."""
+        if self._key is not None:
+            rows, _ = self._rows(cur, run_id)
+            self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.seal(rows, self._key), run_id))
+
+    def _checked(self, cur: Any, run_id: str) -> None:
+        """Before a write (with a key): the run still matches its seal, so a writer never seals
+        rows someone changed behind the store."""
+        if self._key is not None:
+            self._head(cur, run_id)
+
+    def verify(self, run_id: str) -> str:
+        """The run's head — a digest of every row of the run, to anchor elsewhere; with a key, only
+        once the rows match the run's seal (``StoredRowError`` names the part that differs)."""
+        with self._tx(write=False) as cur:
+            return self._head(cur, run_id)
 
     def _exists(self, run_id: str) -> bool:
         with self._tx(write=False) as cur:
@@ -301,6 +373,7 @@ class SqlStore:
                         forked_at,
                     ),
                 )
+                self._reseal(cur, run_id)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 if conversation_id is not None and not self._exists(run_id):
@@ -322,7 +395,9 @@ class SqlStore:
                         f"run '{run_id}' moved on (status {status}, next seq {next_seq}) before this "
                         f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                     )
+                self._checked(cur, run_id)
                 self._write_segment(cur, run_id, segment)
+                self._reseal(cur, run_id)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise CommitConflictError(
@@ -364,10 +439,12 @@ class SqlStore:
             status, _ = self._locked_row(cur, run_id)
             row = self._run(cur, "SELECT checkpoint FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             check_retry(run_id, status, row[0] is not None)
+            self._checked(cur, run_id)
             self._run(
                 cur, "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
             )  # fmt: skip
+            self._reseal(cur, run_id)
         return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
@@ -375,6 +452,7 @@ class SqlStore:
         try:
             with self._tx() as cur:
                 status, _ = self._locked_row(cur, run_id)
+                self._checked(cur, run_id)
                 self._run(
                     cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
                     (run_id, request_id, codec.encode(answer), codec.text(by), time.time()),
@@ -386,6 +464,7 @@ class SqlStore:
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
                 )  # fmt: skip
+                self._reseal(cur, run_id)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise AlreadyAnsweredError(

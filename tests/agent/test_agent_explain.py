@@ -237,3 +237,34 @@ def test_an_ask_human_reply_is_named_as_a_persons_answer() -> None:
     lines = _explained(agent)
     at = lines.index('  3. tool result of confirm() [h1]: "yes"')
     assert lines[at + 1] == '       a person answered "yes"'
+
+
+def test_repeated_call_ids_each_get_their_own_call_and_decision(tmp_path: Any) -> None:
+    """Two turns that both call ``c1`` (scripted providers and some servers reuse ids): each tool
+    result names its own arguments and the person who approved THAT call (``why`` printed
+    "approved by alice" under the other result, with the other arguments)."""
+    from flowchart.store import SqliteStore
+    from governance import check_in_approved
+
+    store = SqliteStore(tmp_path / "runs.db")
+    agent, _ = build(
+        [
+            calls(call("c1", "refund", order_id="A-1", amount=500)),
+            calls(call("c1", "refund", order_id="A-2", amount=700)),
+            "Both handled.",
+        ],
+        refund_tool(check_in="always"),
+        system=None,
+        store=store,
+    )
+    first = agent.run("Refund A-1 and A-2")
+    second = agent.resume_run(first.run_id, check_in_approved(request=first.check_in, by="alice", at="T1"))
+    assert agent.resume_run(second.run_id, check_in_approved(request=second.check_in, by="bob", at="T2")) == (
+        "Both handled."
+    )
+    lines = explain_answer(store.get(first.run_id)).format().splitlines()
+    one = lines.index('  3. tool result of refund(order_id=A-1, amount=500) [c1]: "refunded 500 on A-1"')
+    assert lines[one + 1] == "       approved by alice at T1"
+    two = lines.index('  5. tool result of refund(order_id=A-2, amount=700) [c1]: "refunded 700 on A-2"')
+    assert lines[two + 1] == "       approved by bob at T2"
+    assert lines[two + 2 :] == [] or not lines[two + 2].startswith("       approved by")

@@ -25,7 +25,12 @@ leaf = st.sampled_from(["plain", "flaky", "pause", "flaky-pause"])
 segment = st.one_of(
     st.tuples(leaf),
     st.tuples(st.just("sub"), st.lists(st.tuples(leaf), min_size=1, max_size=3)),
-    st.tuples(st.just("fork"), st.lists(st.sampled_from(["plain", "flaky"]), min_size=2, max_size=3)),
+    # at most one failing child per fork: two children of one batch failing leave no single resume
+    # point (documented in docs/durable.md), which is not what this property is about
+    st.tuples(
+        st.just("fork"),
+        st.lists(st.sampled_from(["plain", "flaky"]), min_size=2, max_size=3).filter(lambda k: k.count("flaky") <= 1),
+    ),
 )
 specs = st.lists(segment, min_size=1, max_size=5)
 

@@ -125,3 +125,24 @@ def test_the_store_memory_forgets_a_dropped_store() -> None:
     del store
     gc.collect()
     assert store_of(run_id) is None
+
+
+def test_a_stored_run_keeps_its_story_without_a_narrative_recorder(store: RunStore) -> None:
+    """A stored chart run records its narrative by default, across segments and processes: no
+    ``narrative()`` passed to the run nor to the resume, and the done run's story goes on past its
+    pause (it was empty, or ended at "Execution paused at Approve." on a done run)."""
+    paused = approval_chart().run({"amount": 3}, store=store)
+    assert store.get(paused.run_id).narrative[-1] == "Execution paused at Approve."
+    approval_chart().resume_run(paused.run_id, {"ok": True}, store=store)
+    told = store.get(paused.run_id).narrative
+    assert told[0] == "Stage 1: The process began with Intake."
+    assert "Execution resumed at Approve with input." in told
+    assert told[-1].startswith("Step ") and any(line.endswith("moved on to Finish.") for line in told)
+
+
+def test_a_stored_run_keeps_the_callers_narrative_when_it_brings_one(store: RunStore) -> None:
+    """A caller's own narrative recorder is the one stored (the store adds none beside it)."""
+    mine = narrative(include_values=False)
+    done = approval_chart().run({"amount": 3}, store=store, recorders=[mine])
+    assert store.get(done.run_id).narrative == tuple(mine.lines())
+    assert [r for r in done.recorders if callable(getattr(r, "records", None))] == [mine]

@@ -1,0 +1,175 @@
+"""A run as one digest: the chain head of every stored row of a run, and its seal.
+
+Laws:
+- A run's stored rows — every column of its ``runs`` row (question, answer, checkpoint, NULL
+  included, output, error, failure, redaction, status, next_seq, lineage …), its chart's spec,
+  its commits in ``seq`` order, its segments in order, its answers — fold into ONE digest, the
+  run's **head** (``head``). Each part is bound to the run id, to its column and to its position
+  (a commit to its ``seq``), so a row moved to another run, into another column or to another
+  place changes the head; so does a row deleted, added, truncated or set to NULL.
+- A store made with ``key=`` keeps a **seal** per run (the ``runs.seal`` column): the digest of
+  each part, the row counts, the head and an HMAC of the head bound to the run id. Every write
+  checks the seal before it writes (so a writer never re-seals rows someone changed) and seals
+  the run anew after; every read checks it. A mismatch is refused by name — the column, or the
+  table with the counts sealed and found — before anything is read from the run.
+- ``verify(run_id)`` returns the head: a digest an operator can anchor elsewhere (a ticket, a
+  log, a receipt); a person's decision carries the head it was made against.
+- What a key cannot stop: someone who can write the database can roll back a WHOLE run — every
+  row and its seal together — to an earlier sealed state of that same run; only a head anchored
+  outside the database (``verify``'s value, kept elsewhere) shows that. Without a key the head is
+  still computed (an anchor works the same), but nothing in the database is authenticated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..signing import signature
+from .protocol import StoredRowError
+
+SEAL_PURPOSE = "pyfootprint run seal v1"
+
+RUN_COLUMNS = (
+    "kind",
+    "chart_fingerprint",
+    "status",
+    "input",
+    "next_seq",
+    "checkpoint",
+    "question",
+    "has_answer",
+    "answer",
+    "output",
+    "error",
+    "created_at",
+    "updated_at",
+    "redaction",
+    "failure",
+    "conversation_id",
+    "turn",
+    "parent_run_id",
+    "forked_at",
+)
+"""The ``runs`` columns a seal covers (every one but ``run_id``, which binds them all, and ``seal``)."""
+
+
+@attrs.frozen
+class RunRows:
+    """What one run is in a SQL store, as the database returns it."""
+
+    run_id: str
+    columns: Mapping[str, Any]
+    chart_spec: str | None
+    commits: Sequence[tuple[Any, ...]]
+    segments: Sequence[tuple[Any, ...]]
+    answers: Sequence[tuple[Any, ...]]
+
+
+def _value(value: Any) -> str:
+    """A cell as canonical text (NULL, text, numbers and bytes told apart)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "bytes:" + bytes(value).hex()
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _hash(*cells: Any) -> str:
+    digest = hashlib.sha256()
+    for cell in cells:
+        digest.update(_value(cell).encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _table(run_id: str, table: str, rows: Sequence[tuple[Any, ...]]) -> str:
+    """The digest of a table's rows of this run, in their order (each row's position included)."""
+    digest = hashlib.sha256(_hash(run_id, table).encode())
+    for position, row in enumerate(rows):
+        digest.update(_hash(position, *row).encode())
+    return digest.hexdigest()
+
+
+def parts(rows: RunRows) -> dict[str, Any]:
+    """The digest of every part of the run: each ``runs`` column, the chart spec, and each table
+    (with its row count)."""
+    run_id = rows.run_id
+    out: dict[str, Any] = {name: _hash(run_id, name, rows.columns.get(name)) for name in RUN_COLUMNS}
+    out["chart"] = _hash(run_id, "chart", rows.chart_spec)
+    for table in ("commits", "segments", "answers"):
+        found: Sequence[tuple[Any, ...]] = getattr(rows, table)
+        out[table] = [len(found), _table(run_id, table, found)]
+    return out
+
+
+def head_of(run_id: str, sealed: Mapping[str, Any]) -> str:
+    """The run's head: one digest of all its parts."""
+    return _hash(run_id, "head", json.dumps(sealed, sort_keys=True))
+
+
+def head(rows: RunRows) -> str:
+    """The head of ``rows`` (with or without a key)."""
+    return head_of(rows.run_id, parts(rows))
+
+
+def seal(rows: RunRows, key: bytes) -> str:
+    """The seal column's text for ``rows``: their parts, their head and its HMAC."""
+    found = parts(rows)
+    top = head_of(rows.run_id, found)
+    return json.dumps(
+        {"version": 1, "parts": found, "head": top, "signature": _signature(key, rows.run_id, top)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+def _signature(key: bytes, run_id: str, top: str) -> str:
+    return signature(key, top, f"{SEAL_PURPOSE}\x00{run_id}")
+
+
+def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
+    """The head of ``rows`` once they match their seal; else ``StoredRowError`` naming the part
+    that differs (a column, or a table with its sealed and found row counts)."""
+    run_id = rows.run_id
+    if sealed is None:
+        raise StoredRowError(
+            run_id,
+            "seal",
+            "the run has no seal (it was removed, or written by a store opened without the key): "
+            "its rows cannot be trusted",
+        )
+    try:
+        data = json.loads(sealed)
+        kept, top, mark = data["parts"], data["head"], data["signature"]
+        if not isinstance(kept, dict) or not isinstance(top, str) or not isinstance(mark, str):
+            raise TypeError("not a seal")
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoredRowError(run_id, "seal", f"not a seal ({exc})") from None
+    if head_of(run_id, kept) != top or not hmac.compare_digest(mark, _signature(key, run_id, top)):
+        raise StoredRowError(
+            run_id, "seal", "the seal does not match its signature (it was changed, or made with another key)"
+        )
+    found = parts(rows)
+    for name, value in found.items():
+        if kept.get(name) == value:
+            continue
+        if isinstance(value, list):
+            was = kept.get(name)
+            count = was[0] if isinstance(was, list) and was else "?"
+            raise StoredRowError(
+                run_id,
+                name,
+                f"its rows differ from the sealed ones ({count} sealed, {value[0]} found): rows were deleted, added, "
+                "moved or changed behind the store",
+            )
+        raise StoredRowError(run_id, name, "the column differs from the sealed one: it was changed behind the store")
+    return top
+
+
+__all__ = ["RUN_COLUMNS", "SEAL_PURPOSE", "RunRows", "check", "head", "parts", "seal"]
