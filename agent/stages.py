@@ -23,6 +23,9 @@ Laws:
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import inspect
 import re
 from typing import Any
@@ -236,8 +239,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     def call_llm_now(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
         response = cfg.provider.complete(request)
-        if type(response) is not LLMResponse:  # e.g. an awaitable that never suspends
-            response = settled(response)
+        if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
+            response = awaited_now(response)
         record_reply(scope, ctx, iteration, response)
 
     return call_llm if cfg.needs_event_loop else call_llm_now
@@ -258,6 +261,24 @@ def settled(value: Any) -> Any:
     if type(value) in NEVER_AWAITABLE or not inspect.isawaitable(value):
         return value
     return drive(_awaited(value))
+
+
+def awaited_now(value: Any) -> Any:
+    """``value``, or what it resolves to when it is an awaitable: a plain ``def complete`` may
+    return one that does real I/O (a wrapper around an HTTP provider), so it is awaited in a fresh
+    event loop — in a helper thread when this thread already runs one — never driven without a loop."""
+    if not inspect.isawaitable(value):
+        return value
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # outside the ``except``: a provider error must not chain "no running event loop"
+        return asyncio.run(_awaited(value))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-provider") as pool:
+        return pool.submit(contextvars.copy_context().run, asyncio.run, _awaited(value)).result()
 
 
 def record_unreported_usage(scope: Scope, iteration: int) -> None:

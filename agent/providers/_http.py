@@ -214,8 +214,9 @@ class HTTPProvider:
         try:
             return json.loads(text)
         except ValueError:
-            raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
-            raise self._malformed(url, f"not JSON: {excerpt(self._redact(raw))!r}") from None
+            pass  # raised below, outside the ``except``: a JSONDecodeError keeps the whole body (``doc``)
+        raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise self._malformed(url, f"not JSON: {excerpt(self._redact(raw))!r}")
 
     def _status_error(self, status: int, body: str, url: str, model: str, retries: list[RetryRecord]) -> ProviderError:
         """Classify a failed HTTP status into the error hierarchy, with a hint."""
