@@ -30,6 +30,8 @@ import inspect
 import re
 from typing import Any
 
+import attrs
+
 from flowchart import Decision, Scope, StageContext, decide
 from flowchart.lowlevel import NotJsonSafe, copy_json, drive, emit_owned, peek, raw_read, set_owned, thaw
 from governance import LEDGER_KEY, MessageInfo
@@ -52,6 +54,8 @@ from .state import (
     LLM_MODEL,
     LLM_RETRIES,
     MAX_ITERATIONS,
+    OUTPUT_SCHEMA_FORM,
+    SYSTEM_PROMPT,
     TOTAL_INPUT_TOKENS,
     TOTAL_OUTPUT_TOKENS,
     USAGE_NOT_REPORTED,
@@ -171,9 +175,11 @@ def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
 def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
     when the agent needs no event loop: the provider answers synchronously)."""
+    from agent.providers.errors import ProviderError
     from agent.providers.types import LLMRequest, LLMResponse
 
     output_schema = cfg.output.request if cfg.output is not None else None
+    forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
 
@@ -187,6 +193,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             system_prompt, peek(scope, HISTORY), [] if wrapped_up else offered, model, temperature, max_tokens,
             output_schema,
         )  # fmt: skip
+        if forms:  # the form the run has settled on, else the provider's best
+            request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -232,15 +240,71 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             payload["finish_reason"] = response.finish_reason
             emit_owned(ctx, events.LLM_END, payload)
 
+    def shaped(request: Any, form: str) -> Any:
+        """``request`` asking for the answer's shape in ``form`` (see ``agent.structured``)."""
+        prompt = system_prompt
+        if forms[0] == "json_schema" and form != "json_schema":  # the instruction joins the prompt
+            prompt = structured.system_prompt(cfg.output, system_prompt, form)  # type: ignore[arg-type]
+        native = output_schema if form != "instruction" else None
+        return attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form)
+
+    def next_form(request: Any, exc: Exception) -> str | None:
+        """The form to ask in after the server refused ``request``'s form, or None (not a refusal)."""
+        form = request.output_form
+        if not forms or form not in forms or not structured.refused_form(exc, form):
+            return None
+        return forms[forms.index(form) + 1]
+
+    def record_form(scope: Scope, request: Any, refusals: list[dict[str, Any]]) -> None:
+        """The form on the first model-call commit; a fallback's refusals (and new prompt) on its own."""
+        if refusals:
+            earlier = thaw(peek(scope, OUTPUT_SCHEMA_FORM)) if OUTPUT_SCHEMA_FORM in scope else {}
+            rows = [*earlier.get("refused", []), *refusals]
+            scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form, "refused": rows}
+            if request.system_prompt != peek(scope, SYSTEM_PROMPT, None):
+                scope[SYSTEM_PROMPT] = request.system_prompt  # what the model is told is part of the record
+        elif OUTPUT_SCHEMA_FORM not in scope:
+            scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
+
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
-        record_reply(scope, ctx, iteration, await _complete(cfg, request, ctx, iteration))
+        refusals: list[dict[str, Any]] = []
+        while True:
+            refused = None
+            try:
+                response = await _complete(cfg, request, ctx, iteration)
+            except ProviderError as exc:
+                if next_form(request, exc) is None:
+                    raise
+                refused = exc
+            if refused is None:
+                break
+            # asked again outside the ``except``: a second failure chains nothing of the first
+            refusals.append(structured.refusal_row(refused, request.output_form))
+            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+        if forms:
+            record_form(scope, request, refusals)
+        record_reply(scope, ctx, iteration, response)
 
     def call_llm_now(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
-        response = cfg.provider.complete(request)
-        if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
-            response = awaited_now(response)
+        refusals: list[dict[str, Any]] = []
+        while True:
+            refused = None
+            try:
+                response = cfg.provider.complete(request)
+                if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
+                    response = awaited_now(response)
+            except ProviderError as exc:
+                if next_form(request, exc) is None:
+                    raise
+                refused = exc
+            if refused is None:
+                break
+            refusals.append(structured.refusal_row(refused, request.output_form))
+            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+        if forms:
+            record_form(scope, request, refusals)
         record_reply(scope, ctx, iteration, response)
 
     return call_llm if cfg.needs_event_loop else call_llm_now

@@ -44,6 +44,8 @@ USAGE_NOT_REPORTED = "usage_not_reported"
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
+# -- written by call-llm (only with an output_schema: agent.structured) ----------------------
+OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent.structured) ---------------
 OUTPUT_SCHEMA_RETRIES = "output_schema_retries"
 OUTPUT_SCHEMA_ERROR = "output_schema_error"

@@ -29,6 +29,7 @@ from agent.providers.ollama import OllamaProvider, ollama
 from agent.providers.openai_compatible import OpenAICompatibleProvider, openai_compatible
 from agent.providers.scripted import ScriptedProvider, mock, scripted
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMProvider,
     LLMRequest,
@@ -44,6 +45,7 @@ from agent.providers.types import (
 
 __all__ = [
     "AnthropicProvider",
+    "Capabilities",
     "ContextTooLongError",
     "FinishReason",
     "LLMProvider",

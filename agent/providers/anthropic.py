@@ -46,6 +46,7 @@ from agent.providers._http import (
 from agent.providers.errors import ProviderConfigError
 from agent.providers.secret import secret_from
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMRequest,
     LLMResponse,
@@ -170,6 +171,9 @@ class AnthropicProvider(HTTPProvider):
 
     #: the answer's shape is sent natively (a forced answer tool), not as an instruction
     structured_output = True
+    #: a forced tool carries the schema; the Messages API has no JSON mode; this provider sends no
+    #: tool_choice of the caller's; streams with tools
+    capabilities = Capabilities(json_schema=True, json_mode=False, tool_choice=False, stream_tools=True)
 
     max_tokens: int = DEFAULT_MAX_TOKENS
     version: str = ANTHROPIC_VERSION

@@ -32,6 +32,7 @@ from agent.providers._http import load_httpx, parse_args, sse_events
 
 EXPECTED = {
     "AnthropicProvider",
+    "Capabilities",
     "ContextTooLongError",
     "FinishReason",
     "LLMProvider",
