@@ -14,6 +14,11 @@ Laws:
   ``total_input_tokens``/``total_output_tokens`` and ``usage_not_reported`` says which
   iterations' calls those totals miss ("usage not reported for iteration 2"); every call
   reported, no key.
+- A streaming agent streams every call but a tool-bearing one to a provider that cannot stream
+  it (``Capabilities.stream_tools`` false, or a 200 with an empty stream): that call is made
+  whole, its text one ``llm.token``, and ``llm_not_streamed`` gets ``{"iteration", "reason"}``;
+  nothing made whole, no key. With an output schema, the form the shape is asked in, and any
+  form a server refused, is on the model-call commit (``output_schema_form``, agent.structured).
 - ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
@@ -52,6 +57,7 @@ from .state import (
     LLM_LATEST_CONTENT,
     LLM_LATEST_TOOL_CALLS,
     LLM_MODEL,
+    LLM_NOT_STREAMED,
     LLM_RETRIES,
     MAX_ITERATIONS,
     OUTPUT_SCHEMA_FORM,
@@ -269,10 +275,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
         refusals: list[dict[str, Any]] = []
+        not_streamed: list[dict[str, Any]] = []
         while True:
             refused = None
             try:
-                response = await _complete(cfg, request, ctx, iteration)
+                response = await _complete(cfg, request, ctx, iteration, not_streamed)
             except ProviderError as exc:
                 if next_form(request, exc) is None:
                     raise
@@ -284,6 +291,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
         if forms:
             record_form(scope, request, refusals)
+        if not_streamed:  # the key exists only once a streaming agent made a call whole
+            if LLM_NOT_STREAMED in scope:
+                scope[LLM_NOT_STREAMED].extend(not_streamed)
+            else:
+                scope[LLM_NOT_STREAMED] = not_streamed
         record_reply(scope, ctx, iteration, response)
 
     def call_llm_now(scope: Scope, ctx: StageContext) -> None:
@@ -361,29 +373,68 @@ def record_retries(scope: Scope, iteration: int, retries: Any) -> None:
         scope.llm_retries = rows
 
 
-async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int) -> Any:
+async def _complete(
+    cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int, not_streamed: list[dict[str, Any]]
+) -> Any:
+    """One model call: streamed when the agent streams, except a tool-bearing request to a provider
+    that cannot stream one (``Capabilities.stream_tools`` false, or an empty stream): that call is
+    made whole, its text one ``llm.token``, and why is appended to ``not_streamed``."""
     provider = cfg.provider
     stream = getattr(provider, "stream", None)
     if cfg.stream and callable(stream):
-        from agent.providers.types import LLMResponse
+        from agent.providers.errors import EmptyStreamError
+        from agent.providers.types import capabilities_of
 
-        final = None
-        index = 0
-        async for item in stream(request):
-            if isinstance(item, LLMResponse):
-                final = item
-            elif getattr(item, "text", ""):
-                ctx.emit(
-                    events.LLM_TOKEN,
-                    {"iteration": iteration, "index": index, "text": ctx.shown(LLM_LATEST_CONTENT, item.text)},
-                )
-                index += 1
-        if final is None:
-            raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
-        return final
+        if request.tools and not capabilities_of(provider).stream_tools:
+            reason = "the provider declares stream_tools=False: a request offering tools is not streamed"
+            return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
+        try:
+            return await _streamed(provider, stream, request, ctx, iteration)
+        except EmptyStreamError:
+            if not request.tools:
+                raise
+        # answered outside the ``except``: a failure of the whole call chains nothing of the stream's
+        reason = (
+            "the server answered the streamed request offering tools with an empty stream, "
+            "so the call was made again without streaming"
+        )
+        return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
     result = provider.complete(request)
     if inspect.isawaitable(result):
         result = await result
+    return result
+
+
+async def _streamed(provider: Any, stream: Any, request: Any, ctx: StageContext, iteration: int) -> Any:
+    from agent.providers.types import LLMResponse
+
+    final = None
+    index = 0
+    async for item in stream(request):
+        if isinstance(item, LLMResponse):
+            final = item
+        elif getattr(item, "text", ""):
+            ctx.emit(
+                events.LLM_TOKEN,
+                {"iteration": iteration, "index": index, "text": ctx.shown(LLM_LATEST_CONTENT, item.text)},
+            )
+            index += 1
+    if final is None:
+        raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
+    return final
+
+
+async def _made_whole(
+    provider: Any, request: Any, ctx: StageContext, iteration: int, not_streamed: list[dict[str, Any]], reason: str
+) -> Any:
+    """A call of a streaming agent made without streaming: its text arrives as one token."""
+    result = provider.complete(request)
+    if inspect.isawaitable(result):
+        result = await result
+    not_streamed.append({"iteration": iteration, "reason": reason})
+    if result.content:
+        text = ctx.shown(LLM_LATEST_CONTENT, result.content)
+        ctx.emit(events.LLM_TOKEN, {"iteration": iteration, "index": 0, "text": text})
     return result
 
 

@@ -37,6 +37,7 @@ LLM_LATEST_CONTENT = "llm_latest_content"
 LLM_LATEST_TOOL_CALLS = "llm_latest_tool_calls"
 LLM_MODEL = "llm_model"
 LLM_RETRIES = "llm_retries"
+LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though stream=True, and why
 TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"

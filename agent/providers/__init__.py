@@ -13,6 +13,7 @@ from agent.providers._http import RetryPolicy
 from agent.providers.anthropic import AnthropicProvider, anthropic
 from agent.providers.errors import (
     ContextTooLongError,
+    EmptyStreamError,
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConfigError,
@@ -47,6 +48,7 @@ __all__ = [
     "AnthropicProvider",
     "Capabilities",
     "ContextTooLongError",
+    "EmptyStreamError",
     "FinishReason",
     "LLMProvider",
     "LLMRequest",

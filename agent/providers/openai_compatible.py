@@ -28,7 +28,9 @@ exactly one :class:`LLMResponse`:
 - arguments that are not a JSON object never crash: the call gets ``args={}`` and
   ``args_error`` (see :class:`ToolCall`);
 - usage from ``prompt_tokens`` / ``completion_tokens``; ``None`` (unknown) when the answer
-  has no usage (many servers send none when streaming).
+  has no usage (many servers send none when streaming);
+- a stream that ends before its first event is :class:`EmptyStreamError` (the server cannot
+  stream that request: retrying gets the same), one cut short later a connection error.
 """
 
 from __future__ import annotations
@@ -358,9 +360,10 @@ class OpenAICompatibleProvider(HTTPProvider):
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}  # by the stream's tool-call index
         usage: Usage | None = None
-        reason, answered_by, done = None, None, False
+        reason, answered_by, done, events = None, None, False, 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
+                events += 1
                 if data.strip() == "[DONE]":
                     done = True
                     break
@@ -384,6 +387,8 @@ class OpenAICompatibleProvider(HTTPProvider):
                         call["name"] = function.get("name") or call.get("name")
                         call["arguments"] += function.get("arguments") or ""
                     reason = choice.get("finish_reason") or reason
+        if not events:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not (done or reason):
             raise self._cut_short(self.url, retries)
         tool_calls = tuple(

@@ -34,6 +34,7 @@ EXPECTED = {
     "AnthropicProvider",
     "Capabilities",
     "ContextTooLongError",
+    "EmptyStreamError",
     "FinishReason",
     "LLMProvider",
     "LLMRequest",
