@@ -3,14 +3,16 @@
 Law of this file: ``complete`` may be sync, async, or sync returning an awaitable (a logging,
 caching or fallback wrapper around an HTTP provider). The wrapper here is real — it wraps
 ``openai_compatible`` talking HTTP to the local wire server — and is driven by ``run``,
-``stream``, ``arun`` (as the MCP server calls it) and ``resume``; and an error raised by a
-resume carries only its causes (no chained "no running event loop").
+``stream``, ``arun`` (as the MCP server calls it), ``resume`` and a Celery worker's
+``advance``; and an error raised by a resume carries only its causes (no chained "no running
+event loop").
 """
 
 from __future__ import annotations
 
 import asyncio
 import traceback
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ import pytest
 from agent import Agent, Paused, define_tool
 from agent.providers import LLMRequest, openai_compatible
 from flowchart import CheckpointError
+from flowchart.store import SqliteStore
 from governance import check_in_approved
 
 from .wire import Reply, WireServer
@@ -113,3 +116,17 @@ def test_a_resume_error_carries_only_its_causes(server: WireServer) -> None:
         agent.resume(forged, {"approved": True, "by": "nobody"})
     assert info.value.__context__ is None or info.value.__suppress_context__
     assert "no running event loop" not in "".join(traceback.format_exception(info.value))
+
+
+def test_a_celery_worker_advance_awaits_the_wrapper(server: WireServer, tmp_path: Path) -> None:
+    """What a Celery worker's task runs (``agent.celery.advance`` on a stored run) answers through
+    the wrapper too: the run is done with the model's answer."""
+    from agent import durable
+    from agent.celery import advance
+
+    server.push(answer("Queued and answered."))
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = Agent.create(provider=wrapped(server), model="m", store=store).build()
+    run_id = durable.create(agent, durable.make_input("Hi"))
+    assert advance(agent, run_id) == "done"
+    assert store.get(run_id).output == "Queued and answered."
