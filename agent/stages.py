@@ -28,9 +28,6 @@ Laws:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import inspect
 import re
 from typing import Any
@@ -38,7 +35,17 @@ from typing import Any
 import attrs
 
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import NotJsonSafe, copy_json, drive, emit_owned, peek, raw_read, set_owned, thaw
+from flowchart.lowlevel import (
+    NotJsonSafe,
+    copy_json,
+    drive,
+    emit_owned,
+    peek,
+    raw_read,
+    run_coroutine,
+    set_owned,
+    thaw,
+)
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -342,19 +349,11 @@ def settled(value: Any) -> Any:
 def awaited_now(value: Any) -> Any:
     """``value``, or what it resolves to when it is an awaitable: a plain ``def complete`` may
     return one that does real I/O (a wrapper around an HTTP provider), so it is awaited in a fresh
-    event loop — in a helper thread when this thread already runs one — never driven without a loop."""
+    event loop — in a helper thread when this thread already runs one (``run_coroutine``) — never
+    driven without a loop."""
     if not inspect.isawaitable(value):
         return value
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:  # outside the ``except``: a provider error must not chain "no running event loop"
-        return asyncio.run(_awaited(value))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-provider") as pool:
-        return pool.submit(contextvars.copy_context().run, asyncio.run, _awaited(value)).result()
+    return run_coroutine(lambda _loop: _awaited(value), True)
 
 
 def record_unreported_usage(scope: Scope, iteration: int) -> None:

@@ -234,9 +234,10 @@ class AnthropicProvider(HTTPProvider):
         blocks: dict[int, dict[str, Any]] = {}  # tool_use blocks by content index
         tokens_in: int | None = None
         tokens_out: int | None = None
-        reason, answered_by, done = None, None, False
+        reason, answered_by, done, events = None, None, False, 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
+                events += 1
                 event = self._loads(self.url, data)
                 kind = event.get("type") if isinstance(event, dict) else None
                 if kind == "error":
@@ -273,6 +274,8 @@ class AnthropicProvider(HTTPProvider):
                 elif kind == "message_stop":
                     done = True
                     break
+        if not events:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not done:
             raise self._cut_short(self.url, retries)
         answer_tool = _answer_name(req)

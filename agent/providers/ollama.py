@@ -208,8 +208,8 @@ class OllamaProvider(HTTPProvider):
         raw_calls: list[Any] = []
         final: dict[str, Any] = {}
         body = encode_request(req, model, stream=True)
+        number = 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
-            number = 0
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
@@ -230,6 +230,8 @@ class OllamaProvider(HTTPProvider):
                 if chunk.get("done"):
                     final = chunk
                     break
+        if not number:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not final:
             raise self._cut_short(self.url, retries)
         calls = _tool_calls(raw_calls, len(req.messages))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent import Agent, define_tool
-from agent.providers import EmptyStreamError, LLMRequest, openai_compatible
+from agent.providers import EmptyStreamError, LLMRequest, anthropic, ollama, openai_compatible
 
 from .wire import Reply, WireServer, sse
 
@@ -116,3 +116,19 @@ def test_declared_stream_tools_false_makes_tool_calls_whole_and_streams_the_rest
         {"iteration": 1, "reason": "the provider declares stream_tools=False: a request offering tools is not streamed"}
     ]
     assert tokens == [{"iteration": 2, "index": 0, "text": "Cold."}]
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "ollama"])
+def test_every_http_provider_says_the_same_of_an_empty_stream(server: WireServer, kind: str) -> None:
+    """Anthropic's and Ollama's streams: a 200 with nothing in it is the same EmptyStreamError, not
+    a connection "cut short" to be tried again."""
+    server.push(EMPTY)
+    made = anthropic(api_key="k", base_url=server.url) if kind == "anthropic" else ollama("m", base_url=server.url)
+    req = LLMRequest(None, [{"role": "user", "content": "Hi"}], [WEATHER], "m")
+
+    async def consume() -> None:
+        async for _event in made.stream(req):
+            pass
+
+    with pytest.raises(EmptyStreamError, match=rf"^{kind}: the server at .* answered 200 with an empty event stream"):
+        asyncio.run(consume())
