@@ -120,9 +120,11 @@ class AgentBuilder:
                     f"Agent.create(recorders=...): {type(recorder).__name__} has no recorder hook "
                     "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
                 )
+        forms = structured.output_forms(output, provider)
         cfg = AgentConfig(
             provider=provider, model=settings["model"], tools=dict(self._tools), output=output,
-            system_prompt=structured.system_prompt(output, self._system, provider),
+            system_prompt=structured.system_prompt(output, self._system, forms[0] if forms else None),
+            output_forms=forms,
             tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
             check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
             temperature=settings["temperature"], max_tokens=settings["max_tokens"],

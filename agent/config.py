@@ -60,6 +60,8 @@ class AgentConfig:
     llm_retry: Any = None
     #: the answer's required shape (``agent.structured.OutputSpec``); None: free text
     output: Any = None
+    #: the forms the answer's shape may be asked in, best first (``Capabilities.output_forms``); () without one
+    output_forms: tuple[str, ...] = ()
 
     @property
     def loop_limit(self) -> int:

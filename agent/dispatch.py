@@ -5,7 +5,10 @@ Gate order for each call, in the model's order:
     → check-in → execute → after-tool middleware (reverse order)
 Laws:
 - Transformed args are what everything downstream sees; the assistant turn in
-  ``history`` keeps the model's original args.
+  ``history`` keeps the model's original args — except a person's edit: an approval with
+  ``args={...}`` rewrites that call's args in the assistant turn the model is sent (it reads
+  the call that ran next to its result), while ``llm_latest_tool_calls`` and the
+  ``human_decisions`` row (``args``/``before``) keep what the model asked.
 - A middleware ``ask``, a tripped check-in or ``ask_human`` pauses the run HERE, before
   the tool runs (ask, check-in) or inside it (ask_human); what happened so far in the
   batch is committed and the paused call is recorded under ``paused_tool_call``.
@@ -414,6 +417,8 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
         if not executed:
             _not_run(ctx, calls[index], text)
         history = scope[HISTORY]
+        if paused.kind != "ask_human" and row.get("approved") is True and "after" in row:
+            _show_edited_call(history, paused.tool_call_id, row["after"])
         _append_result(history, calls[index], text)
         data = await _run_batch(cfg, scope, ctx, calls, history, index + 1)
         return pause_again(data) if data is not None else None
@@ -421,6 +426,20 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
     # with nothing to await (the agent needs no event loop) the first pass is a plain function
     first = execute if cfg.needs_event_loop else execute_now
     return Pausable(execute=first, resume=resume, answer=make_record_answer(book))
+
+
+def _show_edited_call(history: Any, call_id: str, args: Any) -> None:
+    """The assistant turn holding call ``call_id`` now shows the person's edited ``args``."""
+    for position in range(len(history) - 1, -1, -1):
+        message = history[position]
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if calls and any(call.get("id") == call_id for call in calls):
+            turn = copy_json(message)
+            for call in turn["tool_calls"]:
+                if call["id"] == call_id:
+                    call["args"] = copy_json(args)
+            history[position] = turn
+            return
 
 
 def _open_batch(scope: Scope) -> tuple[Any, Any]:

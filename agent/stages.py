@@ -14,6 +14,11 @@ Laws:
   ``total_input_tokens``/``total_output_tokens`` and ``usage_not_reported`` says which
   iterations' calls those totals miss ("usage not reported for iteration 2"); every call
   reported, no key.
+- A streaming agent streams every call but a tool-bearing one to a provider that cannot stream
+  it (``Capabilities.stream_tools`` false, or a 200 with an empty stream): that call is made
+  whole, its text one ``llm.token``, and ``llm_not_streamed`` gets ``{"iteration", "reason"}``;
+  nothing made whole, no key. With an output schema, the form the shape is asked in, and any
+  form a server refused, is on the model-call commit (``output_schema_form``, agent.structured).
 - ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
@@ -27,8 +32,20 @@ import inspect
 import re
 from typing import Any
 
+import attrs
+
 from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import NotJsonSafe, copy_json, drive, emit_owned, peek, raw_read, set_owned, thaw
+from flowchart.lowlevel import (
+    NotJsonSafe,
+    copy_json,
+    drive,
+    emit_owned,
+    peek,
+    raw_read,
+    run_coroutine,
+    set_owned,
+    thaw,
+)
 from governance import LEDGER_KEY, MessageInfo
 from governance.chains import run_message_chain
 from governance.ledger import event_payload
@@ -47,8 +64,11 @@ from .state import (
     LLM_LATEST_CONTENT,
     LLM_LATEST_TOOL_CALLS,
     LLM_MODEL,
+    LLM_NOT_STREAMED,
     LLM_RETRIES,
     MAX_ITERATIONS,
+    OUTPUT_SCHEMA_FORM,
+    SYSTEM_PROMPT,
     TOTAL_INPUT_TOKENS,
     TOTAL_OUTPUT_TOKENS,
     USAGE_NOT_REPORTED,
@@ -168,9 +188,11 @@ def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
 def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
     when the agent needs no event loop: the provider answers synchronously)."""
+    from agent.providers.errors import ProviderError
     from agent.providers.types import LLMRequest, LLMResponse
 
     output_schema = cfg.output.request if cfg.output is not None else None
+    forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
 
@@ -184,6 +206,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             system_prompt, peek(scope, HISTORY), [] if wrapped_up else offered, model, temperature, max_tokens,
             output_schema,
         )  # fmt: skip
+        if forms:  # the form the run has settled on, else the provider's best
+            request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -229,15 +253,77 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             payload["finish_reason"] = response.finish_reason
             emit_owned(ctx, events.LLM_END, payload)
 
+    def shaped(request: Any, form: str) -> Any:
+        """``request`` asking for the answer's shape in ``form`` (see ``agent.structured``)."""
+        prompt = system_prompt
+        if forms[0] == "json_schema" and form != "json_schema":  # the instruction joins the prompt
+            prompt = structured.system_prompt(cfg.output, system_prompt, form)  # type: ignore[arg-type]
+        native = output_schema if form != "instruction" else None
+        return attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form)
+
+    def next_form(request: Any, exc: Exception) -> str | None:
+        """The form to ask in after the server refused ``request``'s form, or None (not a refusal)."""
+        form = request.output_form
+        if not forms or form not in forms or not structured.refused_form(exc, form):
+            return None
+        return forms[forms.index(form) + 1]
+
+    def record_form(scope: Scope, request: Any, refusals: list[dict[str, Any]]) -> None:
+        """The form on the first model-call commit; a fallback's refusals (and new prompt) on its own."""
+        if refusals:
+            earlier = thaw(peek(scope, OUTPUT_SCHEMA_FORM)) if OUTPUT_SCHEMA_FORM in scope else {}
+            rows = [*earlier.get("refused", []), *refusals]
+            scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form, "refused": rows}
+            if request.system_prompt != peek(scope, SYSTEM_PROMPT, None):
+                scope[SYSTEM_PROMPT] = request.system_prompt  # what the model is told is part of the record
+        elif OUTPUT_SCHEMA_FORM not in scope:
+            scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
+
     async def call_llm(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
-        record_reply(scope, ctx, iteration, await _complete(cfg, request, ctx, iteration))
+        refusals: list[dict[str, Any]] = []
+        not_streamed: list[dict[str, Any]] = []
+        while True:
+            refused = None
+            try:
+                response = await _complete(cfg, request, ctx, iteration, not_streamed)
+            except ProviderError as exc:
+                if next_form(request, exc) is None:
+                    raise
+                refused = exc
+            if refused is None:
+                break
+            # asked again outside the ``except``: a second failure chains nothing of the first
+            refusals.append(structured.refusal_row(refused, request.output_form))
+            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+        if forms:
+            record_form(scope, request, refusals)
+        if not_streamed:  # the key exists only once a streaming agent made a call whole
+            if LLM_NOT_STREAMED in scope:
+                scope[LLM_NOT_STREAMED].extend(not_streamed)
+            else:
+                scope[LLM_NOT_STREAMED] = not_streamed
+        record_reply(scope, ctx, iteration, response)
 
     def call_llm_now(scope: Scope, ctx: StageContext) -> None:
         iteration, request = request_for(scope, ctx)
-        response = cfg.provider.complete(request)
-        if type(response) is not LLMResponse:  # e.g. an awaitable that never suspends
-            response = settled(response)
+        refusals: list[dict[str, Any]] = []
+        while True:
+            refused = None
+            try:
+                response = cfg.provider.complete(request)
+                if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
+                    response = awaited_now(response)
+            except ProviderError as exc:
+                if next_form(request, exc) is None:
+                    raise
+                refused = exc
+            if refused is None:
+                break
+            refusals.append(structured.refusal_row(refused, request.output_form))
+            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+        if forms:
+            record_form(scope, request, refusals)
         record_reply(scope, ctx, iteration, response)
 
     return call_llm if cfg.needs_event_loop else call_llm_now
@@ -260,6 +346,16 @@ def settled(value: Any) -> Any:
     return drive(_awaited(value))
 
 
+def awaited_now(value: Any) -> Any:
+    """``value``, or what it resolves to when it is an awaitable: a plain ``def complete`` may
+    return one that does real I/O (a wrapper around an HTTP provider), so it is awaited in a fresh
+    event loop — in a helper thread when this thread already runs one (``run_coroutine``) — never
+    driven without a loop."""
+    if not inspect.isawaitable(value):
+        return value
+    return run_coroutine(lambda _loop: _awaited(value), True)
+
+
 def record_unreported_usage(scope: Scope, iteration: int) -> None:
     """Say, in the state (so in the commit log and the narrative), which calls the totals miss."""
     numbers = [*re.findall(r"\d+", peek(scope, USAGE_NOT_REPORTED, "")), str(iteration)]
@@ -276,29 +372,68 @@ def record_retries(scope: Scope, iteration: int, retries: Any) -> None:
         scope.llm_retries = rows
 
 
-async def _complete(cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int) -> Any:
+async def _complete(
+    cfg: AgentConfig, request: Any, ctx: StageContext, iteration: int, not_streamed: list[dict[str, Any]]
+) -> Any:
+    """One model call: streamed when the agent streams, except a tool-bearing request to a provider
+    that cannot stream one (``Capabilities.stream_tools`` false, or an empty stream): that call is
+    made whole, its text one ``llm.token``, and why is appended to ``not_streamed``."""
     provider = cfg.provider
     stream = getattr(provider, "stream", None)
     if cfg.stream and callable(stream):
-        from agent.providers.types import LLMResponse
+        from agent.providers.errors import EmptyStreamError
+        from agent.providers.types import capabilities_of
 
-        final = None
-        index = 0
-        async for item in stream(request):
-            if isinstance(item, LLMResponse):
-                final = item
-            elif getattr(item, "text", ""):
-                ctx.emit(
-                    events.LLM_TOKEN,
-                    {"iteration": iteration, "index": index, "text": ctx.shown(LLM_LATEST_CONTENT, item.text)},
-                )
-                index += 1
-        if final is None:
-            raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
-        return final
+        if request.tools and not capabilities_of(provider).stream_tools:
+            reason = "the provider declares stream_tools=False: a request offering tools is not streamed"
+            return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
+        try:
+            return await _streamed(provider, stream, request, ctx, iteration)
+        except EmptyStreamError:
+            if not request.tools:
+                raise
+        # answered outside the ``except``: a failure of the whole call chains nothing of the stream's
+        reason = (
+            "the server answered the streamed request offering tools with an empty stream, "
+            "so the call was made again without streaming"
+        )
+        return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
     result = provider.complete(request)
     if inspect.isawaitable(result):
         result = await result
+    return result
+
+
+async def _streamed(provider: Any, stream: Any, request: Any, ctx: StageContext, iteration: int) -> Any:
+    from agent.providers.types import LLMResponse
+
+    final = None
+    index = 0
+    async for item in stream(request):
+        if isinstance(item, LLMResponse):
+            final = item
+        elif getattr(item, "text", ""):
+            ctx.emit(
+                events.LLM_TOKEN,
+                {"iteration": iteration, "index": index, "text": ctx.shown(LLM_LATEST_CONTENT, item.text)},
+            )
+            index += 1
+    if final is None:
+        raise RuntimeError(f"provider '{getattr(provider, 'name', provider)}' streamed no final response")
+    return final
+
+
+async def _made_whole(
+    provider: Any, request: Any, ctx: StageContext, iteration: int, not_streamed: list[dict[str, Any]], reason: str
+) -> Any:
+    """A call of a streaming agent made without streaming: its text arrives as one token."""
+    result = provider.complete(request)
+    if inspect.isawaitable(result):
+        result = await result
+    not_streamed.append({"iteration": iteration, "reason": reason})
+    if result.content:
+        text = ctx.shown(LLM_LATEST_CONTENT, result.content)
+        ctx.emit(events.LLM_TOKEN, {"iteration": iteration, "index": 0, "text": text})
     return result
 
 

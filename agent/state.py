@@ -37,6 +37,7 @@ LLM_LATEST_CONTENT = "llm_latest_content"
 LLM_LATEST_TOOL_CALLS = "llm_latest_tool_calls"
 LLM_MODEL = "llm_model"
 LLM_RETRIES = "llm_retries"
+LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though stream=True, and why
 TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
@@ -44,6 +45,8 @@ USAGE_NOT_REPORTED = "usage_not_reported"
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
+# -- written by call-llm (only with an output_schema: agent.structured) ----------------------
+OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent.structured) ---------------
 OUTPUT_SCHEMA_RETRIES = "output_schema_retries"
 OUTPUT_SCHEMA_ERROR = "output_schema_error"

@@ -5,9 +5,16 @@ Laws:
   TypedDict), or a pydantic model (duck-typed: ``model_json_schema``/``model_validate``;
   pydantic is never imported here). A class's schema comes from its type hints
   (``agent.tool_schema``, as for ``@tool``); anything else is refused at ``build()``.
-- A provider that declares ``structured_output = True`` gets the schema natively on every
-  request (``LLMRequest.output_schema``); any other provider is told in the system prompt,
-  which the seed records as it records every system prompt.
+- The provider's capabilities (``agent.providers.Capabilities``) pick the form the shape is
+  asked for, best first: the schema natively (``json_schema``: ``LLMRequest.output_schema``),
+  else JSON mode with the schema as an instruction in the system prompt (``json_object``), else
+  the instruction alone (no ``output_schema`` on the request: a wrapper declaring
+  ``structured_output = False`` is never sent a schema). A server that refuses a form (an HTTP
+  4xx/5xx naming ``response_format``) is asked again at once with the next form; the first
+  model-call commit records the form (``output_schema_form: {"form"}``), and a fallback's commit
+  records the new form with each refusal (``"refused": [{"form", "status", "error"}]``) and, when
+  the instruction joins the prompt, the new ``system_prompt``. Later calls of the run use the
+  recorded form.
 - The final reply is parsed (JSON only — one value, optionally inside one code fence; never
   eval) and validated (``agent.tools.validate_args``, then the class's own conversion). An
   invalid reply is sent back to the model with what was wrong: the ``output-retry`` branch
@@ -35,8 +42,17 @@ from flowchart.lowlevel import NotJsonSafe, copy_json, peek
 
 from . import events
 from .errors import OutputSchemaError, retries_text
-from .providers.types import OutputSchema
-from .state import FINAL_CONTENT, HISTORY, ITERATION, LLM_LATEST_CONTENT, OUTPUT_SCHEMA_ERROR, OUTPUT_SCHEMA_RETRIES
+from .providers.errors import ProviderError
+from .providers.types import OutputForm, OutputSchema, capabilities_of
+from .state import (
+    FINAL_CONTENT,
+    HISTORY,
+    ITERATION,
+    LLM_LATEST_CONTENT,
+    OUTPUT_SCHEMA_ERROR,
+    OUTPUT_SCHEMA_FORM,
+    OUTPUT_SCHEMA_RETRIES,
+)
 from .tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure, unstructure
 from .tools import validate_args
 
@@ -233,21 +249,70 @@ def _tell_failure(record: Any) -> str | None:
     )
 
 
+_FORM_WORDS = {
+    "json_schema": "the schema itself (native structured output)",
+    "json_object": "JSON mode, with the schema in the system prompt",
+    "instruction": "the schema in the system prompt alone",
+}
+
+
+def _tell_form(record: Any) -> str | None:
+    """The narrative's sentence for the form the shape was asked for (and any refusal)."""
+    if not isinstance(record, Mapping) or record.get("form") not in _FORM_WORDS:
+        return None
+    said = f"The answer's shape was asked for as {_FORM_WORDS[record['form']]}"
+    refused = [row for row in record.get("refused") or [] if isinstance(row, Mapping)]
+    if refused:
+        why = "; ".join(f"{row.get('form')}: HTTP {row.get('status')}, {row.get('error')}" for row in refused)
+        said += f", after the server refused the better form ({why})"
+    return said + "."
+
+
 def notes(spec: OutputSpec | None) -> dict[str, Any]:
     """The narrative notes of structured output (none without a schema)."""
-    return {} if spec is None else {OUTPUT_SCHEMA_RETRIES: _tell_retry, OUTPUT_SCHEMA_ERROR: _tell_failure}
+    if spec is None:
+        return {}
+    return {OUTPUT_SCHEMA_FORM: _tell_form, OUTPUT_SCHEMA_RETRIES: _tell_retry, OUTPUT_SCHEMA_ERROR: _tell_failure}
 
 
 def native(provider: Any) -> bool:
-    """True when ``provider`` constrains answers itself (``structured_output = True``)."""
-    return getattr(provider, "structured_output", False) is True
+    """True when ``provider`` takes the schema natively (``Capabilities.json_schema``)."""
+    return capabilities_of(provider).json_schema
 
 
-def system_prompt(spec: OutputSpec | None, system: str | None, provider: Any) -> str | None:
-    """The system prompt the agent sends: with the schema instruction when the provider needs it."""
-    if spec is None or native(provider):
+def output_forms(spec: OutputSpec | None, provider: Any) -> tuple[OutputForm, ...]:
+    """The forms to ask for the shape in, best first (none without a schema)."""
+    return () if spec is None else capabilities_of(provider).output_forms()
+
+
+def system_prompt(spec: OutputSpec | None, system: str | None, form: OutputForm | None) -> str | None:
+    """The system prompt the agent sends: with the schema instruction unless the form is native."""
+    if spec is None or form in (None, "json_schema"):
         return system
     return f"{system}\n\n{spec.instruction()}" if system else spec.instruction()
+
+
+def refused_form(exc: BaseException, form: OutputForm) -> bool:
+    """True when ``exc`` is a server refusing the form the shape was asked in (an HTTP 4xx/5xx
+    naming ``response_format``): the next form is worth one more request."""
+    status = getattr(exc, "status", None)
+    return (
+        form != "instruction"
+        and isinstance(exc, ProviderError)
+        and isinstance(status, int)
+        and 400 <= status < 600
+        and "response_format" in str(exc)
+    )
+
+
+def refusal_row(exc: BaseException, form: OutputForm) -> dict[str, Any]:
+    """One refused form as the record keeps it: the server's words without the address (a local
+    server's port must not make two runs' records differ)."""
+    text = str(exc)
+    url = getattr(exc, "url", None)
+    if isinstance(url, str) and f"{url}: " in text:
+        text = text.split(f"{url}: ", 1)[1]
+    return {"form": form, "status": getattr(exc, "status", None), "error": text}
 
 
 def retry_rule(spec: OutputSpec) -> dict[str, Any]:

@@ -174,6 +174,8 @@ def demo() -> int:
             "OPENAI_BASE_URL": url,
             "OPENAI_API_KEY": "",
             "MODEL": MODEL_NAME,
+            # JSON mode but no json_schema; tool-bearing calls are not streamed (docs/providers.md)
+            "OPENAI_CAPABILITIES": "llama.cpp",
             "MAX_TOKENS": os.environ.get("MAX_TOKENS", "96"),
             "OPENAI_TIMEOUT": os.environ.get("OPENAI_TIMEOUT", "900"),
             "RUNS_DIR": os.environ.get("RUNS_DIR", str(REPO / "runs" / "local")),

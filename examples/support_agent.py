@@ -12,9 +12,11 @@ The decision is accepted once: answering the same request again is refused by th
 Along the way an input middleware masks card numbers before the model or the history
 sees them — and files a ledger row saying so. The row keeps the text it changed as
 evidence in the live state; a redaction rule hides it in every recording (commit log,
-trace). At the end the demo prints the
-narrative, the tool calls, the ledger, saves a trace under ``runs/`` and asks the trace
-*why* the final answer is what it is.
+trace). Each tool call the model makes is printed as it happens, with its arguments and
+result, and so is each approval it needs (the agent's ``tool.*`` and ``checkin.*`` events —
+on a real model, what it really did). At the end the demo prints the narrative and the
+ledger, saves a trace under ``runs/`` and ends with ``agent why``: the story of why the
+answer is what it is.
 
 Run it with ``make demo`` (or ``python examples/support_agent.py``). Set ``PROVIDER=openai``
 (with OPENAI_API_KEY / OPENAI_BASE_URL), ``PROVIDER=anthropic`` (ANTHROPIC_API_KEY) or
@@ -31,9 +33,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agent import Agent, Paused, define_tool
+from agent import Agent, Paused, define_tool, explain_answer
 from agent.providers import scripted
-from flowchart import Redaction, causal_chain
+from flowchart import Redaction
 from flowchart.store import SqliteStore
 from flowchart.store.export import record_trace
 from governance import HUMAN_DECISIONS, ResumeDecisionError, allow, check_in_approved
@@ -115,6 +117,8 @@ def make_provider(turn: int) -> Any:
             base_url=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
             model=model or "gpt-4o-mini",
             timeout=float(os.environ.get("OPENAI_TIMEOUT", "60")),  # a local CPU model can take minutes
+            # what the server takes ("llama.cpp" for make demo-local); unset: OpenAI's
+            capabilities=os.environ.get("OPENAI_CAPABILITIES") or None,
         )
     if kind == "anthropic":
         return anthropic(model=model or "claude-3-5-haiku-latest")
@@ -152,6 +156,27 @@ def heading(text: str) -> None:
     print(f"\n== {text} ==")
 
 
+def watch(agent: Agent) -> Agent:
+    """Print each tool call the model made, with its arguments and result, as it happens, and
+    each approval a call needed (the agent's events; a real model's calls are seen live)."""
+
+    def started(_name: str, event: dict[str, Any]) -> None:
+        print(f"  -> {event['tool_name']}({json.dumps(event['args'], ensure_ascii=False)})", flush=True)
+
+    def ended(_name: str, event: dict[str, Any]) -> None:
+        print(f"  <- {event['tool_name']}: {event['result']}", flush=True)
+
+    def asked(_name: str, event: dict[str, Any]) -> None:
+        print(f"  ?? {event['tool_name']} needs a person's approval (check-in)", flush=True)
+
+    def decided(_name: str, event: dict[str, Any]) -> None:
+        verdict = "approved" if event["approved"] else "declined"
+        print(f"  ok {event['by']} {verdict} {event['tool_name']}", flush=True)
+
+    agent.on("tool.start", started).on("tool.end", ended)
+    return agent.on("checkin.request", asked).on("checkin.decision", decided)
+
+
 def show_pause(paused: Paused) -> None:
     """Print what a person is asked to decide, with the evidence."""
     request = paused.check_in
@@ -175,22 +200,26 @@ def main() -> int:
     store = SqliteStore(RUNS / "runs.db")
     heading("CUSTOMER")
     print(QUESTION)
-    first_agent = build_agent(store)
+    heading("WHAT THE MODEL DID (each tool call as it happens)")
+    first_agent = watch(build_agent(store))
     first = first_agent.run(QUESTION)
     # the trace is saved whatever the run did (a real model may answer without pausing)
     paused = isinstance(first, Paused)
     first_trace = RUNS / ("support.paused.trace.json" if paused else "support.trace.json")
     first_agent.last_snapshot().result.trace().save(first_trace)
     if not isinstance(first, Paused):
+        heading("ANSWER (no call needed an approval)")
         print(first)
         print(f"trace      : {first_trace}")
+        heading(f"WHY this answer? (agent why {first_trace})")
+        print(explain_answer(first_trace).format())
         return 0
     show_pause(first)
     record = store.get(first.run_id)
     print(f"stored run : {record.run_id} ({record.status}) in {RUNS / 'runs.db'}")
 
     heading("APPROVED by alice — a fresh agent resumes the stored run")
-    resumed_agent = build_agent(SqliteStore(RUNS / "runs.db"), turn=2)
+    resumed_agent = watch(build_agent(SqliteStore(RUNS / "runs.db"), turn=2))
     decision = check_in_approved(
         request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
     )
@@ -208,12 +237,6 @@ def main() -> int:
     for line in snapshot.narrative:
         if not line.startswith("Step"):
             print(line)
-    heading("TOOL CALLS")
-    for message in snapshot.shared_state["history"]:
-        for call in message.get("tool_calls", []):
-            print(f"-> {call['name']}({json.dumps(call['args'])})")
-        if message["role"] == "tool":
-            print(f"<- {message['tool_name']}: {message['content']}")
     heading("LEDGER (middleware_decisions, as recorded: the rewritten text is redacted)")
     rows = snapshot.shared_state.get("middleware_decisions", [])
     if resumed_agent.redaction is not None:
@@ -228,9 +251,9 @@ def main() -> int:
     # trace and the explanation reach back to the customer's message
     stored = store.get(first.run_id)
     trace_file = record_trace(stored, redaction=resumed_agent.redaction).save(RUNS / "support.trace.json")
-    heading(f"WHY final_content? (flowchart why {trace_file} final_content)")
-    print(causal_chain(stored.commit_log, "final_content").format())
-    print(f"\nSee it: .venv/bin/agent view {trace_file} -o {RUNS / 'support.html'}")
+    print(f"See it: .venv/bin/agent view {trace_file} -o {RUNS / 'support.html'}")
+    heading(f"WHY this answer? (agent why {trace_file})")
+    print(explain_answer(trace_file).format())
     return 0
 
 

@@ -30,6 +30,14 @@ def drive(coro: Coroutine[Any, Any, Any]) -> Any:
     raise RunError("internal: a chart without async stages suspended; please report this with the chart")
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def run_coroutine(make: Any, needs_loop: bool) -> Any:
     """Run ``make()``'s coroutine: directly when nothing awaits, else in a fresh event loop.
 
@@ -39,9 +47,8 @@ def run_coroutine(make: Any, needs_loop: bool) -> Any:
     """
     if not needs_loop:
         return drive(make(False))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not _loop_running():
+        # outside the ``except``: an error of the run must not chain "no running event loop"
         return asyncio.run(make(True))
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowchart-run") as pool:
         # the helper thread runs in a copy of the caller's context (its current span, its contextvars)

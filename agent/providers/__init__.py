@@ -13,6 +13,7 @@ from agent.providers._http import RetryPolicy
 from agent.providers.anthropic import AnthropicProvider, anthropic
 from agent.providers.errors import (
     ContextTooLongError,
+    EmptyStreamError,
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConfigError,
@@ -29,6 +30,7 @@ from agent.providers.ollama import OllamaProvider, ollama
 from agent.providers.openai_compatible import OpenAICompatibleProvider, openai_compatible
 from agent.providers.scripted import ScriptedProvider, mock, scripted
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMProvider,
     LLMRequest,
@@ -44,7 +46,9 @@ from agent.providers.types import (
 
 __all__ = [
     "AnthropicProvider",
+    "Capabilities",
     "ContextTooLongError",
+    "EmptyStreamError",
     "FinishReason",
     "LLMProvider",
     "LLMRequest",

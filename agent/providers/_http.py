@@ -29,6 +29,7 @@ import attrs
 from agent.providers._said import excerpt, is_request_invalid, server_message
 from agent.providers.errors import (
     ContextTooLongError,
+    EmptyStreamError,
     ModelNotFoundError,
     ProviderAuthError,
     ProviderConfigError,
@@ -210,12 +211,28 @@ class HTTPProvider:
         )
         return ProviderConnectionError(self._redact(message), provider=self.name, url=url, retries=retries)
 
+    def _empty_stream(self, url: str, retries: list[RetryRecord], tools: bool) -> EmptyStreamError:
+        """A stream that ended before its first event: the server cannot stream this request."""
+        why = (
+            "it cannot stream this request (llama.cpp's server streams nothing when tools are offered "
+            'with tool_choice="auto"; name the tool in tool_choice=, or declare '
+            "capabilities={'stream_tools': False} so tool-bearing calls are not streamed)"
+            if tools
+            else "it cannot stream this request (call without stream=True)"
+        )
+        message = (
+            f"{self.name}: the server at {url} answered 200 with an empty event stream — {why}; "
+            "not retried: the same request gets the same answer"
+        )
+        return EmptyStreamError(self._redact(message), provider=self.name, url=url, status=200, retries=retries)
+
     def _loads(self, url: str, text: str | bytes) -> Any:
         try:
             return json.loads(text)
         except ValueError:
-            raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
-            raise self._malformed(url, f"not JSON: {excerpt(self._redact(raw))!r}") from None
+            pass  # raised below, outside the ``except``: a JSONDecodeError keeps the whole body (``doc``)
+        raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise self._malformed(url, f"not JSON: {excerpt(self._redact(raw))!r}")
 
     def _status_error(self, status: int, body: str, url: str, model: str, retries: list[RetryRecord]) -> ProviderError:
         """Classify a failed HTTP status into the error hierarchy, with a hint."""

@@ -46,6 +46,7 @@ from agent.providers._http import (
 from agent.providers.errors import ProviderConfigError
 from agent.providers.secret import secret_from
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMRequest,
     LLMResponse,
@@ -170,6 +171,9 @@ class AnthropicProvider(HTTPProvider):
 
     #: the answer's shape is sent natively (a forced answer tool), not as an instruction
     structured_output = True
+    #: a forced tool carries the schema; the Messages API has no JSON mode; this provider sends no
+    #: tool_choice of the caller's; streams with tools
+    capabilities = Capabilities(json_schema=True, json_mode=False, tool_choice=False, stream_tools=True)
 
     max_tokens: int = DEFAULT_MAX_TOKENS
     version: str = ANTHROPIC_VERSION
@@ -230,9 +234,10 @@ class AnthropicProvider(HTTPProvider):
         blocks: dict[int, dict[str, Any]] = {}  # tool_use blocks by content index
         tokens_in: int | None = None
         tokens_out: int | None = None
-        reason, answered_by, done = None, None, False
+        reason, answered_by, done, events = None, None, False, 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
+                events += 1
                 event = self._loads(self.url, data)
                 kind = event.get("type") if isinstance(event, dict) else None
                 if kind == "error":
@@ -269,6 +274,8 @@ class AnthropicProvider(HTTPProvider):
                 elif kind == "message_stop":
                     done = True
                     break
+        if not events:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not done:
             raise self._cut_short(self.url, retries)
         answer_tool = _answer_name(req)

@@ -16,7 +16,8 @@ each one keeps is drawn here::
         ├── ModelNotFoundError        404 for the model: the server does not know that model
         ├── ContextTooLongError       the request does not fit in the model's context window
         ├── ProviderResponseError     any other refusal (4xx/5xx after retries) or a malformed body
-        │   └── ProviderProtocolError the body is not the wire format spoken (names the field)
+        │   ├── ProviderProtocolError the body is not the wire format spoken (names the field)
+        │   └── EmptyStreamError      200 and a stream with no event: the server cannot stream that request
         └── ScriptExhaustedError      the scripted provider has no reply left for a request
 
     ValueError
@@ -96,6 +97,15 @@ class ProviderProtocolError(ProviderResponseError):
     The message names the field that had another shape (``message.content``, a stream
     line without ``message``, ...) — a sign that ``base_url`` points at another API or
     that the server speaks another version of it.
+    """
+
+
+class EmptyStreamError(ProviderResponseError):
+    """The server answered 200 and then closed a stream that carried no event at all.
+
+    Not a dropped connection: the server could not stream that request (llama.cpp's server,
+    given tools and ``tool_choice="auto"``), so trying again gets the same. The agent answers it
+    with one non-streamed call when the request offers tools (recorded in ``llm_not_streamed``).
     """
 
 

@@ -38,6 +38,7 @@ import attrs
 
 from agent.providers._http import HTTPProvider, RetryPolicy, Sleep, base_url_from, parse_args, usage_from
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMRequest,
     LLMResponse,
@@ -96,8 +97,8 @@ def encode_request(req: LLMRequest, model: str, *, stream: bool = False) -> dict
             }
             for t in req.tools
         ]
-    if req.output_schema is not None:
-        body["format"] = req.output_schema.schema
+    if req.output_schema is not None:  # JSON mode is ``"json"``; the schema is then in the system prompt
+        body["format"] = "json" if req.output_form == "json_object" else req.output_schema.schema
     options: dict[str, Any] = {}
     if req.temperature is not None:
         options["temperature"] = req.temperature
@@ -150,6 +151,8 @@ class OllamaProvider(HTTPProvider):
 
     #: the answer's shape is sent natively (``format``), not as an instruction
     structured_output = True
+    #: ``format`` takes a schema or ``"json"``; no tool_choice field; streams with tools
+    capabilities = Capabilities(json_schema=True, json_mode=True, tool_choice=False, stream_tools=True)
 
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = super()._headers(stream)
@@ -205,8 +208,8 @@ class OllamaProvider(HTTPProvider):
         raw_calls: list[Any] = []
         final: dict[str, Any] = {}
         body = encode_request(req, model, stream=True)
+        number = 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
-            number = 0
             async for line in response.aiter_lines():
                 if not line.strip():
                     continue
@@ -227,6 +230,8 @@ class OllamaProvider(HTTPProvider):
                 if chunk.get("done"):
                     final = chunk
                     break
+        if not number:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not final:
             raise self._cut_short(self.url, retries)
         calls = _tool_calls(raw_calls, len(req.messages))

@@ -18,14 +18,19 @@ exactly one :class:`LLMResponse`:
 - tool results as ``{"role": "tool", "tool_call_id", "content"}``;
 - ``max_tokens`` (not ``max_completion_tokens``: every compatible server knows it);
 - an output schema as ``response_format: {"type": "json_schema", "json_schema": {"name",
-  "schema", "strict"}}`` (``extra_body`` may not set ``response_format`` then);
+  "schema", "strict"}}``, or ``{"type": "json_object"}`` when the request's ``output_form``
+  is JSON mode (``extra_body`` may not set ``response_format`` then);
+- ``capabilities`` say what the server takes (default: all of it, as OpenAI does); without
+  ``tool_choice`` the field is never sent;
 - finish reasons ``stop``/``tool_calls``/``length``/``content_filter`` → ``stop``/
   ``tool_use``/``max_tokens``/``content_filter``; a reply with tool calls is ``tool_use``
   whatever the server said (some servers say ``stop``);
 - arguments that are not a JSON object never crash: the call gets ``args={}`` and
   ``args_error`` (see :class:`ToolCall`);
 - usage from ``prompt_tokens`` / ``completion_tokens``; ``None`` (unknown) when the answer
-  has no usage (many servers send none when streaming).
+  has no usage (many servers send none when streaming);
+- a stream that ends before its first event is :class:`EmptyStreamError` (the server cannot
+  stream that request: retrying gets the same), one cut short later a connection error.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from agent.providers._http import (
 from agent.providers.errors import ProviderConfigError
 from agent.providers.secret import secret_from
 from agent.providers.types import (
+    Capabilities,
     FinishReason,
     LLMRequest,
     LLMResponse,
@@ -136,10 +142,12 @@ def encode_request(
     stream: bool = False,
     tool_choice: str | None = None,
     extra_body: dict[str, Any] | None = None,
+    send_tool_choice: bool = True,
 ) -> dict[str, Any]:
     """The exact JSON body sent to ``/chat/completions``.
 
-    ``tool_choice`` (``"auto"`` when ``None``) is sent only when the request offers tools.
+    ``tool_choice`` (``"auto"`` when ``None``) is sent only when the request offers tools (and
+    ``send_tool_choice``: the server takes the field).
     """
     body: dict[str, Any] = {"model": model, "messages": encode_messages(req)}
     if extra_body:
@@ -156,7 +164,8 @@ def encode_request(
             }
             for tool in req.tools
         ]
-        body["tool_choice"] = _tool_choice(tool_choice or "auto", req)
+        if send_tool_choice:
+            body["tool_choice"] = _tool_choice(tool_choice or "auto", req)
     if req.temperature is not None:
         body["temperature"] = req.temperature
     if req.max_tokens is not None:
@@ -167,10 +176,13 @@ def encode_request(
                 "openai_compatible: extra_body sets response_format and the agent has an output_schema; drop one"
             )
         wanted = req.output_schema
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
-        }
+        if req.output_form == "json_object":  # JSON mode: the schema is in the system prompt
+            body["response_format"] = {"type": "json_object"}
+        else:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": wanted.name, "schema": wanted.schema, "strict": wanted.strict},
+            }
     if stream:
         # Without include_usage a streamed answer carries no token counts.
         body["stream"] = True
@@ -224,21 +236,73 @@ def _check_extra_body(_self: object, _attribute: object, value: dict[str, Any] |
         raise ProviderConfigError(f"openai_compatible: extra_body must be JSON-safe ({exc})") from None
 
 
+#: what OpenAI's own API takes, the default for an OpenAI-compatible server not described otherwise
+OPENAI_CAPABILITIES = Capabilities(json_schema=True, json_mode=True, tool_choice=True, stream_tools=True)
+#: llama.cpp's server (llama-cpp-python, ``chatml-function-calling``), as measured: JSON mode but no
+#: ``json_schema`` (HTTP 500 ``response_format.type: Input should be 'text' or 'json_object'``), and
+#: no streamed answer when tools are offered with ``tool_choice="auto"`` (200 and an empty stream)
+LLAMA_CPP_CAPABILITIES = Capabilities(json_schema=False, json_mode=True, tool_choice=True, stream_tools=False)
+_PRESETS = {"openai": OPENAI_CAPABILITIES, "llama.cpp": LLAMA_CPP_CAPABILITIES}
+
+
+def capabilities_from(value: object) -> Capabilities:
+    """``capabilities=``: a :class:`Capabilities`, a preset name, or a dict of its flags (checked)."""
+    if value is None:
+        return OPENAI_CAPABILITIES
+    if isinstance(value, Capabilities):
+        return value
+    if isinstance(value, str) and value in _PRESETS:
+        return _PRESETS[value]
+    names = [field.name for field in attrs.fields(Capabilities)]
+    if isinstance(value, dict):
+        unknown = sorted(str(key) for key in value if key not in names)
+        if unknown:
+            raise ProviderConfigError(
+                f"openai_compatible: capabilities has unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}"
+            )
+        try:
+            return attrs.evolve(OPENAI_CAPABILITIES, **value)
+        except TypeError as exc:
+            raise ProviderConfigError(f"openai_compatible: {exc}") from None
+    raise ProviderConfigError(
+        f"openai_compatible: capabilities must be a Capabilities, a dict of {', '.join(names)} flags, "
+        f"or one of {', '.join(repr(name) for name in _PRESETS)}; got {value!r}"
+    )
+
+
 @attrs.frozen(kw_only=True)
 class OpenAICompatibleProvider(HTTPProvider):
     """A Chat Completions endpoint; build it with :func:`openai_compatible`.
 
-    ``tool_choice`` and ``extra_body`` are as for :func:`openai_compatible`.
+    ``tool_choice``, ``extra_body`` and ``capabilities`` are as for :func:`openai_compatible`.
     """
 
-    #: the answer's shape is sent natively (``response_format``), not as an instruction
-    structured_output = True
     tool_choice: str | None = attrs.field(default=None, validator=_check_tool_choice)
     extra_body: dict[str, Any] | None = attrs.field(default=None, validator=_check_extra_body, hash=False)
+    capabilities: Capabilities = OPENAI_CAPABILITIES
+
+    def __attrs_post_init__(self) -> None:
+        if self.tool_choice is not None and not self.capabilities.tool_choice:
+            raise ProviderConfigError(
+                f"openai_compatible: tool_choice={self.tool_choice!r} but capabilities say the server takes no "
+                "tool_choice; drop one of them"
+            )
+
+    @property
+    def structured_output(self) -> bool:
+        """True when the answer's shape is sent natively (``response_format`` ``json_schema``)."""
+        return self.capabilities.json_schema
 
     def encode(self, req: LLMRequest, model: str, *, stream: bool = False) -> dict[str, Any]:
         """The exact body this provider posts for ``req``."""
-        return encode_request(req, model, stream=stream, tool_choice=self.tool_choice, extra_body=self.extra_body)
+        return encode_request(
+            req,
+            model,
+            stream=stream,
+            tool_choice=self.tool_choice,
+            extra_body=self.extra_body,
+            send_tool_choice=self.capabilities.tool_choice,
+        )
 
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = super()._headers(stream)
@@ -296,9 +360,10 @@ class OpenAICompatibleProvider(HTTPProvider):
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}  # by the stream's tool-call index
         usage: Usage | None = None
-        reason, answered_by, done = None, None, False
+        reason, answered_by, done, events = None, None, False, 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
             async for _event, data in sse_events(response.aiter_lines()):
+                events += 1
                 if data.strip() == "[DONE]":
                     done = True
                     break
@@ -322,6 +387,8 @@ class OpenAICompatibleProvider(HTTPProvider):
                         call["name"] = function.get("name") or call.get("name")
                         call["arguments"] += function.get("arguments") or ""
                     reason = choice.get("finish_reason") or reason
+        if not events:  # 200 and nothing at all: the server cannot stream this request
+            raise self._empty_stream(self.url, retries, bool(req.tools))
         if not (done or reason):
             raise self._cut_short(self.url, retries)
         tool_calls = tuple(
@@ -349,6 +416,7 @@ def openai_compatible(
     name: str = "openai_compatible",
     tool_choice: str | None = None,
     extra_body: dict[str, Any] | None = None,
+    capabilities: Capabilities | dict[str, bool] | str | None = None,
 ) -> OpenAICompatibleProvider:
     """A provider for any OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -360,7 +428,10 @@ def openai_compatible(
     ``tool_choice`` is sent whenever tools are offered: ``"auto"`` (the default),
     ``"none"``, ``"required"`` or the name of one offered tool (that tool must be called).
     ``extra_body`` adds server-specific fields to every request (``{"top_k": 40}``); it may
-    not set a field the provider writes. Both are checked here (:class:`ProviderConfigError`).
+    not set a field the provider writes. ``capabilities`` says what the server takes (see
+    :class:`Capabilities`): a ``Capabilities``, a dict of its flags (the others as OpenAI's), or
+    ``"openai"`` (the default) / ``"llama.cpp"``; a form the server refuses anyway is answered with
+    the next one by the agent. All are checked here (:class:`ProviderConfigError`).
     """
     return OpenAICompatibleProvider(
         name=name,
@@ -376,4 +447,5 @@ def openai_compatible(
         sleep=sleep,
         tool_choice=tool_choice,
         extra_body=dict(extra_body) if isinstance(extra_body, dict) else extra_body,
+        capabilities=capabilities_from(capabilities),
     )

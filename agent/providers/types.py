@@ -99,6 +99,57 @@ class OutputSchema:
     strict: bool = False
 
 
+OutputForm: TypeAlias = Literal["json_schema", "json_object", "instruction"]
+"""How the answer's shape is asked for, best first: the schema natively (``json_schema``), a
+JSON-only mode with the schema as an instruction (``json_object``), the instruction alone."""
+
+OUTPUT_FORMS: tuple[OutputForm, ...] = ("json_schema", "json_object", "instruction")
+
+
+def _flag(_self: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"Capabilities({attribute.name}=...): expected True or False, got {value!r}")
+
+
+@attrs.frozen
+class Capabilities:
+    """What a provider (and the server behind it) takes; the agent sends the best form it takes.
+
+    ``json_schema``: answers constrained to a JSON Schema natively (OpenAI ``response_format``
+    ``json_schema``, Anthropic a forced tool, Ollama ``format``). ``json_mode``: a JSON-only
+    mode without a schema (``response_format: {"type": "json_object"}``, Ollama ``"json"``).
+    ``tool_choice``: the request may say which tool to call (``auto``/``none``/a name).
+    ``stream_tools``: a request that offers tools may be streamed (llama.cpp's server cannot
+    stream ``tool_choice="auto"``: it answers 200 with an empty stream). A provider declares
+    ``capabilities``; one that declares only ``structured_output = True`` has ``json_schema``.
+    """
+
+    json_schema: bool = attrs.field(default=False, validator=_flag)
+    json_mode: bool = attrs.field(default=False, validator=_flag)
+    tool_choice: bool = attrs.field(default=True, validator=_flag)
+    stream_tools: bool = attrs.field(default=True, validator=_flag)
+
+    def output_forms(self) -> tuple[OutputForm, ...]:
+        """The structured-output forms to try, best first: each refusal moves one step down."""
+        start = 0 if self.json_schema else 1 if self.json_mode else 2
+        return OUTPUT_FORMS[start:]
+
+
+def capabilities_of(provider: Any) -> Capabilities:
+    """What ``provider`` declares: its ``capabilities``, else ``structured_output = True`` read as
+    native JSON Schema. A wrapper's own ``structured_output = False`` always wins (it may delegate
+    ``capabilities`` to the provider it wraps, yet take no schema itself)."""
+    declared = getattr(provider, "capabilities", None)
+    caps = (
+        declared
+        if isinstance(declared, Capabilities)
+        else Capabilities(json_schema=getattr(provider, "structured_output", False) is True)
+    )
+    if getattr(provider, "structured_output", None) is False and caps.json_schema:
+        caps = attrs.evolve(caps, json_schema=False)
+    return caps
+
+
 @attrs.frozen
 class LLMRequest:
     """What the agent asks of a model.
@@ -108,7 +159,9 @@ class LLMRequest:
     uses that one instead (so only the provider line changes between test and
     production). ``temperature`` / ``max_tokens`` are sent only when set.
     ``output_schema`` (``None`` unless the agent has one) is the shape the answer must
-    have, for providers that can ask for it natively (see :class:`OutputSchema`). A provider
+    have, for providers that can ask for it natively (see :class:`OutputSchema`);
+    ``output_form`` says how: ``"json_schema"`` (the schema itself) or ``"json_object"`` (a
+    JSON-only mode; the schema is then in the system prompt). A provider
     may keep the request (the scripted provider records it), so the caller must not
     mutate the lists after the call.
     """
@@ -120,6 +173,7 @@ class LLMRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     output_schema: OutputSchema | None = None
+    output_form: OutputForm = "json_schema"
 
 
 @attrs.frozen

@@ -222,3 +222,28 @@ def test_flowchart_why_on_the_resumed_trace_reaches_the_human_decision(
     assert main(["why", str(path), "final_content"]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"^\s+human_decisions ← ToolCalls \(tool-calls#\d+\) \[wrote: human_decisions\]$", printed, re.M)
+
+
+def test_after_an_edited_approval_the_model_is_sent_the_edited_call() -> None:
+    """The next request's assistant turn carries the edited args next to the edited call's result
+    (it used to carry the model's 500 next to "refunded 100"); the model's reply record and the
+    decision row keep what the model asked."""
+    agent, _body, out = paused_refund()
+    provider = agent.config.provider
+    decision = check_in_approved(request=out.check_in, by="alice", args={"order_id": "A1", "amount": 100}, at=AT)
+    assert agent.resume(out.checkpoint, decision) == "Done."
+    assistant, result = provider.requests[-1].messages[-2:]
+    assert assistant["tool_calls"] == [{"id": "c1", "name": "refund", "args": {"order_id": "A1", "amount": 100}}]
+    assert result["content"] == "refunded 100 on A1"
+    assert out.checkpoint.shared_state["llm_latest_tool_calls"][0]["args"] == {"order_id": "A1", "amount": 500}
+    state = agent.last_snapshot().shared_state
+    assert state["human_decisions"][0]["args"] == {"order_id": "A1", "amount": 500}
+    assert state["history"][-2]["tool_calls"][0]["args"] == {"order_id": "A1", "amount": 100}
+
+
+def test_a_plain_approval_leaves_the_assistant_turn_as_the_model_wrote_it() -> None:
+    """No edit: the assistant turn the model is sent is its own call, unchanged."""
+    agent, _body, out = paused_refund()
+    agent.resume(out.checkpoint, check_in_approved(request=out.check_in, by="alice", at=AT))
+    assistant = agent.config.provider.requests[-1].messages[-2]
+    assert assistant["tool_calls"] == [{"id": "c1", "name": "refund", "args": {"order_id": "A1", "amount": 500}}]

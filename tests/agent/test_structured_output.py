@@ -56,10 +56,12 @@ def _agent(replies: list[Any], schema: Any, **options: Any) -> tuple[Agent, Any]
 
 
 def test_a_json_schema_dict_returns_the_validated_dict() -> None:
-    """With a dict schema, ``run`` returns the parsed reply; the request carries the schema."""
+    """With a dict schema, ``run`` returns the parsed reply; the spec holds the schema, which the
+    scripted provider (no native structured output) reads in its prompt, never on the request."""
     agent, provider = _agent([PARIS], CITY_SCHEMA)
     assert agent.run("Biggest French city?") == {"name": "Paris", "population": 2100000}
-    assert provider.requests[0].output_schema == OutputSchema("city", CITY_SCHEMA, strict=False)
+    assert agent.config.output.request == OutputSchema("city", CITY_SCHEMA, strict=False)
+    assert provider.requests[0].output_schema is None and provider.requests[0].output_form == "instruction"
 
 
 def test_the_scripted_provider_is_told_the_schema_in_the_system_prompt() -> None:
@@ -78,9 +80,9 @@ def test_the_scripted_provider_is_told_the_schema_in_the_system_prompt() -> None
 
 def test_a_dataclass_returns_an_instance() -> None:
     """A dataclass schema comes from its hints; the answer is an instance of it."""
-    agent, provider = _agent([PARIS], City)
+    agent, _ = _agent([PARIS], City)
     assert agent.run("Biggest French city?") == City("Paris", 2100000)
-    assert provider.requests[0].output_schema == OutputSchema(
+    assert agent.config.output.request == OutputSchema(
         "City",
         {
             "type": "object",
@@ -109,8 +111,8 @@ def test_a_pydantic_model_returns_an_instance_and_its_errors_go_back() -> None:
     answer = agent.run("Third French city?")
     assert isinstance(answer, Town) and answer.population == 520000
     assert answer_json(answer) == {"name": "Lyon", "population": 520000}
-    assert provider.requests[0].output_schema is not None
-    assert provider.requests[0].output_schema.schema == Town.model_json_schema()
+    assert agent.config.output.schema == Town.model_json_schema()
+    assert Town.__name__ in provider.requests[0].system_prompt
     (row,) = agent.last_snapshot().shared_state["output_schema_retries"]
     assert row["retry"] == 1 and row["errors"][0].startswith("'population': Input should be a valid integer")
 

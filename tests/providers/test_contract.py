@@ -32,7 +32,9 @@ from agent.providers._http import load_httpx, parse_args, sse_events
 
 EXPECTED = {
     "AnthropicProvider",
+    "Capabilities",
     "ContextTooLongError",
+    "EmptyStreamError",
     "FinishReason",
     "LLMProvider",
     "LLMRequest",
