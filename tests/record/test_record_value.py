@@ -93,7 +93,7 @@ def test_a_failed_runs_shown_record_tells_the_failure_once_without_a_checkpoint(
 
     store = SqliteStore(tmp_path / "runs.db")
     chart = flow_chart("Intake", lambda scope: setattr(scope, "x", 1), "intake").add_function("Boom", boom, "boom")
-    with pytest.raises(RuntimeError, match="^ledger closed$") as caught:
+    with pytest.raises(RuntimeError, match=r"^ledger closed$") as caught:
         chart.build().run(store=store, run_id="f1")
     stored = store.get("f1").record
     assert stored.status == "failed" and stored.checkpoint is not None
