@@ -118,7 +118,7 @@ def decisions_of(record: RunRecord) -> list[Any]:
     return list(rows) if isinstance(rows, list) else []
 
 
-def cmd_list(args: argparse.Namespace) -> str:
+def cmd_list(args: argparse.Namespace) -> str | list[str]:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
     records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
@@ -138,7 +138,7 @@ def cmd_list(args: argparse.Namespace) -> str:
             f"{turn}{r.run_id:32}  {r.status:7}  {r.kind:5}  {_when(r.updated_at):20}  {r.next_seq:>7}  "
             f"{question_line(r)}"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def shown_input(record: RunRecord) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def _tool_error_lines(row: dict[str, Any]) -> list[str]:
     return [head] + ["  " + str(line) for line in trace] if isinstance(trace, list) else [head]
 
 
-def cmd_show(args: argparse.Namespace) -> str:
+def cmd_show(args: argparse.Namespace) -> str | list[str]:
     """``runs show``: the run, its pending question with the evidence pack, who decided, why a
     finished agent run answered what it did (``agent why``), the narrative so far."""
     record = open_store(args).get(args.run)
@@ -244,7 +244,7 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
     out.extend("  " + line for line in record.narrative)
-    return "\n".join(out)
+    return out
 
 
 def cmd_trace(args: argparse.Namespace) -> str:

@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .chart import FlowChart
-from .cli_support import CliError, OneLineParser, load_target, run_cli
+from .cli_support import CliError, OneLineParser, load_target, run_cli, warn
 from .errors import FlowchartError
 from .trace import Trace
 
@@ -62,12 +61,12 @@ def cmd_replay(args: argparse.Namespace) -> str:
     return json.dumps(trace.state_at(_index(trace, args.at)), ensure_ascii=False, indent=2)
 
 
-def cmd_narrate(args: argparse.Namespace) -> str:
-    """``narrate``: the narrative lines recorded with the run."""
+def cmd_narrate(args: argparse.Namespace) -> list[str]:
+    """``narrate``: the narrative lines recorded with the run (one line each)."""
     trace = _load(args.trace)
     if trace.narrative is None:
         raise CliError(f"{args.trace} has no narrative: run the chart with recorders=[narrative()]")
-    return "\n".join(trace.narrative_lines or ())
+    return list(trace.narrative_lines or ())
 
 
 def cmd_why(args: argparse.Namespace) -> str:
@@ -81,7 +80,7 @@ def cmd_why(args: argparse.Namespace) -> str:
     return chain.format()
 
 
-def cmd_diff(args: argparse.Namespace) -> str:
+def cmd_diff(args: argparse.Namespace) -> list[str]:
     """``diff``: top-level keys added, removed and changed between commits ``A`` and ``B``."""
     trace = _load(args.trace)
     a, b = _index(trace, args.a), _index(trace, args.b)
@@ -96,7 +95,7 @@ def cmd_diff(args: argparse.Namespace) -> str:
             lines.append(f"~ {change.key}: {_show(change.before)} → {_show(change.after)}")
     if len(lines) == 1:
         lines.append("(no changes)")
-    return "\n".join(lines)
+    return lines
 
 
 def cmd_view(args: argparse.Namespace) -> str:
@@ -108,7 +107,7 @@ def cmd_view(args: argparse.Namespace) -> str:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if not args.panel and not args.no_panels:
-        panels = installed_panels(warn=lambda text: print(f"flowchart view: {text}", file=sys.stderr))
+        panels = installed_panels(warn=lambda text: warn("flowchart view", text))
     trace = _load(args.trace)
     out = args.output or os.path.splitext(args.trace)[0] + ".html"
     try:

@@ -4,6 +4,12 @@ Law: a mistake (bad arguments, a missing file, an unknown run, any failure) prin
 line ``<prog>: error: <what>`` on stderr and exits 2; ``--help`` exits 0; a closed pipe
 (``| head``) ends quietly. Output is UTF-8 with replacement: text that is not Unicode
 (a lone surrogate) prints as ``?`` — printing never raises, whatever the terminal.
+Nothing reaches the terminal raw: every byte a command writes (its output, its error line,
+its warnings) goes through ``write``, which escapes control characters visibly
+(``flowchart.printable``: ESC → ``\\x1b``), so an end user's text or a caller-chosen run id
+cannot clear the screen, set the title or fake a line. A handler returns a ``str`` (its
+newlines are the output's own) or a list of lines (each one line: a newline inside a line,
+from a value, is written ``\\n``).
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from flowchart._version import package_version
+from flowchart.printable import printable
 
 
 class CliError(Exception):
@@ -83,9 +91,27 @@ def load_target(target: str, kind: type, usage: str) -> Any:
     return obj
 
 
+def terminal_text(output: str | Sequence[str]) -> str:
+    """What a command writes for ``output``: a ``str`` keeps its newlines, a list of lines is
+    joined with newlines (each line kept on one line); control characters are escaped visibly."""
+    if isinstance(output, str):
+        return printable(output, newlines=True)
+    return "\n".join(printable(str(line)) for line in output)
+
+
+def write(output: str | Sequence[str], *, file: Any = None) -> None:
+    """Print ``output`` (``terminal_text``) to ``file`` (stdout by default): the one writer."""
+    print(terminal_text(output), file=sys.stdout if file is None else file)
+
+
+def warn(prog: str, text: str) -> None:
+    """Print ``<prog>: <text>`` on stderr, on one line."""
+    write([f"{prog}: {text}"], file=sys.stderr)
+
+
 def fail(prog: str, message: str) -> int:
     """Print ``<prog>: error: <message>`` (on one line) to stderr; return exit status 2."""
-    print(f"{prog}: error: " + " ".join(message.split()), file=sys.stderr)
+    write([f"{prog}: error: " + re.sub(r"[ \t\n]+", " ", message).strip()], file=sys.stderr)
     return 2
 
 
@@ -115,7 +141,7 @@ def run_cli(prog: str, build_parser: Callable[[], argparse.ArgumentParser], argv
     except Exception as exc:  # the law: never a traceback
         return fail(prog, f"{type(exc).__name__}: {exc}")
     try:
-        print(output)
+        write(output)
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
