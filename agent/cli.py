@@ -13,7 +13,10 @@
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
-``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
+``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
+nothing else: a file that is not one (another application's SQLite database, an empty
+``.json``, any other file) is refused, naming it, before anything is written; an absent or
+empty path becomes a new, empty store only with ``--create`` (every command takes it). ``approve``/``decline`` resume
 the run, so they need the agent's definition: ``--agent MODULE:ATTR`` names a built
 ``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``); with
 ``--queue MODULE:ATTR`` (a Celery app from ``agent.celery.make_app``) the answer is
@@ -67,9 +70,16 @@ def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
     if db is None and agent is not None and agent.store is not None:
         return agent.store
     path = db or "runs.db"
-    if not os.path.exists(path):
-        raise CliError(f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL)")
-    return SqliteStore(path)
+    create = bool(getattr(args, "create", False))
+    if not create and not os.path.exists(path):
+        raise CliError(
+            f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL), "
+            "or --create to make a new, empty store there"
+        )
+    try:
+        return SqliteStore(path, create=create)
+    except StoreError as exc:
+        raise CliError(str(exc).replace("create=True (agent command: --create)", "--create")) from None
 
 
 # -- showing ------------------------------------------------------------------------------------
@@ -410,6 +420,12 @@ def build_parser() -> argparse.ArgumentParser:
     store_options = OneLineParser(add_help=False)
     store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
+    store_options.add_argument(
+        "--create",
+        action="store_true",
+        help="make a new, empty SQLite run store at --db PATH when nothing is there (else an absent or "
+        "empty path is refused; a file that is not a run store always is)",
+    )
     parser = OneLineParser(prog="agent", description="Operate durable agent runs.")
     parser.add_version_option()
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")

@@ -32,7 +32,11 @@ methods named here, in every store)::
         ├── RunExistsError                 create: the run id is taken
         ├── CommitConflictError            commit: another writer landed this segment first
         ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
-        └── SchemaVersionError             opening a database a newer pyfootprint wrote
+        ├── SchemaVersionError             opening a database a newer pyfootprint wrote
+        ├── NotARunStoreError              opening a file that is not a run store (another
+        │                                  application's database, any other file), or an absent
+        │                                  or empty path without ``create=True``
+        └── RunIdError (ValueError)        create / run(run_id=...): an id outside the run-id rule
 
 A stored row that fails its signature or its shape is a ``CheckpointError`` (``codec.py``),
 as every untrusted loader's is.
@@ -89,6 +93,11 @@ class AlreadyAnsweredError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer pyfootprint; this version refuses to touch it."""
+
+
+class NotARunStoreError(StoreError):
+    """The path names no run store: another application's SQLite database, a file that is not
+    SQLite at all, or (without ``create=True``) an absent or empty file. Nothing was written."""
 
 
 @attrs.frozen
