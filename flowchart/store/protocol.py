@@ -33,10 +33,14 @@ methods named here, in every store)::
         ├── CommitConflictError            commit: another writer landed this segment first
         ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
         ├── SchemaVersionError             opening a database a newer pyfootprint wrote
-        ├── NotARunStoreError              opening a file that is not a run store (another
-        │                                  application's database, any other file), or an absent
-        │                                  or empty path without ``create=True``
-        └── RunIdError (ValueError)        create / run(run_id=...): an id outside the run-id rule
+        └── NotARunStoreError              opening a file that is not a run store (another
+                                           application's database, any other file), or an absent
+                                           or empty path without ``create=True``
+
+``create`` refuses an id outside the one run-id rule (``flowchart.run_ids``) with
+``flowchart.errors.RunIdError`` before anything is written; a read (``get``, ``answer``,
+``commit``, ``retry``) of such an id is a ``RunNotFoundError`` that quotes the rule — no
+database ever sees it (PostgreSQL would fail on a NUL with a raw ``DataError``).
 
 A stored row that fails its signature or its shape is a ``CheckpointError`` (``codec.py``),
 as every untrusted loader's is.
@@ -55,7 +59,9 @@ from ..failure import RunFailure
 from ..narrative_columns import on_read
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
+from ..printable import printable
 from ..redaction import Redaction
+from ..run_ids import check_run_id
 from ..trace import SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
@@ -98,6 +104,17 @@ class SchemaVersionError(StoreError):
 class NotARunStoreError(StoreError):
     """The path names no run store: another application's SQLite database, a file that is not
     SQLite at all, or (without ``create=True``) an absent or empty file. Nothing was written."""
+
+
+def known_id(run_id: object, where: str) -> None:
+    """Refuse to look up an id no store can hold (``RunNotFoundError`` quoting the run-id rule)."""
+    from ..errors import RunIdError
+
+    try:
+        check_run_id(run_id)
+    except (RunIdError, TypeError) as exc:
+        shown = printable(str(run_id)[:60])
+        raise RunNotFoundError(f"no run '{shown}' in run store {where}: {exc}") from None
 
 
 @attrs.frozen

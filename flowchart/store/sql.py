@@ -24,6 +24,7 @@ from typing import Any
 
 from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
+from ..run_ids import check_run_id
 from ..signing import check_key
 from ..trace import SubflowTrace
 from ..trace_codec import no_gc_pauses
@@ -41,6 +42,7 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    known_id,
     renumber,
 )
 from .questions import read_question
@@ -135,6 +137,7 @@ class SqlStore:
     # -- reading ------------------------------------------------------------------------------
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             row = self._run(cur, f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -207,6 +210,7 @@ class SqlStore:
             return self._run(cur, "SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
+        known_id(run_id, self._where)
         row = self._run(cur, f"SELECT status, next_seq FROM runs WHERE run_id = ?{self.for_update}", (run_id,))
         found = row.fetchone()
         if found is None:
@@ -230,6 +234,7 @@ class SqlStore:
         """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
         ``RunExistsError`` if the id is taken, ``TurnTakenError`` if ``conversation=(id, turn)``
         is held by another run."""
+        check_run_id(run_id)
         conversation_id, turn = check_conversation(conversation) or (None, None)
         now = time.time()
         try:
