@@ -8,16 +8,22 @@ that print alike must be one id). ``check_run_id`` refuses anything else with
 ``RunIdError`` naming the id (escaped, ``flowchart.printable``) and the character at
 fault, before anything is written: ``RunOptions`` checks a caller-chosen id when the run
 is asked for, and every store's ``create`` checks again. A fresh id (``uuid4().hex``)
-always passes. The rule says nothing about file names: a reader that derives a path from
-an id makes its own safe name (``agent view``).
+always passes. The rule says nothing about file names: a reader that derives a file from
+an id takes ``file_name(run_id, suffix)`` — one plain name in the working directory (no
+folder, no ``..``, no leading dot or dash), the id itself when it is already plain, else
+its letters, digits, ``.``, ``_``, ``-`` with a short hash of the whole id, so two ids never
+share a file (``agent view RUN`` writes ``file_name(RUN, ".html")``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from .errors import RunIdError
 from .printable import is_printable, printable
 
-__all__ = ["MAX_RUN_ID_LENGTH", "check_run_id"]
+__all__ = ["MAX_RUN_ID_LENGTH", "check_run_id", "file_name"]
 
 #: the longest run id a store accepts
 MAX_RUN_ID_LENGTH = 200
@@ -43,3 +49,17 @@ def check_run_id(run_id: object) -> str:
     if run_id != run_id.strip():
         raise RunIdError(f"run id '{shown}' starts or ends with a space: {_RULE}", run_id=run_id)
     return run_id
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+def file_name(run_id: str, suffix: str) -> str:
+    """A safe file name for ``run_id`` ending in ``suffix``: the id when it is plain (letters,
+    digits, ``.``, ``_``, ``-``; not starting with a dot or dash; at most 80 characters), else
+    its plain characters (cut to 60) and ``-`` with 8 hex digits of the id's SHA-256."""
+    if _PLAIN.fullmatch(run_id) and ".." not in run_id:
+        return run_id + suffix
+    kept = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id).replace("..", "_").lstrip("._-")[:60]
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{kept}-{digest}{suffix}" if kept else f"run-{digest}{suffix}"
