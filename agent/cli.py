@@ -396,8 +396,7 @@ def cmd_view(args: argparse.Namespace) -> str:
     """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
     with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
     from flowchart import CheckpointError, Trace
-    from flowchart.run_ids import file_name
-    from flowchart.viewer import write_page
+    from flowchart.viewer import page_name, write_page
 
     from .viewer_panel import PANEL
 
@@ -411,7 +410,7 @@ def cmd_view(args: argparse.Namespace) -> str:
         from flowchart.store.export import record_trace
 
         trace = record_trace(open_store(args).get(args.target))
-        default = file_name(args.target, ".html")  # a run id is not a path: '../../x' stays here
+        default = page_name(args.target)  # a run id is not a path: '../../x' stays here
     out = args.output or default
     try:
         return str(write_page(trace, out, [PANEL]))
