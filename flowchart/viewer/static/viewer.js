@@ -5,7 +5,7 @@
 "use strict";
 (function () {
   const P = JSON.parse(document.getElementById("payload").textContent);
-  const ROW = 26, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
+  const ROW = 40, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
   const commits = P.commits, N = commits.length, lines = P.narrative.map((r) => r[2]);
   const $ = (id) => document.getElementById(id);
   const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
@@ -135,6 +135,7 @@
   // -- timeline (virtualised) -------------------------------------------------------------------
   const tl = $("timeline"), spacer = $("timeline-spacer"), rendered = new Map();
   spacer.style.height = `${N * ROW}px`;
+  tl.dataset.row = String(ROW);  // the row pitch, for whoever scrolls the list to a commit
   let cur = -1, whyKey = "", whySet = new Set(), whyRoot = -1;
   function opsText(ops) { return ops.map((o) => (o[1] === "delete" ? "del " : o[1] + " ") + pathText(o[0])).join(" · "); }
   // the step's headline record, placed in Python by stage id (the text is never parsed)
@@ -151,11 +152,13 @@
     r.style.top = `${i * ROW}px`;
     return r;
   }
-  // column widths that fit the longest text of the whole log (measured once), so no cell is cut
+  // column widths that fit the longest text of the whole log (measured once), so no cell is cut;
+  // the narrative line and the ops share one column, on two lines, so both start in view
   function fitColumns() {
     const longest = (texts) => texts.map((t, i) => [t.length, i]).sort((a, b) => b[0] - a[0]).slice(0, 8).map((p) => texts[p[1]]);
     const columns = { rid: commits.map((c) => String(c[0])), stage: commits.map((c) => String(c[1])), narr: commits.map((c, i) => headline(i)), ops: commits.map((c) => opsText(c[3]) || "—") };
     const probe = el("div", { class: "row", style: "visibility:hidden;top:0;display:block;width:max-content" });
+    const widths = {};
     spacer.append(probe);
     for (const [name, texts] of Object.entries(columns)) {
       let widest = 0;
@@ -164,9 +167,12 @@
         probe.replaceChildren(cell);
         widest = Math.max(widest, Math.ceil(cell.getBoundingClientRect().width));
       }
-      tl.style.setProperty(`--w-${name}`, `${widest + 2}px`);
+      widths[name] = widest + 2;
     }
     probe.remove();
+    tl.style.setProperty("--w-rid", `${widths.rid}px`);
+    tl.style.setProperty("--w-stage", `${widths.stage}px`);
+    tl.style.setProperty("--w-text", `${Math.max(widths.narr, widths.ops)}px`);
   }
   function renderRows() {
     const top = tl.scrollTop, h = tl.clientHeight || 400;
