@@ -127,6 +127,7 @@ class MemoryStore:
 
     def forks(self, run_id: str) -> builtins.list[RunRecord]:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, "memory")
         with self._lock:
             rows = [(rid, row) for rid, row in self._runs.items() if row.parent_run_id == run_id]
             rows.sort(key=lambda item: (item[1].created_at, item[0]))

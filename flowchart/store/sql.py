@@ -166,6 +166,7 @@ class SqlStore:
 
     def forks(self, run_id: str) -> builtins.list[RunRecord]:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
             rows = self._run(cur, sql, (run_id,)).fetchall()

@@ -46,9 +46,14 @@ def test_every_store_refuses_a_bad_id_before_writing(store: RunStore, run_id: st
 
 
 def test_looking_up_a_bad_id_is_not_found_with_the_rule(store: RunStore) -> None:
-    """``get`` of an id no store can hold is a ``RunNotFoundError`` quoting the rule, not a database error."""
+    """``get``, ``forks`` and ``answer`` of an id no store can hold are a ``RunNotFoundError`` quoting the
+    rule, not a database error (PostgreSQL's raw ``DataError`` on a NUL)."""
     with pytest.raises(RunNotFoundError, match=r"^no run 'a\\x00b' in run store .*: run id 'a\\x00b' has a control"):
         store.get("a\x00b")
+    with pytest.raises(RunNotFoundError, match=r"^no run 'a\\x00b' in run store "):
+        store.forks("a\x00b")
+    with pytest.raises(RunNotFoundError, match=r"^no run 'a\\x00b' in run store "):
+        store.answer("a\x00b", "request-1", True)
 
 
 def test_a_good_id_is_kept_exactly(store: RunStore) -> None:
