@@ -8,7 +8,8 @@ that print alike must be one id). ``check_run_id`` refuses anything else with
 ``RunIdError`` naming the id (escaped, ``flowchart.printable``) and the character at
 fault, before anything is written: ``RunOptions`` checks a caller-chosen id when the run
 is asked for, and every store's ``create`` checks again. A fresh id (``uuid4().hex``)
-always passes. The rule says nothing about file names: a reader that derives a file from
+always passes. A conversation id follows the same rule (``check_run_id(cid, "conversation
+id")``, in every store's ``create``). The rule says nothing about file names: a reader that derives a file from
 an id takes ``file_name(run_id, suffix)`` — one plain name in the working directory (no
 folder, no ``..``, no leading dot or dash), the id itself when it is already plain, else
 its letters, digits, ``.``, ``_``, ``-`` with a short hash of the whole id, so two ids never
@@ -31,23 +32,25 @@ MAX_RUN_ID_LENGTH = 200
 _RULE = f"a run id is 1 to {MAX_RUN_ID_LENGTH} printable characters with no space at either end"
 
 
-def check_run_id(run_id: object) -> str:
-    """``run_id`` itself when it follows the rule; ``TypeError`` for a non-string, else ``RunIdError``."""
+def check_run_id(run_id: object, what: str = "run id") -> str:
+    """``run_id`` itself when it follows the rule; ``TypeError`` for a non-string, else ``RunIdError``
+    (``what`` names the id in the message: a conversation id follows the same rule)."""
+    rule = _RULE.replace("a run id", f"a {what}")
     if not isinstance(run_id, str):
-        raise TypeError(f"a run id must be a string, got {type(run_id).__name__}")
+        raise TypeError(f"a {what} must be a string, got {type(run_id).__name__}")
     shown = printable(run_id[:60]) + ("..." if len(run_id) > 60 else "")
     if not run_id:
-        raise RunIdError(f"the run id is empty: {_RULE}", run_id=run_id)
+        raise RunIdError(f"the {what} is empty: {rule}", run_id=run_id)
     if len(run_id) > MAX_RUN_ID_LENGTH:
-        raise RunIdError(f"run id '{shown}' is {len(run_id)} characters long: {_RULE}", run_id=run_id)
+        raise RunIdError(f"{what} '{shown}' is {len(run_id)} characters long: {rule}", run_id=run_id)
     if not is_printable(run_id):
         at = next(i for i, char in enumerate(run_id) if not is_printable(char))
-        what = printable(run_id[at])
-        raise RunIdError(f"run id '{shown}' has a control character ({what} at {at}): {_RULE}", run_id=run_id)
+        fault = printable(run_id[at])
+        raise RunIdError(f"{what} '{shown}' has a control character ({fault} at {at}): {rule}", run_id=run_id)
     if any(0xD800 <= ord(char) <= 0xDFFF for char in run_id):
-        raise RunIdError(f"run id '{shown}' has a lone surrogate (it is not text): {_RULE}", run_id=run_id)
+        raise RunIdError(f"{what} '{shown}' has a lone surrogate (it is not text): {rule}", run_id=run_id)
     if run_id != run_id.strip():
-        raise RunIdError(f"run id '{shown}' starts or ends with a space: {_RULE}", run_id=run_id)
+        raise RunIdError(f"{what} '{shown}' starts or ends with a space: {rule}", run_id=run_id)
     return run_id
 
 

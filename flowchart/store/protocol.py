@@ -106,6 +106,18 @@ class NotARunStoreError(StoreError):
     SQLite at all, or (without ``create=True``) an absent or empty file. Nothing was written."""
 
 
+def holdable(conversation_id: str) -> bool:
+    """True when a store could hold ``conversation_id`` (the run-id rule): a lookup of one it
+    could not is answered "none" without asking the database (PostgreSQL fails on a NUL)."""
+    from ..errors import RunIdError
+
+    try:
+        check_run_id(conversation_id, "conversation id")
+    except (RunIdError, TypeError):
+        return False
+    return True
+
+
 def known_id(run_id: object, where: str) -> None:
     """Refuse to look up an id no store can hold (``RunNotFoundError`` quoting the run-id rule)."""
     from ..errors import RunIdError
@@ -303,6 +315,7 @@ def check_conversation(conversation: Any) -> tuple[str, int] | None:
         raise ValueError(
             f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
         )
+    check_run_id(cid, "conversation id")
     return cid, turn
 
 

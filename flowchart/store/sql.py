@@ -42,6 +42,7 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    holdable,
     known_id,
     renumber,
 )
@@ -151,6 +152,8 @@ class SqlStore:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first (read through its index)."""
         check_status(status)
+        if conversation is not None and not holdable(conversation):
+            return []
         clauses, params = (["status = ?"], [status]) if status else ([], [])
         order = "updated_at DESC, run_id"
         if conversation is not None:

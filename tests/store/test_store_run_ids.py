@@ -77,3 +77,11 @@ def test_without_a_store_a_bad_id_is_refused_before_the_run() -> None:
     with pytest.raises(RunIdError, match=r"^run id 'bad\\x1b\[2J' has a control character"):
         chart.run(run_id="bad\x1b[2J")
     assert ran == []
+
+
+def test_a_conversation_id_follows_the_same_rule(store: RunStore) -> None:
+    """A conversation id with a NUL is refused at ``create`` by name; listing it finds no turn (no
+    database error)."""
+    with pytest.raises(RunIdError, match=r"^conversation id 'c\\x00' has a control character \(\\x00 at 1\)"):
+        store.create("r1", kind="chart", chart_fingerprint="f", input={}, conversation=("c\x00", 1))
+    assert store.list() == [] and store.list(conversation="c\x00") == []
