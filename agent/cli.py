@@ -10,12 +10,19 @@
     agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
+                                                      (default RUN.html here; a run id that is not
+                                                      a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
-``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
+``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
+nothing else: a file that is not one (another application's SQLite database, an empty
+``.json``, any other file) is refused, naming it, before anything is written; an absent or
+empty path becomes a new, empty store only with ``--create`` (every command takes it). ``approve``/``decline`` resume
 the run, so they need the agent's definition: ``--agent MODULE:ATTR`` names a built
-``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``); with
+``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``), imported
+from the installed packages and ``$PYTHONPATH`` — from a directory only with
+``--app-dir DIR`` (``--app-dir .`` for the current one); with
 ``--queue MODULE:ATTR`` (a Celery app from ``agent.celery.make_app``) the answer is
 recorded and the run is handed to the workers instead.
 
@@ -39,7 +46,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowchart import replay
-from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
+from flowchart.cli_support import CliError, OneLineParser, add_app_dir_option, import_target, run_cli
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS
@@ -53,9 +60,9 @@ _STATUSES = ("running", "paused", "done", "failed")
 
 
 # -- loading ------------------------------------------------------------------------------------
-def load_object(target: str, what: str) -> Any:
-    """Import ``MODULE:ATTR`` for option ``what`` (the current directory is importable)."""
-    return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)")
+def load_object(target: str, what: str, app_dir: str | None = None) -> Any:
+    """Import ``MODULE:ATTR`` for option ``what`` (``app_dir``, from ``--app-dir``, searched first)."""
+    return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)", app_dir)
 
 
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
@@ -67,9 +74,16 @@ def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
     if db is None and agent is not None and agent.store is not None:
         return agent.store
     path = db or "runs.db"
-    if not os.path.exists(path):
-        raise CliError(f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL)")
-    return SqliteStore(path)
+    create = bool(getattr(args, "create", False))
+    if not create and not os.path.exists(path):
+        raise CliError(
+            f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL), "
+            "or --create to make a new, empty store there"
+        )
+    try:
+        return SqliteStore(path, create=create)
+    except StoreError as exc:
+        raise CliError(str(exc).replace("create=True (agent command: --create)", "--create")) from None
 
 
 # -- showing ------------------------------------------------------------------------------------
@@ -118,7 +132,7 @@ def decisions_of(record: RunRecord) -> list[Any]:
     return list(rows) if isinstance(rows, list) else []
 
 
-def cmd_list(args: argparse.Namespace) -> str:
+def cmd_list(args: argparse.Namespace) -> str | list[str]:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
     records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
@@ -143,7 +157,7 @@ def cmd_list(args: argparse.Namespace) -> str:
         )
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
-    return "\n".join(lines)
+    return lines
 
 
 def shown_input(record: RunRecord) -> dict[str, Any]:
@@ -195,7 +209,7 @@ def _tool_error_lines(row: dict[str, Any]) -> list[str]:
     return [head] + ["  " + str(line) for line in trace] if isinstance(trace, list) else [head]
 
 
-def cmd_show(args: argparse.Namespace) -> str:
+def cmd_show(args: argparse.Namespace) -> str | list[str]:
     """``runs show``: the run, its pending question with the evidence pack, who decided, why a
     finished agent run answered what it did (``agent why``), the narrative so far."""
     record = open_store(args).get(args.run)
@@ -249,7 +263,7 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
     out.extend("  " + line for line in record.narrative)
-    return "\n".join(out)
+    return out
 
 
 def cmd_trace(args: argparse.Namespace) -> str:
@@ -258,7 +272,7 @@ def cmd_trace(args: argparse.Namespace) -> str:
 
     # the store keeps the real input (a queued run must start): the rule stored with the run
     # hides it; --agent names the rule for runs stored before rules were kept
-    redaction = load_agent(args.agent).recorded_redaction if args.agent else None
+    redaction = load_agent(args.agent, args.app_dir).recorded_redaction if args.agent else None
     return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
 
@@ -284,7 +298,7 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
     if args.queue:
         from agent.celery import answer_and_enqueue, app_store
 
-        app = load_object(args.queue, "--queue")
+        app = load_object(args.queue, "--queue", args.app_dir)
         store = open_store(args) if (args.db or args.dsn) else app_store(app)
         answer_and_enqueue(app, store, args.run, _decision(store.get(args.run), approved, args.by, args.note))
         return f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}; queued for the workers"
@@ -294,7 +308,7 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
             f"{'approve' if approved else 'decline'} resumes the run, so it needs the agent: pass --agent "
             "MODULE:ATTR (a built Agent or a function returning one), or --queue MODULE:ATTR for Celery workers"
         )
-    agent = load_agent(spec)
+    agent = load_agent(spec, args.app_dir)
     agent.store = open_store(args, agent)
     outcome = agent.resume_run(args.run, _decision(agent.store.get(args.run), approved, args.by, args.note))
     verdict = f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}"
@@ -330,7 +344,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
         if args.queue:
             from agent.celery import app_store, retry_and_enqueue
 
-            app = load_object(args.queue, "--queue")
+            app = load_object(args.queue, "--queue", args.app_dir)
             store = open_store(args) if (args.db or args.dsn) else app_store(app)
             retry_and_enqueue(app, store, args.run)
             return f"run {args.run}: retrying at {_failed_stage(store.get(args.run))}; queued for the workers"
@@ -340,7 +354,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
                 "retry re-runs the failed stage, so it needs the agent: pass --agent MODULE:ATTR (a built Agent "
                 "or a function returning one), or --queue MODULE:ATTR for Celery workers"
             )
-        agent = load_agent(spec)
+        agent = load_agent(spec, args.app_dir)
         agent.store = open_store(args, agent)
         where = _failed_stage(agent.store.get(args.run))
         durable.retry_failed(agent.store, args.run)
@@ -387,7 +401,7 @@ def cmd_view(args: argparse.Namespace) -> str:
     """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
     with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
     from flowchart import CheckpointError, Trace
-    from flowchart.viewer import write_page
+    from flowchart.viewer import page_name, write_page
 
     from .viewer_panel import PANEL
 
@@ -401,7 +415,7 @@ def cmd_view(args: argparse.Namespace) -> str:
         from flowchart.store.export import record_trace
 
         trace = record_trace(open_store(args).get(args.target))
-        default = f"{args.target}.html"
+        default = page_name(args.target)  # a run id is not a path: '../../x' stays here
     out = args.output or default
     try:
         return str(write_page(trace, out, [PANEL]))
@@ -415,6 +429,13 @@ def build_parser() -> argparse.ArgumentParser:
     store_options = OneLineParser(add_help=False)
     store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
+    store_options.add_argument(
+        "--create",
+        action="store_true",
+        help="make a new, empty SQLite run store at --db PATH when nothing is there (else an absent or "
+        "empty path is refused; a file that is not a run store always is)",
+    )
+    add_app_dir_option(store_options)
     parser = OneLineParser(prog="agent", description="Operate durable agent runs.")
     parser.add_version_option()
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
@@ -467,7 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(handler=cmd_view)
     view.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
     view.add_argument(
-        "-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html, or RUN.html)"
+        "-o",
+        "--output",
+        metavar="PAGE",
+        help="the page to write (default: TRACE with .html, or RUN.html in the current directory — an id that "
+        "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
     return parser

@@ -27,7 +27,7 @@ def turns_of(records: list[Any]) -> list[Turn]:
         raise CliError(str(exc)) from None
 
 
-def cmd_conversation_show(args: argparse.Namespace) -> str:
+def cmd_conversation_show(args: argparse.Namespace) -> str | list[str]:
     """``conversations show``: every turn's messages, oldest first."""
     from .cli import open_store, shown_input
 
@@ -44,7 +44,7 @@ def cmd_conversation_show(args: argparse.Namespace) -> str:
         ]  # fmt: skip
         return json.dumps({"conversation": args.conversation, "turns": out}, ensure_ascii=False, indent=2)
     head = f"conversation {args.conversation}: {len(turns)} turn(s)"
-    return "\n".join([head, *transcript_lines(turns, list(reversed(shown)))])
+    return [head, *transcript_lines(turns, list(reversed(shown)))]
 
 
 def _shown(record: Any, shown_input: dict[str, Any]) -> Any:

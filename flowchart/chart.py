@@ -217,6 +217,8 @@ class FlowChart:
 
         With ``store`` the run is recorded there (id ``run_id``, else a fresh one, and
         ``result.run_id`` is it): continue a pause with ``resume_run(run_id, input, store=)``.
+        Without one, ``run_id`` (when given) is the run's id: ``ctx.run_id``, ``result.run_id``
+        and its trace carry it. Either way it follows the run-id rule (``flowchart.run_ids``).
         """
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, retry)
         return _launcher().run(self, input, options)

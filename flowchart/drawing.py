@@ -3,10 +3,18 @@
 Laws: all three are derived from the same nodes, iteratively (no recursion per stage), and
 are deterministic. In the graph and in mermaid, subflow stages appear under prefixed ids
 (``mount/inner``); loops are ``loop`` edges, so removing them leaves a DAG.
+
+Mermaid is valid for any stage id and name: an id becomes letters, digits and ``_``; one
+that mermaid's flowchart grammar reads as a keyword (``end``, ``graph``, ``style``,
+``class``, ``click``, ``default``, … — ``MERMAID_RESERVED``, found with mermaid 11's own
+parser) gets a trailing ``_``, and two ids that would print alike get ``_2``, ``_3`` in
+drawing order; every name and label is quoted, ``"`` written ``#quot;`` and a line break
+as a space. ``tests/test_mermaid_parse.py`` parses the output with the real parser.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .nodes import StageNode, iter_nodes
@@ -98,18 +106,67 @@ def describe(chart: FlowChart) -> str:
     return "\n".join([f"FlowChart: {chart.name}", "Steps:", *_describe_lines(chart, "")])
 
 
-def _mermaid_id(full_id: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in full_id) or "_"
+#: words mermaid's flowchart grammar takes as keywords wherever a node id stands (compared
+#: lowercased: escaping a word that would pass costs nothing, missing one breaks the drawing)
+MERMAID_RESERVED = frozenset(
+    [
+        "end",
+        "subgraph",
+        "graph",
+        "flowchart",
+        "style",
+        "linkstyle",
+        "classdef",
+        "class",
+        "click",
+        "call",
+        "href",
+        "default",
+        "interpolate",
+        "_self",
+        "_blank",
+        "_parent",
+        "_top",
+        "acctitle",
+        "accdescr",
+        "direction",
+    ]
+)
+_NOT_ID = re.compile(r"[^A-Za-z0-9_]")
+
+
+class _MermaidIds:
+    """Full stage id → its mermaid id: plain, never a keyword, never another stage's (module law)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, str] = {}
+        self._taken: set[str] = set()
+
+    def __call__(self, full_id: str) -> str:
+        found = self._ids.get(full_id)
+        if found is not None:
+            return found
+        base = _NOT_ID.sub("_", full_id) or "_"
+        if base.lower() in MERMAID_RESERVED:
+            base += "_"
+        mid, n = base, 1
+        while mid in self._taken:
+            n += 1
+            mid = f"{base}_{n}"
+        self._ids[full_id] = mid
+        self._taken.add(mid)
+        return mid
 
 
 def _mermaid_text(text: str) -> str:
-    return text.replace('"', "#quot;")
+    return text.replace('"', "#quot;").replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
 def mermaid(chart: FlowChart) -> str:
     """A mermaid ``flowchart TD``: deciders as diamonds, loops dotted, subflows as subgraphs."""
     lines = ["flowchart TD"]
     edges: list[str] = []
+    _mermaid_id = _MermaidIds()
 
     def emit(current: FlowChart, prefix: str, indent: str) -> None:
         for node in iter_nodes(current.root):

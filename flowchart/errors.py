@@ -15,6 +15,8 @@
     │   │                                            foreign, past a limit, or fails its signature
     │   └── TraceError                               a trace file is bad (Trace.load / from_json / from_dict,
     │                                                and the `flowchart` command that reads traces)
+    ├── RunIdError(FlowchartError, ValueError)       a run id outside the one run-id rule (run_ids.py),
+    │                                                refused before anything is written
     └── StoreError (flowchart.store)                 a run store refused; its subtree (not found, exists,
                                                      commit conflict, already answered, schema version)
                                                      is drawn in flowchart/store/protocol.py
@@ -91,6 +93,14 @@ class ScopeWriteError(FlowchartError, ValueError):
     def __init__(self, message: str, *, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class RunIdError(FlowchartError, ValueError):
+    """A run id breaks the run-id rule (``flowchart.run_ids``); ``run_id`` is the refused id."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class ReadonlyInputError(ScopeWriteError):

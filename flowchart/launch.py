@@ -8,15 +8,26 @@ The structure (``chart.py``) is below all three, so it does not import this modu
 façade (``flowchart/__init__.py``) binds it into ``FlowChart`` once with
 ``bind_launcher``. ``resume_run`` without ``store=`` finds the store by run id
 (``store_of``), never on the chart.
+
+A stage's write mistake (``ScopeWriteError``: a run-input key, a value that is not JSON)
+reaches the caller with a traceback that ends at the stage's line that wrote: the engine's
+frames between ``chart.run`` and the stage function (a dozen, all the library's) and the
+scope's below it are dropped, so the error shows under that line, not after thirty lines
+of traversal.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
+import sysconfig
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .engine.entry import resume_run as _resume_coroutine
 from .engine.entry import resume_sync, run_sync, start_run
-from .errors import RunError
+from .errors import RunError, ScopeWriteError
 from .forking import fork_chart
 from .options import RunOptions
 from .store.runs import resume_chart, run_chart, store_of
@@ -29,7 +40,60 @@ if TYPE_CHECKING:
 
 __all__ = ["aresume", "arun", "astream", "fork", "resume", "resume_run", "run", "stream"]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+#: the folders whose frames a write mistake's traceback leaves out: this package, the stdlib (asyncio)
+_LIBRARY = (os.path.dirname(os.path.abspath(__file__)) + os.sep, sysconfig.get_paths()["stdlib"] + os.sep)
 
+
+def _library(tb: TracebackType) -> bool:
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY)
+
+
+def _from_the_stage(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from its first frame outside the library (the stage's) to its last (the line that
+    wrote: the scope's frames below it are dropped too); ``tb`` whole when no frame is the caller's."""
+    first = tb
+    while first is not None and _library(first):
+        first = first.tb_next
+    if first is None:
+        return tb
+    last, walk = first, first.tb_next
+    while walk is not None:
+        if not _library(walk):
+            last = walk
+        walk = walk.tb_next
+    last.tb_next = None
+    return first
+
+
+def _short_write_errors(entry: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``entry`` re-raising a ``ScopeWriteError`` with its traceback from the stage on (module law)."""
+
+    @wraps(entry)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return entry(*args, **kwargs)
+        except ScopeWriteError as exc:
+            raise exc.with_traceback(_from_the_stage(exc.__traceback__)) from exc.__cause__
+
+    return call
+
+
+def _short_write_errors_async(entry: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[_R]]:
+    """``_short_write_errors`` for a coroutine entry point."""
+
+    @wraps(entry)
+    async def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await entry(*args, **kwargs)
+        except ScopeWriteError as exc:
+            raise exc.with_traceback(_from_the_stage(exc.__traceback__)) from exc.__cause__
+
+    return call
+
+
+@_short_write_errors
 def run(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     """``chart.run``: recorded in ``options.store`` when there is one, else in memory."""
     if options.store is not None:
@@ -37,21 +101,25 @@ def run(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     return run_sync(chart, input, options)
 
 
+@_short_write_errors_async
 async def arun(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     """``chart.arun``: on the caller's event loop (fork children run concurrently)."""
     return await start_run(chart, input, options, concurrent=True)
 
 
+@_short_write_errors
 def resume(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
     """``chart.resume``: the paused stage's ``resume(scope, input)``, then the rest."""
     return resume_sync(chart, checkpoint, input, options)
 
 
+@_short_write_errors_async
 async def aresume(chart: FlowChart, checkpoint: Checkpoint, input: Any, options: RunOptions) -> RunResult:
     """``chart.aresume``: ``resume`` on the caller's event loop."""
     return await _resume_coroutine(chart, checkpoint, input, options, concurrent=True)
 
 
+@_short_write_errors
 def resume_run(chart: FlowChart, run_id: str, input: Any, options: RunOptions) -> RunResult:
     """``chart.resume_run``: answer the stored run's pause once and run on, in ``options.store`` or
     else the store this process recorded ``run_id`` in."""
@@ -71,6 +139,7 @@ def astream(chart: FlowChart, input: Any, modes: Any, options: RunOptions) -> As
     return AsyncRunStream(chart_plan(chart, input, modes, options))
 
 
+@_short_write_errors
 def fork(chart: FlowChart, source: Any, at: int | tuple[int, ...], patch: Any, options: RunOptions) -> RunResult:
     """``chart.fork``: continue a recorded run after commit ``at`` (``forking.py``), recorded in
     ``options.store`` with its lineage when there is one."""

@@ -13,7 +13,7 @@ check in ``__attrs_post_init__``, one keyword on each public entry point that ta
 ``run.options.<name>`` (``flowchart/engine/run_state.py`` keeps the value). Nothing in
 between changes: the store runner and the stream plan pass the value through whole.
 
-A bottom-layer module: it needs only ``redaction`` and ``retry`` (for the type checks).
+A bottom-layer module: it needs only ``redaction``, ``retry`` and ``run_ids`` (for the checks).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import attrs
 
 from .redaction import Redaction
 from .retry import Retry
+from .run_ids import check_run_id
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
@@ -51,7 +52,9 @@ class RunOptions:
     ``max_iterations``: the per-target loop cap. ``timeout``: seconds for the whole run.
     ``redaction``: what to hide in every record. ``cancel``: a ``CancelToken``.
     ``store``: a run store that records the run (``None``: the run is not stored).
-    ``run_id``: the stored run's id (a fresh one when ``None``; only used with ``store``).
+    ``run_id``: the run's id (a fresh one when ``None``): the stored run's id with ``store``,
+    else the id the run reports (``ctx.run_id``, ``result.run_id``); checked against the one
+    run-id rule (``flowchart.run_ids``) here, before anything runs or is written.
     ``retry``: the default ``Retry`` of every stage without its own (docs/durable.md).
     Later issues add their options here: see the module docstring for how.
     """
@@ -81,6 +84,8 @@ class RunOptions:
             raise TypeError(f"redaction must be a flowchart.Redaction or None, got {type(self.redaction).__name__}")
         if self.run_id is not None and (not isinstance(self.run_id, str) or not self.run_id):
             raise TypeError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
+        if self.run_id is not None:
+            check_run_id(self.run_id)
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(
                 f"retry must be a flowchart.Retry (e.g. Retry(attempts=3)), got {type(self.retry).__name__}"

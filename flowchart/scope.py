@@ -3,7 +3,11 @@
 Laws:
 - Reads see committed state plus the stage's own writes (read-your-writes).
 - Writes are validated (JSON-safe, not a run-input key) and copied at write time; they
-  stay in the stage's private working set until the stage ends.
+  stay in the stage's private working set until the stage ends. The one write of a run
+  input's name allowed is an unchanged copy of it (``scope.amount = ctx.args["amount"]``,
+  when the transaction knows the input as a ``Mapping``); any other write, delete or
+  nested change of that name is footprintjs's ``Cannot write to readonly input key``
+  (API.md's message, exactly: a changed value needs another state key).
 - ``Transaction.commit()`` turns the NET change into ops and applies them to the state:
   a no-op write or a write-then-revert leaves no op; a dict changed only through
   nested key assignment commits a ``merge`` of the changed keys; anything else a
@@ -27,7 +31,7 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from .commits import Op, apply_op, make_op
@@ -103,7 +107,8 @@ class Transaction:
         state: dict[str, Any],
         # positional too: the engine makes one a stage, and a keyword call costs type() a third more
         namespace: tuple[str, ...] = (),
-        readonly: frozenset[str] | Any = frozenset(),
+        # the run input's keys (a Mapping: the input itself, whose unchanged copies may be written)
+        readonly: frozenset[str] | Mapping[str, Any] = frozenset(),
         observer: ScopeObserver | None = None,
     ) -> None:
         self.state = state
@@ -239,14 +244,22 @@ class Transaction:
             return self._committed(key) is not _MISSING
         return value is not _DELETED
 
+    def _input_copy(self, key: str, value: Any) -> bool:
+        """True when ``value`` is an unchanged copy of run input ``key`` (``scope.amount =
+        ctx.args["amount"]``): the one write of an input's name the state allows."""
+        inputs = self.readonly
+        return isinstance(inputs, Mapping) and same_json(inputs[key], value)
+
     def set(self, key: str, value: Any) -> None:
         """Stage a ``set`` of ``key``: validated and copied now, committed at stage end."""
-        if key in self.readonly:
+        if key in self.readonly and not isinstance(self.readonly, Mapping):
             raise _readonly(key)
         try:
-            copied = copy_json(value)
+            copied = copy_json(value)  # ctx.args's tuples and frozen dicts become JSON lists and dicts
         except NotJsonSafe as exc:
             raise self._not_json_safe(key, exc) from None
+        if key in self.readonly and not self._input_copy(key, copied):
+            raise _readonly(key)
         self._working[key] = copied
         self._touched[key] = SET
         if self.observer is not None:

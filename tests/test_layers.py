@@ -43,6 +43,8 @@ LAYERS: dict[str, int] = {
     "flowchart.retry": 0,
     "flowchart.narrative_entry": 0,
     "flowchart.owned": 0,
+    "flowchart.printable": 0,
+    "flowchart.run_ids": 0,
     # L1 state, and reading a commit log
     "flowchart.spec_shape": 1,
     "flowchart.commits": 1,

@@ -30,6 +30,7 @@ from ..pause import Checkpoint, PauseSignal
 from ..result import RunResult
 from ..serde import check_consistency, check_counters
 from ..values import NotJsonSafe, copy_json
+from .collector import young_collections_only
 from .observers import NO_OBSERVERS, Observers
 from .redacting import shown_state
 from .retrying import FailureSite
@@ -176,10 +177,11 @@ async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concur
     """Run ``chart`` from its root with ``options`` (checked when they were made)."""
     run_input = _run_input(input)
     run = _make_run(options, concurrent)
-    top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=frozenset(run_input))
+    top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=run_input)
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
-    return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input)
+    with young_collections_only():
+        return await _finish(chart, run, top, lambda: top.walk(chart.root, None, None), run_input)
 
 
 def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
@@ -275,9 +277,10 @@ async def resume_run(
     run = _make_run(options, concurrent, checkpoint)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
-    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=frozenset(run_input))
+    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
     frames = list(checkpoint.frames)
-    return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)
+    with young_collections_only():
+        return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)
 
 
 def run_sync(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:

@@ -119,7 +119,7 @@ async def fork_run(
         options, observers=observers, concurrent=concurrent, counter=position.counter,
         visit_counts=position.visit_counts, loop_counts=position.loop_counts,
     )  # fmt: skip
-    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=readonly)
+    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
     if observers.any:
         observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
     if isinstance(position, MountPoint):

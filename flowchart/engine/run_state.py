@@ -81,7 +81,8 @@ class Run:
     ) -> None:
         #: the run's options, checked when they were made (``flowchart.options``)
         self.options = options
-        self.run_id = uuid.uuid4().hex
+        # a caller-chosen id names a run that is not stored; a stored run's id is the store's
+        self.run_id = options.run_id if options.run_id is not None and options.store is None else uuid.uuid4().hex
         self.observers = observers
         self.env: Mapping[str, Any] = dict(options.env or {})
         self.max_iterations = options.max_iterations

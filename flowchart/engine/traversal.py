@@ -23,6 +23,7 @@ hides in each commit and data event as it is made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..commits import Commit, make_commit
@@ -70,7 +71,7 @@ class Traverser:
         *,
         prefix: str = "",
         subflow_path: tuple[str, ...] = (),
-        readonly: frozenset[str] = frozenset(),
+        readonly: frozenset[str] | Mapping[str, Any] = frozenset(),
     ) -> None:
         self.run = run
         self.chart = chart

@@ -16,6 +16,7 @@ import attrs
 
 from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
+from ..run_ids import check_run_id
 from . import codec, sealing
 from .protocol import (
     AlreadyAnsweredError,
@@ -30,6 +31,7 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    known_id,
     renumber,
 )
 from .questions import read_question
@@ -74,6 +76,7 @@ class MemoryStore:
         return f"<MemoryStore runs={len(self._runs)}>"
 
     def _row(self, run_id: str) -> _Row:
+        known_id(run_id, "memory")
         row = self._runs.get(run_id)
         if row is None:
             raise RunNotFoundError(f"no run '{run_id}' in run store memory")
@@ -142,6 +145,7 @@ class MemoryStore:
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, "memory")
         with self._lock:
             rows = [(rid, row) for rid, row in self._runs.items() if row.parent_run_id == run_id]
             rows.sort(key=lambda item: (item[1].created_at, item[0]))
@@ -163,6 +167,7 @@ class MemoryStore:
         """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
         ``RunExistsError`` if the id is taken, ``TurnTakenError`` if ``conversation=(id, turn)``
         is held by another run."""
+        check_run_id(run_id)
         turn_key = check_conversation(conversation)
         with self._lock:
             if run_id in self._runs:

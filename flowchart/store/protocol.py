@@ -33,9 +33,17 @@ methods named here, in every store)::
         ├── CommitConflictError            commit: another writer landed this segment first
         ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
         ├── SchemaVersionError             opening a database a newer pyfootprint wrote
+        ├── NotARunStoreError              opening a file that is not a run store (another
+        │                                  application's database, any other file), or an absent
+        │                                  or empty path without ``create=True``
         └── StoredRowError (also a CheckpointError)   get / list / verify: a stored column of ONE
                                            run does not load (shape, limits, signature, seal); it
                                            names the run and the column, and fails only that run
+
+``create`` refuses an id outside the one run-id rule (``flowchart.run_ids``) with
+``flowchart.errors.RunIdError`` before anything is written; a read (``get``, ``answer``,
+``commit``, ``retry``) of such an id is a ``RunNotFoundError`` that quotes the rule — no
+database ever sees it (PostgreSQL would fail on a NUL with a raw ``DataError``).
 
 A stored row is untrusted input: whatever a column holds, reading it either gives the value
 or raises ``StoredRowError`` — never a ``KeyError``, ``TypeError`` or ``RecursionError`` from
@@ -56,8 +64,10 @@ from ..failure import RunFailure
 from ..narrative_columns import on_read
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
+from ..printable import printable
 from ..record import Lineage, Record
 from ..redaction import Redaction
+from ..run_ids import check_run_id
 from ..trace import SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
@@ -114,6 +124,34 @@ class RunList(list["RunRecord"]):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer pyfootprint; this version refuses to touch it."""
+
+
+class NotARunStoreError(StoreError):
+    """The path names no run store: another application's SQLite database, a file that is not
+    SQLite at all, or (without ``create=True``) an absent or empty file. Nothing was written."""
+
+
+def holdable(conversation_id: str) -> bool:
+    """True when a store could hold ``conversation_id`` (the run-id rule): a lookup of one it
+    could not is answered "none" without asking the database (PostgreSQL fails on a NUL)."""
+    from ..errors import RunIdError
+
+    try:
+        check_run_id(conversation_id, "conversation id")
+    except (RunIdError, TypeError):
+        return False
+    return True
+
+
+def known_id(run_id: object, where: str) -> None:
+    """Refuse to look up an id no store can hold (``RunNotFoundError`` quoting the run-id rule)."""
+    from ..errors import RunIdError
+
+    try:
+        check_run_id(run_id)
+    except (RunIdError, TypeError) as exc:
+        shown = printable(str(run_id)[:60])
+        raise RunNotFoundError(f"no run '{shown}' in run store {where}: {exc}") from None
 
 
 @attrs.frozen
@@ -338,6 +376,7 @@ def check_conversation(conversation: Any) -> tuple[str, int] | None:
         raise ValueError(
             f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
         )
+    check_run_id(cid, "conversation id")
     return cid, turn
 
 

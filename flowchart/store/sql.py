@@ -25,6 +25,7 @@ from typing import Any
 
 from ..narrative_columns import NarrativeColumns
 from ..redaction import Redaction
+from ..run_ids import check_run_id
 from ..signing import check_key
 from ..trace import SubflowTrace
 from ..trace_codec import no_gc_pauses
@@ -45,6 +46,8 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    holdable,
+    known_id,
     renumber,
 )
 from .questions import read_question
@@ -142,6 +145,7 @@ class SqlStore:
     # -- reading ------------------------------------------------------------------------------
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             row = self._run(cur, f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -153,6 +157,8 @@ class SqlStore:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first (read through its index)."""
         check_status(status)
+        if conversation is not None and not holdable(conversation):
+            return RunList()
         clauses, params = (["status = ?"], [status]) if status else ([], [])
         order = "updated_at DESC, run_id"
         if conversation is not None:
@@ -168,6 +174,7 @@ class SqlStore:
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
             rows = self._run(cur, sql, (run_id,)).fetchall()
@@ -322,6 +329,7 @@ class SqlStore:
             return self._run(cur, "SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
+        known_id(run_id, self._where)
         row = self._run(cur, f"SELECT status, next_seq FROM runs WHERE run_id = ?{self.for_update}", (run_id,))
         found = row.fetchone()
         if found is None:
@@ -345,6 +353,7 @@ class SqlStore:
         """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
         ``RunExistsError`` if the id is taken, ``TurnTakenError`` if ``conversation=(id, turn)``
         is held by another run."""
+        check_run_id(run_id)
         conversation_id, turn = check_conversation(conversation) or (None, None)
         now = time.time()
         try:

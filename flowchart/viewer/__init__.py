@@ -7,12 +7,12 @@ decision, ``why`` chains, and the views a ``Panel`` adds (the agent's story come
 """
 
 from .layout import Layout, layout_spec
-from .page import embed_json, render_page, write_page
+from .page import embed_json, page_name, render_page, write_page
 from .panels import Panel, installed_panels, load_panel
 from .payload import build_payload
 from .svg import render_svg
 
 __all__ = [
-    "Layout", "Panel", "build_payload", "embed_json", "installed_panels", "layout_spec", "load_panel", "render_page",
-    "render_svg", "write_page",
+    "Layout", "Panel", "build_payload", "embed_json", "installed_panels", "layout_spec", "load_panel", "page_name",
+    "render_page", "render_svg", "write_page",
 ]  # fmt: skip

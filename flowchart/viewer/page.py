@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..run_ids import file_name
 from ..trace import Trace
 from ..trace_codec import no_gc_pauses
 from .layout import layout_spec
@@ -171,4 +172,10 @@ def write_page(trace: Trace, path: str | Path, panels: Sequence[Panel] = ()) -> 
     return target
 
 
-__all__ = ["embed_json", "render_page", "write_page"]
+def page_name(run_id: str) -> str:
+    """The file name a run's page gets by default (``agent view RUN``): ``RUN.html`` when the id is
+    a plain file name, else a safe one (``flowchart.run_ids.file_name``: ``../../x`` → ``x-<hash>.html``)."""
+    return file_name(run_id, ".html")
+
+
+__all__ = ["embed_json", "page_name", "render_page", "write_page"]

@@ -155,7 +155,9 @@ def test_the_approver_is_visible_on_the_first_screen(viewer: Open, stored_suppor
     view = viewer(stored_support, "story-approver")
     decision = view.page.locator("#story .human-decisions p.human-decision.approved").first
     text = decision.text_content() or ""
-    assert text.startswith('issue_refund({"order_id":"A-1001","amount":129})')
+    assert text.startswith(
+        'issue_refund({"order_id":"A-1001","amount":129.0})'
+    )  # as the record spells it (test_viewer_numbers.py)
     assert "approved by alice at 2026-12-01T00:00:00Z" in text
     box = decision.bounding_box()
     assert box is not None and box["y"] + box["height"] <= 950  # inside the first screen (the viewport is 950 high)
