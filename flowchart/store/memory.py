@@ -31,7 +31,9 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    cursor_of,
     known_id,
+    read_cursor,
     renumber,
 )
 from .questions import read_question
@@ -129,19 +131,37 @@ class MemoryStore:
         with self._lock:
             return self._record(run_id, self._row(run_id))
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
-        ``conversation``, that conversation's turns, newest turn first."""
+        ``conversation``, that conversation's turns, newest turn first; with ``limit``, a page,
+        and ``after=page.next`` the page after it."""
         check_status(status)
+        place = None if after is None else read_cursor(after, conversation is not None)
         with self._lock:
             if conversation is not None:
                 turns = self._turns.get(conversation, {})
                 rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
-                rows = [(rid, row) for rid, row in rows if status is None or row.status == status]
-                return RunList([self._record(rid, row) for rid, row in rows[:limit]])
-            rows = [(rid, row) for rid, row in self._runs.items() if status is None or row.status == status]
-            rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
-            return RunList([self._record(rid, row) for rid, row in rows[:limit]])
+                if place is not None:
+                    rows = [(rid, row) for rid, row in rows if row.turn is not None and row.turn < place[0]]
+            else:
+                rows = list(self._runs.items())
+                rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
+                if place is not None:
+                    at, last = place
+                    rows = [(r, w) for r, w in rows if w.updated_at < at or (w.updated_at == at and r > last)]
+            rows = [(rid, row) for rid, row in rows if status is None or row.status == status][:limit]
+            listed = RunList([self._record(rid, row) for rid, row in rows])
+        if limit is not None and rows and len(rows) == limit:
+            rid, row = rows[-1]
+            listed.next = cursor_of(conversation is not None, rid, row.updated_at, row.turn)
+        return listed
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""

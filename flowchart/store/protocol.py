@@ -114,12 +114,44 @@ class StoredRowError(StoreError, CheckpointError):
 
 
 class RunList(list["RunRecord"]):
-    """What ``RunStore.list`` returns: the runs it could read, in order, and ``unreadable`` — the
-    ``StoredRowError`` of each run it could not (one bad row never hides the rest)."""
+    """What ``RunStore.list`` returns: the runs it could read, in order; ``unreadable`` — the
+    ``StoredRowError`` of each run it could not (one bad row never hides the rest); and ``next``,
+    the cursor of the page after this one (``list(..., after=page.next)``), ``None`` on the last."""
 
-    def __init__(self, records: Sequence[RunRecord] = (), unreadable: Sequence[StoredRowError] = ()) -> None:
+    def __init__(
+        self,
+        records: Sequence[RunRecord] = (),
+        unreadable: Sequence[StoredRowError] = (),
+        next: str | None = None,
+    ) -> None:
         super().__init__(records)
         self.unreadable: tuple[StoredRowError, ...] = tuple(unreadable)
+        self.next = next
+
+
+def cursor_of(conversation: bool, run_id: str, updated_at: Any, turn: Any) -> str | None:
+    """The cursor after a listed run: where it stands in the listing's order (newest update first,
+    or a conversation's newest turn first); ``None`` when its row holds no such place."""
+    if conversation:
+        return f"t:{turn}:{run_id}" if type(turn) is int else None
+    return f"u:{float(updated_at)!r}:{run_id}" if type(updated_at) in (int, float) else None
+
+
+def read_cursor(after: Any, conversation: bool) -> tuple[float, str]:
+    """``(place, run id)`` of a cursor ``cursor_of`` made for the same kind of listing, else
+    ``ValueError`` saying what to pass."""
+    parts = after.split(":", 2) if isinstance(after, str) else []
+    kind = "t" if conversation else "u"
+    try:
+        if len(parts) != 3 or parts[0] != kind:
+            raise ValueError(parts)
+        place = float(int(parts[1]) if conversation else float(parts[1]))
+    except ValueError:
+        raise ValueError(
+            f"list(after={after!r}): not a cursor of this listing — pass the `next` of the page before "
+            f"(RunList.next), with the same conversation= as that page"
+        ) from None
+    return place, parts[2]
 
 
 class SchemaVersionError(StoreError):
@@ -324,10 +356,18 @@ class RunStore(Protocol):
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first (a run whose row does not
-        load is left out, in ``RunList.unreadable``); with
-        ``conversation``, that conversation's turns, newest turn first."""
+        load is left out, in ``RunList.unreadable``); with ``conversation``, that conversation's
+        turns, newest turn first. With ``limit``, a page: ``after=page.next`` gives the next one
+        (read through the index, never the whole store)."""
         ...
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:

@@ -46,8 +46,10 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    cursor_of,
     holdable,
     known_id,
+    read_cursor,
     renumber,
 )
 from .questions import read_question
@@ -153,24 +155,44 @@ class SqlStore:
             with no_gc_pauses():  # a big run's record is hundreds of thousands of objects and no cycle
                 return self._record(cur, row)
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
-        ``conversation``, that conversation's turns, newest turn first (read through its index)."""
+        ``conversation``, that conversation's turns, newest turn first (read through its index);
+        with ``limit``, a page, and ``after=page.next`` the page after it."""
         check_status(status)
+        place = None if after is None else read_cursor(after, conversation is not None)
         if conversation is not None and not holdable(conversation):
             return RunList()
-        clauses, params = (["status = ?"], [status]) if status else ([], [])
+        clauses: builtins.list[str] = ["status = ?"] if status else []
+        params: builtins.list[Any] = [status] if status else []
         order = "updated_at DESC, run_id"
         if conversation is not None:
             clauses.append("conversation_id = ?")
             params.append(conversation)
             order = "turn DESC"
+        if place is not None and conversation is not None:
+            clauses.append("turn < ?")
+            params.append(int(place[0]))
+        elif place is not None:
+            clauses.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
+            params.extend((place[0], place[0], place[1]))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
             rows = self._run(cur, sql, tuple(params)).fetchall()
-            return self._records(cur, rows)
+            listed = self._records(cur, rows)
+        if limit is not None and rows and len(rows) == limit:
+            last = rows[-1]
+            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
+        return listed
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
