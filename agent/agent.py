@@ -155,20 +155,37 @@ class Agent:
         from .builder import AgentBuilder
 
         return AgentBuilder(
-            provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
-            temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
-            output_retries=output_retries, llm_retry=llm_retry,
-            conversation_window=conversation_window, conversation_chars=conversation_chars,
-        )  # fmt: skip
+            provider=provider,
+            model=model,
+            wrap_up=wrap_up_at_max_iterations,
+            permission_checker=permission_checker,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stream=stream,
+            store=store,
+            narrative=narrative,
+            redaction=redaction,
+            timeout=timeout,
+            recorders=tuple(recorders),
+            output_schema=output_schema,
+            output_retries=output_retries,
+            llm_retry=llm_retry,
+            conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )
 
     def with_config(self, cfg: AgentConfig) -> Agent:
         """The same agent (store, narrative, redaction, timeout, recorders and ``on`` listeners)
         on another config: a new chart, sharing the event listeners."""
         other = Agent(
-            cfg, self.store, narrative=self.narrative, redaction=self.redaction, timeout=self.timeout,
-            recorders=self.recorders, history=self.history_policy,
-        )  # fmt: skip
+            cfg,
+            self.store,
+            narrative=self.narrative,
+            redaction=self.redaction,
+            timeout=self.timeout,
+            recorders=self.recorders,
+            history=self.history_policy,
+        )
         other._events = self._events
         return other
 
@@ -196,9 +213,11 @@ class Agent:
         """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
-            recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
+            recorders=recorders,
+            max_iterations=self.config.loop_limit,
+            timeout=self.timeout,
             redaction=self.recorded_redaction,
-        )  # fmt: skip
+        )
         return options
 
     @property
@@ -270,9 +289,12 @@ class Agent:
         """The next turn of this agent's last conversation (``NoConversationError`` before any)."""
         last = conversations.last(self)
         return self.run(
-            message, identity, conversation=last, conversation_window=conversation_window,
+            message,
+            identity,
+            conversation=last,
+            conversation_window=conversation_window,
             conversation_chars=conversation_chars,
-        )  # fmt: skip
+        )
 
     async def afollow_up(
         self,
@@ -285,9 +307,12 @@ class Agent:
         """``follow_up`` inside the caller's event loop."""
         last = conversations.last(self)
         return await self.arun(
-            message, identity, conversation=last, conversation_window=conversation_window,
+            message,
+            identity,
+            conversation=last,
+            conversation_window=conversation_window,
             conversation_chars=conversation_chars,
-        )  # fmt: skip
+        )
 
     def stream(
         self,
@@ -389,9 +414,14 @@ class Agent:
         from .celery import submit
 
         return submit(
-            self, message, identity, app=app, conversation=conversation,
-            conversation_window=conversation_window, conversation_chars=conversation_chars,
-        )  # fmt: skip
+            self,
+            message,
+            identity,
+            app=app,
+            conversation=conversation,
+            conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )
 
     async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """``resume_run`` inside the caller's event loop."""

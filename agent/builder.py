@@ -122,20 +122,34 @@ class AgentBuilder:
                 )
         forms = structured.output_forms(output, provider)
         cfg = AgentConfig(
-            provider=provider, model=settings["model"], tools=dict(self._tools), output=output,
+            provider=provider,
+            model=settings["model"],
+            tools=dict(self._tools),
+            output=output,
             system_prompt=structured.system_prompt(output, self._system, forms[0] if forms else None),
             output_forms=forms,
-            tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
-            check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
-            temperature=settings["temperature"], max_tokens=settings["max_tokens"],
-            permission_checker=settings["permission_checker"], stream=settings["stream"],
+            tool_middleware=tuple(tool_links),
+            message_middleware=tuple(message_links),
+            check_in_evidence=evidence,
+            check_in_scorer=scorer,
+            max_iterations=self._max_iterations,
+            wrap_up=settings["wrap_up"],
+            temperature=settings["temperature"],
+            max_tokens=settings["max_tokens"],
+            permission_checker=settings["permission_checker"],
+            stream=settings["stream"],
             llm_retry=settings["llm_retry"],
-        )  # fmt: skip
+        )
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
         except ValueError as exc:
             raise AgentBuildError(f"Agent.create({exc}") from None
         return Agent(
-            cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
-            recorders=settings["recorders"], history=history,
-        )  # fmt: skip
+            cfg,
+            settings["store"],
+            narrative=settings["narrative"],
+            redaction=settings["redaction"],
+            timeout=timeout,
+            recorders=settings["recorders"],
+            history=history,
+        )

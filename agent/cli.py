@@ -183,13 +183,21 @@ def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
 def summary(record: RunRecord) -> dict[str, Any]:
     """A JSON-safe summary of a record (what ``show --json`` prints)."""
     out = {
-        "run_id": record.run_id, "kind": record.kind, "status": record.status,
-        "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
-        "question": question_json(record.question), "answered": sorted(record.answered),
-        "human_decisions": decisions_of(record), "output": shown_output(record),
-        "error": record.error, "narrative": list(record.narrative),
-        "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
-    }  # fmt: skip
+        "run_id": record.run_id,
+        "kind": record.kind,
+        "status": record.status,
+        "chart_fingerprint": record.chart_fingerprint,
+        "input": shown_input(record),
+        "commits": record.next_seq,
+        "question": question_json(record.question),
+        "answered": sorted(record.answered),
+        "human_decisions": decisions_of(record),
+        "output": shown_output(record),
+        "error": record.error,
+        "narrative": list(record.narrative),
+        "created_at": _when(record.created_at),
+        "updated_at": _when(record.updated_at),
+    }
     if record.conversation_id is not None:
         out.update(conversation=record.conversation_id, turn=record.turn)
     if record.failure is not None:
@@ -472,9 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
     sub.add_argument("run", metavar="RUN", help="the run id")
     sub.add_argument(
-        "--agent", metavar="MODULE:ATTR",
+        "--agent",
+        metavar="MODULE:ATTR",
         help="the agent whose redaction the trace applies (default: the rule stored with the run)",
-    )  # fmt: skip
+    )
     text = "Explain why the answer is what it is: the model call, what it was sent and where each message came from."
     why = groups.add_parser("why", help=text, description=text, parents=[store_options])
     why.set_defaults(handler=cmd_why)

@@ -38,10 +38,14 @@ def cmd_conversation_show(args: argparse.Namespace) -> str | list[str]:
     turns = turns_of(records)
     if args.json:
         out = [
-            {"turn": t.turn, "run_id": t.run_id, "status": t.status,
-             "messages": [{**m, "commit": idx} for m, idx in zip(t.messages, t.commits, strict=True)]}
+            {
+                "turn": t.turn,
+                "run_id": t.run_id,
+                "status": t.status,
+                "messages": [{**m, "commit": idx} for m, idx in zip(t.messages, t.commits, strict=True)],
+            }
             for t in turns
-        ]  # fmt: skip
+        ]
         return json.dumps({"conversation": args.conversation, "turns": out}, ensure_ascii=False, indent=2)
     head = f"conversation {args.conversation}: {len(turns)} turn(s)"
     return [head, *transcript_lines(turns, list(reversed(shown)))]

@@ -137,9 +137,14 @@ class ConversationBook:
                 turns[number - 1] = Turn(number, run_id, "paused")
             else:
                 turns[number - 1] = turn_from_log(
-                    result.commit_log, run_id=run_id, turn=number, status="done",
-                    initial=result.initial_state if resumed else None, offset=offset, earlier=earlier,
-                )  # fmt: skip
+                    result.commit_log,
+                    run_id=run_id,
+                    turn=number,
+                    status="done",
+                    initial=result.initial_state if resumed else None,
+                    offset=offset,
+                    earlier=earlier,
+                )
 
     def fail(self, conversation: str, turn: int) -> None:
         """Mark a turn whose run raised before it could settle as failed (it contributes nothing)."""

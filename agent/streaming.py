@@ -116,9 +116,13 @@ def translate(ctx: TraversalContext, name: str, payload: Any) -> StreamEvent | N
         return Token(ctx, payload["iteration"], payload["index"], payload["text"])
     if name == events.LLM_END:
         return ModelCallDone(
-            ctx, payload["iteration"], payload["content"], payload["tool_calls"], payload.get("usage"),
+            ctx,
+            payload["iteration"],
+            payload["content"],
+            payload["tool_calls"],
+            payload.get("usage"),
             payload.get("finish_reason"),
-        )  # fmt: skip
+        )
     if name == events.TOOL_START:
         return ToolCall(ctx, payload["tool_name"], payload["tool_call_id"], payload["args"], payload["iteration"])
     if name == events.TOOL_END:

@@ -156,9 +156,16 @@ class FlowChartBuilder:
         from .mapping import map_node
 
         node = map_node(
-            name, fn, stage_id, items=items, into=into, concurrency=concurrency, fail_fast=fail_fast,
-            description=describe(description, stage_id, self._problem), problem=self._problem,
-        )  # fmt: skip
+            name,
+            fn,
+            stage_id,
+            items=items,
+            into=into,
+            concurrency=concurrency,
+            fail_fast=fail_fast,
+            description=describe(description, stage_id, self._problem),
+            problem=self._problem,
+        )
         if retry is not None and node.mount is not None:
             self._problem(
                 f"map '{stage_id}': retry= applies to a function child; its child is a chart, whose "

@@ -218,9 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html)")
     sub.add_argument("--open", action="store_true", help="open the page in a web browser")
     sub.add_argument(
-        "--panel", action="append", metavar="MODULE:ATTR",
+        "--panel",
+        action="append",
+        metavar="MODULE:ATTR",
         help="use this viewer Panel (repeatable) instead of the installed ones, e.g. agent.viewer_panel:PANEL",
-    )  # fmt: skip
+    )
     sub.add_argument(
         "--no-panels",
         action="store_true",
@@ -231,9 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("--chart", required=True, metavar="MODULE:ATTR", help="the chart the trace is a run of")
     sub.add_argument(
-        "--at", required=True, metavar="K",
+        "--at",
+        required=True,
+        metavar="K",
         help="the commit to fork at (-1: the start); M,J: commit J of the subflow mounted at commit M",
-    )  # fmt: skip
+    )
     sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
     sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
     add_app_dir_option(sub)

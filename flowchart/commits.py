@@ -128,8 +128,18 @@ class Commit:
 # attrs' frozen ``__init__``
 _new_object = object.__new__
 _SET_PATH, _SET_VERB, _SET_VALUE = slot_setters(Op)
-(_SET_IDX, _SET_STAGE, _SET_SID, _SET_RID, _SET_TRACE, _SET_READS, _SET_REDACTED, _SET_DECISION,
- _SET_ATTEMPTS, _SET_RECOVERS) = slot_setters(Commit)  # fmt: skip
+(
+    _SET_IDX,
+    _SET_STAGE,
+    _SET_SID,
+    _SET_RID,
+    _SET_TRACE,
+    _SET_READS,
+    _SET_REDACTED,
+    _SET_DECISION,
+    _SET_ATTEMPTS,
+    _SET_RECOVERS,
+) = slot_setters(Commit)
 
 
 def make_op(path: tuple[str, ...], verb: Verb, value: Any = None) -> Op:

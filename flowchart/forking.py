@@ -62,9 +62,15 @@ def source_of(source: Any, store: RunStore | None) -> ForkSource:
         subs = {rid: tuple(sub.commit_log) for rid, sub in source.subflows.items()}
         initials = {rid: sub.initial_state for rid, sub in source.subflows.items()}
         return ForkSource(
-            source.run_id, source.chart_fingerprint, tuple(source.commit_log), dict(source.run_input), subs, ended,
-            dict(source.initial_state), initials,
-        )  # fmt: skip
+            source.run_id,
+            source.chart_fingerprint,
+            tuple(source.commit_log),
+            dict(source.run_input),
+            subs,
+            ended,
+            dict(source.initial_state),
+            initials,
+        )
     if isinstance(source, RunResult):
         ended = "the run paused there" if source.paused else None
         if source.failure is not None:
@@ -72,9 +78,15 @@ def source_of(source: Any, store: RunStore | None) -> ForkSource:
         mine = {k: v for k, v in source.subflow_results.items() if k == v.runtime_stage_id}
         subs = {k: tuple(v.commit_log) for k, v in mine.items()}
         return ForkSource(
-            source.run_id, source.chart.fingerprint, tuple(source.commit_log), dict(source.args), subs, ended,
-            dict(source.initial_state), {k: v.initial for k, v in mine.items()},
-        )  # fmt: skip
+            source.run_id,
+            source.chart.fingerprint,
+            tuple(source.commit_log),
+            dict(source.args),
+            subs,
+            ended,
+            dict(source.initial_state),
+            {k: v.initial for k, v in mine.items()},
+        )
     if isinstance(source, str):
         if store is None:
             raise ForkError(f"fork('{source}'): a run id needs store=... (the store the run is recorded in)")
@@ -85,9 +97,15 @@ def source_of(source: Any, store: RunStore | None) -> ForkSource:
         subs = {rid: tuple(sub.commit_log) for rid, sub in record.subflows.items()}
         initials = {rid: sub.initial_state for rid, sub in record.subflows.items()}
         return ForkSource(
-            record.run_id, record.chart_fingerprint, tuple(record.commit_log), dict(record.input), subs or None, ended,
-            {}, initials,
-        )  # fmt: skip
+            record.run_id,
+            record.chart_fingerprint,
+            tuple(record.commit_log),
+            dict(record.input),
+            subs or None,
+            ended,
+            {},
+            initials,
+        )
     raise TypeError(f"fork(source): expected a Trace, a RunResult or a stored run id, got {type(source).__name__}")
 
 
@@ -125,9 +143,14 @@ def prepare(chart: FlowChart, source: Any, at: Any, store: RunStore | None) -> t
         )
     if isinstance(at, tuple):
         inside = locate_inside(
-            chart, src.commit_log, at, initial={}, ended_early=src.ended_early, subflows=src.subflows,
+            chart,
+            src.commit_log,
+            at,
+            initial={},
+            ended_early=src.ended_early,
+            subflows=src.subflows,
             initials=src.subflow_initials,
-        )  # fmt: skip
+        )
         return src, inside, inside.state
     position = locate(chart, src.commit_log, at, ended_early=src.ended_early, subflows=src.subflows)
     state = replay(src.commit_log, upto=at) if at >= 0 else {}

@@ -12,9 +12,26 @@ from __future__ import annotations
 import attrs
 
 RECORD_TYPES = frozenset(
-    {"stage", "step", "condition", "fork", "selector", "subflow", "loop", "break", "error",
-     "pause", "resume", "answer", "emit", "note", "retry", "map", "line"}
-)  # fmt: skip
+    {
+        "stage",
+        "step",
+        "condition",
+        "fork",
+        "selector",
+        "subflow",
+        "loop",
+        "break",
+        "error",
+        "pause",
+        "resume",
+        "answer",
+        "emit",
+        "note",
+        "retry",
+        "map",
+        "line",
+    }
+)
 
 
 @attrs.frozen

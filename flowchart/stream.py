@@ -98,9 +98,14 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
     if current.status != "running":
         return
     segment = Segment(
-        current.next_seq, "failed", record.commit_log, error=record.message, narrative=record.narrative,
-        failure=record.failure, records=record.records,
-    )  # fmt: skip
+        current.next_seq,
+        "failed",
+        record.commit_log,
+        error=record.message,
+        narrative=record.narrative,
+        failure=record.failure,
+        records=record.records,
+    )
     store.commit(run_id, segment)
 
 
@@ -110,9 +115,13 @@ async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> An
     assert store is not None and run_id is not None, "a stored stream has a store and a run id"
     run_input = _run_input(input)
     store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        run_id,
+        kind="chart",
+        chart_fingerprint=chart.fingerprint,
+        input=run_input,
+        chart_spec=chart.spec,
         redaction=options.redaction,
-    )  # fmt: skip
+    )
     remember_store(run_id, store)
 
     async def step(record: Any) -> Any:

@@ -76,9 +76,11 @@ class StreamEvent:
     def to_dict(self) -> dict[str, Any]:
         """``{"kind", "stage", "stage_id", "runtime_stage_id", ...the event's own fields}``."""
         out: dict[str, Any] = {
-            "kind": self.kind, "stage": self.stage, "stage_id": self.stage_id,
+            "kind": self.kind,
+            "stage": self.stage,
+            "stage_id": self.stage_id,
             "runtime_stage_id": self.runtime_stage_id,
-        }  # fmt: skip
+        }
         for name, value in self.fields().items():
             out[name] = json_view(value)
         return out

@@ -280,9 +280,19 @@ class Trace:
 
 
 _FIELD_ORDER = (
-    "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
-    "initial_state", "commit_log", "subflows", "redacted_paths", "narrative", "checkpoint",
-)  # fmt: skip
+    "version",
+    "library_version",
+    "run_id",
+    "chart_fingerprint",
+    "chart_spec",
+    "run_input",
+    "initial_state",
+    "commit_log",
+    "subflows",
+    "redacted_paths",
+    "narrative",
+    "checkpoint",
+)
 
 
 def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None = None) -> dict[str, SubflowTrace]:

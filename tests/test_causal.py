@@ -208,8 +208,10 @@ def test_a_loop_traces_each_pass_to_the_one_before() -> None:
 
 def test_a_slash_key_finds_the_writer_of_a_nested_path() -> None:
     """``runs/b/x`` (a fork child's write) is found by its path when no top-level key matches."""
-    log = [Commit(0, "A", "a", "a#0", (Op(("runs", "a", "x"), "set", 1),)),
-           Commit(1, "B", "b", "b#1", (Op(("runs", "b", "x"), "set", 2),))]  # fmt: skip
+    log = [
+        Commit(0, "A", "a", "a#0", (Op(("runs", "a", "x"), "set", 1),)),
+        Commit(1, "B", "b", "b#1", (Op(("runs", "b", "x"), "set", 2),)),
+    ]
     assert causal_chain(log, "runs/a/x").nodes[0].runtime_stage_id == "a#0"
     assert causal_chain(log, "runs").nodes[0].runtime_stage_id == "b#1"
 

@@ -317,9 +317,19 @@ def test_the_viewer_names_no_agent_state_key() -> None:
 
 
 # The modules outside code may import (docs/api.md, "Low level"); the agent uses no other.
-PUBLIC_FLOWCHART = ("flowchart", "flowchart.lowlevel", "flowchart.events", "flowchart.stream",
-                    "flowchart.stream_events", "flowchart.recorders.rendering", "flowchart.testing",
-                    "flowchart.otel", "flowchart.store", "flowchart.store.*", "flowchart.viewer")  # fmt: skip
+PUBLIC_FLOWCHART = (
+    "flowchart",
+    "flowchart.lowlevel",
+    "flowchart.events",
+    "flowchart.stream",
+    "flowchart.stream_events",
+    "flowchart.recorders.rendering",
+    "flowchart.testing",
+    "flowchart.otel",
+    "flowchart.store",
+    "flowchart.store.*",
+    "flowchart.viewer",
+)
 # (module of flowchart): why the agent still imports it, not yet through flowchart.lowlevel.
 AGENT_INTERNAL_DEBT = {
     "flowchart.cli_support": "the agent's CLI shares flowchart's CLI plumbing (CliError, run_cli)",

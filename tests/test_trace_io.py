@@ -86,13 +86,30 @@ def test_commit_data_writes_what_to_dict_writes_for_every_field() -> None:
     from flowchart.serde import dumps
 
     fields = {f.name for f in attrs.fields(Commit)}
-    known = {"idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths",
-             "decision", "attempts", "recovers"}  # fmt: skip
+    known = {
+        "idx",
+        "stage",
+        "stage_id",
+        "runtime_stage_id",
+        "trace",
+        "reads",
+        "redacted_paths",
+        "decision",
+        "attempts",
+        "recovers",
+    }
     assert fields == known, "commit_data and commit_from_parsed must learn the new field"
     commit = Commit(
-        3, "Pick", "pick", "pick#3",
+        3,
+        "Pick",
+        "pick",
+        "pick#3",
         (Op(("a",), "set", {"x": [1, 2]}), Op(("b",), "delete"), Op(("c",), "append", [4])),
-        ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
-    )  # fmt: skip
+        ("a", "b"),
+        ("a/x",),
+        {"chosen": "left"},
+        (Attempt(1, "TimeoutError", "slow"),),
+        "pick#2",
+    )
     assert dumps(commit_data(commit)) == dumps(commit.to_dict())
     assert commit_from_parsed(json.loads(dumps(commit_data(commit)))) == commit

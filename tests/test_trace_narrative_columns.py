@@ -70,8 +70,17 @@ def test_a_trace_file_keeps_its_narrative_as_columns_in_field_order() -> None:
     data = json.loads(BASE.to_json())
     assert data["version"] == TRACE_VERSION == 3
     records = BASE.narrative or []
-    assert list(data["narrative"]) == ["type", "depth", "text", "stage_name", "stage_id", "runtime_stage_id",
-                                       "subflow_id", "key", "step_number"]  # fmt: skip
+    assert list(data["narrative"]) == [
+        "type",
+        "depth",
+        "text",
+        "stage_name",
+        "stage_id",
+        "runtime_stage_id",
+        "subflow_id",
+        "key",
+        "step_number",
+    ]
     assert data["narrative"]["text"] == [r.text for r in records]
     assert data["narrative"]["step_number"] == [r.step_number for r in records]
 

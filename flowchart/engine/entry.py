@@ -86,9 +86,13 @@ def _make_run(options: RunOptions, concurrent: bool, checkpoint: Checkpoint | No
     if checkpoint is None:
         return Run(options, observers=observers, concurrent=concurrent)
     return Run(
-        options, observers=observers, concurrent=concurrent, counter=checkpoint.execution_count,
-        visit_counts=checkpoint.visit_counts, loop_counts=checkpoint.loop_counts,
-    )  # fmt: skip
+        options,
+        observers=observers,
+        concurrent=concurrent,
+        counter=checkpoint.execution_count,
+        visit_counts=checkpoint.visit_counts,
+        loop_counts=checkpoint.loop_counts,
+    )
 
 
 async def _finish(
@@ -162,15 +166,24 @@ def _failure_checkpoint(
         return None
     leaf = site.frames[-1]
     return Checkpoint(
-        shared_state=dict(top.state), paused_stage_id=leaf.stage_id,
-        subflow_path=[f.stage_id for f in site.frames if f.kind == "mount"], pause_data=None,
-        subflow_states={k: dict(v) for k, v in site.subflow_states.items()}, execution_count=run.counter,
-        visit_counts=dict(run.visit_counts), invoker_stage_id=leaf.invoker_stage_id,
-        continuation_stage_id=leaf.continuation_stage_id, paused_at=time.time(),
-        chart_fingerprint=chart.fingerprint, run_id=run.run_id, run_input=run_input,
-        subflow_args=dict(site.subflow_args), loop_counts=dict(run.loop_counts), frames=list(site.frames),
+        shared_state=dict(top.state),
+        paused_stage_id=leaf.stage_id,
+        subflow_path=[f.stage_id for f in site.frames if f.kind == "mount"],
+        pause_data=None,
+        subflow_states={k: dict(v) for k, v in site.subflow_states.items()},
+        execution_count=run.counter,
+        visit_counts=dict(run.visit_counts),
+        invoker_stage_id=leaf.invoker_stage_id,
+        continuation_stage_id=leaf.continuation_stage_id,
+        paused_at=time.time(),
+        chart_fingerprint=chart.fingerprint,
+        run_id=run.run_id,
+        run_input=run_input,
+        subflow_args=dict(site.subflow_args),
+        loop_counts=dict(run.loop_counts),
+        frames=list(site.frames),
         recovery=site.recovery,
-    )  # fmt: skip
+    )
 
 
 async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concurrent: bool) -> RunResult:

@@ -116,9 +116,13 @@ async def fork_run(
         txn = patch_ops(state, patch, readonly)
     observers = Observers(options.recorders) if options.recorders else NO_OBSERVERS
     run = Run(
-        options, observers=observers, concurrent=concurrent, counter=position.counter,
-        visit_counts=position.visit_counts, loop_counts=position.loop_counts,
-    )  # fmt: skip
+        options,
+        observers=observers,
+        concurrent=concurrent,
+        counter=position.counter,
+        visit_counts=position.visit_counts,
+        loop_counts=position.loop_counts,
+    )
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
     if observers.any:
         observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))

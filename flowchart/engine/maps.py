@@ -52,8 +52,9 @@ def _items(traverser: Traverser, node: StageNode, txn: Transaction) -> list[Any]
     try:
         return copy_json(list(got))
     except NotJsonSafe as exc:
-        raise RunError(f"items of map '{full}' holds {exc.what} at items{exc.where}; items must be JSON-safe",
-                       stage_id=full) from None  # fmt: skip
+        raise RunError(
+            f"items of map '{full}' holds {exc.what} at items{exc.where}; items must be JSON-safe", stage_id=full
+        ) from None
 
 
 async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, item: Any) -> Outcome:

@@ -360,16 +360,28 @@ def locate_inside(
     if len(rest) == 1:
         j = rest[0]
         inner = locate(
-            mount.mount.chart, inner_log, j, ended_early=inner_ended, subflows=subflows, prefix=inner_prefix,
+            mount.mount.chart,
+            inner_log,
+            j,
+            ended_early=inner_ended,
+            subflows=subflows,
+            prefix=inner_prefix,
             label=lambda k: _address((*path, k)),
-        )  # fmt: skip
+        )
         inner_state = replay(inner_log, upto=j, initial=inner_initial)
         nxt = _rid_index(inner_log[j + 1].runtime_stage_id) if j + 1 < len(inner_log) else None
     else:
         inner = locate_inside(
-            mount.mount.chart, inner_log, rest, initial=inner_initial, ended_early=inner_ended, subflows=subflows,
-            initials=initials, prefix=inner_prefix, above=path,
-        )  # fmt: skip
+            mount.mount.chart,
+            inner_log,
+            rest,
+            initial=inner_initial,
+            ended_early=inner_ended,
+            subflows=subflows,
+            initials=initials,
+            prefix=inner_prefix,
+            above=path,
+        )
         inner_state = inner.inner_state
         nxt = inner.counter if inner.counter >= 0 else None
     if nxt is None:  # the subflow ended there: the next stamp is this level's next stage
@@ -379,6 +391,16 @@ def locate_inside(
     loops = _summed(loops, inner.loop_counts)
     state = replay(log, upto=m - 1, initial=initial)
     return MountPoint(
-        (*above, *at), mount, rid, hop[1], hop[2], state, dict(inner_initial), inner, inner_state, nxt,
-        visits, loops,
-    )  # fmt: skip
+        (*above, *at),
+        mount,
+        rid,
+        hop[1],
+        hop[2],
+        state,
+        dict(inner_initial),
+        inner,
+        inner_state,
+        nxt,
+        visits,
+        loops,
+    )

@@ -60,9 +60,14 @@ async def attempt(
         number += 1
         if run.observers.wants("on_retry"):
             event = RetryEvent(
-                traverser.context(node, rid), node.name, number, policy.attempts, record.error_type,
-                record.message, delay,
-            )  # fmt: skip
+                traverser.context(node, rid),
+                node.name,
+                number,
+                policy.attempts,
+                record.error_type,
+                record.message,
+                delay,
+            )
             run.observers.emit("on_retry", event)
         await policy.wait(delay)
     if failed:

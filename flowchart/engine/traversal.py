@@ -243,9 +243,17 @@ class Traverser:
         recovers = replaces or (retrying.recovered(run, self.prefix + node.id) if run.recovery is not None else None)
         # one per executed stage: the slots filled directly (``make_commit``, the same value)
         commit = make_commit(
-            len(self.commit_log), node.name, self.prefix + node.id, rid, tuple(ops), reads, redacted, decision,
-            attempts, recovers,
-        )  # fmt: skip
+            len(self.commit_log),
+            node.name,
+            self.prefix + node.id,
+            rid,
+            tuple(ops),
+            reads,
+            redacted,
+            decision,
+            attempts,
+            recovers,
+        )
         self.commit_log.append(commit)
         observers = self.run.observers
         if not observers.any:

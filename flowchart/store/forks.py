@@ -42,9 +42,14 @@ def record_fork(
     (``output(result)`` is stored when it finished)."""
     run_id = run_id or new_run_id()
     record = store.create(
-        run_id, kind=kind, chart_fingerprint=chart.fingerprint, input=src.run_input, chart_spec=chart.spec,
-        parent_run_id=src.run_id, forked_at=at if isinstance(at, int) else at[0] - 1,
-    )  # fmt: skip
+        run_id,
+        kind=kind,
+        chart_fingerprint=chart.fingerprint,
+        input=src.run_input,
+        chart_spec=chart.spec,
+        parent_run_id=src.run_id,
+        forked_at=at if isinstance(at, int) else at[0] - 1,
+    )
     try:
         result = run()
     except Exception as exc:

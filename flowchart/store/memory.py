@@ -112,19 +112,32 @@ class MemoryStore:
         for text in row.subflows:
             subflows.update(codec.decode_subflows(text, run_id))
         return RunRecord(
-            run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
-            input=codec.decode(row.input), commit_log=codec.decode_commits(row.commits),
+            run_id=run_id,
+            status=row.status,  # type: ignore[arg-type]
+            kind=row.kind,
+            chart_fingerprint=row.fingerprint,
+            input=codec.decode(row.input),
+            commit_log=codec.decode_commits(row.commits),
             checkpoint=codec.decode_checkpoint(row.checkpoint),
             question=read_question(row.kind, codec.decode(row.question)),
-            output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
-            narrative=tuple(records.texts()), narrative_records=records, subflows=subflows,  # type: ignore[arg-type]
-            created_at=row.created_at, updated_at=row.updated_at,
-            has_answer=row.has_answer, answer=codec.decode(row.answer),
+            output=codec.decode(row.output),
+            error=row.error,
+            answered=frozenset(row.answered),
+            narrative=tuple(records.texts()),
+            narrative_records=records,  # type: ignore[arg-type]
+            subflows=subflows,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            has_answer=row.has_answer,
+            answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
-            failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
-            conversation_id=row.conversation_id, turn=row.turn,
-            parent_run_id=row.parent_run_id, forked_at=row.forked_at,
-        )  # fmt: skip
+            failure=codec.decode_failure(row.failure, run_id),
+            redaction=codec.decode_redaction(row.redaction, run_id),
+            conversation_id=row.conversation_id,
+            turn=row.turn,
+            parent_run_id=row.parent_run_id,
+            forked_at=row.forked_at,
+        )
 
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""

@@ -104,14 +104,25 @@ def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrati
     subflows = subflow_traces(result.subflow_results, result.redaction)
     if result.paused:
         return Segment(
-            start_seq, "paused", tuple(result.commit_log), result.checkpoint,
-            question=result.output, narrative=narrative, records=records, subflows=subflows,
-        )  # fmt: skip
+            start_seq,
+            "paused",
+            tuple(result.commit_log),
+            result.checkpoint,
+            question=result.output,
+            narrative=narrative,
+            records=records,
+            subflows=subflows,
+        )
     value = result.output if output is None else output
     return Segment(
-        start_seq, "done", tuple(result.commit_log), output=value, narrative=narrative, records=records,
+        start_seq,
+        "done",
+        tuple(result.commit_log),
+        output=value,
+        narrative=narrative,
+        records=records,
         subflows=subflows,
-    )  # fmt: skip
+    )
 
 
 def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = None) -> Segment:
@@ -127,9 +138,16 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
     subflows = {} if result is None else subflow_traces(result.subflow_results, result.redaction)
     # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
-        start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
-        narrative=lines, failure=failure, records=records, subflows=subflows,
-    )  # fmt: skip
+        start_seq,
+        "failed",
+        commits,
+        failed_checkpoint(exc),
+        error=f"{type(exc).__name__}: {exc}",
+        narrative=lines,
+        failure=failure,
+        records=records,
+        subflows=subflows,
+    )
 
 
 def told(options: RunOptions) -> RunOptions:
@@ -223,9 +241,13 @@ def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     run_id = options.run_id or new_run_id()
     run_input = _run_input(input)
     store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        run_id,
+        kind="chart",
+        chart_fingerprint=chart.fingerprint,
+        input=run_input,
+        chart_spec=chart.spec,
         redaction=options.redaction,
-    )  # fmt: skip
+    )
     remember_store(run_id, store)
     return advance_chart(chart, store, run_id, options)
 

@@ -382,9 +382,10 @@ class SqlStore:
             with self._tx() as cur:
                 if chart_spec is not None:
                     self._run(
-                        cur, "INSERT INTO charts VALUES (?, ?) ON CONFLICT (fingerprint) DO NOTHING",
+                        cur,
+                        "INSERT INTO charts VALUES (?, ?) ON CONFLICT (fingerprint) DO NOTHING",
                         (chart_fingerprint, codec.encode(chart_spec)),
-                    )  # fmt: skip
+                    )
                 self._run(
                     cur,
                     "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
@@ -448,21 +449,33 @@ class SqlStore:
             cur,
             "INSERT INTO segments (run_id, n, start_seq, status, narrative, created_at, subflows) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, n, segment.start_seq, segment.status, codec.encode_narrative(segment.narrative, segment.records),
-             now, codec.encode_subflows(segment.subflows)),
-        )  # fmt: skip
+            (
+                run_id,
+                n,
+                segment.start_seq,
+                segment.status,
+                codec.encode_narrative(segment.narrative, segment.records),
+                now,
+                codec.encode_subflows(segment.subflows),
+            ),
+        )
         output = None if segment.status != "done" else codec.encode(segment.output)
         self._run(
             cur,
             "UPDATE runs SET status = ?, next_seq = ?, checkpoint = ?, question = ?, has_answer = 0, "
             "answer = NULL, output = ?, error = ?, failure = ?, updated_at = ? WHERE run_id = ?",
             (
-                segment.status, segment.start_seq + len(commits),
+                segment.status,
+                segment.start_seq + len(commits),
                 codec.seal(codec.encode_checkpoint(segment.checkpoint), self._key, run_id, "checkpoint"),
-                None if segment.status != "paused" else codec.encode(segment.question), output,
-                codec.text(segment.error), codec.encode_failure(segment.failure), now, run_id,
+                None if segment.status != "paused" else codec.encode(segment.question),
+                output,
+                codec.text(segment.error),
+                codec.encode_failure(segment.failure),
+                now,
+                run_id,
             ),
-        )  # fmt: skip
+        )
 
     def retry(self, run_id: str) -> RunRecord:
         """Mark the failed run ``running`` again (once per failure), to resume where it failed."""
@@ -472,9 +485,10 @@ class SqlStore:
             check_retry(run_id, status, row[0] is not None)
             self._checked(cur, run_id)
             self._run(
-                cur, "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
+                cur,
+                "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
-            )  # fmt: skip
+            )
             self._reseal(cur, run_id)
         return self.get(run_id)
 
@@ -485,16 +499,18 @@ class SqlStore:
                 status, _ = self._locked_row(cur, run_id)
                 self._checked(cur, run_id)
                 self._run(
-                    cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
+                    cur,
+                    "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
                     (run_id, request_id, codec.encode(answer), codec.text(by), time.time()),
-                )  # fmt: skip
+                )
                 if status != "paused":
                     raise StoreError(f"run '{run_id}' is {status}, not paused: there is no pause to answer")
                 self._run(
-                    cur, "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
+                    cur,
+                    "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
-                )  # fmt: skip
+                )
                 self._reseal(cur, run_id)
         except Exception as exc:
             if self._is_unique_violation(exc):

@@ -13,6 +13,15 @@ from .payload import build_payload
 from .svg import render_svg
 
 __all__ = [
-    "Layout", "Panel", "build_payload", "embed_json", "installed_panels", "layout_spec", "load_panel", "page_name",
-    "render_page", "render_svg", "write_page",
-]  # fmt: skip
+    "Layout",
+    "Panel",
+    "build_payload",
+    "embed_json",
+    "installed_panels",
+    "layout_spec",
+    "load_panel",
+    "page_name",
+    "render_page",
+    "render_svg",
+    "write_page",
+]

@@ -179,8 +179,12 @@ def test_a_tool_result_in_other_scripts_is_appended_as_it_was() -> None:
     assert agent.run("go") == "done"
     history = agent.last_snapshot().shared_state["history"]
     assert [(m["role"], m["content"]) for m in history] == [
-        ("user", "go"), ("assistant", ""), ("tool", "héllo"), ("assistant", "ça"), ("tool", "plain"),
-    ]  # fmt: skip
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "héllo"),
+        ("assistant", "ça"),
+        ("tool", "plain"),
+    ]
 
 
 def test_an_iteration_makes_no_abstract_base_class_check() -> None:
@@ -209,9 +213,14 @@ def _mixed_agent(asynchronous: bool) -> Agent:
     tools = [
         define_tool(name="add", description="Add.", input_schema=ADD_SCHEMA, execute=add),
         define_tool(name="boom", description="Boom.", input_schema={"type": "object"}, execute=boom),
-        define_tool(name="flaky", description="Flaky.", input_schema={"type": "object"}, execute=boom,
-                    retry=Retry(attempts=2, backoff=0.0)),
-    ]  # fmt: skip
+        define_tool(
+            name="flaky",
+            description="Flaky.",
+            input_schema={"type": "object"},
+            execute=boom,
+            retry=Retry(attempts=2, backoff=0.0),
+        ),
+    ]
     first = [
         {"id": "c1", "name": "add", "args": {"a": 1, "b": "z"}},
         {"id": "c2", "name": "nope", "args": {}},

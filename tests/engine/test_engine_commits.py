@@ -120,10 +120,16 @@ def test_runtime_ids_count_loop_visits():
     )
     ids = [c.runtime_stage_id for c in chart.run().commit_log]
     assert ids == [
-        "bump#0", "check#1", "again#2",
-        "bump#3", "check#4", "again#5",
-        "bump#6", "check#7", "done#8",
-    ]  # fmt: skip
+        "bump#0",
+        "check#1",
+        "again#2",
+        "bump#3",
+        "check#4",
+        "again#5",
+        "bump#6",
+        "check#7",
+        "done#8",
+    ]
 
 
 def test_replay_equals_the_live_state_at_every_index():

@@ -111,8 +111,13 @@ class AllFields(Fields):
         self.seen.append(("executed", ctx.runtime_stage_id, name))
 
 
-KIND = {"take_stage_start": "start", "take_emit": "emit", "take_commit": "commit", "take_stage_ops": "ops",
-        "take_stage_executed": "executed"}  # fmt: skip
+KIND = {
+    "take_stage_start": "start",
+    "take_emit": "emit",
+    "take_commit": "commit",
+    "take_stage_ops": "ops",
+    "take_stage_executed": "executed",
+}
 
 
 @pytest.mark.parametrize("hook", list(KIND))

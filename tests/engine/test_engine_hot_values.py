@@ -64,9 +64,16 @@ def test_make_op_is_the_class_call(path: tuple[str, ...], verb: Any, value: Any)
     st.none() | st.text(max_size=6),
 )
 def test_make_commit_is_the_class_call(
-    idx: int, stage: str, stage_id: str, ops: list[Any], reads: Any, redacted: Any, decision: Any, attempts: Any,
+    idx: int,
+    stage: str,
+    stage_id: str,
+    ops: list[Any],
+    reads: Any,
+    redacted: Any,
+    decision: Any,
+    attempts: Any,
     recovers: Any,
-) -> None:  # fmt: skip
+) -> None:
     """``make_commit(...)`` equals ``Commit(...)`` with the same fields: ==, hash (or the same
     refusal to hash a decision dict), repr and type; it stays frozen."""
     trace = tuple(make_op(*op) for op in ops)

@@ -213,8 +213,16 @@ def test_a_row_with_nan_or_a_lone_surrogate_can_still_be_committed() -> None:
     from flowchart.values import copy_json
 
     row = tool_row(
-        middleware="m", moment="after-tool", tool_name="t", tool_call_id="c", iteration=1,
-        outcome="allow", changed=True, why="w", before={"score": float("nan")}, after={"\ud800": "x\udfff"},
-    )  # fmt: skip
+        middleware="m",
+        moment="after-tool",
+        tool_name="t",
+        tool_call_id="c",
+        iteration=1,
+        outcome="allow",
+        changed=True,
+        why="w",
+        before={"score": float("nan")},
+        after={"\ud800": "x\udfff"},
+    )
     assert (row["before"], row["after"]) == ({"score": "nan"}, {"\\ud800": "x\\udfff"})
     assert copy_json(row) == row

@@ -22,10 +22,17 @@ from flowchart.serde import dumps
 from flowchart.store import codec
 
 COMMIT = Commit(
-    4, "Pick", "pick", "pick#4",
+    4,
+    "Pick",
+    "pick",
+    "pick#4",
     (Op(("a",), "set", {"x": [1, 2.5]}), Op(("b",), "delete"), Op(("c",), "append", ["é"])),
-    ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
-)  # fmt: skip
+    ("a", "b"),
+    ("a/x",),
+    {"chosen": "left"},
+    (Attempt(1, "TimeoutError", "slow"),),
+    "pick#2",
+)
 RECORDS = [
     NarrativeEntry("stage", 0, "Stage 1: began", "Pick", "pick", "pick#0"),
     NarrativeEntry("step", 1, "Step 1: Read a = 1", "Pick", "pick", "pick#0", None, "a", 1),

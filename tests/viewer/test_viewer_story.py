@@ -185,8 +185,9 @@ def test_the_story_explains_the_answer_as_agent_why_does(viewer: Open, stored_su
 def test_a_stored_run_marks_the_stages_inside_its_subflows_as_ran(viewer: Open, stored_support: Trace) -> None:
     """The stored demo's trace carries the Final subflow's log, so PrepareFinal and BreakFinal are marked as ran."""
     assert [c.stage_id for sub in stored_support.subflows.values() for c in sub.commit_log] == [
-        "final/prepare-final", "final/break-final",
-    ]  # fmt: skip
+        "final/prepare-final",
+        "final/break-final",
+    ]
     view = viewer(stored_support, "story-subflow")
     for stage in ("final/prepare-final", "final/break-final", "final"):
         classes = view.page.locator(f'#chart-pane g.node[data-stage-id="{stage}"]').get_attribute("class") or ""
