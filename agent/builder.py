@@ -8,7 +8,6 @@ a recorder with no recorder hook, an ``output_schema`` that cannot be one (``age
 
 The agent's other parts live beside it: ``agent.errors`` (the error tree),
 ``agent.chart`` (``build_agent_chart``), ``agent.agent`` (``Agent``, ``AgentSnapshot``).
-Their names stay importable from here, as they always were.
 """
 
 from __future__ import annotations
@@ -23,14 +22,13 @@ from governance.middleware import validate_chain
 from governance.permissions import validate_permission_checker
 
 from . import structured
-from .agent import Agent, AgentSnapshot
-from .chart import build_agent_chart
+from .agent import Agent
 from .config import AgentConfig
 from .conversations import HistoryPolicy
-from .errors import AgentBuildError, PolicyHaltError
+from .errors import AgentBuildError
 from .tools import Tool
 
-__all__ = ["Agent", "AgentBuildError", "AgentBuilder", "AgentSnapshot", "PolicyHaltError", "build_agent_chart"]
+__all__ = ["AgentBuilder"]
 
 
 class AgentBuilder:

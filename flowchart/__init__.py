@@ -5,7 +5,7 @@ run can be replayed, narrated, backtracked and snapshot-tested. See docs/concept
 """
 
 from flowchart import launch as _launch
-from flowchart._version import package_version
+from flowchart._version import package_version as _package_version
 from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
 from flowchart.cancel import CancelToken, RunCancelledError
@@ -47,7 +47,7 @@ _bind_launcher(_launch)
 def __getattr__(name: str) -> str:
     """``flowchart.__version__``, read from the distribution's metadata when first asked for."""
     if name == "__version__":
-        return package_version()
+        return _package_version()
     raise AttributeError(f"module 'flowchart' has no attribute {name!r}")
 
 

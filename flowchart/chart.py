@@ -20,7 +20,6 @@ import functools
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .coroutines import drive, run_coroutine  # their old home: agent/ imports them from here
 from .errors import RunError
 from .fingerprint import spec_fingerprint
 from .nodes import StageNode, iter_nodes
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from .store.protocol import RunStore
     from .stream import AsyncRunStream, RunStream
 
-__all__ = ["FlowChart", "Launcher", "bind_launcher", "drive", "run_coroutine", "spec_fingerprint"]
+__all__ = ["FlowChart", "Launcher", "bind_launcher"]
 
 
 class Launcher(Protocol):
