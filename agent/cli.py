@@ -162,7 +162,7 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
 
 def shown_input(record: RunRecord) -> dict[str, Any]:
     """The run's input as a reader may see it: under the rule stored with the run."""
-    return record.input if record.redaction is None else record.redaction.scrub_state(record.input)
+    return dict(record.record.shown().input)
 
 
 def shown_output(record: RunRecord) -> Any:

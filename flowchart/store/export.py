@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from ..redaction import Redaction
 from ..trace import Trace
-from .protocol import RunRecord
+from .protocol import RunRecord, StoreError
 
 
 def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace:
     """The trace of stored run ``record`` (``StoreError`` when its chart spec was not stored);
     ``redaction`` overrides the stored rule (for runs stored before rules were kept)."""
+    if record.chart_spec is None:
+        raise StoreError(f"run '{record.run_id}' has no stored chart spec: it cannot be written as a trace")
     trace = record.record.shown(redaction).trace()
     return Trace.from_dict(trace.to_dict())

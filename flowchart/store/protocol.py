@@ -279,16 +279,15 @@ class RunRecord:
     @property
     def record(self) -> Record:
         """The stored run as its record (``flowchart.record``): the whole log across segments, the
-        stored narrative and subflow logs, the real input under the stored rule, the lineage."""
-        if self.chart_spec is None:
-            raise StoreError(f"run '{self.run_id}' has no stored chart spec: it cannot be read as a record")
+        stored narrative and subflow logs, the real input under the stored rule, the lineage (a run
+        stored without its chart's spec has ``{}``)."""
         lineage = None
         if self.parent_run_id is not None and self.forked_at is not None:
             lineage = Lineage(self.parent_run_id, self.forked_at)
         return Record(
             run_id=self.run_id,
             chart_fingerprint=self.chart_fingerprint,
-            chart_spec=self.chart_spec,
+            chart_spec=self.chart_spec or {},
             input=self.input,
             initial_state={},
             commits=self.commit_log,
