@@ -66,7 +66,7 @@ class AgentSnapshot:
 
     @property
     def record(self) -> Record:
-        """The last run segment's record (``flowchart.record``): ``record.shown()`` for a reader."""
+        """The last run segment's record (``flowchart._record.record``): ``record.shown()`` for a reader."""
         return self.result.record
 
     def __repr__(self) -> str:

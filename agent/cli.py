@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowchart import replay
-from flowchart.cli_support import CliError, OneLineParser, add_app_dir_option, import_target, run_cli
+from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, import_target, run_cli
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
 from .config import TOOL_ERRORS

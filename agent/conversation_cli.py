@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from flowchart.cli_support import CliError
+from flowchart._cli_support import CliError
 
 from .conversation_turns import Turn, transcript_lines, turn_from_record
 from .errors import ConversationError

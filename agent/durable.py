@@ -192,7 +192,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
 
 def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
-    ``patch`` written first (``flowchart.forking``); its answer, or ``Paused``."""
+    ``patch`` written first (``flowchart._rerun``); its answer, or ``Paused``."""
     from flowchart.lowlevel import RunOptions, fork_chart
 
     store = _store(agent)

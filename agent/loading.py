@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowchart import FlowChart
-from flowchart.cli_support import CliError, import_target, load_target
+from flowchart._cli_support import CliError, import_target, load_target
 from flowchart.store import RunStore
 
 from .agent import Agent

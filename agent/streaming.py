@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from flowchart._stream.stream_tap import StreamTap
 from flowchart.events import TraversalContext
 from flowchart.store.runs import new_run_id
 from flowchart.stream import Cancelled, StreamPlan, final_event, mark_cancelled
@@ -35,7 +36,6 @@ from flowchart.stream_events import (
     json_view,
     resolve_modes,
 )
-from flowchart.stream_tap import StreamTap
 
 from . import events
 from .paused import Paused

@@ -38,7 +38,7 @@ except ImportError as exc:  # without the extra: say which one to install
         "(in a pyfootprint checkout: pip install -e '.[otel]')"
     ) from exc
 
-from .events import (
+from flowchart.events import (
     CommitEvent,
     EmitEvent,
     ErrorEvent,

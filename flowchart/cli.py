@@ -18,7 +18,7 @@ are the log's (``-1`` is the initial state). ``show`` imports the module the use
 (their own code: installed, on ``$PYTHONPATH``, or in the directory ``--app-dir DIR`` names —
 the current directory only with ``--app-dir .``); nothing else is ever imported or run
 — except by ``fork``, which runs the chart ``--chart`` names from commit K on. A ``--set``
-value is untrusted JSON, parsed within ``flowchart.untrusted``'s limits.
+value is untrusted JSON, parsed within ``flowchart._core.untrusted``'s limits.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .chart import FlowChart
-from .cli_support import CliError, OneLineParser, add_app_dir_option, load_target, run_cli, warn
-from .errors import FlowchartError
-from .trace import Trace
+from flowchart._chart.chart import FlowChart
+from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, load_target, run_cli, warn
+from flowchart._core.errors import FlowchartError
+from flowchart._record.trace import Trace
 
 
 def _load(path: str) -> Trace:
@@ -102,7 +102,7 @@ def cmd_diff(args: argparse.Namespace) -> list[str]:
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: write the trace as one self-contained HTML page (``flowchart.viewer``)."""
-    from .viewer import installed_panels, load_panel, write_page
+    from flowchart.viewer import installed_panels, load_panel, write_page
 
     try:
         panels = [load_panel(target) for target in args.panel or ()]
@@ -143,7 +143,7 @@ def cmd_show(args: argparse.Namespace) -> str:
 
 def parse_set(text: str) -> tuple[str, Any]:
     """``KEY=JSON`` → ``(KEY, value)``; a ``CliError`` naming the mistake otherwise."""
-    from .serde import loads
+    from flowchart._core.serde import loads
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():

@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .engine.entry import _run_input, run_sync, start_run
-from .options import RunOptions
-from .recorders.narrative import narrative
-from .store.protocol import Segment
-from .store.runs import aadvance, new_run_id, remember_store, run_chart, told
-from .stream_drivers import AsyncRunStream, RunStream
-from .stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
-from .stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
-from .stream_tap import StreamTap
+from flowchart._core.options import RunOptions
+from flowchart._engine.entry import _run_input, run_sync, start_run
+from flowchart._stream.stream_drivers import AsyncRunStream, RunStream
+from flowchart._stream.stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
+from flowchart._stream.stream_tap import StreamTap
+from flowchart.recorders.narrative import narrative
+from flowchart.store.protocol import Segment
+from flowchart.store.runs import aadvance, new_run_id, remember_store, run_chart, told
+from flowchart.stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
 
 if TYPE_CHECKING:
-    from .chart import FlowChart
+    from flowchart._chart.chart import FlowChart
 
 __all__ = [
     "CANCEL_REASON",

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .events import TraversalContext
-from .values import NotJsonSafe, copy_json
+from flowchart._core.values import NotJsonSafe, copy_json
+from flowchart.events import TraversalContext
 
 
 def json_view(value: Any) -> Any:

@@ -12,8 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from flowchart.narrative_entry import RECORD_TYPES, NarrativeEntry
-from flowchart.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from flowchart._core.narrative_entry import RECORD_TYPES, NarrativeEntry
+from flowchart._core.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
 from governance import (
     CheckInDecision,
     CheckInEvidence,

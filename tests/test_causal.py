@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import Commit, FlowChart, causal_chain, flow_chart
-from flowchart.commits import Op
+from flowchart._core.commits import Op
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
@@ -283,7 +283,7 @@ def test_a_chain_says_a_stage_depended_on_a_key_being_absent() -> None:
 def test_chains_of_several_keys_are_each_keys_chain(log: list[Commit], keys: list[str], data: Any) -> None:
     """``causal_chains`` (the log indexed once, as the viewer asks for every key) gives for each
     key exactly what ``causal_chain`` gives, whatever ``at`` and the starting keys."""
-    from flowchart.causal import causal_chains
+    from flowchart._record.causal import causal_chains
 
     at = data.draw(st.integers(-1, len(log) - 1) | st.none())
     initial = data.draw(st.none() | st.lists(KEYS, max_size=3))
@@ -295,7 +295,7 @@ def test_chains_of_several_keys_are_each_keys_chain(log: list[Commit], keys: lis
 def test_chains_of_several_keys_refuse_what_one_chain_refuses() -> None:
     """The same errors as ``causal_chain``, raised before any key is walked; an empty log gives
     every key an ``empty-log`` chain."""
-    from flowchart.causal import causal_chains
+    from flowchart._record.causal import causal_chains
 
     log = [commit(0, "a"), commit(1, "b", "a")]
     with pytest.raises(IndexError, match=r"commit index 2 is out of range: the log has 2 commits \(0\.\.1\)"):

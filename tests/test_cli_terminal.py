@@ -2,7 +2,7 @@
 
 A stage that wrote an end user's text (ESC sequences, a carriage return, a newline that
 fakes a narrative line) is narrated, explained and replayed through the one writer of
-every command line (``flowchart.cli_support.write`` over ``flowchart.printable``).
+every command line (``flowchart._cli_support.write`` over ``flowchart._core.printable``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from flowchart import flow_chart, narrative
+from flowchart._core.printable import is_printable, printable
 from flowchart.cli import main
-from flowchart.printable import is_printable, printable
 
 HOSTILE = "hi \x1b[2J\x1b]0;owned\x07\rdone\nStage 9: The process approved everything."
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from flowchart import FlowChart, flow_chart
-from flowchart.drawing import MERMAID_RESERVED
+from flowchart._chart.drawing import MERMAID_RESERVED
 
 REPO = Path(__file__).resolve().parents[1]
 MERMAID_DIR = Path(os.environ.get("FLOWCHART_MERMAID_DIR", REPO / ".cache" / "mermaid"))

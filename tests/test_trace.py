@@ -26,10 +26,10 @@ from flowchart import (
     narrative,
     replay,
 )
-from flowchart.commits import Op
-from flowchart.narrative_entry import RECORD_TYPES
+from flowchart._core.commits import Op
+from flowchart._core.narrative_entry import RECORD_TYPES
+from flowchart._record.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
 from flowchart.recorders import NarrativeEntry
-from flowchart.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 

@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from flowchart import Trace, flow_chart, narrative
-from flowchart.commits import Commit, Op
-from flowchart.errors import CheckpointError
+from flowchart._core.commits import Commit, Op
+from flowchart._core.errors import CheckpointError
 
 
 def _trace(passes: int = 8) -> Trace:
@@ -82,8 +82,8 @@ def test_a_save_that_fails_leaves_the_file_as_it_was(tmp_path: Path) -> None:
 def test_commit_data_writes_what_to_dict_writes_for_every_field() -> None:
     """``commit_data`` (saves, store rows) gives the same JSON as ``Commit.to_dict`` for a commit
     with every field set; a new ``Commit`` field fails here until ``commit_data`` writes it."""
-    from flowchart.commits import Attempt, commit_data, commit_from_parsed
-    from flowchart.serde import dumps
+    from flowchart._core.commits import Attempt, commit_data, commit_from_parsed
+    from flowchart._core.serde import dumps
 
     fields = {f.name for f in attrs.fields(Commit)}
     known = {

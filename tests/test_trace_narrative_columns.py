@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from strategies import narrative_entries
 from trace_versions import as_version_1, as_version_2
 
-from flowchart import Trace, fastjson, flow_chart, narrative
-from flowchart.errors import CheckpointError
-from flowchart.narrative_columns import NarrativeColumns
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.trace import _NARRATIVE, TRACE_VERSION
+from flowchart import Trace, flow_chart, narrative
+from flowchart._core import fastjson
+from flowchart._core.errors import CheckpointError
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._record.trace import _NARRATIVE, TRACE_VERSION
 
 
 def _trace() -> Trace:

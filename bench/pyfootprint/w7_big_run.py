@@ -95,7 +95,8 @@ def run(commits: int, *, with_narrative: bool = True, store: Any = None) -> Any:
 def _operation(name: str, path: str) -> dict[str, Any]:
     """Run one operation; its wall seconds, CPU seconds and the RSS before it (``NAME (json only)``:
     with the standard library's json alone, as without the ``[fast]`` extra)."""
-    from flowchart import Trace, fastjson
+    from flowchart import Trace
+    from flowchart._core import fastjson
 
     if name.endswith(JSON_ONLY):
         with fastjson.stdlib_only():

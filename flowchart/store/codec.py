@@ -18,22 +18,22 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from ..commits import Commit, commit_data, commit_from_parsed
-from ..errors import CheckpointError
-from ..failure import RunFailure
-from ..fastjson import loads_rows
-from ..narrative_columns import NarrativeColumns, check_columns, parsed_columns
-from ..narrative_entry import NarrativeEntry
-from ..pause import Checkpoint
-from ..redaction import Redaction
-from ..serde import dumps, loads
-from ..signing import SIGNATURE_KEY, sign, unsign
-from ..trace import CONVERTER as TRACE
-from ..trace import SubflowTrace, structure_columns
-from ..trace_parsed import parsed_log, record_columns
-from ..untrusted import parse_proven
-from ..values import NotJsonSafe, copy_json, escape_surrogates
-from .protocol import StoredRowError
+from flowchart._core.commits import Commit, commit_data, commit_from_parsed
+from flowchart._core.errors import CheckpointError
+from flowchart._core.failure import RunFailure
+from flowchart._core.fastjson import loads_rows
+from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.pause import Checkpoint
+from flowchart._core.redaction import Redaction
+from flowchart._core.serde import dumps, loads
+from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
+from flowchart._core.untrusted import parse_proven
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
+from flowchart._record.trace import CONVERTER as TRACE
+from flowchart._record.trace import SubflowTrace, structure_columns
+from flowchart._record.trace_parsed import parsed_log, record_columns
+from flowchart.store.protocol import StoredRowError
 
 _T = TypeVar("_T")
 

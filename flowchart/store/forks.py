@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..failure import failed_run
-from .protocol import RunStore
-from .runs import failure_of, land, new_run_id
+from flowchart._core.failure import failed_run
+from flowchart.store.protocol import RunStore
+from flowchart.store.runs import failure_of, land, new_run_id
 
 if TYPE_CHECKING:
-    from ..chart import FlowChart
-    from ..forking import ForkSource
-    from ..result import RunResult
+    from flowchart._chart.chart import FlowChart
+    from flowchart._record.result import RunResult
+    from flowchart._rerun import ForkSource
 
 
 def record_fork(

@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from ..narrative_columns import NarrativeColumns
-from ..redaction import Redaction
-from ..run_ids import check_run_id
-from . import codec, sealing
-from .protocol import (
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart.store import codec, sealing
+from flowchart.store.protocol import (
     AlreadyAnsweredError,
     CommitConflictError,
     RunExistsError,
@@ -36,7 +36,7 @@ from .protocol import (
     read_cursor,
     renumber,
 )
-from .questions import read_question
+from flowchart.store.questions import read_question
 
 
 @attrs.define

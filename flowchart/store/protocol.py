@@ -21,7 +21,7 @@ Laws:
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
 
-Errors (one base, joined to ``flowchart.errors.FlowchartError``; each raised by the store
+Errors (one base, joined to ``flowchart._core.errors.FlowchartError``; each raised by the store
 methods named here, in every store)::
 
     FlowchartError
@@ -40,8 +40,8 @@ methods named here, in every store)::
                                            run does not load (shape, limits, signature, seal); it
                                            names the run and the column, and fails only that run
 
-``create`` refuses an id outside the one run-id rule (``flowchart.run_ids``) with
-``flowchart.errors.RunIdError`` before anything is written; a read (``get``, ``answer``,
+``create`` refuses an id outside the one run-id rule (``flowchart._core.run_ids``) with
+``flowchart._core.errors.RunIdError`` before anything is written; a read (``get``, ``answer``,
 ``commit``, ``retry``) of such an id is a ``RunNotFoundError`` that quotes the rule — no
 database ever sees it (PostgreSQL would fail on a NUL with a raw ``DataError``).
 
@@ -58,17 +58,17 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from ..commits import Commit
-from ..errors import CheckpointError, FlowchartError
-from ..failure import RunFailure
-from ..narrative_columns import on_read
-from ..narrative_entry import NarrativeEntry
-from ..pause import Checkpoint
-from ..printable import printable
-from ..record import Lineage, Record
-from ..redaction import Redaction
-from ..run_ids import check_run_id
-from ..trace import SubflowTrace
+from flowchart._core.commits import Commit
+from flowchart._core.errors import CheckpointError, FlowchartError
+from flowchart._core.failure import RunFailure
+from flowchart._core.narrative_columns import on_read
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.pause import Checkpoint
+from flowchart._core.printable import printable
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart._record.record import Lineage, Record
+from flowchart._record.trace import SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
 STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
@@ -166,7 +166,7 @@ class NotARunStoreError(StoreError):
 def holdable(conversation_id: str) -> bool:
     """True when a store could hold ``conversation_id`` (the run-id rule): a lookup of one it
     could not is answered "none" without asking the database (PostgreSQL fails on a NUL)."""
-    from ..errors import RunIdError
+    from flowchart._core.errors import RunIdError
 
     try:
         check_run_id(conversation_id, "conversation id")
@@ -177,7 +177,7 @@ def holdable(conversation_id: str) -> bool:
 
 def known_id(run_id: object, where: str) -> None:
     """Refuse to look up an id no store can hold (``RunNotFoundError`` quoting the run-id rule)."""
-    from ..errors import RunIdError
+    from flowchart._core.errors import RunIdError
 
     try:
         check_run_id(run_id)
@@ -278,7 +278,7 @@ class RunRecord:
 
     @property
     def record(self) -> Record:
-        """The stored run as its record (``flowchart.record``): the whole log across segments, the
+        """The stored run as its record (``flowchart._record.record``): the whole log across segments, the
         stored narrative and subflow logs, the real input under the stored rule, the lineage (a run
         stored without its chart's spec has ``{}``)."""
         lineage = None

@@ -23,14 +23,14 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from ..narrative_columns import NarrativeColumns
-from ..redaction import Redaction
-from ..run_ids import check_run_id
-from ..signing import check_key
-from ..trace import SubflowTrace
-from ..trace_codec import no_gc_pauses
-from . import codec, sealing
-from .protocol import (
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart._core.signing import check_key
+from flowchart._record.trace import SubflowTrace
+from flowchart._record.trace_codec import no_gc_pauses
+from flowchart.store import codec, sealing
+from flowchart.store.protocol import (
     STATUSES,
     AlreadyAnsweredError,
     CommitConflictError,
@@ -52,8 +52,8 @@ from .protocol import (
     read_cursor,
     renumber,
 )
-from .questions import read_question
-from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
+from flowchart.store.questions import read_question
+from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .protocol import NotARunStoreError
-from .sql import SqlStore
+from flowchart.store.protocol import NotARunStoreError
+from flowchart.store.sql import SqlStore
 
 #: the tables every version of the schema has (migration 1 creates them in one transaction)
 _STORE_TABLES = frozenset({"schema_version", "charts", "runs", "commits", "segments", "answers"})

@@ -5,7 +5,7 @@ from it in Python — the narrative records of each commit (placed by stage id),
 chain of each key at the end of the log, what each ``Panel`` builds
 (``flowchart.viewer.panels``: the viewer itself reads no one's state keys), visit counts.
 States are NOT stored per commit: the page replays the commit ops itself (the fold
-``flowchart.commits.replay`` defines), so the payload grows with the log, not with log × state.
+``flowchart._core.commits.replay`` defines), so the payload grows with the log, not with log × state.
 The two lists that grow with the log's values (the commits' rows and the narrative's) are
 kept as ``Rows``, a recipe for any slice: a page being written encodes them a slice at a
 time, so their rows never all exist at once; ``build_payload`` makes them lists. Values are
@@ -26,12 +26,12 @@ from typing import Any
 
 import attrs
 
-from ..causal import causal_chains
-from ..commits import Commit
-from ..narrative_entry import NarrativeEntry
-from ..trace import Trace
-from .narrative import commit_records, decision_record, headline_record
-from .panels import Panel, panel_data, panels_title
+from flowchart._core.commits import Commit
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._record.causal import causal_chains
+from flowchart._record.trace import Trace
+from flowchart.viewer.narrative import commit_records, decision_record, headline_record
+from flowchart.viewer.panels import Panel, panel_data, panels_title
 
 MAX_WHY_KEYS = 200
 #: a string longer than this many characters is embedded cut (see the module law)

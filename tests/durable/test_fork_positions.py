@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import Commit, ForkError, Op, Pausable, Redaction, failed_run, flow_chart
-from flowchart.engine.positions import Position, locate
+from flowchart._engine.positions import Position, locate
 
 CHART = big_chart()
 LOG = CHART.run().commit_log

@@ -314,7 +314,7 @@ def test_a_stored_run_forks_inside_its_subflow_and_the_fork_is_stored_whole() ->
 def test_a_stored_source_carries_the_counts_inside_its_subflows() -> None:
     """A stored run's subflow logs are read: a fork of it holds the same visit counts (of
     the subflow's stages too) as a fork of the in-memory result."""
-    from flowchart.forking import prepare
+    from flowchart._rerun import prepare
     from flowchart.store import MemoryStore
 
     store = MemoryStore()
@@ -394,7 +394,7 @@ def test_an_inner_address_either_locates_or_is_refused_never_crashes(
     """Fuzz: any path against the record — with the subflow's log rewritten to arbitrary
     stage ids, or missing — gives a position or a ForkError, never another error."""
     from flowchart import Commit
-    from flowchart.engine.positions import MountPoint, locate_inside
+    from flowchart._engine.positions import MountPoint, locate_inside
 
     inner = [Commit(i, "s", sid, f"{sid}#{10 + i}", (), (), (), None) for i, sid in enumerate(ids)]
     subflows = {} if drop else {"done#9": inner}

@@ -13,8 +13,8 @@ import pytest
 from engine_charts import exact, inner_chart, noop, sample_chart
 
 from flowchart import BuildError, FlowChart, flow_chart
-from flowchart.builder import FlowChartBuilder
-from flowchart.values import copy_json
+from flowchart._chart.builder import FlowChartBuilder
+from flowchart._core.values import copy_json
 
 # -- build errors ---------------------------------------------------------------------------
 

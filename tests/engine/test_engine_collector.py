@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from flowchart import flow_chart
-from flowchart.engine.collector import HELD_THRESHOLD
+from flowchart._engine.collector import HELD_THRESHOLD
 
 
 @pytest.fixture

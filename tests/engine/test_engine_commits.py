@@ -162,7 +162,7 @@ def test_replay_equals_the_live_state_at_every_index():
 def test_replay_from_an_initial_state_and_out_of_range_index():
     """``initial`` seeds the fold; an index past the log raises ``IndexError`` with the range."""
 
-    from flowchart.commits import Op
+    from flowchart._core.commits import Op
 
     commits = [Commit(0, "S", "s", "s#0", (Op(("y",), "set", 2),))]
     assert replay(commits, 0, initial={"x": 1}) == {"x": 1, "y": 2}

@@ -373,7 +373,7 @@ def test_empty_selection_runs_nothing():
 
 def _recorded(output: Any) -> Any:
     """What the decider's commit records for ``output``, and what the copying path records."""
-    from flowchart.engine.choices import decision_record
+    from flowchart._engine.choices import decision_record
     from flowchart.lowlevel import copy_json
 
     if isinstance(output, list | tuple):

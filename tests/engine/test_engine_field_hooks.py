@@ -214,7 +214,7 @@ def test_a_stream_builds_no_event_objects_for_its_stage_commit_and_emit_events(
     """The stream tap takes stage starts, commits and emits as fields: streaming every kind
     of a chart whose only recorder is the stream builds none of those event objects, and
     still yields every stage, commit and emit."""
-    from flowchart.engine import traversal
+    from flowchart._engine import traversal
 
     built: list[str] = []
     for name in ("StageEvent", "CommitEvent", "EmitEvent"):

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from strategies import json_values
 
 from flowchart import Commit, flow_chart
-from flowchart.commits import Op, make_commit, make_op
-from flowchart.decide import Decision, _decision, decide
-from flowchart.errors import ReadonlyInputError
-from flowchart.retry import Attempt
-from flowchart.scope import Scope, Transaction, scope_of, transaction_of
+from flowchart._core.commits import Op, make_commit, make_op
+from flowchart._core.decide import Decision, _decision, decide
+from flowchart._core.errors import ReadonlyInputError
+from flowchart._core.retry import Attempt
+from flowchart._core.scope import Scope, Transaction, scope_of, transaction_of
 
 _paths = st.lists(st.text(max_size=6), min_size=1, max_size=3).map(tuple)
 _verbs = st.sampled_from(["set", "merge", "append", "delete"])

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from flowchart import flow_chart, replay
-from flowchart.errors import ReadonlyInputError
+from flowchart._core.errors import ReadonlyInputError
 
 MESSAGE = r'^Cannot write to readonly input key "amount" — use ctx.args to read input values$'
 
@@ -85,6 +85,6 @@ def test_the_refusal_traceback_ends_at_the_stage_line_without_engine_frames() ->
             frames[-1].name == "_bump"
             and frames[-1].line == 'scope.amount = ctx.args["amount"] + 1  # the line the traceback ends at'
         )
-        assert not any("/flowchart/engine/" in f.filename or f.filename.endswith("scope.py") for f in frames)
+        assert not any("/flowchart/_engine/" in f.filename or f.filename.endswith("scope.py") for f in frames)
         called = max(i for i, f in enumerate(frames) if f.filename.endswith("chart.py"))
         assert len(frames) - called <= 3  # chart.run(…) → the entry point's re-raise → the stage's line

@@ -210,7 +210,7 @@ def test_the_second_ask_reason_is_exact() -> None:
 def test_a_row_with_nan_or_a_lone_surrogate_can_still_be_committed() -> None:
     """A ledger row is committed to the run's state, so it must pass flowchart's own check
     (``copy_json``): a NaN becomes its text and a lone surrogate is written out, never kept."""
-    from flowchart.values import copy_json
+    from flowchart._core.values import copy_json
 
     row = tool_row(
         middleware="m",

@@ -17,8 +17,8 @@ import pytest
 
 from agent.cli import main as agent_main
 from flowchart import flow_chart
+from flowchart._core.run_ids import file_name
 from flowchart.cli import main as flowchart_main
-from flowchart.run_ids import file_name
 from flowchart.store import SqliteStore
 
 _names = itertools.count()

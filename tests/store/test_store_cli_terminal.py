@@ -1,6 +1,6 @@
 """Nothing an end user typed, or a caller chose as a run id, reaches the operator's terminal raw.
 
-Every ``agent`` command writes through one writer (``flowchart.cli_support.write``), which
+Every ``agent`` command writes through one writer (``flowchart._cli_support.write``), which
 escapes control characters visibly: ESC becomes the four characters ``\\x1b``, so an
 escape sequence hidden in a message cannot clear the screen, set the window title or fake
 a line of output. Each test runs a real command and checks the bytes it printed.

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutate
 
-from flowchart import fastjson
-from flowchart.commits import Attempt, Commit, Op, commit_data
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.serde import dumps
+from flowchart._core import fastjson
+from flowchart._core.commits import Attempt, Commit, Op, commit_data
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.serde import dumps
 from flowchart.store import codec
 
 COMMIT = Commit(

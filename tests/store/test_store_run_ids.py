@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from flowchart import flow_chart
-from flowchart.errors import RunIdError
+from flowchart._core.errors import RunIdError
 from flowchart.store import RunNotFoundError, RunStore
 
 BAD_IDS = [

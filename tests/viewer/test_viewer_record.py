@@ -12,7 +12,7 @@ from agent import Agent, define_tool
 from agent.providers import scripted
 from agent.viewer_panel import PANEL
 from flowchart import Trace, narrative
-from flowchart.failure import failed_run
+from flowchart._core.failure import failed_run
 from flowchart.viewer import build_payload
 
 Open = Callable[[Trace, str], View]

@@ -1,7 +1,7 @@
 /* flowchart view — the page's only script. Law: data is JSON.parse'd from the payload
    element and reaches the page through textContent / setAttribute only, never as markup.
    The state at step n is the fold of commits 0..n over the initial state (the
-   flowchart.commits.replay law), cached every SNAP commits; only visible timeline rows exist. */
+   flowchart._core.commits.replay law), cached every SNAP commits; only visible timeline rows exist. */
 "use strict";
 (function () {
   // A number is shown as the record spells it: a whole float stays 129.0 (as Python, and every
@@ -47,7 +47,7 @@
   }
   const section = (title, ...kids) => el("section", { class: "card" }, el("h3", null, title), ...kids);
 
-  // -- replay (copy-on-write, like flowchart.commits.apply_op) ---------------------------------
+  // -- replay (copy-on-write, like flowchart._core.commits.apply_op) ---------------------------------
   function put(o, k, v) { Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true }); }
   function copy(o) { const out = {}; for (const k of Object.keys(o)) put(out, k, o[k]); return out; }
   function mergeValue(base, patch) {
