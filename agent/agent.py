@@ -24,7 +24,7 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import conversations, durable, structured
+from . import conversation_turns, conversations, durable, structured
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -32,7 +32,14 @@ from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
 from .redaction_cover import recorded_rule
 from .resume_checks import check_resumable
-from .state import FINAL_CONTENT, MESSAGE_DENIED_BY, MESSAGE_DENIED_PHASE, MESSAGE_DENIED_REASON, POLICY_HALT
+from .state import (
+    CONVERSATION,
+    FINAL_CONTENT,
+    MESSAGE_DENIED_BY,
+    MESSAGE_DENIED_PHASE,
+    MESSAGE_DENIED_REASON,
+    POLICY_HALT,
+)
 
 if TYPE_CHECKING:
     from .builder import AgentBuilder
@@ -201,7 +208,7 @@ class Agent:
         them (a stream's tap, ``agent.streaming``)."""
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        notes = {HUMAN_DECISIONS: tell_latest, conversations.CONVERSATION: conversations.tell}
+        notes = {HUMAN_DECISIONS: tell_latest, CONVERSATION: conversation_turns.tell}
         notes.update(structured.notes(self.config.output))
         recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:

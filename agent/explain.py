@@ -40,7 +40,7 @@ from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
-from .conversations import loaded_origin
+from .conversation_turns import loaded_origin
 from .errors import ExplainError
 
 SNIPPET = 90

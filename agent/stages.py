@@ -52,7 +52,7 @@ from governance.ledger import event_payload
 
 from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
-from .conversations import seed_parts
+from .conversation_turns import seed_parts
 from .event_views import shown_entry
 from .state import (
     CONVERSATION,

@@ -27,7 +27,7 @@ from typing import Any
 from flowchart import Commit, Trace
 from flowchart.viewer import Panel
 
-from .conversations import loaded_origin
+from .conversation_turns import loaded_origin
 from .explain import ExplainError, explain_answer
 from .state import FINAL_CONTENT as FINAL
 from .state import HISTORY, TOOL_ERRORS, USER_MESSAGE

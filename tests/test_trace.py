@@ -28,7 +28,8 @@ from flowchart import (
 )
 from flowchart._core.commits import Op
 from flowchart._core.narrative_entry import RECORD_TYPES
-from flowchart._record.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
+from flowchart._record.record import SubflowTrace
+from flowchart._record.trace import TRACE_VERSION, KeyChange, spec_fingerprint
 from flowchart.recorders import NarrativeEntry
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}

@@ -33,7 +33,6 @@ from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.redaction import Redaction
 from flowchart._core.values import copy_json
-from flowchart._record.trace import SubflowTrace, Trace, subflow_traces
 from flowchart._record.trace_narrative import narrative_of
 
 if TYPE_CHECKING:
@@ -42,6 +41,31 @@ if TYPE_CHECKING:
 Status = Literal["running", "paused", "done", "failed"]
 HUMAN_DECISIONS = "human_decisions"
 """The state key the agent commits a person's answers under (``governance.human``)."""
+
+
+@attrs.define
+class SubflowTrace:
+    """One subflow execution: its mount, the state it started from and its own log."""
+
+    mount_id: str
+    runtime_stage_id: str
+    initial_state: dict[str, Any]
+    commit_log: list[Commit]
+
+
+def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None = None) -> dict[str, SubflowTrace]:
+    """Each subflow execution of a run as a ``SubflowTrace`` (its initial state under ``hides``),
+    in execution order."""
+    return {
+        rid: SubflowTrace(sub.mount_id, rid, (hides or Redaction()).scrub_state(sub.initial), list(sub.commit_log))
+        for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
+        if rid == sub.runtime_stage_id
+    }
+
+
+def _rid_order(rid: str) -> tuple[int, str]:
+    head, _, count = rid.rpartition("#")
+    return (int(count) if count.isdigit() else -1, head)
 
 
 @attrs.frozen
@@ -161,11 +185,8 @@ class Record(_Fields):
 
 @attrs.frozen
 class ShownRecord(_Fields):
-    """A record as readers see it, made by ``Record.shown()``: what the run hides is hidden here."""
-
-    def trace(self) -> Trace:
-        """This record as a ``Trace`` file."""
-        return trace_of(self)
+    """A record as readers see it, made by ``Record.shown()``: what the run hides is hidden here
+    (``Trace.of(shown)`` writes it as a file)."""
 
 
 def _tupled(records: list[NarrativeEntry] | None) -> tuple[NarrativeEntry, ...] | None:
@@ -189,45 +210,4 @@ def _shown_checkpoint(checkpoint: Checkpoint, hides: Redaction) -> Checkpoint:
     )
 
 
-def trace_of(shown: ShownRecord) -> Trace:
-    """The trace file of a shown record (nothing is hidden here: ``shown`` already is)."""
-    from flowchart._version import package_version
-
-    return Trace(
-        library_version=package_version(),
-        run_id=shown.run_id,
-        chart_fingerprint=shown.chart_fingerprint,
-        chart_spec=copy_json(shown.chart_spec),
-        run_input=dict(shown.input),
-        initial_state=dict(shown.initial_state),
-        commit_log=list(shown.commits),
-        subflows=dict(shown.subflows),
-        redacted_paths=list(shown.redacted_paths),
-        narrative=None if shown.narrative is None else list(shown.narrative),
-        checkpoint=shown.checkpoint,
-        failure=shown.failure,
-    )
-
-
-def record_of_trace(trace: Trace) -> Record:
-    """The record a trace file holds. A file is written from a shown record, so its values are
-    hidden already; showing it again hides the same keys (its ``redacted_paths``) and no more."""
-    status: Status = "failed" if trace.failure is not None else "paused" if trace.checkpoint is not None else "done"
-    narrative = trace.narrative
-    return Record(
-        run_id=trace.run_id,
-        chart_fingerprint=trace.chart_fingerprint,
-        chart_spec=trace.chart_spec,
-        input=trace.run_input,
-        initial_state=trace.initial_state,
-        commits=trace.commit_log,
-        subflows=trace.subflows,
-        narrative=None if narrative is None else tuple(narrative),
-        checkpoint=trace.checkpoint,
-        failure=trace.failure,
-        redacted_paths=trace.redacted_paths,
-        status=status,
-    )
-
-
-__all__ = ["Lineage", "Record", "ShownRecord", "Status", "record_of_trace", "trace_of"]
+__all__ = ["Lineage", "Record", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]

@@ -107,4 +107,4 @@ class RunResult:
     def trace(self) -> Trace:
         """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot:
         its record, shown."""
-        return self.record.shown().trace()
+        return Trace.of(self.record.shown())

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -52,13 +52,13 @@ from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
-from flowchart._core.redaction import Redaction
 from flowchart._core.retry import Attempt
 from flowchart._core.serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import check, decoded, parse_proven
 from flowchart._core.values import copy_json
 from flowchart._record.causal import CausalChain, causal_chain
+from flowchart._record.record import Record, ShownRecord, Status, SubflowTrace
 from flowchart._record.trace_codec import (
     check_log,
     collector_held,
@@ -70,9 +70,9 @@ from flowchart._record.trace_codec import (
 )
 from flowchart._record.trace_narrative import check_records, file_narrative, register_narrative_hooks
 from flowchart._record.trace_parsed import ParsedParts, parsed_trace
+from flowchart._version import package_version
 
 if TYPE_CHECKING:
-    from flowchart._record.record import Record
     from flowchart._record.result import RunResult
 
 TRACE_VERSION = 3
@@ -80,16 +80,6 @@ RECORDS_VERSION = 2
 """The version whose narrative is a list of record objects (loaded, and saved as version 3)."""
 LINES_VERSION = 1
 """The version whose narrative is bare lines (loaded as records of type ``line``)."""
-
-
-@attrs.define
-class SubflowTrace:
-    """One subflow execution: its mount, the state it started from and its own log."""
-
-    mount_id: str
-    runtime_stage_id: str
-    initial_state: dict[str, Any]
-    commit_log: list[Commit]
 
 
 @attrs.frozen
@@ -134,14 +124,46 @@ class Trace:
     def from_result(cls, result: RunResult) -> Trace:
         """The trace of a finished, paused or failed run: its record, shown (``flowchart._record.record``:
         the one place a run's redaction is applied), in a file."""
-        return result.record.shown().trace()
+        return cls.of(result.record.shown())
+
+    @classmethod
+    def of(cls, shown: ShownRecord) -> Trace:
+        """The trace file of a shown record (nothing is hidden here: ``shown`` already is)."""
+        return cls(
+            library_version=package_version(),
+            run_id=shown.run_id,
+            chart_fingerprint=shown.chart_fingerprint,
+            chart_spec=copy_json(shown.chart_spec),
+            run_input=dict(shown.input),
+            initial_state=dict(shown.initial_state),
+            commit_log=list(shown.commits),
+            subflows=dict(shown.subflows),
+            redacted_paths=list(shown.redacted_paths),
+            narrative=None if shown.narrative is None else list(shown.narrative),
+            checkpoint=shown.checkpoint,
+            failure=shown.failure,
+        )
 
     @property
     def record(self) -> Record:
-        """The record this file holds (``flowchart._record.record``)."""
-        from flowchart._record.record import record_of_trace  # the record module is built on this one
-
-        return record_of_trace(self)
+        """The record this file holds. A file is written from a shown record, so its values are
+        hidden already; showing it again hides the same keys (its ``redacted_paths``) and no more."""
+        status: Status = "failed" if self.failure is not None else "paused" if self.checkpoint is not None else "done"
+        narrative = self.narrative
+        return Record(
+            run_id=self.run_id,
+            chart_fingerprint=self.chart_fingerprint,
+            chart_spec=self.chart_spec,
+            input=self.run_input,
+            initial_state=self.initial_state,
+            commits=self.commit_log,
+            subflows=self.subflows,
+            narrative=None if narrative is None else tuple(narrative),
+            checkpoint=self.checkpoint,
+            failure=self.failure,
+            redacted_paths=self.redacted_paths,
+            status=status,
+        )
 
     # -- reading --------------------------------------------------------------------------
     @property
@@ -295,16 +317,6 @@ _FIELD_ORDER = (
 )
 
 
-def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None = None) -> dict[str, SubflowTrace]:
-    """Each subflow execution of a run as a ``SubflowTrace`` (its initial state under ``hides``),
-    in execution order."""
-    return {
-        rid: SubflowTrace(sub.mount_id, rid, (hides or Redaction()).scrub_state(sub.initial), list(sub.commit_log))
-        for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
-        if rid == sub.runtime_stage_id
-    }
-
-
 def _narrative_columns(trace: Trace) -> NarrativeColumns | None:
     """The narrative as a file holds it (columns, ``flowchart._core.narrative_columns``; ``None``
     without one). A loaded narrative nobody read is written from its columns as they are: no
@@ -328,11 +340,6 @@ def _as_trace_error() -> Iterator[None]:
 
 
 # -- redaction ----------------------------------------------------------------------------------
-def _rid_order(rid: str) -> tuple[int, str]:
-    head, _, count = rid.rpartition("#")
-    return (int(count) if count.isdigit() else -1, head)
-
-
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 

@@ -30,8 +30,9 @@ from flowchart._core.serde import dumps, loads
 from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
 from flowchart._core.untrusted import parse_proven
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
+from flowchart._record.record import SubflowTrace
 from flowchart._record.trace import CONVERTER as TRACE
-from flowchart._record.trace import SubflowTrace, structure_columns
+from flowchart._record.trace import structure_columns
 from flowchart._record.trace_parsed import parsed_log, record_columns
 from flowchart.store.protocol import StoredRowError
 

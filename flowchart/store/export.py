@@ -19,5 +19,5 @@ def record_trace(record: RunRecord, redaction: Redaction | None = None) -> Trace
     ``redaction`` overrides the stored rule (for runs stored before rules were kept)."""
     if record.chart_spec is None:
         raise StoreError(f"run '{record.run_id}' has no stored chart spec: it cannot be written as a trace")
-    trace = record.record.shown(redaction).trace()
+    trace = Trace.of(record.record.shown(redaction))
     return Trace.from_dict(trace.to_dict())

@@ -67,8 +67,7 @@ from flowchart._core.pause import Checkpoint
 from flowchart._core.printable import printable
 from flowchart._core.redaction import Redaction
 from flowchart._core.run_ids import check_run_id
-from flowchart._record.record import Lineage, Record
-from flowchart._record.trace import SubflowTrace
+from flowchart._record.record import Lineage, Record, SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
 STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")

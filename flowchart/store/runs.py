@@ -34,7 +34,7 @@ from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.options import RunOptions
 from flowchart._core.values import NotJsonSafe, copy_json
 from flowchart._engine.entry import _run_input, resume_sync, run_sync
-from flowchart._record.trace import subflow_traces
+from flowchart._record.record import subflow_traces
 from flowchart.recorders.narrative import narrative
 from flowchart.store.protocol import RunRecord, RunStore, Segment, StoreError
 

@@ -27,7 +27,7 @@ from flowchart._core.narrative_columns import NarrativeColumns
 from flowchart._core.redaction import Redaction
 from flowchart._core.run_ids import check_run_id
 from flowchart._core.signing import check_key
-from flowchart._record.trace import SubflowTrace
+from flowchart._record.record import SubflowTrace
 from flowchart._record.trace_codec import no_gc_pauses
 from flowchart.store import codec, sealing
 from flowchart.store.protocol import (

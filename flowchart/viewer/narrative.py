@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from flowchart._core.commits import Commit
 from flowchart._core.narrative_entry import NarrativeEntry
-from flowchart._record.trace import SubflowTrace
+from flowchart._record.record import SubflowTrace
 
 DECISION_TYPES = ("condition", "selector")
 HEADLINE_TYPES = ("stage", "subflow", "answer", "pause")

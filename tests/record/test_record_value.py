@@ -72,7 +72,7 @@ def test_showing_a_shown_record_again_changes_nothing(tmp_path: Path) -> None:
     """A trace file holds a shown record: its record shown again writes the same file."""
     text = _chart().run({"ssn": "1"}, redaction=RULE, recorders=[narrative()]).trace().to_json()
     trace = Trace.from_json(text)
-    assert trace.record.shown().trace().to_json() == text
+    assert Trace.of(trace.record.shown()).to_json() == text
 
 
 def test_a_stored_runs_trace_is_its_record_shown(tmp_path: Path) -> None:
