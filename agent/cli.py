@@ -46,9 +46,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowchart import replay
-from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, import_target, run_cli
-from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
+from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
+from flowchart.store import RunRecord, StoreError
 
+from .cli_common import load_object, open_store, shown_input
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
@@ -57,33 +58,6 @@ from .loading import load_agent
 from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
-
-
-# -- loading ------------------------------------------------------------------------------------
-def load_object(target: str, what: str, app_dir: str | None = None) -> Any:
-    """Import ``MODULE:ATTR`` for option ``what`` (``app_dir``, from ``--app-dir``, searched first)."""
-    return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)", app_dir)
-
-
-def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
-    """The store named by ``--dsn``/``--db`` (or their environment defaults, or the agent's)."""
-    dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
-    db = args.db or os.environ.get("AGENT_RUNS_DB")
-    if dsn:
-        return PostgresStore(dsn)
-    if db is None and agent is not None and agent.store is not None:
-        return agent.store
-    path = db or "runs.db"
-    create = bool(getattr(args, "create", False))
-    if not create and not os.path.exists(path):
-        raise CliError(
-            f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL), "
-            "or --create to make a new, empty store there"
-        )
-    try:
-        return SqliteStore(path, create=create)
-    except StoreError as exc:
-        raise CliError(str(exc).replace("create=True (agent command: --create)", "--create")) from None
 
 
 # -- showing ------------------------------------------------------------------------------------
@@ -158,11 +132,6 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
     return lines
-
-
-def shown_input(record: RunRecord) -> dict[str, Any]:
-    """The run's input as a reader may see it: under the rule stored with the run."""
-    return dict(record.record.shown().input)
 
 
 def shown_output(record: RunRecord) -> Any:

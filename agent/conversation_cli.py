@@ -14,6 +14,7 @@ from typing import Any
 
 from flowchart._cli_support import CliError
 
+from .cli_common import open_store, shown_input
 from .conversation_turns import Turn, transcript_lines, turn_from_record
 from .errors import ConversationError
 from .state import CONVERSATION_INPUT
@@ -29,7 +30,6 @@ def turns_of(records: list[Any]) -> list[Turn]:
 
 def cmd_conversation_show(args: argparse.Namespace) -> str | list[str]:
     """``conversations show``: every turn's messages, oldest first."""
-    from .cli import open_store, shown_input
 
     records = open_store(args).list(conversation=args.conversation)
     if not records:
