@@ -42,7 +42,8 @@ except ImportError as exc:  # without the extra: say which one to install
 import attrs
 
 from ..errors import McpConnectionError, McpToolError, ToolDefinitionError
-from ..tools import Tool, define_tool
+from ..function_tools import define_tool
+from ..tools import Tool
 from ._loop import LoopThread, wait
 
 
