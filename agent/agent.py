@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -25,6 +25,7 @@ from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
 from . import conversation_turns, conversations, durable, structured
+from .builder import AgentBuilder
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -40,9 +41,6 @@ from .state import (
     MESSAGE_DENIED_REASON,
     POLICY_HALT,
 )
-
-if TYPE_CHECKING:
-    from .builder import AgentBuilder
 
 
 def _worded(lines: Any) -> list[str]:
@@ -157,11 +155,8 @@ class Agent:
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
         """
-        # the builder makes an Agent and an Agent starts a builder: the one import that
-        # cannot be at the top (agent.builder imports this module)
-        from .builder import AgentBuilder
-
         return AgentBuilder(
+            Agent,
             provider=provider,
             model=model,
             wrap_up=wrap_up_at_max_iterations,

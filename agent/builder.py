@@ -12,8 +12,8 @@ The agent's other parts live beside it: ``agent.errors`` (the error tree),
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from flowchart import Retry
 from flowchart.events import ALL_HOOKS
@@ -22,11 +22,13 @@ from governance.middleware import validate_chain
 from governance.permissions import validate_permission_checker
 
 from . import structured
-from .agent import Agent
 from .config import AgentConfig
 from .conversations import HistoryPolicy
 from .errors import AgentBuildError
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 __all__ = ["AgentBuilder"]
 
@@ -34,7 +36,10 @@ __all__ = ["AgentBuilder"]
 class AgentBuilder:
     """Collects an agent's settings; ``build()`` checks them and makes the ``Agent``."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, make: Callable[..., Agent], **settings: Any) -> None:
+        # ``make`` is the Agent class that started this builder (``Agent.create``): the builder
+        # never imports the agent module, which imports it
+        self._make = make
         self._settings = settings
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
@@ -142,7 +147,7 @@ class AgentBuilder:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
         except ValueError as exc:
             raise AgentBuildError(f"Agent.create({exc}") from None
-        return Agent(
+        return self._make(
             cfg,
             settings["store"],
             narrative=settings["narrative"],
