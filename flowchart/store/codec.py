@@ -14,22 +14,29 @@ HMAC bound to the run id and the column, and verifies each one as it reads it.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from ..commits import Commit, commit_data, commit_from_parsed
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from ..commits import Commit, commit_data
 from ..errors import CheckpointError
 from ..failure import RunFailure
 from ..fastjson import loads_rows
+from ..fingerprint import spec_fingerprint
 from ..narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
 from ..redaction import Redaction
-from ..serde import dumps, loads
+from ..serde import dumps, load_error, loads
 from ..signing import SIGNATURE_KEY, sign, unsign
+from ..spec_shape import check_spec
 from ..trace import CONVERTER as TRACE
 from ..trace import SubflowTrace, structure_columns
+from ..trace_codec import check_log
 from ..trace_parsed import parsed_log, record_columns
 from ..untrusted import parse_proven
 from ..values import NotJsonSafe, copy_json, escape_surrogates
@@ -128,6 +135,10 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
             subflows: dict[str, SubflowTrace] = TRACE.structure(data, dict[str, SubflowTrace])
         except Exception as exc:  # cattrs groups its errors; the message names the field
             raise ValueError(str(exc)) from None
+        for rid, sub in subflows.items():  # as a trace file's subflows are held
+            if sub.runtime_stage_id != rid:
+                raise ValueError(f"subflow '{rid}' says it is '{sub.runtime_stage_id}'")
+            check_log(sub.commit_log, f"$[{json.dumps(rid)}].commit_log")
         return subflows
 
     return dict(_decode_column(value, run_id, "subflows", load))
@@ -163,11 +174,34 @@ def decode_text(value: Any) -> str | None:
     return value
 
 
+#: the times a reader can show (``time.gmtime``): from year 1 to year 9999, UTC
+TIME_RANGE = (-62135596800.0, 253402300799.0)
+
+
 def decode_time(value: Any) -> float:
-    """A timestamp column: a finite number of seconds."""
-    if type(value) not in (int, float) or value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"expected a time in seconds, got {value!r}")
+    """A timestamp column: a number of seconds a reader can show as a date (``TIME_RANGE``: year 1
+    to 9999) — a finite number past it would load, then fail ``agent runs show`` and ``list``."""
+    if type(value) not in (int, float) or not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
+        raise ValueError(f"expected a time in seconds (year 1 to 9999), got {value!r}")
     return float(value)
+
+
+def decode_spec(text: str | None, fingerprint: str) -> dict[str, Any]:
+    """A ``charts.spec`` column: a chart spec of ``chart.spec``'s shape whose fingerprint is the one
+    the run names (an edited spec would load, then fail its trace, its page and its resume)."""
+    spec = decode_object(text)
+    if spec_fingerprint(spec) != fingerprint:
+        raise ValueError("the spec does not match its fingerprint (it was edited behind the store)")
+    check_spec(spec, what="stored chart spec", path="$")
+    return spec
+
+
+def decode_answered(request_ids: Sequence[Any]) -> frozenset[str]:
+    """The ``answers.request_id`` cells of a run: the ids of the pauses answered, each a text."""
+    for request_id in request_ids:
+        if not isinstance(request_id, str):
+            raise ValueError(f"expected a request id (text), got {type(request_id).__name__}")
+    return frozenset(request_ids)
 
 
 def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
@@ -192,9 +226,18 @@ def encode_commit(commit: Commit) -> str:
 def decode_commit(text: str) -> Commit:
     """Inverse of ``encode_commit``. A plainly right row is structured by the trace file's strict
     log pass, which proves the limits on the way (``untrusted.parse_proven``); any other row is
-    walked within the limits and read as before."""
+    walked within the limits and structured by the trace file's converter, every field's type
+    checked (a row from before ``reads`` and ``redacted_paths`` were kept reads them as empty)."""
     data, proved = parse_proven(text, what="stored commit", proof=_one_commit, fast=True)
-    return proved[0] if proved is not None else commit_from_parsed(data)
+    if proved is not None:
+        return proved[0]
+    if type(data) is dict:  # rows written before a commit kept its reads and hidden paths
+        data = {"reads": [], "redacted_paths": [], **data}
+    try:  # every field's type, as a trace file's commit is held to
+        commit: Commit = TRACE.structure(data, Commit)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, "stored commit") from None
+    return commit
 
 
 def decode_commits(
@@ -205,16 +248,44 @@ def decode_commits(
     so no row can reach into the next) are parsed in one pass and structured together by the
     trace file's columnar strict pass; anything else is decoded row by row, which names the
     bad row (with ``run_id``: a ``StoredRowError`` for ``commit <seq>``)."""
+    numbers = range(len(texts)) if seqs is None else seqs
+    commits: tuple[Commit, ...] | None = None
     if len(texts) >= _BATCH:
         rows = loads_rows(texts)
         if rows is not None:
-            commits = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
-            if commits is not None and len(commits) == len(texts):
-                return tuple(commits)
+            parsed = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
+            if parsed is not None and len(parsed) == len(texts):
+                commits = tuple(parsed)
     if run_id is None:
-        return tuple(map(decode_commit, texts))
-    numbers = range(len(texts)) if seqs is None else seqs
-    return tuple(column(run_id, f"commit {n}", partial(decode_commit, t)) for n, t in zip(numbers, texts, strict=True))
+        return commits if commits is not None else tuple(map(decode_commit, texts))
+    if commits is None:
+        commits = tuple(
+            column(run_id, f"commit {n}", partial(decode_commit, t)) for n, t in zip(numbers, texts, strict=True)
+        )
+    check_commit_log(commits, run_id, numbers)
+    return commits
+
+
+def check_commit_log(commits: Sequence[Commit], run_id: str, seqs: Sequence[int]) -> None:
+    """Refuse a run's log that the engine could not have written: each commit's ``seq`` and ``idx``
+    its position (a commit deleted, moved to another run or renumbered behind the store leaves a
+    gap), and each op as ``trace_codec.check_log`` holds a trace file's (``StoredRowError``
+    naming the commit)."""
+    for position, (commit, seq) in enumerate(zip(commits, seqs, strict=True)):
+        if seq != position or commit.idx != position:
+            raise StoredRowError(
+                run_id,
+                f"commit {seq}",
+                f"commit idx {commit.idx} at seq {seq} is not its position {position} in the log: "
+                "commits were deleted, moved or renumbered behind the store",
+            )
+    try:
+        check_log(list(commits), "$")
+    except CheckpointError as exc:
+        found = re.match(r"\$\[(\d+)\](.*)", exc.path or "$")
+        position, inside = (int(found[1]), "$" + found[2]) if found else (0, "$")
+        problem = str(exc).removeprefix("Invalid trace: ").rsplit(" @ ", 1)[0]
+        raise StoredRowError(run_id, f"commit {seqs[position]}", problem, path=inside) from None
 
 
 #: below this many rows the per-row pass costs no more than the columnar one
