@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from flowchart import Checkpoint, Redaction, Retry, RunResult, failed_run, narrative
+from flowchart import Checkpoint, Record, Redaction, Retry, RunResult, failed_run, narrative
 from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
@@ -63,6 +63,11 @@ class AgentSnapshot:
             lines = list(lines())
             object.__setattr__(self, "_narrative", lines)  # a cache of what the run already decided
         return lines
+
+    @property
+    def record(self) -> Record:
+        """The last run segment's record (``flowchart.record``): ``record.shown()`` for a reader."""
+        return self.result.record
 
     def __repr__(self) -> str:
         return (

@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from flowchart import Commit, Trace
+from flowchart import Commit, Record, ShownRecord, Trace
 from flowchart.lowlevel import apply_commit
 from governance import HUMAN_DECISIONS, LEDGER_KEY
 from governance.human import call_text, decision_sentence
@@ -205,20 +205,22 @@ def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any]]:
     ``RunResult`` (a resumed segment starts from the paused state: its ``initial_state``)."""
     if isinstance(source, str | Path):
         source = Trace.load(source)
-    if isinstance(source, Trace):
+    if isinstance(source, Trace):  # a file holds a shown record already
         return source.run_id, list(source.commit_log), dict(source.initial_state)
-    log = getattr(source, "commit_log", None)
-    if log is None:
-        raise TypeError(
-            f"explain_answer takes a Trace, a trace file path, a stored RunRecord or a RunResult, "
-            f"got {type(source).__name__}"
-        )
-    initial = getattr(source, "initial_state", None)
-    initial = dict(initial) if isinstance(initial, dict) else {}
-    rule = getattr(source, "redaction", None)
-    if initial and rule is not None:  # a resumed segment's start is the live paused state: shown as recorded
-        initial = rule.scrub_state(initial)
-    return getattr(source, "run_id", None), list(log), initial
+    record: Record | ShownRecord
+    if isinstance(source, Record | ShownRecord):
+        record = source
+    else:
+        found = getattr(source, "record", None)
+        if not isinstance(found, Record):
+            raise TypeError(
+                f"explain_answer takes a Trace, a trace file path, a Record, a stored RunRecord or a RunResult, "
+                f"got {type(source).__name__}"
+            )
+        record = found
+    # a resumed segment starts from the live paused state: shown as the run records it
+    shown = record if isinstance(record, ShownRecord) else record.shown()
+    return shown.run_id, list(shown.commits), dict(shown.initial_state)
 
 
 def _int(value: Any) -> int | None:

@@ -31,6 +31,7 @@ from flowchart.errors import (
 from flowchart.failure import RunFailure, failed_checkpoint, failed_run
 from flowchart.nodes import Pausable
 from flowchart.pause import Checkpoint, pause_again
+from flowchart.record import Lineage, Record, ShownRecord
 from flowchart.recorders.narrative import narrative
 from flowchart.redaction import Redaction
 from flowchart.result import RunResult
@@ -62,11 +63,13 @@ __all__ = [
     "FlowChartBuilder",
     "FlowchartError",
     "ForkError",
+    "Lineage",
     "LoopLimitError",
     "MapError",
     "Op",
     "Pausable",
     "ReadonlyInputError",
+    "Record",
     "Redaction",
     "Retry",
     "RunCancelledError",
@@ -77,6 +80,7 @@ __all__ = [
     "Scope",
     "ScopeWriteError",
     "Selection",
+    "ShownRecord",
     "StageContext",
     "Trace",
     "TraceError",

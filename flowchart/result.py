@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .commits import Commit
+from .record import Record
 from .trace import Trace
 
 if TYPE_CHECKING:
@@ -98,6 +99,12 @@ class RunResult:
             tree.append(entry)
         return tree
 
+    @property
+    def record(self) -> Record:
+        """The run's record (``flowchart.record``): what this result is, as one frozen value."""
+        return Record.of_result(self)
+
     def trace(self) -> Trace:
-        """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot."""
-        return Trace.from_result(self)
+        """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot:
+        its record, shown."""
+        return self.record.shown().trace()

@@ -44,7 +44,6 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-from ._version import package_version
 from .causal import CausalChain, causal_chain
 from .commits import Commit, Op, commit_data, replay
 from .errors import CheckpointError, TraceError
@@ -67,12 +66,13 @@ from .trace_codec import (
     refuse,
     write_atomically,
 )
-from .trace_narrative import check_records, file_narrative, narrative_of, register_narrative_hooks
+from .trace_narrative import check_records, file_narrative, register_narrative_hooks
 from .trace_parsed import ParsedParts, parsed_trace
 from .untrusted import check, decoded, parse_proven
 from .values import copy_json
 
 if TYPE_CHECKING:
+    from .record import Record
     from .result import RunResult
 
 TRACE_VERSION = 3
@@ -132,33 +132,16 @@ class Trace:
     # -- building -------------------------------------------------------------------------
     @classmethod
     def from_result(cls, result: RunResult) -> Trace:
-        """The trace of a finished or paused run (see the module law for what is kept)."""
-        hides = _hides_of(result)
-        subflows = subflow_traces(result.subflow_results, hides)
-        checkpoint = result.checkpoint
-        if checkpoint is not None:
-            checkpoint = Checkpoint.from_dict(checkpoint.to_dict())
-            checkpoint.shared_state = _redact(checkpoint.shared_state, hides)
-            checkpoint.run_input = _redact(checkpoint.run_input, hides)
-            checkpoint.subflow_states = {k: _redact(v, hides) for k, v in checkpoint.subflow_states.items()}
-            checkpoint.subflow_args = {k: _redact(v, hides) for k, v in checkpoint.subflow_args.items()}
-            if checkpoint.recovery is not None:  # the values a retry restores are real values too
-                checkpoint.recovery.restore = _redact(checkpoint.recovery.restore, hides)
-        narrative = narrative_of(result.recorders)
-        return cls(
-            library_version=package_version(),
-            run_id=result.run_id,
-            chart_fingerprint=result.chart.fingerprint,
-            chart_spec=copy_json(result.chart.spec),
-            run_input=_redact(result.args, hides),
-            initial_state=_redact(result.initial_state, hides),
-            commit_log=list(result.commit_log),
-            subflows=subflows,
-            redacted_paths=list(result.redacted_paths),
-            narrative=narrative,
-            checkpoint=checkpoint,
-            failure=result.failure,
-        )
+        """The trace of a finished, paused or failed run: its record, shown (``flowchart.record``:
+        the one place a run's redaction is applied), in a file."""
+        return result.record.shown().trace()
+
+    @property
+    def record(self) -> Record:
+        """The record this file holds (``flowchart.record``)."""
+        from .record import record_of_trace  # the record module is built on this one
+
+        return record_of_trace(self)
 
     # -- reading --------------------------------------------------------------------------
     @property
@@ -306,7 +289,7 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
     """Each subflow execution of a run as a ``SubflowTrace`` (its initial state under ``hides``),
     in execution order."""
     return {
-        rid: SubflowTrace(sub.mount_id, rid, _redact(sub.initial, hides or Redaction()), list(sub.commit_log))
+        rid: SubflowTrace(sub.mount_id, rid, (hides or Redaction()).scrub_state(sub.initial), list(sub.commit_log))
         for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
         if rid == sub.runtime_stage_id
     }
@@ -335,18 +318,6 @@ def _as_trace_error() -> Iterator[None]:
 
 
 # -- redaction ----------------------------------------------------------------------------------
-def _hides_of(result: RunResult) -> Redaction:
-    """The run's redaction rule; without one on the result, the keys it reported hiding."""
-    if result.redaction is not None:
-        return result.redaction
-    return Redaction(keys={path.split("/", 1)[0] for path in result.redacted_paths})
-
-
-def _redact(state: Mapping[str, Any], hides: Redaction) -> dict[str, Any]:
-    """A JSON copy of ``state`` with hidden top-level (and ``runs/<child>/``) values replaced."""
-    return hides.scrub_state(state)
-
-
 def _rid_order(rid: str) -> tuple[int, str]:
     head, _, count = rid.rpartition("#")
     return (int(count) if count.isdigit() else -1, head)

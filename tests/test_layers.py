@@ -69,6 +69,7 @@ LAYERS: dict[str, int] = {
     "flowchart.engine.*": 3,
     "flowchart.engine.redacting": 3,
     "flowchart.result": 3,
+    "flowchart.record": 3,
     "flowchart.trace": 3,
     "flowchart.trace_codec": 3,
     "flowchart.trace_parsed": 3,

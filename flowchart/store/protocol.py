@@ -56,6 +56,7 @@ from ..failure import RunFailure
 from ..narrative_columns import on_read
 from ..narrative_entry import NarrativeEntry
 from ..pause import Checkpoint
+from ..record import Lineage, Record
 from ..redaction import Redaction
 from ..trace import SubflowTrace
 
@@ -204,6 +205,32 @@ class RunRecord:
         if self.status == "paused":
             return "wait"
         return "start" if self.checkpoint is None else "resume"
+
+    @property
+    def record(self) -> Record:
+        """The stored run as its record (``flowchart.record``): the whole log across segments, the
+        stored narrative and subflow logs, the real input under the stored rule, the lineage."""
+        if self.chart_spec is None:
+            raise StoreError(f"run '{self.run_id}' has no stored chart spec: it cannot be read as a record")
+        lineage = None
+        if self.parent_run_id is not None and self.forked_at is not None:
+            lineage = Lineage(self.parent_run_id, self.forked_at)
+        return Record(
+            run_id=self.run_id,
+            chart_fingerprint=self.chart_fingerprint,
+            chart_spec=self.chart_spec,
+            input=self.input,
+            initial_state={},
+            commits=self.commit_log,
+            subflows=self.subflows,
+            narrative=self.narrative_records or None,
+            checkpoint=self.checkpoint,
+            failure=self.failure,
+            redaction=self.redaction,
+            redacted_paths=sorted({path for commit in self.commit_log for path in commit.redacted_paths}),
+            status=self.status,
+            lineage=lineage,
+        )
 
     def pause_answer_id(self, request_id: str | None = None) -> str:
         """The id under which this pause's answer is recorded: the request id of a
