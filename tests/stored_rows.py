@@ -221,6 +221,9 @@ def edit(original: Any, rng: random.Random) -> tuple[str, Any]:
     return kind, rng.choice(["[]", "{}", '"x"', "0", "true", "null", "", " ", "[1, 2]", '{"a": 1}'])
 
 
+_REALS = [float("nan"), float("inf"), float("-inf"), 1e300, -1e300, -0.0, 5e-324]
+
+
 # -- one attempt --------------------------------------------------------------------------------
 def attempt(db: Db, base: Base, table: str, column: str, rng: random.Random, *, key: bytes | None = None) -> str:
     """Edit one cell of ``table.column`` (a row chosen by ``rng``) and read the store; the outcome."""
@@ -229,14 +232,21 @@ def attempt(db: Db, base: Base, table: str, column: str, rng: random.Random, *, 
     row = rng.choice(base.rows[table])
     named = dict(zip(columns, row, strict=True))
     original = named[column]
-    _, value = edit(original, rng)
-    where = " AND ".join(f"{k} = {db.placeholder}" for k in keys)
-    try:
-        with contextlib.closing(db.connect()) as conn:
-            cur = conn.cursor()
-            cur.execute(f"UPDATE {table} SET {column} = {db.placeholder} WHERE {where}", (value, *(named[k] for k in keys)))
-            conn.commit()
-    except Exception:  # the database refused it (a column type, NOT NULL, a constraint, UTF-8)
+    sql = f"UPDATE {table} SET {column} = {db.placeholder} WHERE " + " AND ".join(
+        f"{k} = {db.placeholder}" for k in keys
+    )
+    # a typed column (PostgreSQL) refuses most edits: then a value of its type, an integer or a real
+    fallback = [rng.choice([-1, 0, 2, 7, 2**31 - 1, -(2**31)]), rng.choice(_REALS)]
+    values = [edit(original, rng)[1], *(fallback[::-1] if type(original) is float else fallback)]
+    for value in values:
+        try:
+            with contextlib.closing(db.connect()) as conn:
+                conn.cursor().execute(sql, (value, *(named[k] for k in keys)))
+                conn.commit()
+            break
+        except Exception:  # the database refused it (a column type, NOT NULL, a constraint, UTF-8)
+            continue
+    else:
         return "unwritable"
     with contextlib.closing(db.connect()) as conn:
         if _select(conn, table) == base.rows[table]:
