@@ -1,6 +1,7 @@
 """Stored rows as untrusted input: real runs in a SQL store, ONE cell edited behind the store, then
 everything a reader does — one place for the campaign (``bench/fuzz_loaders.py``) and the fuzz
-test (``tests/untrusted/test_stored_rows_fuzz.py``).
+test (``tests/untrusted/test_stored_rows_fuzz.py``); both put ``tests/store`` and ``tests/pause``
+on ``sys.path`` (the refund agent, the servers, the pause charts).
 
 ``Base.build(db)`` stores three real runs — a paused agent run (``refund_agent``, a check-in
 pending), the same agent's run approved and done (an ``answers`` row), and a chart run with a
