@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import io
 import json
 import random
@@ -258,6 +259,12 @@ def attempt(db: Db, base: Base, table: str, column: str, rng: random.Random, *, 
         return _read(db, base, store, victims, key)
     finally:
         store.close()
+        _ATTEMPTS[0] += 1
+        if _ATTEMPTS[0] % 50 == 0:  # the stores the in-process commands opened (and never closed)
+            gc.collect()
+
+
+_ATTEMPTS = [0]
 
 
 def _victims(base: Base, table: str, row: dict[str, Any], new_id: Any) -> set[Any]:

@@ -38,7 +38,7 @@ from ..trace import CONVERTER as TRACE
 from ..trace import SubflowTrace, structure_columns
 from ..trace_codec import check_log
 from ..trace_parsed import parsed_log, record_columns
-from ..untrusted import parse_proven
+from ..untrusted import MAX_DEPTH, parse_proven, within_limits
 from ..values import NotJsonSafe, copy_json, escape_surrogates
 from .protocol import StoredRowError
 
@@ -301,9 +301,18 @@ def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
     return None if checkpoint is None else checkpoint.to_json()
 
 
-def decode_checkpoint(text: str | None) -> Checkpoint | None:
-    """Inverse of ``encode_checkpoint`` (validated by the checkpoint converter)."""
-    return None if text is None else Checkpoint.from_json(text)
+def decode_checkpoint(text: str | None, fingerprint: str | None = None) -> Checkpoint | None:
+    """Inverse of ``encode_checkpoint`` (validated by the checkpoint converter); with ``fingerprint``
+    (the run's chart), a checkpoint of another chart is refused — it would load, then fail the
+    run's trace and its resume — and so is one nested deeper than the run's trace can carry it."""
+    checkpoint = None if text is None else Checkpoint.from_json(text)
+    if checkpoint is None or fingerprint is None:
+        return checkpoint
+    if checkpoint.chart_fingerprint != fingerprint:
+        raise ValueError("the checkpoint belongs to another chart than the run's (chart_fingerprint differs)")
+    if not within_limits(json.loads(str(text)), 2):  # the run's trace carries it one level down
+        raise ValueError(f"nested deeper than the run's trace can carry it ({MAX_DEPTH - 1} levels)")
+    return checkpoint
 
 
 def _decode_column(value: str, run_id: str, what: str, from_dict: Any) -> Any:

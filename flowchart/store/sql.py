@@ -228,7 +228,9 @@ class SqlStore:
             input=read(run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"))),
             commit_log=log,
             checkpoint=read(
-                run_id, "checkpoint", lambda: codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint"))
+                run_id,
+                "checkpoint",
+                lambda: codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint"), fingerprint),
             ),
             question=read(run_id, "question", lambda: read_question(row[1], codec.decode(row[6]))),
             output=read(run_id, "output", lambda: codec.decode(row[9])),

@@ -172,3 +172,43 @@ def test_a_keyed_store_refuses_a_seal_edited_to_parse_alike_or_nested_deep(tmp_p
             store.get("bad")
         listed = store.list()
         assert [r.run_id for r in listed] == ["good"] and [e.column for e in listed.unreadable] == ["seal"]
+
+
+def paused_approval(path: Path) -> dict[str, object]:
+    """A run 'p' of the approval chart paused in ``path``; its checkpoint column as a dict."""
+    from charts import approval_chart
+
+    approval_chart().run({"amount": 5}, store=SqliteStore(path), run_id="p")
+    with sqlite3.connect(path) as db:
+        (text,) = db.execute("SELECT checkpoint FROM runs WHERE run_id = 'p'").fetchone()
+    data: dict[str, object] = json.loads(text)
+    return data
+
+
+def nest(depth: int) -> object:
+    """``depth`` nested lists."""
+    value: object = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"chart_fingerprint": "0" * 64}, "the checkpoint belongs to another chart than the run's"),
+        ({"shared_state": {"requested": 5, "deep": nest(198)}}, "nested deeper than the run's trace can carry it"),
+    ],
+    ids=["another-chart", "deeper-than-a-trace"],
+)
+def test_a_checkpoint_that_loads_but_no_trace_could_carry_is_refused(
+    tmp_path: Path, change: dict[str, object], problem: str
+) -> None:
+    """A checkpoint of another chart, or nested one level too deep for the run's trace: each loaded
+    as a checkpoint and then failed ``record_trace`` (``TraceError``), ``agent view`` and ``runs
+    trace``; now ``get`` refuses it by name."""
+    path = tmp_path / "runs.db"
+    data = paused_approval(path)
+    edit(path, "UPDATE runs SET checkpoint = ? WHERE run_id = 'p'", json.dumps({**data, **change}))
+    with pytest.raises(StoredRowError, match=rf"^Invalid stored run 'p' \(checkpoint\): ValueError: {problem}"):
+        SqliteStore(path).get("p")
