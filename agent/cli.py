@@ -58,18 +58,23 @@ def load_object(target: str, what: str) -> Any:
     return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)")
 
 
+_OPENED: list[RunStore] = []
+"""The stores this command opened (``main`` closes them when it ends: run in-process, a command
+leaves no connection open behind it)."""
+
+
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
     """The store named by ``--dsn``/``--db`` (or their environment defaults, or the agent's)."""
     dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
     db = args.db or os.environ.get("AGENT_RUNS_DB")
-    if dsn:
-        return PostgresStore(dsn)
-    if db is None and agent is not None and agent.store is not None:
+    if db is None and not dsn and agent is not None and agent.store is not None:
         return agent.store
     path = db or "runs.db"
-    if not os.path.exists(path):
+    if not dsn and not os.path.exists(path):
         raise CliError(f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL)")
-    return SqliteStore(path)
+    store: RunStore = PostgresStore(dsn) if dsn else SqliteStore(path)
+    _OPENED.append(store)
+    return store
 
 
 # -- showing ------------------------------------------------------------------------------------
@@ -475,7 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 error)."""
-    return run_cli("agent", build_parser, argv)
+    try:
+        return run_cli("agent", build_parser, argv)
+    finally:
+        while _OPENED:
+            _OPENED.pop().close()
 
 
 if __name__ == "__main__":
