@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+import attrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ..commits import Commit, commit_data
@@ -40,7 +41,7 @@ from ..trace_codec import check_log
 from ..trace_parsed import parsed_log, record_columns
 from ..untrusted import MAX_DEPTH, parse_proven, within_limits
 from ..values import NotJsonSafe, copy_json, escape_surrogates
-from .protocol import StoredRowError
+from .protocol import StoredRowError, renumber
 
 _T = TypeVar("_T")
 
@@ -126,7 +127,9 @@ def encode_subflows(subflows: Any) -> str | None:
 
 
 def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
-    """Inverse of ``encode_subflows`` (``{}`` for NULL); ``StoreError`` when the column is not one."""
+    """Inverse of ``encode_subflows`` (``{}`` for NULL); ``StoreError`` when the column is not one, or
+    a log is not one a trace file holds (a subflow under another runtime id, an op it refuses);
+    each log's commits are numbered by their position."""
     if value is None:
         return {}
 
@@ -138,6 +141,15 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
         for rid, sub in subflows.items():  # as a trace file's subflows are held
             if sub.runtime_stage_id != rid:
                 raise ValueError(f"subflow '{rid}' says it is '{sub.runtime_stage_id}'")
+            if any(commit.idx != position for position, commit in enumerate(sub.commit_log)):
+                # numbered by position: a stored fork inside a subflow wrote the fork's own numbers
+                # after the parent's commits before pyfootprint numbered them (the position is the truth)
+                sub = subflows[rid] = attrs.evolve(sub, commit_log=list(renumber(sub.commit_log, 0)))
+            try:
+                check_log(list(sub.commit_log), f"$[{json.dumps(rid)}].commit_log")
+            except CheckpointError as exc:
+                message = str(exc).replace("Invalid trace: ", "Invalid stored subflows: ", 1)
+                raise CheckpointError(message, path=exc.path) from None
         return subflows
 
     return dict(_decode_column(value, run_id, "subflows", load))

@@ -14,6 +14,7 @@ import pytest
 
 from flowchart import CheckpointError, Redaction, flow_chart
 from flowchart.store import SqliteStore, StoredRowError, StoreError
+from flowchart.store.export import record_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pause"))
 
@@ -124,16 +125,46 @@ def test_an_edited_chart_spec_is_refused_for_every_run_of_that_chart(tmp_path: P
 def test_an_edited_subflow_log_is_refused_by_name(tmp_path: Path) -> None:
     """A subflow log filed under another runtime id is refused as a trace file's is (it loaded, and
     ``record_trace`` then raised ``TraceError``)."""
+    path = tmp_path / "runs.db"
+    stored_subflow_run(path)
+    edit(path, "UPDATE segments SET subflows = replace(subflows, '\"sf#1\":', '\"sf#9\":') WHERE n = 0")
+    with pytest.raises(StoredRowError, match=r"^Invalid stored run 's' \(subflows\): subflow 'sf#9' says it is 'sf#1'"):
+        SqliteStore(path).get("s")
+
+
+def stored_subflow_run(path: Path) -> None:
+    """Run 's' of the subflow pause chart in ``path``, paused and answered (done)."""
     from pause_charts import CHARTS
 
-    path = tmp_path / "runs.db"
     store = SqliteStore(path)
     chart = CHARTS["subflow"]([])
     chart.run({}, store=store, run_id="s")
     chart.resume_run("s", {"ok": 1}, store=store)
     store.close()
-    edit(path, "UPDATE segments SET subflows = replace(subflows, '\"sf#1\":', '\"sf#9\":') WHERE n = 0")
-    with pytest.raises(StoredRowError, match=r"^Invalid stored run 's' \(subflows\): subflow 'sf#9' says it is 'sf#1'"):
+
+
+def test_a_subflow_log_numbered_otherwise_reads_by_position_and_writes_a_trace(tmp_path: Path) -> None:
+    """A subflow log whose commits are not numbered by position (as a stored fork inside a subflow
+    wrote them before) reads numbered by position, so its trace loads; it raised ``TraceError``."""
+    path = tmp_path / "runs.db"
+    stored_subflow_run(path)
+    edit(path, "UPDATE segments SET subflows = replace(subflows, '\"idx\":1,', '\"idx\":0,') WHERE n = 0")
+    record = SqliteStore(path).get("s")
+    assert [c.idx for c in record.subflows["sf#1"].commit_log] == [0, 1]
+    assert [c.runtime_stage_id for c in record_trace(record).subflows["sf#1"].commit_log] == [
+        "sf/prep#2",
+        "sf/ask#3",
+    ]
+
+
+def test_a_subflow_op_no_trace_holds_is_refused_by_name(tmp_path: Path) -> None:
+    """A delete op carrying a value inside a stored subflow log is refused as a trace file's is."""
+    path = tmp_path / "runs.db"
+    stored_subflow_run(path)
+    edit(path, 'UPDATE segments SET subflows = replace(subflows, \'"verb":"set"\', \'"verb":"delete"\')')
+    with pytest.raises(
+        StoredRowError, match=r"^Invalid stored run 's' \(subflows\): a delete op carries no value @ \$\[\"sf#1\"\]"
+    ):
         SqliteStore(path).get("s")
 
 
