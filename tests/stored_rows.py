@@ -289,7 +289,7 @@ def _read(db: Db, base: Base, store: RunStore, victims: set[Any], key: bytes | N
     except TREE as exc:
         if key is not None and not isinstance(exc, StoredRowError | RunNotFoundError):
             return f"OTHER: a keyed store refused with {type(exc).__name__}: {exc}"[:300]
-        return _refused(db, store, victim, exc)
+        return _refused(db, store, victim, exc, key)
     except Exception as exc:
         return f"OTHER: get raised {type(exc).__name__}: {exc}"[:300]
     if key is not None:
@@ -309,10 +309,18 @@ def _read(db: Db, base: Base, store: RunStore, victims: set[Any], key: bytes | N
     return "accepted"
 
 
-def _refused(db: Db, store: RunStore, victim: str, exc: Exception) -> str:
-    """A run ``get`` refused: ``verify`` and ``agent runs show`` refuse it the same way, by name."""
-    with contextlib.suppress(*TREE):
+def _refused(db: Db, store: RunStore, victim: str, exc: Exception, key: bytes | None) -> str:
+    """A run ``get`` refused: ``agent runs show`` refuses it by name, and ``verify`` gives its head
+    (with a key: refuses it too)."""
+    try:
         store.verify(victim)
+    except (StoredRowError, RunNotFoundError):
+        pass
+    except Exception as error:
+        return f"OTHER: verify raised {type(error).__name__}: {error}"[:300]
+    else:
+        if key is not None:
+            return f"OTHER: a keyed store's verify accepted an edited row of run '{victim}'"
     status, err = _cli(["runs", "show", victim, *db.cli])
     if status != 2 or not any(name in err for name in CLI_TREE):
         return f"OTHER: agent runs show exited {status}: {err.strip()[:200]}"
