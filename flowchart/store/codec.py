@@ -79,6 +79,10 @@ def decode_narrative_columns(value: str, run_id: str) -> NarrativeColumns:
     could not have been written (unequal lengths, an unknown type, a negative depth)."""
     items, found = parse_proven(value, what="stored value", proof=_strict_narrative, fast=True)
     try:
+        fits_trace(items, 2)
+    except ValueError as exc:
+        raise StoredRowError(run_id, "narrative", str(exc)) from None
+    try:
         if found is None and isinstance(items, dict):  # columns the strict pass declined: the converter names why
             found = structure_columns(items)
         if found is None:
@@ -134,6 +138,7 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
         return {}
 
     def load(data: Any) -> dict[str, SubflowTrace]:
+        fits_trace(data, 2)
         try:
             subflows: dict[str, SubflowTrace] = TRACE.structure(data, dict[str, SubflowTrace])
         except Exception as exc:  # cattrs groups its errors; the message names the field
@@ -170,12 +175,23 @@ def decode(text: str | None) -> Any:
     return None if text is None else loads(text, what="stored value")
 
 
-def decode_object(text: str | None) -> dict[str, Any]:
-    """A column that holds a JSON object (a run's input, a chart spec)."""
+def decode_object(text: str | None, *, level: int | None = None) -> dict[str, Any]:
+    """A column that holds a JSON object (a run's input, a chart spec); with ``level``, one the
+    run's trace carries at that nesting level (``fits_trace``)."""
     value = decode(text)
     if type(value) is not dict:
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    if level is not None:
+        fits_trace(value, level)
     return value
+
+
+def fits_trace(value: Any, level: int) -> None:
+    """Refuse a column's value that loads but that the run's trace, which carries it at nesting
+    ``level`` (its top-level fields are at 2), could not: it would be refused by ``Trace.load``
+    and fail the run's page and ``agent runs trace``."""
+    if not within_limits(value, level):
+        raise ValueError(f"nested deeper than the run's trace can carry it ({MAX_DEPTH - level + 1} levels)")
 
 
 def decode_text(value: Any) -> str | None:
@@ -200,7 +216,7 @@ def decode_time(value: Any) -> float:
 def decode_spec(text: str | None, fingerprint: str) -> dict[str, Any]:
     """A ``charts.spec`` column: a chart spec of ``chart.spec``'s shape whose fingerprint is the one
     the run names (an edited spec would load, then fail its trace, its page and its resume)."""
-    spec = decode_object(text)
+    spec = decode_object(text, level=2)
     if spec_fingerprint(spec) != fingerprint:
         raise ValueError("the spec does not match its fingerprint (it was edited behind the store)")
     check_spec(spec, what="stored chart spec", path="$")
@@ -242,6 +258,7 @@ def decode_commit(text: str) -> Commit:
     data, proved = parse_proven(text, what="stored commit", proof=_one_commit, fast=True)
     if proved is not None:
         return proved[0]
+    fits_trace(data, 3)  # the level of a commit in the run's trace (the strict pass proves it)
     if type(data) is dict:  # rows written before a commit kept its reads and hidden paths
         data = {"reads": [], "redacted_paths": [], **data}
     try:  # every field's type, as a trace file's commit is held to
@@ -264,7 +281,7 @@ def decode_commits(
     if len(texts) >= _BATCH:
         rows = loads_rows(texts)
         if rows is not None:
-            parsed = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
+            parsed = parsed_log(rows)  # each row at a trace's commit level, as in _one_commit
             if parsed is not None and len(parsed) == len(texts):
                 commits = tuple(parsed)
     if run_id is None:
@@ -304,7 +321,7 @@ _BATCH = 64
 
 
 def _one_commit(data: Any) -> list[Commit] | None:
-    return parsed_log([data], depth=0)  # the row is the document: the commit is at level 1
+    return parsed_log([data])  # proven at the level a trace holds it (a commit at 3), which the run's trace needs
 
 
 def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
@@ -321,8 +338,7 @@ def decode_checkpoint(text: str | None, fingerprint: str | None = None) -> Check
         return checkpoint
     if checkpoint.chart_fingerprint != fingerprint:
         raise ValueError("the checkpoint belongs to another chart than the run's (chart_fingerprint differs)")
-    if not within_limits(json.loads(str(text)), 2):  # the run's trace carries it one level down
-        raise ValueError(f"nested deeper than the run's trace can carry it ({MAX_DEPTH - 1} levels)")
+    fits_trace(json.loads(str(text)), 2)
     return checkpoint
 
 

@@ -225,7 +225,9 @@ class SqlStore:
             status=row[3],
             kind=str(row[1]),
             chart_fingerprint=fingerprint,
-            input=read(run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"))),
+            input=read(
+                run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"), level=2)
+            ),
             commit_log=log,
             checkpoint=read(
                 run_id,

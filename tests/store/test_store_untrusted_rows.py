@@ -243,3 +243,29 @@ def test_a_checkpoint_that_loads_but_no_trace_could_carry_is_refused(
     edit(path, "UPDATE runs SET checkpoint = ? WHERE run_id = 'p'", json.dumps({**data, **change}))
     with pytest.raises(StoredRowError, match=rf"^Invalid stored run 'p' \(checkpoint\): ValueError: {problem}"):
         SqliteStore(path).get("p")
+
+
+@pytest.mark.parametrize(
+    ("sql", "value", "column", "levels"),
+    [
+        ("UPDATE runs SET input = ? WHERE run_id = 'bad'", json.dumps({"deep": nest(199)}), "input", 199),
+        ("UPDATE commits SET body = ? WHERE run_id = 'bad'", BODY.replace("1}]", f"{nest(197)}}}]"), "commit 0", 198),
+    ],
+    ids=["input", "commit"],
+)
+def test_a_column_within_the_limits_that_no_trace_could_carry_is_refused(
+    tmp_path: Path, sql: str, value: str, column: str, levels: int
+) -> None:
+    """An input, or an op's value, nested just inside the limits as a row but past them where the
+    run's trace carries it (one and two levels down): it loaded, then the trace refused it."""
+    path = tmp_path / "runs.db"
+    two_runs(path).close()
+    edit(path, sql, value)
+    store = SqliteStore(path)
+    with pytest.raises(
+        StoredRowError,
+        match=rf"^Invalid stored run 'bad' \({column}\): ValueError: nested deeper than the run's trace can carry it "
+        rf"\({levels} levels\)$",
+    ):
+        store.get("bad")
+    assert [r.run_id for r in store.list()] == ["good"]
