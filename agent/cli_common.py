@@ -21,12 +21,19 @@ def load_object(target: str, what: str, app_dir: str | None = None) -> Any:
     return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)", app_dir)
 
 
+OPENED: list[RunStore] = []
+"""The stores the running command opened (``agent.cli.main`` closes them when it ends: run
+in-process, a command leaves no connection open behind it)."""
+
+
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
     """The store named by ``--dsn``/``--db`` (or their environment defaults, or the agent's)."""
     dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
     db = args.db or os.environ.get("AGENT_RUNS_DB")
     if dsn:
-        return PostgresStore(dsn)
+        opened: RunStore = PostgresStore(dsn)
+        OPENED.append(opened)
+        return opened
     if db is None and agent is not None and agent.store is not None:
         return agent.store
     path = db or "runs.db"
@@ -37,9 +44,11 @@ def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
             "or --create to make a new, empty store there"
         )
     try:
-        return SqliteStore(path, create=create)
+        store = SqliteStore(path, create=create)
     except StoreError as exc:
         raise CliError(str(exc).replace("create=True (agent command: --create)", "--create")) from None
+    OPENED.append(store)
+    return store
 
 
 def shown_input(record: RunRecord) -> dict[str, Any]:
@@ -47,4 +56,4 @@ def shown_input(record: RunRecord) -> dict[str, Any]:
     return dict(record.record.shown().input)
 
 
-__all__ = ["load_object", "open_store", "shown_input"]
+__all__ = ["OPENED", "load_object", "open_store", "shown_input"]

@@ -302,9 +302,9 @@ def _rows_between(key: str, first: _Step | None, last: _Step | None, state: dict
     asking turn's commit to the tool result's): the ones that belong to that call. Without both
     steps (a result loaded from an earlier turn) every row of ``state``."""
     if first is None or last is None:
-        return list(state.get(key) or [])
-    before = first.before.get(key) or []
-    return list((last.after.get(key) or [])[len(before) :])
+        return list(_rows(state.get(key)))
+    before = _rows(first.before.get(key))
+    return list(_rows(last.after.get(key))[len(before) :])
 
 
 def _human_for(decisions: Iterable[Any], call_id: str) -> list[dict[str, Any]]:
@@ -362,7 +362,7 @@ def _describe(
     origin = origins[index - 1]
     role = str(message.get("role"))
     content = message.get("content", "")
-    ledger = state.get(LEDGER_KEY) or []
+    ledger = _rows(state.get(LEDGER_KEY))
     seeded = origin.commit.stage_id == "seed" if origin is not None else index == 1
     if seeded and role == "user":
         return SentMessage(
@@ -414,19 +414,19 @@ def _asking_call(origin: _Step | None, calls_by_idx: dict[int, int]) -> int | No
 def _decisions(steps: Sequence[_Step], upto: int) -> list[str]:
     """Route choices, human answers and denials committed at steps ``0..upto`` (positions)."""
     out: list[str] = []
-    seen_humans = len(steps[0].before.get(HUMAN_DECISIONS) or []) if steps else 0
+    seen_humans = len(_rows(steps[0].before.get(HUMAN_DECISIONS))) if steps else 0
     for step in steps[: upto + 1]:
         decision = step.commit.decision
         if step.commit.stage_id == "route" and isinstance(decision, dict):
             out.append(f"{step.commit.runtime_stage_id}: chose {decision.get('chosen')} — {_rationale(decision)}")
-        humans = step.after.get(HUMAN_DECISIONS) or []
+        humans = _rows(step.after.get(HUMAN_DECISIONS))
         for row in humans[seen_humans:]:
             if isinstance(row, dict):
                 sentence = decision_sentence(row) or human_line(row)
                 when = f" (at {row['at']})" if row.get("at") else ""
                 out.append(f"{step.commit.runtime_stage_id}: {sentence}{when}")
         seen_humans = max(seen_humans, len(humans))
-    ledger = steps[min(upto, len(steps) - 1)].after.get(LEDGER_KEY) or [] if steps else []
+    ledger = _rows(steps[min(upto, len(steps) - 1)].after.get(LEDGER_KEY)) if steps else []
     out += [f"{row.get('tool_name') or row.get('phase')}: {line}" for row, line in _denials(ledger)]
     return out
 
@@ -439,9 +439,18 @@ def _denials(rows: Iterable[Any]) -> list[tuple[dict[str, Any], str]]:
     ]
 
 
+def _rows(value: Any) -> list[Any]:
+    """A ledger kept in the state (``human_decisions``, ``middleware_decisions``): its rows, or none
+    when a loaded record holds something else there (a trace or a stored row is untrusted)."""
+    return value if isinstance(value, list) else []
+
+
 def _rationale(decision: dict[str, Any]) -> str:
-    evidence = decision.get("evidence") or {}
-    for rule in evidence.get("rules") or ():
+    evidence = decision.get("evidence")
+    if not isinstance(evidence, dict):  # a loaded record's decision may hold anything
+        return "default"
+    rules = evidence.get("rules")
+    for rule in rules if isinstance(rules, list) else ():
         if isinstance(rule, dict) and rule.get("matched"):
             return str(rule.get("label") or rule.get("branch"))
     return str(evidence.get("default_label") or "default")

@@ -5,7 +5,9 @@ Before any decision is checked or any stage runs, the checkpoint must be of THIS
 chart (fingerprint first, then the frames), and the state the ``tool-calls`` stage will
 read must have the shape that stage wrote: ``paused_tool_call`` (kind, call id, tool,
 args, position; for an ask the asker and its place in the chain), the batch
-``llm_latest_tool_calls``, ``history``, ``iteration``. Every field a resume trusts is
+``llm_latest_tool_calls``, ``history``, ``iteration``, and the counters and texts the model
+calls after it add to (``total_input_tokens``, ``total_output_tokens``, ``final_content``,
+``usage_not_reported``). Every field a resume trusts is
 cross-checked against the paused call: the pause data's ``kind``, call id and tool, the
 call at the paused position (whose id becomes the tool's idempotency key), the history
 of the batch so far, the asking middleware at ``ask_index``, the iteration budget and the
@@ -26,6 +28,7 @@ from governance.middleware import link_name
 
 from .dispatch import PAUSED_KEY
 from .state import (
+    FINAL_CONTENT,
     HISTORY,
     ITERATION,
     LLM_LATEST_CONTENT,
@@ -33,6 +36,9 @@ from .state import (
     MAX_ITERATIONS,
     PAUSE_BODY,
     PAUSE_KINDS,
+    TOTAL_INPUT_TOKENS,
+    TOTAL_OUTPUT_TOKENS,
+    USAGE_NOT_REPORTED,
 )
 
 if TYPE_CHECKING:
@@ -99,6 +105,11 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
     if _field(calls[index], "name", str, where) != tool:
         raise _refuse(f"the call at the paused position is not a call of '{tool}'", f"{where}.name")
     _check_history(_field(state, HISTORY, list, _STATE), calls, index)
+    for key in (TOTAL_INPUT_TOKENS, TOTAL_OUTPUT_TOKENS):  # the model calls after the resume add to them
+        _field(state, key, int, _STATE)
+    for key in (FINAL_CONTENT, USAGE_NOT_REPORTED):  # read as text when written (when present)
+        if key in state:
+            _field(state, key, str, _STATE)
     if kind == "ask":
         _field(paused, "ask_index", int, _PAUSED)
         _field(paused, "middleware", str, _PAUSED)

@@ -87,7 +87,12 @@ async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, 
 
 
 async def run_map(
-    traverser: Traverser, node: StageNode, rid: str, cont: StageNode | None, namespace: tuple[str, ...]
+    traverser: Traverser,
+    node: StageNode,
+    rid: str,
+    cont: StageNode | None,
+    namespace: tuple[str, ...],
+    invoker: str | None = None,
 ) -> tuple[Any, Hop]:
     """Run the map stage ``node`` (stamped ``rid``): children, their commits, then its own."""
     spec = node.map
@@ -167,4 +172,6 @@ async def run_map(
     traverser.commit(node, rid, txn)
     traverser.executed(node, rid, "linear")
     traverser.flow("on_map", node, rid, lambda c: MapEvent(c, node.name, len(items), tuple(failed)))
+    if node.children and not traverser.stopped:  # a fork after the map (add_list_of_function after add_map)
+        return await traverser.fork_after(node, rid, results, cont, invoker, namespace, told=True)
     return results, traverser.after_stop_or(node, rid, cont)

@@ -397,7 +397,7 @@ class Traverser:
             return output, self.follow(node, rid, cont)
 
         if node.map is not None:
-            return await maps.run_map(self, node, rid, cont, namespace)
+            return await maps.run_map(self, node, rid, cont, namespace, invoker)
         call = node.execute if kind == "pausable" else node.fn
         assert call is not None
         run = self.run
@@ -442,10 +442,13 @@ class Traverser:
         cont: StageNode | None,
         invoker: str | None,
         namespace: tuple[str, ...],
+        *,
+        told: bool = False,
     ) -> tuple[Any, Hop]:
-        """After ``node``'s own body (a plain stage, or a pausable's resume half): run its fork
-        children, then follow it."""
-        self.executed(node, rid, "linear")
+        """After ``node``'s own body (a plain stage, a pausable's resume half, a mount, a map): run
+        its fork children, then follow it (``told``: the node's own execution was announced)."""
+        if not told:
+            self.executed(node, rid, "linear")
         if self.stopped:
             return output, self.after_stop(node, rid)
         self.flow("on_fork", node, rid, lambda c: ForkEvent(c, node.name, tuple(ch.name for ch in node.children)))

@@ -14,27 +14,35 @@ HMAC bound to the run id and the column, and verifies each one as it reads it.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from flowchart._core.commits import Commit, commit_data, commit_from_parsed
+import attrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from flowchart._core.commits import Commit, commit_data
 from flowchart._core.errors import CheckpointError
 from flowchart._core.failure import RunFailure
 from flowchart._core.fastjson import loads_rows
+from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.redaction import Redaction
-from flowchart._core.serde import dumps, loads
+from flowchart._core.serde import dumps, load_error, loads
 from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
-from flowchart._core.untrusted import parse_proven
+from flowchart._core.spec_shape import check_spec
+from flowchart._core.untrusted import MAX_DEPTH, parse_proven, within_limits
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
 from flowchart._record.record import SubflowTrace
 from flowchart._record.trace import CONVERTER as TRACE
 from flowchart._record.trace import structure_columns
+from flowchart._record.trace_codec import check_log
 from flowchart._record.trace_parsed import parsed_log, record_columns
-from flowchart.store.protocol import StoredRowError
+from flowchart.store.protocol import StoredRowError, renumber
 
 _T = TypeVar("_T")
 
@@ -71,6 +79,10 @@ def decode_narrative_columns(value: str, run_id: str) -> NarrativeColumns:
     type ``line``). ``StoreError`` naming the run when the row is none of these, or its columns
     could not have been written (unequal lengths, an unknown type, a negative depth)."""
     items, found = parse_proven(value, what="stored value", proof=_strict_narrative, fast=True)
+    try:
+        fits_trace(items, 2)
+    except ValueError as exc:
+        raise StoredRowError(run_id, "narrative", str(exc)) from None
     try:
         if found is None and isinstance(items, dict):  # columns the strict pass declined: the converter names why
             found = structure_columns(items)
@@ -120,15 +132,30 @@ def encode_subflows(subflows: Any) -> str | None:
 
 
 def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
-    """Inverse of ``encode_subflows`` (``{}`` for NULL); ``StoreError`` when the column is not one."""
+    """Inverse of ``encode_subflows`` (``{}`` for NULL); ``StoreError`` when the column is not one, or
+    a log is not one a trace file holds (a subflow under another runtime id, an op it refuses);
+    each log's commits are numbered by their position."""
     if value is None:
         return {}
 
     def load(data: Any) -> dict[str, SubflowTrace]:
+        fits_trace(data, 2)
         try:
             subflows: dict[str, SubflowTrace] = TRACE.structure(data, dict[str, SubflowTrace])
         except Exception as exc:  # cattrs groups its errors; the message names the field
             raise ValueError(str(exc)) from None
+        for rid, sub in subflows.items():  # as a trace file's subflows are held
+            if sub.runtime_stage_id != rid:
+                raise ValueError(f"subflow '{rid}' says it is '{sub.runtime_stage_id}'")
+            if any(commit.idx != position for position, commit in enumerate(sub.commit_log)):
+                # numbered by position: a stored fork inside a subflow wrote the fork's own numbers
+                # after the parent's commits before pyfootprint numbered them (the position is the truth)
+                sub = subflows[rid] = attrs.evolve(sub, commit_log=list(renumber(sub.commit_log, 0)))
+            try:
+                check_log(list(sub.commit_log), f"$[{json.dumps(rid)}].commit_log")
+            except CheckpointError as exc:
+                message = str(exc).replace("Invalid trace: ", "Invalid stored subflows: ", 1)
+                raise CheckpointError(message, path=exc.path) from None
         return subflows
 
     return dict(_decode_column(value, run_id, "subflows", load))
@@ -149,12 +176,23 @@ def decode(text: str | None) -> Any:
     return None if text is None else loads(text, what="stored value")
 
 
-def decode_object(text: str | None) -> dict[str, Any]:
-    """A column that holds a JSON object (a run's input, a chart spec)."""
+def decode_object(text: str | None, *, level: int | None = None) -> dict[str, Any]:
+    """A column that holds a JSON object (a run's input, a chart spec); with ``level``, one the
+    run's trace carries at that nesting level (``fits_trace``)."""
     value = decode(text)
     if type(value) is not dict:
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    if level is not None:
+        fits_trace(value, level)
     return value
+
+
+def fits_trace(value: Any, level: int) -> None:
+    """Refuse a column's value that loads but that the run's trace, which carries it at nesting
+    ``level`` (its top-level fields are at 2), could not: it would be refused by ``Trace.load``
+    and fail the run's page and ``agent runs trace``."""
+    if not within_limits(value, level):
+        raise ValueError(f"nested deeper than the run's trace can carry it ({MAX_DEPTH - level + 1} levels)")
 
 
 def decode_text(value: Any) -> str | None:
@@ -164,11 +202,34 @@ def decode_text(value: Any) -> str | None:
     return value
 
 
+#: the times a reader can show (``time.gmtime``): from year 1 to year 9999, UTC
+TIME_RANGE = (-62135596800.0, 253402300799.0)
+
+
 def decode_time(value: Any) -> float:
-    """A timestamp column: a finite number of seconds."""
-    if type(value) not in (int, float) or value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"expected a time in seconds, got {value!r}")
+    """A timestamp column: a number of seconds a reader can show as a date (``TIME_RANGE``: year 1
+    to 9999) — a finite number past it would load, then fail ``agent runs show`` and ``list``."""
+    if type(value) not in (int, float) or not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
+        raise ValueError(f"expected a time in seconds (year 1 to 9999), got {value!r}")
     return float(value)
+
+
+def decode_spec(text: str | None, fingerprint: str) -> dict[str, Any]:
+    """A ``charts.spec`` column: a chart spec of ``chart.spec``'s shape whose fingerprint is the one
+    the run names (an edited spec would load, then fail its trace, its page and its resume)."""
+    spec = decode_object(text, level=2)
+    if spec_fingerprint(spec) != fingerprint:
+        raise ValueError("the spec does not match its fingerprint (it was edited behind the store)")
+    check_spec(spec, what="stored chart spec", path="$")
+    return spec
+
+
+def decode_answered(request_ids: Sequence[Any]) -> frozenset[str]:
+    """The ``answers.request_id`` cells of a run: the ids of the pauses answered, each a text."""
+    for request_id in request_ids:
+        if not isinstance(request_id, str):
+            raise ValueError(f"expected a request id (text), got {type(request_id).__name__}")
+    return frozenset(request_ids)
 
 
 def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
@@ -193,9 +254,19 @@ def encode_commit(commit: Commit) -> str:
 def decode_commit(text: str) -> Commit:
     """Inverse of ``encode_commit``. A plainly right row is structured by the trace file's strict
     log pass, which proves the limits on the way (``untrusted.parse_proven``); any other row is
-    walked within the limits and read as before."""
+    walked within the limits and structured by the trace file's converter, every field's type
+    checked (a row from before ``reads`` and ``redacted_paths`` were kept reads them as empty)."""
     data, proved = parse_proven(text, what="stored commit", proof=_one_commit, fast=True)
-    return proved[0] if proved is not None else commit_from_parsed(data)
+    if proved is not None:
+        return proved[0]
+    fits_trace(data, 3)  # the level of a commit in the run's trace (the strict pass proves it)
+    if type(data) is dict:  # rows written before a commit kept its reads and hidden paths
+        data = {"reads": [], "redacted_paths": [], **data}
+    try:  # every field's type, as a trace file's commit is held to
+        commit: Commit = TRACE.structure(data, Commit)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, "stored commit") from None
+    return commit
 
 
 def decode_commits(
@@ -206,16 +277,44 @@ def decode_commits(
     so no row can reach into the next) are parsed in one pass and structured together by the
     trace file's columnar strict pass; anything else is decoded row by row, which names the
     bad row (with ``run_id``: a ``StoredRowError`` for ``commit <seq>``)."""
+    numbers = range(len(texts)) if seqs is None else seqs
+    commits: tuple[Commit, ...] | None = None
     if len(texts) >= _BATCH:
         rows = loads_rows(texts)
         if rows is not None:
-            commits = parsed_log(rows, depth=0)  # each row is its own document, as in _one_commit
-            if commits is not None and len(commits) == len(texts):
-                return tuple(commits)
+            parsed = parsed_log(rows)  # each row at a trace's commit level, as in _one_commit
+            if parsed is not None and len(parsed) == len(texts):
+                commits = tuple(parsed)
     if run_id is None:
-        return tuple(map(decode_commit, texts))
-    numbers = range(len(texts)) if seqs is None else seqs
-    return tuple(column(run_id, f"commit {n}", partial(decode_commit, t)) for n, t in zip(numbers, texts, strict=True))
+        return commits if commits is not None else tuple(map(decode_commit, texts))
+    if commits is None:
+        commits = tuple(
+            column(run_id, f"commit {n}", partial(decode_commit, t)) for n, t in zip(numbers, texts, strict=True)
+        )
+    check_commit_log(commits, run_id, numbers)
+    return commits
+
+
+def check_commit_log(commits: Sequence[Commit], run_id: str, seqs: Sequence[int]) -> None:
+    """Refuse a run's log that the engine could not have written: each commit's ``seq`` and ``idx``
+    its position (a commit deleted, moved to another run or renumbered behind the store leaves a
+    gap), and each op as ``trace_codec.check_log`` holds a trace file's (``StoredRowError``
+    naming the commit)."""
+    for position, (commit, seq) in enumerate(zip(commits, seqs, strict=True)):
+        if seq != position or commit.idx != position:
+            raise StoredRowError(
+                run_id,
+                f"commit {seq}",
+                f"commit idx {commit.idx} at seq {seq} is not its position {position} in the log: "
+                "commits were deleted, moved or renumbered behind the store",
+            )
+    try:
+        check_log(list(commits), "$")
+    except CheckpointError as exc:
+        found = re.match(r"\$\[(\d+)\](.*)", exc.path or "$")
+        position, inside = (int(found[1]), "$" + found[2]) if found else (0, "$")
+        problem = str(exc).removeprefix("Invalid trace: ").rsplit(" @ ", 1)[0]
+        raise StoredRowError(run_id, f"commit {seqs[position]}", problem, path=inside) from None
 
 
 #: below this many rows the per-row pass costs no more than the columnar one
@@ -223,7 +322,7 @@ _BATCH = 64
 
 
 def _one_commit(data: Any) -> list[Commit] | None:
-    return parsed_log([data], depth=0)  # the row is the document: the commit is at level 1
+    return parsed_log([data])  # proven at the level a trace holds it (a commit at 3), which the run's trace needs
 
 
 def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
@@ -231,9 +330,17 @@ def encode_checkpoint(checkpoint: Checkpoint | None) -> str | None:
     return None if checkpoint is None else checkpoint.to_json()
 
 
-def decode_checkpoint(text: str | None) -> Checkpoint | None:
-    """Inverse of ``encode_checkpoint`` (validated by the checkpoint converter)."""
-    return None if text is None else Checkpoint.from_json(text)
+def decode_checkpoint(text: str | None, fingerprint: str | None = None) -> Checkpoint | None:
+    """Inverse of ``encode_checkpoint`` (validated by the checkpoint converter); with ``fingerprint``
+    (the run's chart), a checkpoint of another chart is refused — it would load, then fail the
+    run's trace and its resume — and so is one nested deeper than the run's trace can carry it."""
+    checkpoint = None if text is None else Checkpoint.from_json(text)
+    if checkpoint is None or fingerprint is None:
+        return checkpoint
+    if checkpoint.chart_fingerprint != fingerprint:
+        raise ValueError("the checkpoint belongs to another chart than the run's (chart_fingerprint differs)")
+    fits_trace(json.loads(str(text)), 2)
+    return checkpoint
 
 
 def _decode_column(value: str, run_id: str, what: str, from_dict: Any) -> Any:

@@ -8,7 +8,8 @@ segment lands with one ``commit`` (a failure is recorded ``failed``, as any run'
 A fork inside a subflow (``at = (m, ..., j)``) keeps the same law at every level: its
 log is the parent's commits ``0..m-1`` then the fork's (``forked_at = m - 1``; the fork
 commit's decision holds the whole address), and each subflow log on the path is the
-parent's inner commits up to the boundary then the fork's, from the parent's initial state.
+parent's inner commits up to the boundary then the fork's, from the parent's initial state,
+numbered by position (so the run's trace, its page and ``agent runs trace`` load it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart._core.failure import failed_run
-from flowchart.store.protocol import RunStore
+from flowchart.store.protocol import RunStore, renumber
 from flowchart.store.runs import failure_of, land, new_run_id
 
 if TYPE_CHECKING:
@@ -75,9 +76,8 @@ def _whole(src: ForkSource, at: int | tuple[int, ...], result: RunResult) -> Run
         keep = at[depth + 1] + 1 if depth == len(at) - 2 else at[depth + 1]
         for key, sub in result.subflow_results.items():
             if sub.runtime_stage_id == rid:
-                subs[key] = attrs.evolve(
-                    sub, commit_log=(*log[:keep], *sub.commit_log), initial=dict(src.subflow_initials[rid])
-                )
+                joined = renumber((*log[:keep], *sub.commit_log), 0)  # idx == position, as a trace holds it
+                subs[key] = attrs.evolve(sub, commit_log=joined, initial=dict(src.subflow_initials[rid]))
     return attrs.evolve(result, commit_log=[*src.commit_log[: at[0]], *result.commit_log], subflow_results=subs)
 
 

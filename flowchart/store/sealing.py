@@ -122,11 +122,12 @@ def seal(rows: RunRows, key: bytes) -> str:
     """The seal column's text for ``rows``: their parts, their head and its HMAC."""
     found = parts(rows)
     top = head_of(rows.run_id, found)
-    return json.dumps(
-        {"version": 1, "parts": found, "head": top, "signature": _signature(key, rows.run_id, top)},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    return _canonical({"version": 1, "parts": found, "head": top, "signature": _signature(key, rows.run_id, top)})
+
+
+def _canonical(data: Any) -> str:
+    """The seal's text: sorted keys, no spaces (so a seal is one exact text)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def _signature(key: bytes, run_id: str, top: str) -> str:
@@ -149,8 +150,10 @@ def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
         kept, top, mark = data["parts"], data["head"], data["signature"]
         if not isinstance(kept, dict) or not isinstance(top, str) or not isinstance(mark, str):
             raise TypeError("not a seal")
-    except (ValueError, TypeError, KeyError) as exc:
-        raise StoredRowError(run_id, "seal", f"not a seal ({exc})") from None
+        if set(data) != {"version", "parts", "head", "signature"} or _canonical(data) != sealed:
+            raise ValueError("not the text the store wrote")  # an edit that parses alike is an edit
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise StoredRowError(run_id, "seal", f"not a seal ({type(exc).__name__}: {exc})") from None
     if head_of(run_id, kept) != top or not hmac.compare_digest(mark, _signature(key, run_id, top)):
         raise StoredRowError(
             run_id, "seal", "the seal does not match its signature (it was changed, or made with another key)"

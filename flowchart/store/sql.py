@@ -232,7 +232,7 @@ class SqlStore:
         ]
         log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
-        ids = frozenset(rid for (rid,) in answered.fetchall())
+        ids = read(run_id, "answers", partial(codec.decode_answered, [rid for (rid,) in answered.fetchall()]))
         notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
         told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
@@ -244,7 +244,7 @@ class SqlStore:
         if fingerprint not in self._specs:
             spec = self._run(cur, "SELECT spec FROM charts WHERE fingerprint = ?", (fingerprint,)).fetchone()
             self._specs[fingerprint] = (
-                None if spec is None else read(run_id, "chart spec", lambda: codec.decode_object(spec[0]))
+                None if spec is None else read(run_id, "chart spec", partial(codec.decode_spec, spec[0], fingerprint))
             )
         forked_at = row[18]
         if forked_at is not None and (type(forked_at) is not int or forked_at < -1):
@@ -254,10 +254,14 @@ class SqlStore:
             status=row[3],
             kind=str(row[1]),
             chart_fingerprint=fingerprint,
-            input=read(run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"))),
+            input=read(
+                run_id, "input", lambda: codec.decode_object(codec.unseal(row[4], key, run_id, "input"), level=2)
+            ),
             commit_log=log,
             checkpoint=read(
-                run_id, "checkpoint", lambda: codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint"))
+                run_id,
+                "checkpoint",
+                lambda: codec.decode_checkpoint(codec.unseal(row[5], key, run_id, "checkpoint"), fingerprint),
             ),
             question=read(run_id, "question", lambda: read_question(row[1], codec.decode(row[6]))),
             output=read(run_id, "output", lambda: codec.decode(row[9])),
@@ -356,7 +360,9 @@ class SqlStore:
         found = row.fetchone()
         if found is None:
             raise RunNotFoundError(f"no run '{run_id}' in run store {self._where}")
-        return str(found[0]), int(found[1])
+        if type(found[1]) is not int or found[1] < 0:  # a row edited behind the store: refused by name
+            raise StoredRowError(run_id, "next_seq", f"expected a commit count, got {found[1]!r}")
+        return str(found[0]), found[1]
 
     # -- writing ------------------------------------------------------------------------------
     def create(

@@ -268,3 +268,25 @@ def test_repeated_call_ids_each_get_their_own_call_and_decision(tmp_path: Any) -
     two = lines.index('  5. tool result of refund(order_id=A-2, amount=700) [c1]: "refunded 700 on A-2"')
     assert lines[two + 1] == "       approved by bob at T2"
     assert lines[two + 2 :] == [] or not lines[two + 2].startswith("       approved by")
+
+
+@pytest.mark.parametrize(
+    ("evidence", "ledgers"),
+    [(100000, {}), ({"rules": 5}, {}), ("x", {"human_decisions": {"a": 1}, "middleware_decisions": 7})],
+    ids=["evidence-a-number", "rules-a-number", "ledgers-not-lists"],
+)
+def test_a_loaded_record_with_an_odd_decision_or_ledger_still_explains(evidence: Any, ledgers: dict[str, Any]) -> None:
+    """A trace (or stored row) whose route decision's evidence, or whose decision ledgers, hold another
+    shape is explained with the route's default reason (``agent why``, ``agent runs show`` raised
+    ``AttributeError`` / ``TypeError``; found by the stored-row campaign)."""
+    agent, _ = build(["Hello there."], system="You greet.")
+    agent.run("Hi!")
+    data = agent.last_snapshot().result.trace().to_dict()
+    route = next(c for c in data["commit_log"] if c["stage_id"] == "route")
+    route["decision"] = {"chosen": "final", "evidence": evidence}
+    seed = data["commit_log"][0]
+    seed["trace"] += [{"path": [key], "verb": "set", "value": value} for key, value in ledgers.items()]
+    from flowchart import Trace
+
+    lines = explain_answer(Trace.from_dict(data)).format().splitlines()
+    assert lines[-2:] == ["Decisions on the way:", "  - route#2: chose final — default"]

@@ -194,3 +194,28 @@ def test_fuzz_agent_resume_refuses_with_checkpoint_error(rng: random.Random) -> 
     text = mutate(base, rng)
     with contextlib.suppress(CheckpointError, ResumeDecisionError, DecisionRequiredError):
         agent.resume(Checkpoint.from_json(text), decision)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("total_output_tokens", {}, "an integer, got an object"),
+        ("total_input_tokens", "7", "an integer, got a string"),
+        ("usage_not_reported", 3, "a string, got an integer"),
+        ("final_content", [], "a string, got a list"),
+    ],
+)
+def test_a_counter_or_text_the_next_model_call_adds_to_is_checked_before_the_tool_runs(
+    key: str, value: Any, expected: str
+) -> None:
+    """The stored-row campaign's find: a stored checkpoint whose token counter (or a text the
+    stages add to) was edited loaded, and resuming it raised a bare ``TypeError`` in a later stage.
+    Now the resume refuses first, naming the key, and the tool does not run."""
+    agent, body, out = paused_refund()
+    forged = edited(out.checkpoint, lambda d: d["shared_state"].update({key: value}))
+    decision = check_in_approved(request=out.check_in, by="alice", at=AT)
+    with pytest.raises(
+        CheckpointError, match=rf"^Invalid agent checkpoint: expected {expected} @ \$\.shared_state\.{key}$"
+    ):
+        agent.resume(forged, decision)
+    assert body.runs == []

@@ -412,3 +412,20 @@ def test_an_inner_address_either_locates_or_is_refused_never_crashes(
         assert str(exc)
         return
     assert isinstance(point, MountPoint) and point.counter >= 0
+
+
+def test_a_stored_fork_inside_a_subflow_writes_a_trace_that_loads() -> None:
+    """The fork's subflow log (the parent's inner commits, then the fork's) is numbered by position,
+    so ``record_trace`` — the run's page, ``agent runs trace`` — loads it; it raised ``TraceError``
+    ("commit idx 0 is not its position 1"), found beside the stored-row campaign."""
+    from flowchart.store import MemoryStore
+    from flowchart.store.export import record_trace
+
+    store = MemoryStore()
+    CHART.run(store=store, run_id="p")
+    CHART.fork("p", at=(MOUNT, 0), patch={"t": 7}, store=store, run_id="f")
+    sub = store.get("f").subflows["done#9"]
+    assert [c.idx for c in sub.commit_log] == [0, 1, 2]
+    trace = record_trace(store.get("f"))
+    ids = [c.runtime_stage_id for c in trace.subflows["done#9"].commit_log]
+    assert ids == ["done/double#10", "done/fork#11", "done/inc#11"]

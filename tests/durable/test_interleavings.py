@@ -275,3 +275,12 @@ def test_a_subflow_mount_with_fork_children_runs_them() -> None:
     done = chart.run()
     assert [c.runtime_stage_id for c in done.commit_log] == ["start#0", "s0#1", "s1c0#4", "s1c1#5", "s2#6"]
     assert sorted(done.state["runs"]) == ["s1c0", "s1c1"]
+
+
+def test_a_map_with_fork_children_runs_them() -> None:
+    """``add_list_of_function`` after ``add_map`` runs its children after the map's own commit
+    (they were skipped, while the fork walk of the record expected them)."""
+    chart = Charts().build([("map",), ("fork", ["plain", "plain"]), ("plain",)])
+    done = chart.run()
+    assert [c.stage_id for c in done.commit_log][-3:] == ["s1c0", "s1c1", "s2"]
+    assert done.state["s0"] == [2, 4, 6] and sorted(done.state["runs"]) == ["s1c0", "s1c1"]

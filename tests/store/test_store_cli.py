@@ -224,3 +224,28 @@ def test_approving_the_demo_again_after_it_pauses_again_finishes_it(
     assert code == 0, err
     assert out.startswith(f"run {first.run_id}: approved by alice; done: ")  # the iteration budget ends it
     assert SqliteStore(path).get(first.run_id).answered == frozenset({first.check_in.id, again.id})
+
+
+def test_a_command_run_in_process_leaves_no_connection_open(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``main`` closes the store a command opened: twenty in-process ``runs list`` / ``runs show``
+    calls (the garbage collector off) leave no file open on the database — the stored-row campaign
+    ran out of file descriptors calling them, each leaving its connection to the collector."""
+    import gc
+
+    def open_files() -> int:
+        return sum(1 for fd in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{fd}").startswith(db))
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counts open files through /proc (Linux)")
+    run_id = _paused_id(db)
+    gc.collect()
+    before = open_files()
+    gc.disable()
+    try:
+        for _ in range(10):
+            assert main(["runs", "list", "--db", db]) == 0
+            assert main(["runs", "show", run_id, "--db", db]) == 0
+        assert open_files() == before
+    finally:
+        gc.enable()
+    capsys.readouterr()
