@@ -17,9 +17,9 @@ from agent.errors import (
     PolicyHaltError,
 )
 from agent.explain import AnswerExplanation, ExplainError, explain_answer
-from agent.function_tools import tool
+from agent.function_tools import define_tool, tool
 from agent.paused import Paused
-from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human, define_tool
+from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human
 
 __all__ = [
     "Agent",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -24,7 +24,8 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import conversations, durable, structured
+from . import conversation_turns, conversations, durable, structured
+from .builder import AgentBuilder
 from .chart import build_agent_chart
 from .config import AgentConfig
 from .errors import PolicyHaltError
@@ -32,10 +33,14 @@ from .events import EventBus, Listener
 from .paused import AnswerBook, Paused, check_answer, paused_from
 from .redaction_cover import recorded_rule
 from .resume_checks import check_resumable
-from .state import FINAL_CONTENT, MESSAGE_DENIED_BY, MESSAGE_DENIED_PHASE, MESSAGE_DENIED_REASON, POLICY_HALT
-
-if TYPE_CHECKING:
-    from .builder import AgentBuilder
+from .state import (
+    CONVERSATION,
+    FINAL_CONTENT,
+    MESSAGE_DENIED_BY,
+    MESSAGE_DENIED_PHASE,
+    MESSAGE_DENIED_REASON,
+    POLICY_HALT,
+)
 
 
 def _worded(lines: Any) -> list[str]:
@@ -66,7 +71,7 @@ class AgentSnapshot:
 
     @property
     def record(self) -> Record:
-        """The last run segment's record (``flowchart.record``): ``record.shown()`` for a reader."""
+        """The last run segment's record (``flowchart._record.record``): ``record.shown()`` for a reader."""
         return self.result.record
 
     def __repr__(self) -> str:
@@ -150,25 +155,39 @@ class Agent:
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
         """
-        # the builder makes an Agent and an Agent starts a builder: the one import that
-        # cannot be at the top (agent.builder imports this module)
-        from .builder import AgentBuilder
-
         return AgentBuilder(
-            provider=provider, model=model, wrap_up=wrap_up_at_max_iterations, permission_checker=permission_checker,
-            temperature=temperature, max_tokens=max_tokens, stream=stream, store=store, narrative=narrative,
-            redaction=redaction, timeout=timeout, recorders=tuple(recorders), output_schema=output_schema,
-            output_retries=output_retries, llm_retry=llm_retry,
-            conversation_window=conversation_window, conversation_chars=conversation_chars,
-        )  # fmt: skip
+            Agent,
+            provider=provider,
+            model=model,
+            wrap_up=wrap_up_at_max_iterations,
+            permission_checker=permission_checker,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stream=stream,
+            store=store,
+            narrative=narrative,
+            redaction=redaction,
+            timeout=timeout,
+            recorders=tuple(recorders),
+            output_schema=output_schema,
+            output_retries=output_retries,
+            llm_retry=llm_retry,
+            conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )
 
     def with_config(self, cfg: AgentConfig) -> Agent:
         """The same agent (store, narrative, redaction, timeout, recorders and ``on`` listeners)
         on another config: a new chart, sharing the event listeners."""
         other = Agent(
-            cfg, self.store, narrative=self.narrative, redaction=self.redaction, timeout=self.timeout,
-            recorders=self.recorders, history=self.history_policy,
-        )  # fmt: skip
+            cfg,
+            self.store,
+            narrative=self.narrative,
+            redaction=self.redaction,
+            timeout=self.timeout,
+            recorders=self.recorders,
+            history=self.history_policy,
+        )
         other._events = self._events
         return other
 
@@ -184,7 +203,7 @@ class Agent:
         them (a stream's tap, ``agent.streaming``)."""
         # agent events go to agent.on listeners; narrated, they would repeat the commits
         # the narrative tells each human answer in one sentence, right after its row is written
-        notes = {HUMAN_DECISIONS: tell_latest, conversations.CONVERSATION: conversations.tell}
+        notes = {HUMAN_DECISIONS: tell_latest, CONVERSATION: conversation_turns.tell}
         notes.update(structured.notes(self.config.output))
         recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
         if self._events.active:
@@ -196,9 +215,11 @@ class Agent:
         """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
         options: dict[str, Any] = {} if env is None else {"env": dict(env)}
         options.update(
-            recorders=recorders, max_iterations=self.config.loop_limit, timeout=self.timeout,
+            recorders=recorders,
+            max_iterations=self.config.loop_limit,
+            timeout=self.timeout,
             redaction=self.recorded_redaction,
-        )  # fmt: skip
+        )
         return options
 
     @property
@@ -270,9 +291,12 @@ class Agent:
         """The next turn of this agent's last conversation (``NoConversationError`` before any)."""
         last = conversations.last(self)
         return self.run(
-            message, identity, conversation=last, conversation_window=conversation_window,
+            message,
+            identity,
+            conversation=last,
+            conversation_window=conversation_window,
             conversation_chars=conversation_chars,
-        )  # fmt: skip
+        )
 
     async def afollow_up(
         self,
@@ -285,9 +309,12 @@ class Agent:
         """``follow_up`` inside the caller's event loop."""
         last = conversations.last(self)
         return await self.arun(
-            message, identity, conversation=last, conversation_window=conversation_window,
+            message,
+            identity,
+            conversation=last,
+            conversation_window=conversation_window,
             conversation_chars=conversation_chars,
-        )  # fmt: skip
+        )
 
     def stream(
         self,
@@ -389,9 +416,14 @@ class Agent:
         from .celery import submit
 
         return submit(
-            self, message, identity, app=app, conversation=conversation,
-            conversation_window=conversation_window, conversation_chars=conversation_chars,
-        )  # fmt: skip
+            self,
+            message,
+            identity,
+            app=app,
+            conversation=conversation,
+            conversation_window=conversation_window,
+            conversation_chars=conversation_chars,
+        )
 
     async def aresume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """``resume_run`` inside the caller's event loop."""

@@ -25,13 +25,20 @@ def answer_row(paused: dict[str, Any], answer: Any) -> dict[str, Any]:
     """The ``human_decisions`` row of ``answer`` to the pause ``paused`` describes."""
     if paused["kind"] == "ask_human":
         return human_reply_row(
-            answer, request_id=str(paused.get("request_id", "")), tool=paused["tool_name"],
-            tool_call_id=paused["tool_call_id"], args=paused["args"],
-        )  # fmt: skip
+            answer,
+            request_id=str(paused.get("request_id", "")),
+            tool=paused["tool_name"],
+            tool_call_id=paused["tool_call_id"],
+            args=paused["args"],
+        )
     return human_decision_row(
-        CheckInDecision.from_dict(answer, "$.answer"), gate=paused["kind"], tool=paused["tool_name"],
-        tool_call_id=paused["tool_call_id"], args=paused["args"], middleware=paused.get("middleware"),
-    )  # fmt: skip
+        CheckInDecision.from_dict(answer, "$.answer"),
+        gate=paused["kind"],
+        tool=paused["tool_name"],
+        tool_call_id=paused["tool_call_id"],
+        args=paused["args"],
+        middleware=paused.get("middleware"),
+    )
 
 
 def make_record_answer(book: AnswerBook | None) -> Any:

@@ -8,13 +8,12 @@ a recorder with no recorder hook, an ``output_schema`` that cannot be one (``age
 
 The agent's other parts live beside it: ``agent.errors`` (the error tree),
 ``agent.chart`` (``build_agent_chart``), ``agent.agent`` (``Agent``, ``AgentSnapshot``).
-Their names stay importable from here, as they always were.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from flowchart import Retry
 from flowchart.events import ALL_HOOKS
@@ -23,20 +22,24 @@ from governance.middleware import validate_chain
 from governance.permissions import validate_permission_checker
 
 from . import structured
-from .agent import Agent, AgentSnapshot
-from .chart import build_agent_chart
 from .config import AgentConfig
 from .conversations import HistoryPolicy
-from .errors import AgentBuildError, PolicyHaltError
+from .errors import AgentBuildError
 from .tools import Tool
 
-__all__ = ["Agent", "AgentBuildError", "AgentBuilder", "AgentSnapshot", "PolicyHaltError", "build_agent_chart"]
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["AgentBuilder"]
 
 
 class AgentBuilder:
     """Collects an agent's settings; ``build()`` checks them and makes the ``Agent``."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, make: Callable[..., Agent], **settings: Any) -> None:
+        # ``make`` is the Agent class that started this builder (``Agent.create``): the builder
+        # never imports the agent module, which imports it
+        self._make = make
         self._settings = settings
         self._system: str | None = None
         self._tools: dict[str, Tool] = {}
@@ -122,20 +125,34 @@ class AgentBuilder:
                 )
         forms = structured.output_forms(output, provider)
         cfg = AgentConfig(
-            provider=provider, model=settings["model"], tools=dict(self._tools), output=output,
+            provider=provider,
+            model=settings["model"],
+            tools=dict(self._tools),
+            output=output,
             system_prompt=structured.system_prompt(output, self._system, forms[0] if forms else None),
             output_forms=forms,
-            tool_middleware=tuple(tool_links), message_middleware=tuple(message_links), check_in_evidence=evidence,
-            check_in_scorer=scorer, max_iterations=self._max_iterations, wrap_up=settings["wrap_up"],
-            temperature=settings["temperature"], max_tokens=settings["max_tokens"],
-            permission_checker=settings["permission_checker"], stream=settings["stream"],
+            tool_middleware=tuple(tool_links),
+            message_middleware=tuple(message_links),
+            check_in_evidence=evidence,
+            check_in_scorer=scorer,
+            max_iterations=self._max_iterations,
+            wrap_up=settings["wrap_up"],
+            temperature=settings["temperature"],
+            max_tokens=settings["max_tokens"],
+            permission_checker=settings["permission_checker"],
+            stream=settings["stream"],
             llm_retry=settings["llm_retry"],
-        )  # fmt: skip
+        )
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
         except ValueError as exc:
             raise AgentBuildError(f"Agent.create({exc}") from None
-        return Agent(
-            cfg, settings["store"], narrative=settings["narrative"], redaction=settings["redaction"], timeout=timeout,
-            recorders=settings["recorders"], history=history,
-        )  # fmt: skip
+        return self._make(
+            cfg,
+            settings["store"],
+            narrative=settings["narrative"],
+            redaction=settings["redaction"],
+            timeout=timeout,
+            recorders=settings["recorders"],
+            history=history,
+        )

@@ -101,9 +101,14 @@ def make_app(
     task_log = get_task_logger(__name__)
     app = celery.Celery(name, broker=broker or os.environ.get("AGENT_BROKER_URL", DEFAULT_BROKER))
     app.conf.update(
-        task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
-        task_serializer="json", accept_content=["json"], task_ignore_result=True,
-        task_default_queue=queue, broker_connection_retry_on_startup=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_default_queue=queue,
+        broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": visibility_timeout,
             # sweep for abandoned tasks often enough that recovery ~ visibility timeout
@@ -111,7 +116,7 @@ def make_app(
             "unacked_restore_throttle": 1,
         },
         worker_hijack_root_logger=False,
-    )  # fmt: skip
+    )
     app.conf.update(config)
     app.conf.pyfootprint_agent = agent
     app.conf.pyfootprint_retry_failed = retry_failed
@@ -124,11 +129,14 @@ def make_app(
         try:
             target = app_agent(app)
             status = advance(
-                target, run_id, store=_chart_store(app, target), retry_failed=retry_failed,
+                target,
+                run_id,
+                store=_chart_store(app, target),
+                retry_failed=retry_failed,
                 requeue=lambda delay: app.send_task(
                     TASK_NAME, args=[run_id], queue=app.conf.task_default_queue, countdown=delay
                 ),
-            )  # fmt: skip
+            )
             task_log.info("advance %s end %s", run_id, status)
             return status
         except _Retry as exc:

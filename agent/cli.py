@@ -10,12 +10,19 @@
     agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
+                                                      (default RUN.html here; a run id that is not
+                                                      a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
-``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``approve``/``decline`` resume
+``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
+nothing else: a file that is not one (another application's SQLite database, an empty
+``.json``, any other file) is refused, naming it, before anything is written; an absent or
+empty path becomes a new, empty store only with ``--create`` (every command takes it). ``approve``/``decline`` resume
 the run, so they need the agent's definition: ``--agent MODULE:ATTR`` names a built
-``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``); with
+``Agent`` or a zero-argument function returning one (default ``$AGENT_SPEC``), imported
+from the installed packages and ``$PYTHONPATH`` — from a directory only with
+``--app-dir DIR`` (``--app-dir .`` for the current one); with
 ``--queue MODULE:ATTR`` (a Celery app from ``agent.celery.make_app``) the answer is
 recorded and the run is handed to the workers instead.
 
@@ -39,9 +46,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowchart import replay
-from flowchart.cli_support import CliError, OneLineParser, import_target, run_cli
-from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
+from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
+from flowchart.store import RunRecord, StoreError
 
+from .cli_common import close_opened, load_object, open_store, shown_input
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
@@ -50,31 +58,6 @@ from .loading import load_agent
 from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
-
-
-# -- loading ------------------------------------------------------------------------------------
-def load_object(target: str, what: str) -> Any:
-    """Import ``MODULE:ATTR`` for option ``what`` (the current directory is importable)."""
-    return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)")
-
-
-_OPENED: list[RunStore] = []
-"""The stores this command opened (``main`` closes them when it ends: run in-process, a command
-leaves no connection open behind it)."""
-
-
-def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
-    """The store named by ``--dsn``/``--db`` (or their environment defaults, or the agent's)."""
-    dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
-    db = args.db or os.environ.get("AGENT_RUNS_DB")
-    if db is None and not dsn and agent is not None and agent.store is not None:
-        return agent.store
-    path = db or "runs.db"
-    if not dsn and not os.path.exists(path):
-        raise CliError(f"no run store at {path}: pass --db PATH (SQLite) or --dsn DSN (PostgreSQL)")
-    store: RunStore = PostgresStore(dsn) if dsn else SqliteStore(path)
-    _OPENED.append(store)
-    return store
 
 
 # -- showing ------------------------------------------------------------------------------------
@@ -123,7 +106,7 @@ def decisions_of(record: RunRecord) -> list[Any]:
     return list(rows) if isinstance(rows, list) else []
 
 
-def cmd_list(args: argparse.Namespace) -> str:
+def cmd_list(args: argparse.Namespace) -> str | list[str]:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
     records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
@@ -148,12 +131,7 @@ def cmd_list(args: argparse.Namespace) -> str:
         )
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
-    return "\n".join(lines)
-
-
-def shown_input(record: RunRecord) -> dict[str, Any]:
-    """The run's input as a reader may see it: under the rule stored with the run."""
-    return record.input if record.redaction is None else record.redaction.scrub_state(record.input)
+    return lines
 
 
 def shown_output(record: RunRecord) -> Any:
@@ -174,13 +152,21 @@ def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
 def summary(record: RunRecord) -> dict[str, Any]:
     """A JSON-safe summary of a record (what ``show --json`` prints)."""
     out = {
-        "run_id": record.run_id, "kind": record.kind, "status": record.status,
-        "chart_fingerprint": record.chart_fingerprint, "input": shown_input(record), "commits": record.next_seq,
-        "question": question_json(record.question), "answered": sorted(record.answered),
-        "human_decisions": decisions_of(record), "output": shown_output(record),
-        "error": record.error, "narrative": list(record.narrative),
-        "created_at": _when(record.created_at), "updated_at": _when(record.updated_at),
-    }  # fmt: skip
+        "run_id": record.run_id,
+        "kind": record.kind,
+        "status": record.status,
+        "chart_fingerprint": record.chart_fingerprint,
+        "input": shown_input(record),
+        "commits": record.next_seq,
+        "question": question_json(record.question),
+        "answered": sorted(record.answered),
+        "human_decisions": decisions_of(record),
+        "output": shown_output(record),
+        "error": record.error,
+        "narrative": list(record.narrative),
+        "created_at": _when(record.created_at),
+        "updated_at": _when(record.updated_at),
+    }
     if record.conversation_id is not None:
         out.update(conversation=record.conversation_id, turn=record.turn)
     if record.failure is not None:
@@ -200,7 +186,7 @@ def _tool_error_lines(row: dict[str, Any]) -> list[str]:
     return [head] + ["  " + str(line) for line in trace] if isinstance(trace, list) else [head]
 
 
-def cmd_show(args: argparse.Namespace) -> str:
+def cmd_show(args: argparse.Namespace) -> str | list[str]:
     """``runs show``: the run, its pending question with the evidence pack, who decided, why a
     finished agent run answered what it did (``agent why``), the narrative so far."""
     record = open_store(args).get(args.run)
@@ -254,7 +240,7 @@ def cmd_show(args: argparse.Namespace) -> str:
         out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
     out.append("narrative:" if record.narrative else "narrative: (none recorded)")
     out.extend("  " + line for line in record.narrative)
-    return "\n".join(out)
+    return out
 
 
 def cmd_trace(args: argparse.Namespace) -> str:
@@ -263,7 +249,7 @@ def cmd_trace(args: argparse.Namespace) -> str:
 
     # the store keeps the real input (a queued run must start): the rule stored with the run
     # hides it; --agent names the rule for runs stored before rules were kept
-    redaction = load_agent(args.agent).recorded_redaction if args.agent else None
+    redaction = load_agent(args.agent, args.app_dir).recorded_redaction if args.agent else None
     return record_trace(open_store(args).get(args.run), redaction=redaction).to_json()
 
 
@@ -289,7 +275,7 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
     if args.queue:
         from agent.celery import answer_and_enqueue, app_store
 
-        app = load_object(args.queue, "--queue")
+        app = load_object(args.queue, "--queue", args.app_dir)
         store = open_store(args) if (args.db or args.dsn) else app_store(app)
         answer_and_enqueue(app, store, args.run, _decision(store.get(args.run), approved, args.by, args.note))
         return f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}; queued for the workers"
@@ -299,7 +285,7 @@ def _answer(args: argparse.Namespace, approved: bool) -> str:
             f"{'approve' if approved else 'decline'} resumes the run, so it needs the agent: pass --agent "
             "MODULE:ATTR (a built Agent or a function returning one), or --queue MODULE:ATTR for Celery workers"
         )
-    agent = load_agent(spec)
+    agent = load_agent(spec, args.app_dir)
     agent.store = open_store(args, agent)
     outcome = agent.resume_run(args.run, _decision(agent.store.get(args.run), approved, args.by, args.note))
     verdict = f"run {args.run}: {'approved' if approved else 'declined'} by {args.by}"
@@ -335,7 +321,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
         if args.queue:
             from agent.celery import app_store, retry_and_enqueue
 
-            app = load_object(args.queue, "--queue")
+            app = load_object(args.queue, "--queue", args.app_dir)
             store = open_store(args) if (args.db or args.dsn) else app_store(app)
             retry_and_enqueue(app, store, args.run)
             return f"run {args.run}: retrying at {_failed_stage(store.get(args.run))}; queued for the workers"
@@ -345,7 +331,7 @@ def cmd_retry(args: argparse.Namespace) -> str:
                 "retry re-runs the failed stage, so it needs the agent: pass --agent MODULE:ATTR (a built Agent "
                 "or a function returning one), or --queue MODULE:ATTR for Celery workers"
             )
-        agent = load_agent(spec)
+        agent = load_agent(spec, args.app_dir)
         agent.store = open_store(args, agent)
         where = _failed_stage(agent.store.get(args.run))
         durable.retry_failed(agent.store, args.run)
@@ -392,7 +378,7 @@ def cmd_view(args: argparse.Namespace) -> str:
     """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
     with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
     from flowchart import CheckpointError, Trace
-    from flowchart.viewer import write_page
+    from flowchart.viewer import page_name, write_page
 
     from .viewer_panel import PANEL
 
@@ -406,7 +392,7 @@ def cmd_view(args: argparse.Namespace) -> str:
         from flowchart.store.export import record_trace
 
         trace = record_trace(open_store(args).get(args.target))
-        default = f"{args.target}.html"
+        default = page_name(args.target)  # a run id is not a path: '../../x' stays here
     out = args.output or default
     try:
         return str(write_page(trace, out, [PANEL]))
@@ -420,6 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
     store_options = OneLineParser(add_help=False)
     store_options.add_argument("--db", metavar="PATH", help="SQLite run store (default $AGENT_RUNS_DB or runs.db)")
     store_options.add_argument("--dsn", metavar="DSN", help="PostgreSQL run store (default $AGENT_RUNS_DSN)")
+    store_options.add_argument(
+        "--create",
+        action="store_true",
+        help="make a new, empty SQLite run store at --db PATH when nothing is there (else an absent or "
+        "empty path is refused; a file that is not a run store always is)",
+    )
+    add_app_dir_option(store_options)
     parser = OneLineParser(prog="agent", description="Operate durable agent runs.")
     parser.add_version_option()
     groups = parser.add_subparsers(dest="group", required=True, metavar="COMMAND")
@@ -456,9 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("trace", cmd_trace, "Write the run as a trace file (JSON) on stdout.")
     sub.add_argument("run", metavar="RUN", help="the run id")
     sub.add_argument(
-        "--agent", metavar="MODULE:ATTR",
+        "--agent",
+        metavar="MODULE:ATTR",
         help="the agent whose redaction the trace applies (default: the rule stored with the run)",
-    )  # fmt: skip
+    )
     text = "Explain why the answer is what it is: the model call, what it was sent and where each message came from."
     why = groups.add_parser("why", help=text, description=text, parents=[store_options])
     why.set_defaults(handler=cmd_why)
@@ -472,7 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(handler=cmd_view)
     view.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
     view.add_argument(
-        "-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html, or RUN.html)"
+        "-o",
+        "--output",
+        metavar="PAGE",
+        help="the page to write (default: TRACE with .html, or RUN.html in the current directory — an id that "
+        "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
     return parser
@@ -483,8 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run_cli("agent", build_parser, argv)
     finally:
-        while _OPENED:
-            _OPENED.pop().close()
+        close_opened()
 
 
 if __name__ == "__main__":

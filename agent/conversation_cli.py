@@ -12,8 +12,9 @@ import argparse
 import json
 from typing import Any
 
-from flowchart.cli_support import CliError
+from flowchart._cli_support import CliError
 
+from .cli_common import open_store, shown_input
 from .conversation_turns import Turn, transcript_lines, turn_from_record
 from .errors import ConversationError
 from .state import CONVERSATION_INPUT
@@ -27,9 +28,8 @@ def turns_of(records: list[Any]) -> list[Turn]:
         raise CliError(str(exc)) from None
 
 
-def cmd_conversation_show(args: argparse.Namespace) -> str:
+def cmd_conversation_show(args: argparse.Namespace) -> str | list[str]:
     """``conversations show``: every turn's messages, oldest first."""
-    from .cli import open_store, shown_input
 
     records = open_store(args).list(conversation=args.conversation)
     if not records:
@@ -38,13 +38,17 @@ def cmd_conversation_show(args: argparse.Namespace) -> str:
     turns = turns_of(records)
     if args.json:
         out = [
-            {"turn": t.turn, "run_id": t.run_id, "status": t.status,
-             "messages": [{**m, "commit": idx} for m, idx in zip(t.messages, t.commits, strict=True)]}
+            {
+                "turn": t.turn,
+                "run_id": t.run_id,
+                "status": t.status,
+                "messages": [{**m, "commit": idx} for m, idx in zip(t.messages, t.commits, strict=True)],
+            }
             for t in turns
-        ]  # fmt: skip
+        ]
         return json.dumps({"conversation": args.conversation, "turns": out}, ensure_ascii=False, indent=2)
     head = f"conversation {args.conversation}: {len(turns)} turn(s)"
-    return "\n".join([head, *transcript_lines(turns, list(reversed(shown)))])
+    return [head, *transcript_lines(turns, list(reversed(shown)))]
 
 
 def _shown(record: Any, shown_input: dict[str, Any]) -> Any:

@@ -38,7 +38,6 @@ from flowchart.store import TurnTakenError
 from .conversation_turns import (
     CONVERSATION,
     Turn,
-    check_message,
     fold,
     turn_from_log,
     turn_from_record,
@@ -137,9 +136,14 @@ class ConversationBook:
                 turns[number - 1] = Turn(number, run_id, "paused")
             else:
                 turns[number - 1] = turn_from_log(
-                    result.commit_log, run_id=run_id, turn=number, status="done",
-                    initial=result.initial_state if resumed else None, offset=offset, earlier=earlier,
-                )  # fmt: skip
+                    result.commit_log,
+                    run_id=run_id,
+                    turn=number,
+                    status="done",
+                    initial=result.initial_state if resumed else None,
+                    offset=offset,
+                    earlier=earlier,
+                )
 
     def fail(self, conversation: str, turn: int) -> None:
         """Mark a turn whose run raised before it could settle as failed (it contributes nothing)."""
@@ -243,52 +247,6 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
 
 def _left_out(turn: Turn, reason: str) -> dict[str, Any]:
     return {"turn": turn.turn, "run_id": turn.run_id, "messages": turn.count, "chars": turn.chars, "reason": reason}
-
-
-def seed_parts(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(the loaded messages, the ``conversation`` record) from a turn's run input, checked."""
-    if not isinstance(value, dict) or not isinstance(value.get("history"), list):
-        raise ConversationError("the run input's 'conversation' must be an object with a 'history' list")
-    history = [check_message(m, f"conversation history message {i + 1}") for i, m in enumerate(value["history"])]
-    meta = {k: v for k, v in value.items() if k != "history"}
-    return history, meta
-
-
-def tell(meta: Any) -> str | None:
-    """The narrative's sentence for the ``conversation`` write: what was loaded, what left out."""
-    if not isinstance(meta, dict):
-        return None
-    loaded = meta.get("loaded_turns") or []
-    turns = f"turn{'s' if len(loaded) != 1 else ''} {', '.join(map(str, loaded))}" if loaded else "no earlier turns"
-    text = f"Turn {meta.get('turn')} of conversation '{meta.get('id')}' loaded {meta.get('messages')} message(s)"
-    text += f" from {turns}"
-    left = meta.get("omitted") or []
-    if left:
-        parts = [f"{_turns_text(o)} ({o.get('reason')})" for o in left if isinstance(o, dict)]
-        text += f"; left out {'; '.join(parts)}"
-    return text + "."
-
-
-def _turns_text(omitted: dict[str, Any]) -> str:
-    span = str(omitted.get("turns") or omitted.get("turn"))
-    return f"turns {span}" if "-" in span else f"turn {span}"
-
-
-def loaded_origin(state: dict[str, Any], index: int) -> tuple[int, str, int | None] | None:
-    """(turn, run id, commit) of history message ``index`` (0-based) when an earlier turn wrote it."""
-    meta = state.get(CONVERSATION)
-    if not isinstance(meta, dict) or not isinstance(meta.get("sources"), list):
-        return None
-    at = 0
-    for source in meta["sources"]:
-        commits = source.get("commits") if isinstance(source, dict) else None
-        if not isinstance(commits, list):
-            return None
-        if index < at + len(commits):
-            idx = commits[index - at]
-            return source.get("turn"), str(source.get("run_id")), idx if isinstance(idx, int) else None
-        at += len(commits)
-    return None
 
 
 # -- running a turn -----------------------------------------------------------------------------

@@ -130,11 +130,17 @@ async def _after_tool(site: CallSite, args: dict[str, Any], result: Any, error: 
     verdict = await run_after_tool_chain(
         site.cfg.tool_middleware,
         ToolCallInfo(
-            tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args,
-            history=tuple(peek(scope, HISTORY)), identity=identity_of(scope), result=result, error=error,
+            tool_name=site.tool.name,
+            tool_call_id=site.call["id"],
+            iteration=site.iteration,
+            args=args,
+            history=tuple(peek(scope, HISTORY)),
+            identity=identity_of(scope),
+            result=result,
+            error=error,
             source=site.tool.source,
         ),
-    )  # fmt: skip
+    )
     record_rows(scope, site.ctx, verdict.rows)
     return verdict.value if verdict.verdict == "allow" else (verdict.reason or "denied")
 
@@ -157,17 +163,24 @@ async def permission_gate(site: CallSite, args: dict[str, Any], history: tuple[A
     verdict = await evaluate_permission(
         cfg.permission_checker,
         PermissionRequest(
-            tool_name=site.tool.name, args=args, tool_call_id=call_id, iteration=site.iteration, history=history,
+            tool_name=site.tool.name,
+            args=args,
+            tool_call_id=call_id,
+            iteration=site.iteration,
+            history=history,
             identity=identity_of(scope),
         ),
-    )  # fmt: skip
+    )
     if verdict.result == "allow":
         return None
     if verdict.result == "halt":
         reason = verdict.rationale or "policy"
         scope[POLICY_HALT] = {
-            "tool_name": site.tool.name, "tool_call_id": call_id, "reason": reason, "tell_llm": verdict.model_text,
-        }  # fmt: skip
+            "tool_name": site.tool.name,
+            "tool_call_id": call_id,
+            "reason": reason,
+            "tell_llm": verdict.model_text,
+        }
         ctx.stop(f"policy-halt: {reason}")
     return CallOutcome(text=verdict.model_text)
 
@@ -177,9 +190,14 @@ async def before_tool_gate(
 ) -> tuple[ChainResult, ToolCallInfo]:
     """Gate 2: the before-tool middleware chain from link ``start``; its rows are filed."""
     info = ToolCallInfo(
-        tool_name=site.tool.name, tool_call_id=site.call["id"], iteration=site.iteration, args=args, history=history,
-        identity=identity_of(site.scope), source=site.tool.source,
-    )  # fmt: skip
+        tool_name=site.tool.name,
+        tool_call_id=site.call["id"],
+        iteration=site.iteration,
+        args=args,
+        history=history,
+        identity=identity_of(site.scope),
+        source=site.tool.source,
+    )
     chain = await run_tool_chain(
         site.cfg.tool_middleware, info, start=start, ask_policy=ask_policy or site.cfg.ask_policy
     )
@@ -211,11 +229,20 @@ async def check_in_gate(site: CallSite, args: dict[str, Any], history: tuple[Any
         ctx.shown(HISTORY, list(history)),
     )
     request = await build_check_in_request(
-        tool_name=tool.name, tool_description=tool.description, args=args, tool_call_id=call_id,
-        iteration=iteration, identity=identity_of(site.scope), intent=intent or None,
-        system_prompt=cfg.system_prompt, history=told if type(told) is not str else (), evidence=cfg.check_in_evidence,
-        scorer=cfg.check_in_scorer, run_id=run_of(ctx), position=position,
-    )  # fmt: skip
+        tool_name=tool.name,
+        tool_description=tool.description,
+        args=args,
+        tool_call_id=call_id,
+        iteration=iteration,
+        identity=identity_of(site.scope),
+        intent=intent or None,
+        system_prompt=cfg.system_prompt,
+        history=told if type(told) is not str else (),
+        evidence=cfg.check_in_evidence,
+        scorer=cfg.check_in_scorer,
+        run_id=run_of(ctx),
+        position=position,
+    )
     ctx.emit(
         events.CHECKIN_REQUEST,
         {"tool_name": tool.name, "tool_call_id": call_id, "iteration": iteration, "request": request.to_dict()},
@@ -291,14 +318,30 @@ async def answer_paused(
         if refused is not None:
             return str(refused.text), False
     if kind == "check_in":
-        ctx.emit(events.CHECKIN_DECISION, {"tool_name": tool.name, "tool_call_id": call["id"], "iteration": iteration,
-                                           "approved": approved, "by": by, "note": note})  # fmt: skip
+        ctx.emit(
+            events.CHECKIN_DECISION,
+            {
+                "tool_name": tool.name,
+                "tool_call_id": call["id"],
+                "iteration": iteration,
+                "approved": approved,
+                "by": by,
+                "note": note,
+            },
+        )
         if not approved:
             return declined_result(note), False
         return await _run_after_consent(site, args)
     # a middleware ask: the person's answer is filed under the asker
-    ledger_row = ask_answer_row(approved=approved, by=by, note=note, middleware=str(paused.middleware),
-                                tool_name=tool.name, tool_call_id=call["id"], iteration=iteration)  # fmt: skip
+    ledger_row = ask_answer_row(
+        approved=approved,
+        by=by,
+        note=note,
+        middleware=str(paused.middleware),
+        tool_name=tool.name,
+        tool_call_id=call["id"],
+        iteration=iteration,
+    )
     record_rows(scope, ctx, [ledger_row])
     if not approved:
         return declined_result(note), False
@@ -408,8 +451,10 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
         paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
         del scope[PAUSED_TOOL_CALL]
-        ctx.emit(events.PAUSE_RESUME, {"tool_call_id": paused.tool_call_id, "tool_name": paused.tool_name,
-                                       "kind": paused.kind})  # fmt: skip
+        ctx.emit(
+            events.PAUSE_RESUME,
+            {"tool_call_id": paused.tool_call_id, "tool_name": paused.tool_name, "kind": paused.kind},
+        )
         calls = peek(scope, LLM_LATEST_TOOL_CALLS)
         index = int(paused.index or 0)
         row = scope[HUMAN_DECISIONS][-1]  # the answer as recorded by record_answer: what decides

@@ -17,9 +17,26 @@ import attrs
 
 _GOOGLE_ARGS = ("args", "arguments", "parameters", "params", "keyword args", "keyword arguments")
 _HEADERS = frozenset(
-    {*_GOOGLE_ARGS, "other parameters", "returns", "return", "raises", "yields", "yield", "examples", "example",
-     "note", "notes", "see also", "warning", "warnings", "attributes", "todo", "references"}
-)  # fmt: skip
+    {
+        *_GOOGLE_ARGS,
+        "other parameters",
+        "returns",
+        "return",
+        "raises",
+        "yields",
+        "yield",
+        "examples",
+        "example",
+        "note",
+        "notes",
+        "see also",
+        "warning",
+        "warnings",
+        "attributes",
+        "todo",
+        "references",
+    }
+)
 _GOOGLE_SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _NUMPY_RULE = re.compile(r"^-{3,}\s*$")
 _GOOGLE_ITEM = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")

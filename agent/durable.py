@@ -94,9 +94,14 @@ def create(
     chart = agent.chart
     store = _store(agent)
     store.create(
-        run_id, kind=AGENT_RUN_KIND, chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
-        redaction=agent.recorded_redaction, **({} if conversation is None else {"conversation": conversation}),
-    )  # fmt: skip
+        run_id,
+        kind=AGENT_RUN_KIND,
+        chart_fingerprint=chart.fingerprint,
+        input=run_input,
+        chart_spec=chart.spec,
+        redaction=agent.recorded_redaction,
+        **({} if conversation is None else {"conversation": conversation}),
+    )
     return run_id
 
 
@@ -126,9 +131,7 @@ def answer_in(
         # the decision is bound to the run as the person saw it: the head of its stored rows
         resume_input = {**resume_input, "store_head": store.verify(run_id)}
     try:
-        return store.answer(
-            run_id, record.pause_answer_id(request_id), resume_input, by=getattr(decision, "by", None)
-        )  # fmt: skip
+        return store.answer(run_id, record.pause_answer_id(request_id), resume_input, by=getattr(decision, "by", None))
     except AlreadyAnsweredError as exc:
         raise ResumeDecisionError(
             f"{exc}: another process answered it first",
@@ -189,7 +192,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
 
 def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
-    ``patch`` written first (``flowchart.forking``); its answer, or ``Paused``."""
+    ``patch`` written first (``flowchart._rerun``); its answer, or ``Paused``."""
     from flowchart.lowlevel import RunOptions, fork_chart
 
     store = _store(agent)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowchart.cli_support import CliError
+from flowchart._cli_support import CliError
 
 
 class AgentError(Exception):

@@ -40,7 +40,7 @@ from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
 
 from .config import WRAP_UP_INSTRUCTION
-from .conversations import loaded_origin
+from .conversation_turns import loaded_origin
 from .errors import ExplainError
 
 SNIPPET = 90
@@ -400,7 +400,7 @@ def from_earlier_turn(sent: SentMessage, state: dict[str, Any], index: int) -> S
     where = f"run {run_id}" + (f", commit {idx}" if idx is not None else "")
     return attrs.evolve(
         sent, origin=f"turn {turn}: {origin} ({where})", from_turn=turn, from_run=run_id, from_commit=idx
-    )  # fmt: skip
+    )
 
 
 def _asking_call(origin: _Step | None, calls_by_idx: dict[int, int]) -> int | None:

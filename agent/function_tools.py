@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, overload
+
+import attrs
+
+from flowchart import Retry
 
 from .docstrings import parse_docstring
 from .tool_schema import (
@@ -31,7 +35,7 @@ from .tool_schema import (
     parameter_schemas,
     structure,
 )
-from .tools import Tool, ToolContext, ToolDefinitionError, define_tool
+from .tools import Tool, ToolContext, ToolDefinitionError, make_tool
 
 
 def _is_context(param: inspect.Parameter, hint: Any) -> bool:
@@ -110,7 +114,7 @@ def tool_from_function(
     if required:
         schema["required"] = required
     execute = _executor(fn, params, context)
-    return define_tool(name=tool_name, description=text, input_schema=schema, execute=execute, check_in=check_in)
+    return make_tool(name=tool_name, description=text, input_schema=schema, execute=execute, check_in=check_in)
 
 
 def _executor(fn: Callable[..., Any], params: dict[str, Any], context: str | None) -> Callable[..., Any]:
@@ -168,3 +172,42 @@ def tool(
         return tool_from_function(function, name=name, description=description, check_in=check_in)
 
     return decorate
+
+
+def define_tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    execute: Callable[..., Any] | None = None,
+    check_in: Any = None,
+    retry: Retry | None = None,
+) -> Tool:
+    """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result.
+
+    ``define_tool(fn)`` builds it from a typed function instead, as ``@tool`` does:
+    ``name``/``description`` then override the function's. ``retry`` (a ``flowchart.Retry``)
+    runs the body again when it raises an error the policy names; each failed attempt is a
+    ``tool_errors`` row (``attempt``, ``retried``). A tool body is at-least-once: a retried or
+    re-dispatched call may have run before.
+    """
+    if fn is None:
+        return make_tool(
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            execute=execute,
+            check_in=check_in,
+            retry=retry,
+        )
+    if input_schema is not None or execute is not None:
+        raise ToolDefinitionError(
+            "define_tool(fn, ...): a function brings its own schema and body; "
+            "drop input_schema= and execute= (or drop fn)"
+        )
+    if retry is not None and not isinstance(retry, Retry):
+        raise ToolDefinitionError(f"define_tool: retry must be a flowchart.Retry, got {type(retry).__name__}")
+    made = tool_from_function(fn, name=name, description=description, check_in=check_in)
+    return made if retry is None else attrs.evolve(made, retry=retry)

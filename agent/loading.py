@@ -2,10 +2,13 @@
 
 Law of this file: there is one way to load an agent by name, used by the ``agent``
 command (``--agent``) and by Celery workers (``agent.celery.make_app``). The target is a
-built ``Agent`` or a zero-argument function returning one; the current directory is
-importable (as with ``python -m``). Anything else is an ``AgentLoadError`` naming what
-went wrong (malformed target, missing module or attribute, a factory that raised, an
-object that is not an agent) — nothing is pickled or evaluated.
+built ``Agent`` or a zero-argument function returning one; installed modules (and
+``$PYTHONPATH``) are importable, and a directory only when named (``app_dir``, the
+command's ``--app-dir .``): a file left in the working directory is never imported
+unasked (a Celery worker runs with its own ``sys.path``: ``celery -A`` adds its working
+directory). Anything else is an ``AgentLoadError`` naming what went wrong (malformed
+target, missing module or attribute, a factory that raised, an object that is not an
+agent) — nothing is pickled or evaluated.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowchart import FlowChart
-from flowchart.cli_support import CliError, import_target, load_target
+from flowchart._cli_support import CliError, import_target, load_target
 from flowchart.store import RunStore
 
 from .agent import Agent
@@ -22,10 +25,11 @@ from .errors import AgentLoadError
 USAGE = "expected MODULE:ATTR for --agent (e.g. myapp.agents:support)"
 
 
-def load_agent(target: str) -> Agent:
-    """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory)."""
+def load_agent(target: str, app_dir: str | None = None) -> Agent:
+    """The ``Agent`` that ``MODULE:ATTR`` names (a built agent or a zero-argument factory);
+    ``app_dir`` is searched first when given."""
     try:
-        agent: Agent = load_target(target, Agent, USAGE)
+        agent: Agent = load_target(target, Agent, USAGE, app_dir)
     except CliError as exc:
         raise AgentLoadError(str(exc)) from None
     return agent

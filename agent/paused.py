@@ -108,14 +108,23 @@ def current_request_id(checkpoint: Checkpoint, run_id: str | None = None) -> str
     position = paused.get("position")
     if paused.get("kind") == "check_in":
         return check_in_request_id(
-            tool=paused["tool_name"], args=paused["args"], tool_call_id=paused["tool_call_id"], identity=identity,
-            run_id=run, position=position,
-        )  # fmt: skip
+            tool=paused["tool_name"],
+            args=paused["args"],
+            tool_call_id=paused["tool_call_id"],
+            identity=identity,
+            run_id=run,
+            position=position,
+        )
     if paused.get("kind") == "ask":
         return ask_request_id(
-            middleware=paused["middleware"], tool=paused["tool_name"], args=paused["args"],
-            tool_call_id=paused["tool_call_id"], identity=identity, run_id=run, position=position,
-        )  # fmt: skip
+            middleware=paused["middleware"],
+            tool=paused["tool_name"],
+            args=paused["args"],
+            tool_call_id=paused["tool_call_id"],
+            identity=identity,
+            run_id=run,
+            position=position,
+        )
     return None
 
 

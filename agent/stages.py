@@ -52,7 +52,7 @@ from governance.ledger import event_payload
 
 from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
-from .conversations import seed_parts
+from .conversation_turns import seed_parts
 from .event_views import shown_entry
 from .state import (
     CONVERSATION,
@@ -203,9 +203,14 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         # keyword call costs attrs' __init__ a fifth more. Committed values are never mutated in
         # place, so the request shares the history list.
         request = LLMRequest(
-            system_prompt, peek(scope, HISTORY), [] if wrapped_up else offered, model, temperature, max_tokens,
+            system_prompt,
+            peek(scope, HISTORY),
+            [] if wrapped_up else offered,
+            model,
+            temperature,
+            max_tokens,
             output_schema,
-        )  # fmt: skip
+        )
         if forms:  # the form the run has settled on, else the provider's best
             request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
         # event payloads are built only when somebody takes that event (a stream's ``modes=``

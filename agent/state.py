@@ -114,8 +114,11 @@ class PausedCall:
     def to_dict(self) -> dict[str, Any]:
         """The state value, keys in the order they were always written."""
         out: dict[str, Any] = {
-            "kind": self.kind, "tool_call_id": self.tool_call_id, "tool_name": self.tool_name, "args": self.args,
-        }  # fmt: skip
+            "kind": self.kind,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "args": self.args,
+        }
         if self.kind == "ask":
             out["ask_index"] = self.ask_index
             out["middleware"] = self.middleware
@@ -157,9 +160,11 @@ class PauseData:
     def to_dict(self) -> dict[str, Any]:
         """The pause data, keys in the order they were always written."""
         return {
-            "kind": self.kind, "tool_call_id": self.tool_call_id, "tool_name": self.tool_name,
+            "kind": self.kind,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
             PAUSE_BODY[self.kind]: self.body,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$.pause_data") -> PauseData:

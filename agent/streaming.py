@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from flowchart._stream.stream_tap import StreamTap
 from flowchart.events import TraversalContext
 from flowchart.store.runs import new_run_id
 from flowchart.stream import Cancelled, StreamPlan, final_event, mark_cancelled
@@ -35,7 +36,6 @@ from flowchart.stream_events import (
     json_view,
     resolve_modes,
 )
-from flowchart.stream_tap import StreamTap
 
 from . import events
 from .paused import Paused
@@ -116,9 +116,13 @@ def translate(ctx: TraversalContext, name: str, payload: Any) -> StreamEvent | N
         return Token(ctx, payload["iteration"], payload["index"], payload["text"])
     if name == events.LLM_END:
         return ModelCallDone(
-            ctx, payload["iteration"], payload["content"], payload["tool_calls"], payload.get("usage"),
+            ctx,
+            payload["iteration"],
+            payload["content"],
+            payload["tool_calls"],
+            payload.get("usage"),
             payload.get("finish_reason"),
-        )  # fmt: skip
+        )
     if name == events.TOOL_START:
         return ToolCall(ctx, payload["tool_name"], payload["tool_call_id"], payload["args"], payload["iteration"])
     if name == events.TOOL_END:

@@ -28,7 +28,7 @@ MAX_MESSAGE = 500
 # the dispatcher's own frames say nothing about the tool: skipped wherever they are
 _DISPATCHERS = frozenset(("agent.dispatch", "agent.tool_run"))
 # nor does awaiting a synchronous tool's awaitable in place: skipped before the tool's first frame
-_IN_PLACE = frozenset(("agent.stages", "flowchart.coroutines"))
+_IN_PLACE = frozenset(("agent.stages", "flowchart._core.coroutines"))
 
 
 def _frames(exc: BaseException) -> list[str]:

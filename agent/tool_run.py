@@ -88,9 +88,15 @@ def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identi
 
 
 def run_tool_now(
-    cfg: AgentConfig, scope: Scope, ctx: StageContext, tool: Tool, call: dict[str, Any], iteration: int,
-    args: dict[str, Any], identity: Any,
-) -> Any:  # fmt: skip
+    cfg: AgentConfig,
+    scope: Scope,
+    ctx: StageContext,
+    tool: Tool,
+    call: dict[str, Any],
+    iteration: int,
+    args: dict[str, Any],
+    identity: Any,
+) -> Any:
     """``_execute`` for a synchronous tool on an agent with no tool middleware (nothing to await):
     the tool's result (an error's message when it raised); its ``tool.end`` event emitted. The
     ``CallSite`` the record of a failure needs is made only when the tool raises."""
@@ -146,8 +152,12 @@ def tool_end_payload(ctx: StageContext, call_id: str, tool_name: str, text: str,
     """The ``tool.end`` event's payload: the result as the history's tool message shows it in
     events (the run's redaction of ``history``); a fresh dict of scalars, handed over uncopied."""
     message = {"role": "tool", "content": text, "tool_call_id": call_id, "tool_name": tool_name}
-    return {"tool_call_id": call_id, "tool_name": tool_name, "result": shown_field(ctx, HISTORY, message, "content"),
-            "error": error}  # fmt: skip
+    return {
+        "tool_call_id": call_id,
+        "tool_name": tool_name,
+        "result": shown_field(ctx, HISTORY, message, "content"),
+        "error": error,
+    }
 
 
 def look_up(cfg: AgentConfig, ctx: StageContext, call: dict[str, Any], iteration: int) -> Tool | CallOutcome:

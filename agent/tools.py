@@ -69,37 +69,19 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
-def define_tool(
-    fn: Callable[..., Any] | None = None,
-    /,
+def make_tool(
     *,
-    name: str | None = None,
-    description: str | None = None,
-    input_schema: Mapping[str, Any] | None = None,
-    execute: Callable[..., Any] | None = None,
+    name: Any,
+    description: Any,
+    input_schema: Any,
+    execute: Any,
     check_in: Any = None,
     retry: Retry | None = None,
 ) -> Tool:
-    """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result.
-
-    ``define_tool(fn)`` builds it from a typed function instead, as ``@tool`` does
-    (``agent.function_tools``): ``name``/``description`` then override the function's.
-    ``retry`` (a ``flowchart.Retry``) runs the body again when it raises an error the policy
-    names; each failed attempt is a ``tool_errors`` row (``attempt``, ``retried``). A tool
-    body is at-least-once: a retried or re-dispatched call may have run before.
-    """
+    """A ``Tool`` from its parts, each checked (``define_tool``'s keyword form; ``ToolDefinitionError``
+    names the part and the fix)."""
     if retry is not None and not isinstance(retry, Retry):
         raise ToolDefinitionError(f"define_tool: retry must be a flowchart.Retry, got {type(retry).__name__}")
-    if fn is not None:
-        if input_schema is not None or execute is not None:
-            raise ToolDefinitionError(
-                "define_tool(fn, ...): a function brings its own schema and body; "
-                "drop input_schema= and execute= (or drop fn)"
-            )
-        from .function_tools import tool_from_function
-
-        made = tool_from_function(fn, name=name, description=description, check_in=check_in)
-        return made if retry is None else attrs.evolve(made, retry=retry)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ToolDefinitionError(f"define_tool: name {name!r} must be 1-64 characters of letters, digits, '_' or '-'")
     if not isinstance(description, str) or not description.strip():

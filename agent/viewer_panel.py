@@ -27,7 +27,7 @@ from typing import Any
 from flowchart import Commit, Trace
 from flowchart.viewer import Panel
 
-from .conversations import loaded_origin
+from .conversation_turns import loaded_origin
 from .explain import ExplainError, explain_answer
 from .state import FINAL_CONTENT as FINAL
 from .state import HISTORY, TOOL_ERRORS, USER_MESSAGE
@@ -105,9 +105,16 @@ def with_unlisted_replies(
         if (ids and ids <= listed) or (not ids and ops.get((REPLY,)) in said):
             continue
         extra.append(
-            {"message": None, "inputs": [], "seen": None, "results": [], "commit": commit.idx,
-             "answer": ops.get((REPLY,)), "tool_calls": asked if isinstance(asked, list) else []}
-        )  # fmt: skip
+            {
+                "message": None,
+                "inputs": [],
+                "seen": None,
+                "results": [],
+                "commit": commit.idx,
+                "answer": ops.get((REPLY,)),
+                "tool_calls": asked if isinstance(asked, list) else [],
+            }
+        )
     if not extra:
         return calls
     return sorted([*calls, *extra], key=lambda call: (call["commit"] is not None, call["commit"] or 0))

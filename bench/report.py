@@ -53,7 +53,7 @@ COMPARE: tuple[Compare, ...] = (
             {"pyfootprint": f"growth: {n:,} stages"},
             "flat",
         )
-        for n in (10, 100, 1000, 10_000)
+        for n in (10, 100, 1000, 10_000, 30_000)
     ),
     Compare(
         "W2",

@@ -68,10 +68,14 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
     dsn = fresh_schema(base_dsn, name)
     tmp = Path(tempfile.mkdtemp(prefix=f"pyfp-{name}-"))
     env = {
-        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
-        "REFUND_LOG": str(tmp / "refunds.log"), "VISIBILITY_TIMEOUT": str(args.visibility),
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(tmp / "refunds.log"),
+        "VISIBILITY_TIMEOUT": str(args.visibility),
         "REFUND_DELAY": str(args.tool_delay),
-    }  # fmt: skip
+    }
     workers = [start_worker(f"{name}{n}", env, tmp) for n in range(args.workers)]
     app = make_app("refund_agent:refund_agent", broker=redis_url)
     store = PostgresStore(dsn)
@@ -131,10 +135,15 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
     assert total == distinct, "a step was committed twice"
     assert set(refunds) == {f"{r}:call-1" for r in ids}, "a refund is missing"
     out: dict[str, Any] = {
-        "phase": name, "workers": args.workers, "runs": args.runs, "seconds": round(ended - began, 2),
-        "runs_per_s": round(args.runs / (ended - began), 1), "tool_delay_s": args.tool_delay, "commits": total,
+        "phase": name,
+        "workers": args.workers,
+        "runs": args.runs,
+        "seconds": round(ended - began, 2),
+        "runs_per_s": round(args.runs / (ended - began), 1),
+        "tool_delay_s": args.tool_delay,
+        "commits": total,
         "refunds_executed_twice": sum(1 for n in refunds.values() if n > 1),
-    }  # fmt: skip
+    }
     if killed_at is not None:
         out["kill_to_all_done_s"] = round(ended - killed_at, 2)
         out["visibility_timeout_s"] = args.visibility

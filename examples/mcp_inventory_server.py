@@ -1,29 +1,13 @@
-"""An MCP server written with the SDK's FastMCP: what ``docs/mcp.md`` connects an agent to.
+"""The MCP server ``docs/mcp.md`` connects an agent to: ``agent.mcp.inventory_example``.
 
-Run it as ``python examples/mcp_inventory_server.py`` (stdio); ``mcp_tools(command=[...])``
-starts it for you.
+It ships with the package (so the docs' example runs wherever pyfootprint is installed);
+this file runs it from a checkout: ``python examples/mcp_inventory_server.py`` is
+``python -m agent.mcp.inventory_example`` (stdio).
 """
 
 from __future__ import annotations
 
-from mcp.server.fastmcp import FastMCP
-
-server = FastMCP("inventory")
-
-
-@server.tool()
-def stock(sku: str, warehouse: str = "main") -> str:
-    """How many items of a SKU a warehouse holds."""
-    return f"{sku}@{warehouse}: {len(sku) * 7} in stock"
-
-
-@server.tool()
-def reserve(sku: str, quantity: int) -> str:
-    """Reserve items of a SKU for an order."""
-    if quantity > 10:
-        raise ValueError(f"cannot reserve {quantity} of {sku}: at most 10")
-    return f"reserved {quantity} of {sku}"
-
+from agent.mcp.inventory_example import main
 
 if __name__ == "__main__":
-    server.run("stdio")
+    main()

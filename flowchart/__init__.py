@@ -4,18 +4,15 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
-from flowchart import launch as _launch
-from flowchart._version import package_version
-from flowchart.analysis import commit_value_at, find_commit, find_commits, find_last_writer
-from flowchart.builder import BranchList, FlowChartBuilder, flow_chart
-from flowchart.cancel import CancelToken, RunCancelledError
-from flowchart.causal import causal_chain
-from flowchart.chart import FlowChart
-from flowchart.chart import bind_launcher as _bind_launcher
-from flowchart.commits import Commit, Op, replay
-from flowchart.context import StageContext
-from flowchart.decide import Decision, Selection, decide, select
-from flowchart.errors import (
+from flowchart import _launch as _launch
+from flowchart._chart.builder import BranchList, FlowChartBuilder, flow_chart
+from flowchart._chart.chart import FlowChart
+from flowchart._chart.chart import bind_launcher as _bind_launcher
+from flowchart._core.cancel import CancelToken, RunCancelledError
+from flowchart._core.commits import Commit, Op, replay
+from flowchart._core.context import StageContext
+from flowchart._core.decide import Decision, Selection, decide, select
+from flowchart._core.errors import (
     BuildError,
     CheckpointError,
     FlowchartError,
@@ -28,26 +25,29 @@ from flowchart.errors import (
     ScopeWriteError,
     TraceError,
 )
-from flowchart.failure import RunFailure, failed_checkpoint, failed_run
-from flowchart.nodes import Pausable
-from flowchart.pause import Checkpoint, pause_again
-from flowchart.record import Lineage, Record, ShownRecord
+from flowchart._core.failure import RunFailure, failed_checkpoint, failed_run
+from flowchart._core.nodes import Pausable
+from flowchart._core.pause import Checkpoint, pause_again
+from flowchart._core.redaction import Redaction
+from flowchart._core.retry import Retry
+from flowchart._core.scope import Scope
+from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
+from flowchart._record.causal import causal_chain
+from flowchart._record.record import Lineage, Record, ShownRecord
+from flowchart._record.result import RunResult
+from flowchart._record.trace import Trace
+from flowchart._version import package_version as _package_version
 from flowchart.recorders.narrative import narrative
-from flowchart.redaction import Redaction
-from flowchart.result import RunResult
-from flowchart.retry import Retry
-from flowchart.scope import Scope
-from flowchart.trace import Trace
 
-# The structure (flowchart.chart) sits below the engine, the store and the streams, so its
-# entry points run through flowchart.launch, which the façade binds into it here, once.
+# The structure (flowchart._chart.chart) sits below the engine, the store and the streams, so its
+# entry points run through flowchart._launch, which the façade binds into it here, once.
 _bind_launcher(_launch)
 
 
 def __getattr__(name: str) -> str:
     """``flowchart.__version__``, read from the distribution's metadata when first asked for."""
     if name == "__version__":
-        return package_version()
+        return _package_version()
     raise AttributeError(f"module 'flowchart' has no attribute {name!r}")
 
 

@@ -4,19 +4,21 @@
     flowchart narrate TRACE                the run's narrative, one line each
     flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
     flowchart diff TRACE A B               what changed between commits A and B
-    flowchart show MODULE:ATTR [--mermaid] a chart's description (or mermaid)
+    flowchart show MODULE:ATTR [--mermaid] [--app-dir DIR]
+                                           a chart's description (or mermaid)
     flowchart view TRACE [-o PAGE] [--open] [--panel MODULE:ATTR]
                                            one self-contained HTML page of the run
-    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--out FILE]
+    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--out FILE] [--app-dir DIR]
                                            run on from commit K with edited values
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
 an index out of range, a bad MODULE:ATTR) prints ONE line ``flowchart: error: ...`` on
 stderr and exits with status 2 — never a traceback. Success exits 0. Commit indexes
 are the log's (``-1`` is the initial state). ``show`` imports the module the user names
-(their own code, from the current directory too); nothing else is ever imported or run
+(their own code: installed, on ``$PYTHONPATH``, or in the directory ``--app-dir DIR`` names —
+the current directory only with ``--app-dir .``); nothing else is ever imported or run
 — except by ``fork``, which runs the chart ``--chart`` names from commit K on. A ``--set``
-value is untrusted JSON, parsed within ``flowchart.untrusted``'s limits.
+value is untrusted JSON, parsed within ``flowchart._core.untrusted``'s limits.
 """
 
 from __future__ import annotations
@@ -24,14 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .chart import FlowChart
-from .cli_support import CliError, OneLineParser, load_target, run_cli
-from .errors import FlowchartError
-from .trace import Trace
+from flowchart._chart.chart import FlowChart
+from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, load_target, run_cli, warn
+from flowchart._core.errors import FlowchartError
+from flowchart._record.trace import Trace
 
 
 def _load(path: str) -> Trace:
@@ -62,12 +63,12 @@ def cmd_replay(args: argparse.Namespace) -> str:
     return json.dumps(trace.state_at(_index(trace, args.at)), ensure_ascii=False, indent=2)
 
 
-def cmd_narrate(args: argparse.Namespace) -> str:
-    """``narrate``: the narrative lines recorded with the run."""
+def cmd_narrate(args: argparse.Namespace) -> list[str]:
+    """``narrate``: the narrative lines recorded with the run (one line each)."""
     trace = _load(args.trace)
     if trace.narrative is None:
         raise CliError(f"{args.trace} has no narrative: run the chart with recorders=[narrative()]")
-    return "\n".join(trace.narrative_lines or ())
+    return list(trace.narrative_lines or ())
 
 
 def cmd_why(args: argparse.Namespace) -> str:
@@ -81,7 +82,7 @@ def cmd_why(args: argparse.Namespace) -> str:
     return chain.format()
 
 
-def cmd_diff(args: argparse.Namespace) -> str:
+def cmd_diff(args: argparse.Namespace) -> list[str]:
     """``diff``: top-level keys added, removed and changed between commits ``A`` and ``B``."""
     trace = _load(args.trace)
     a, b = _index(trace, args.a), _index(trace, args.b)
@@ -96,19 +97,19 @@ def cmd_diff(args: argparse.Namespace) -> str:
             lines.append(f"~ {change.key}: {_show(change.before)} → {_show(change.after)}")
     if len(lines) == 1:
         lines.append("(no changes)")
-    return "\n".join(lines)
+    return lines
 
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: write the trace as one self-contained HTML page (``flowchart.viewer``)."""
-    from .viewer import installed_panels, load_panel, write_page
+    from flowchart.viewer import installed_panels, load_panel, write_page
 
     try:
         panels = [load_panel(target) for target in args.panel or ()]
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if not args.panel and not args.no_panels:
-        panels = installed_panels(warn=lambda text: print(f"flowchart view: {text}", file=sys.stderr))
+        panels = installed_panels(warn=lambda text: warn("flowchart view", text))
     trace = _load(args.trace)
     out = args.output or os.path.splitext(args.trace)[0] + ".html"
     try:
@@ -122,25 +123,27 @@ def cmd_view(args: argparse.Namespace) -> str:
     return str(page)
 
 
-def load_chart(target: str) -> FlowChart:
+def load_chart(target: str, app_dir: str | None = None) -> FlowChart:
     """Import ``MODULE:ATTR`` (ATTR may be dotted) and return the chart it names.
 
-    ATTR is a ``FlowChart`` or a callable taking no arguments that returns one. The
-    current directory is importable, as with ``python -m``. Raises ``CliError``.
+    ATTR is a ``FlowChart`` or a callable taking no arguments that returns one. Installed
+    modules are importable; ``app_dir`` (``--app-dir .``) is searched first when given — the
+    current directory only then. Raises ``CliError``.
     """
-    chart: FlowChart = load_target(target, FlowChart, "expected MODULE:ATTR (e.g. examples.loan:chart)")
+    usage = "expected MODULE:ATTR (e.g. examples.loan:chart)"
+    chart: FlowChart = load_target(target, FlowChart, usage, app_dir)
     return chart
 
 
 def cmd_show(args: argparse.Namespace) -> str:
     """``show``: the chart's description, or its mermaid drawing with ``--mermaid``."""
-    chart = load_chart(args.target)
+    chart = load_chart(args.target, args.app_dir)
     return chart.to_mermaid() if args.mermaid else chart.description
 
 
 def parse_set(text: str) -> tuple[str, Any]:
     """``KEY=JSON`` → ``(KEY, value)``; a ``CliError`` naming the mistake otherwise."""
-    from .serde import loads
+    from flowchart._core.serde import loads
 
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
@@ -164,7 +167,7 @@ def cmd_fork(args: argparse.Namespace) -> str:
     """``fork``: a new run of ``--chart`` from commit ``--at`` of TRACE with ``--set`` values."""
     trace = _load(args.trace)
     patch = dict(parse_set(item) for item in args.set or ())
-    chart = load_chart(args.chart)
+    chart = load_chart(args.chart, args.app_dir)
     try:
         result = chart.fork(trace, at=_at(args.at), patch=patch or None)
     except FlowchartError as exc:
@@ -208,15 +211,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("show", cmd_show, "Describe a chart defined in your code.")
     sub.add_argument("target", metavar="MODULE:ATTR", help="a FlowChart, or a function returning one")
     sub.add_argument("--mermaid", action="store_true", help="print a mermaid flowchart instead")
+    add_app_dir_option(sub)
 
     sub = command("view", cmd_view, "Write the run as one self-contained HTML page.")
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("-o", "--output", metavar="PAGE", help="the page to write (default: TRACE with .html)")
     sub.add_argument("--open", action="store_true", help="open the page in a web browser")
     sub.add_argument(
-        "--panel", action="append", metavar="MODULE:ATTR",
+        "--panel",
+        action="append",
+        metavar="MODULE:ATTR",
         help="use this viewer Panel (repeatable) instead of the installed ones, e.g. agent.viewer_panel:PANEL",
-    )  # fmt: skip
+    )
     sub.add_argument(
         "--no-panels",
         action="store_true",
@@ -227,11 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("--chart", required=True, metavar="MODULE:ATTR", help="the chart the trace is a run of")
     sub.add_argument(
-        "--at", required=True, metavar="K",
+        "--at",
+        required=True,
+        metavar="K",
         help="the commit to fork at (-1: the start); M,J: commit J of the subflow mounted at commit M",
-    )  # fmt: skip
+    )
     sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
     sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
+    add_app_dir_option(sub)
     return parser
 
 

@@ -55,7 +55,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .values import slot_setters
+from flowchart._core.values import slot_setters
 
 StageType = Literal["linear", "decider", "selector", "fork", "subflow-mount", "pausable", "answer"]
 """``answer``: a pausable's ``answer`` half, which recorded the resume input before ``resume`` ran."""
@@ -214,7 +214,7 @@ class CommitEvent:
     """A stage's net change was committed; ``commit`` is the (redacted) log entry."""
 
     ctx: TraversalContext
-    commit: Any  # flowchart.commits.Commit (Any here to keep this module import-free)
+    commit: Any  # flowchart._core.commits.Commit (Any here to keep this module import-free)
 
 
 #: one scope operation of a batch: ``(kind, key, value, operation, redacted)``. ``kind``

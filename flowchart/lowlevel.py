@@ -8,18 +8,18 @@ notice. The names here are stable: a change to one is a change to the public API
 
 from __future__ import annotations
 
-from .commits import apply_commit
-from .context import emit_owned, freeze, thaw
-from .coroutines import drive, run_coroutine
-from .engine.entry import _run_input as validated_input
-from .engine.entry import check_checkpoint
-from .fingerprint import canonical_json, json_digest, spec_fingerprint
-from .forking import fork_chart
-from .options import RunOptions
-from .scope import peek, raw_read, set_owned
-from .serde import json_type
-from .tracked import append_owned
-from .values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
+from flowchart._core.commits import apply_commit
+from flowchart._core.context import emit_owned, freeze, thaw
+from flowchart._core.coroutines import drive, run_coroutine
+from flowchart._core.fingerprint import canonical_json, json_digest, spec_fingerprint
+from flowchart._core.options import RunOptions
+from flowchart._core.scope import peek, raw_read, set_owned
+from flowchart._core.serde import json_type
+from flowchart._core.tracked import append_owned
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
+from flowchart._engine.entry import _run_input as validated_input
+from flowchart._engine.entry import check_checkpoint
+from flowchart._rerun import fork_chart
 
 __all__ = [
     "NotJsonSafe",

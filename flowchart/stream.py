@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .engine.entry import _run_input, run_sync, start_run
-from .options import RunOptions
-from .recorders.narrative import narrative
-from .store.protocol import Segment
-from .store.runs import aadvance, new_run_id, remember_store, run_chart, told
-from .stream_drivers import AsyncRunStream, RunStream
-from .stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
-from .stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
-from .stream_tap import StreamTap
+from flowchart._core.options import RunOptions
+from flowchart._engine.entry import _run_input, run_sync, start_run
+from flowchart._stream.stream_drivers import AsyncRunStream, RunStream
+from flowchart._stream.stream_plan import CANCEL_REASON, Cancelled, RunCancelledError, StreamPlan
+from flowchart._stream.stream_tap import StreamTap
+from flowchart.recorders.narrative import narrative
+from flowchart.store.protocol import Segment
+from flowchart.store.runs import aadvance, new_run_id, remember_store, run_chart, told
+from flowchart.stream_events import CHART_KINDS, CHART_MODES, Final, StreamEvent, resolve_modes
 
 if TYPE_CHECKING:
-    from .chart import FlowChart
+    from flowchart._chart.chart import FlowChart
 
 __all__ = [
     "CANCEL_REASON",
@@ -98,9 +98,14 @@ def mark_cancelled(store: Any, run_id: str, record: Cancelled) -> None:
     if current.status != "running":
         return
     segment = Segment(
-        current.next_seq, "failed", record.commit_log, error=record.message, narrative=record.narrative,
-        failure=record.failure, records=record.records,
-    )  # fmt: skip
+        current.next_seq,
+        "failed",
+        record.commit_log,
+        error=record.message,
+        narrative=record.narrative,
+        failure=record.failure,
+        records=record.records,
+    )
     store.commit(run_id, segment)
 
 
@@ -110,9 +115,13 @@ async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> An
     assert store is not None and run_id is not None, "a stored stream has a store and a run id"
     run_input = _run_input(input)
     store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        run_id,
+        kind="chart",
+        chart_fingerprint=chart.fingerprint,
+        input=run_input,
+        chart_spec=chart.spec,
         redaction=options.redaction,
-    )  # fmt: skip
+    )
     remember_store(run_id, store)
 
     async def step(record: Any) -> Any:

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .events import TraversalContext
-from .values import NotJsonSafe, copy_json
+from flowchart._core.values import NotJsonSafe, copy_json
+from flowchart.events import TraversalContext
 
 
 def json_view(value: Any) -> Any:
@@ -76,9 +76,11 @@ class StreamEvent:
     def to_dict(self) -> dict[str, Any]:
         """``{"kind", "stage", "stage_id", "runtime_stage_id", ...the event's own fields}``."""
         out: dict[str, Any] = {
-            "kind": self.kind, "stage": self.stage, "stage_id": self.stage_id,
+            "kind": self.kind,
+            "stage": self.stage,
+            "stage_id": self.stage_id,
             "runtime_stage_id": self.runtime_stage_id,
-        }  # fmt: skip
+        }
         for name, value in self.fields().items():
             out[name] = json_view(value)
         return out

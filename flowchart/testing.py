@@ -40,9 +40,9 @@ except ImportError as exc:
         "(in a pyfootprint checkout: pip install -e '.[testing]')"
     ) from None
 
-from .commits import Commit
-from .result import RunResult
-from .trace import Trace
+from flowchart._core.commits import Commit
+from flowchart._record.result import RunResult
+from flowchart._record.trace import Trace
 
 SNAPSHOT_DIR = "snapshots"
 _OPAQUE_ID = re.compile(r"\b([a-z]{3})_[0-9a-f]{32}\b")

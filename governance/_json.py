@@ -8,7 +8,7 @@ committed to the run's state, written into a checkpoint and compared in another 
 refusals can say what went wrong without leaking what a person typed.
 
 What "JSON-safe" means, how a value is checked and copied, and the canonical JSON every id
-is hashed from are flowchart's (``flowchart.values``, ``flowchart.fingerprint``, both L0):
+is hashed from are flowchart's (``flowchart._core.values``, ``flowchart._core.fingerprint``, both L0):
 governance adds only the never-raising fallback for what a run could not store.
 """
 
@@ -19,8 +19,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from flowchart.fingerprint import json_digest
-from flowchart.values import NotJsonSafe, copy_json, escape_surrogates
+from flowchart._core.fingerprint import json_digest
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
 
 _CIRCULAR = "[circular]"
 
@@ -28,7 +28,7 @@ _CIRCULAR = "[circular]"
 def json_safe(value: Any) -> Any:
     """Return a JSON-safe deep copy of ``value``.
 
-    A value a run could store is copied by ``flowchart.values.copy_json``. Otherwise:
+    A value a run could store is copied by ``flowchart._core.values.copy_json``. Otherwise:
     mappings become dicts with string keys, lists/tuples/sets become lists, objects with a
     ``to_dict()`` are converted through it, and any other object becomes ``str(value)``; a
     non-finite float becomes its text (``"nan"``) and a lone surrogate is written out as
@@ -114,6 +114,6 @@ def describe_shape(value: Any) -> str:
 
 def fingerprint(prefix: str, value: Any) -> str:
     """An opaque, deterministic id: ``<prefix>_`` + the first 32 hex digits of the SHA-256 of
-    the canonical JSON (``flowchart.fingerprint``) of the JSON-safe copy of ``value``. It
+    the canonical JSON (``flowchart._core.fingerprint``) of the JSON-safe copy of ``value``. It
     carries no value from the run."""
     return f"{prefix}_{json_digest(json_safe(value))[:32]}"

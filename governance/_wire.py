@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart._core.values import NotJsonSafe, copy_json
 from governance._json import describe_shape
 from governance.errors import WireFormatError
 
@@ -91,7 +91,7 @@ def listing(d: dict[str, Any], key: str, path: str) -> list[Any]:
 
 def json_value(d: dict[str, Any], key: str, path: str) -> Any:
     """A plain copy of ``d[key]``, which must be JSON-safe as a run stores it (any shape;
-    ``flowchart.values.copy_json``: no NaN, no lone surrogate)."""
+    ``flowchart._core.values.copy_json``: no NaN, no lone surrogate)."""
     value = d.get(key)
     try:
         return copy_json(value)

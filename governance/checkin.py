@@ -81,9 +81,15 @@ def ask_request_id(
     (``ask_`` + 32 hex digits); the asking middleware is part of it, so two askers never
     share an id."""
     return _request_id(
-        "ask", run_id, position, middleware=middleware, tool=tool, args=args, tool_call_id=tool_call_id,
+        "ask",
+        run_id,
+        position,
+        middleware=middleware,
+        tool=tool,
+        args=args,
+        tool_call_id=tool_call_id,
         identity=identity,
-    )  # fmt: skip
+    )
 
 
 def ask_human_request_id(*, tool: str, tool_call_id: str, run_id: str = "", position: Position | None = None) -> str:

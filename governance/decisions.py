@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from flowchart.values import NotJsonSafe, copy_json
+from flowchart._core.values import NotJsonSafe, copy_json
 from governance import _wire
 from governance._json import describe_shape
 from governance.checkin import CheckInRequest

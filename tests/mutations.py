@@ -16,9 +16,30 @@ import random
 from typing import Any
 
 NASTY: list[Any] = [
-    None, True, 0, -1, 10**30, 1.5, "", "x", [], {}, [1, 2], {"a": 1}, "REDACTED", "stage", "mount",
-    "check_in", "ask", "ask_human", "tool-calls", 2**63, -(2**63), {"role": "tool"}, [{"id": "c1"}],
-]  # fmt: skip
+    None,
+    True,
+    0,
+    -1,
+    10**30,
+    1.5,
+    "",
+    "x",
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "REDACTED",
+    "stage",
+    "mount",
+    "check_in",
+    "ask",
+    "ask_human",
+    "tool-calls",
+    2**63,
+    -(2**63),
+    {"role": "tool"},
+    [{"id": "c1"}],
+]
 KEYS = ["extra", "kind", "id", "index", "signature", "tool_calls", "role"]
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from flowchart.narrative_entry import RECORD_TYPES, NarrativeEntry
-from flowchart.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
+from flowchart._core.narrative_entry import RECORD_TYPES, NarrativeEntry
+from flowchart._core.pause import CHECKPOINT_VERSION, Checkpoint, ResumeFrame
 from governance import (
     CheckInDecision,
     CheckInEvidence,
@@ -35,18 +35,23 @@ INTS, FINITE, TEXT, KEYS = (
 
 
 def json_scalars(
-    *, ints: st.SearchStrategy[int] = INTS, floats: st.SearchStrategy[float] = FINITE,
+    *,
+    ints: st.SearchStrategy[int] = INTS,
+    floats: st.SearchStrategy[float] = FINITE,
     text: st.SearchStrategy[str] = TEXT,
-) -> st.SearchStrategy[Any]:  # fmt: skip
+) -> st.SearchStrategy[Any]:
     """The JSON scalars a run may store (no NaN or infinity; ``st.text`` draws no lone
     surrogate); narrow a domain to make values collide."""
     return st.none() | st.booleans() | ints | floats | text
 
 
 def json_values(
-    max_leaves: int = 20, *, scalars: st.SearchStrategy[Any] | None = None,
-    keys: st.SearchStrategy[str] = KEYS, max_size: int = 4,
-) -> st.SearchStrategy[Any]:  # fmt: skip
+    max_leaves: int = 20,
+    *,
+    scalars: st.SearchStrategy[Any] | None = None,
+    keys: st.SearchStrategy[str] = KEYS,
+    max_size: int = 4,
+) -> st.SearchStrategy[Any]:
     """Any JSON value: scalars, lists and string-keyed objects, nested."""
     return st.recursive(
         json_scalars() if scalars is None else scalars,

@@ -7,9 +7,17 @@ import importlib
 import pytest
 
 WORKLOADS = [
-    "w1_linear", "w2_loop", "w3_fanout", "w4_loop_checkpoint", "w5_pause_resume", "w6_agent", "stream_overhead",
-    "w7_big_run", "w8_map", "conversation",
-]  # fmt: skip
+    "w1_linear",
+    "w2_loop",
+    "w3_fanout",
+    "w4_loop_checkpoint",
+    "w5_pause_resume",
+    "w6_agent",
+    "stream_overhead",
+    "w7_big_run",
+    "w8_map",
+    "conversation",
+]
 
 
 @pytest.mark.parametrize("module", WORKLOADS)
@@ -37,8 +45,17 @@ def test_side_by_side_prepares_each_sample_untimed_and_rotates_who_goes_first() 
     samples = side_by_side(cfg, {"a": variant("a"), "b": variant("b")})
     assert [len(samples["a"]), len(samples["b"])] == [3, 3]
     assert order == [
-        "prepare a", "run a", "prepare b", "run b",
-        "prepare b", "run b", "prepare a", "run a",
-        "prepare a", "run a", "prepare b", "run b",
-    ]  # fmt: skip
+        "prepare a",
+        "run a",
+        "prepare b",
+        "run b",
+        "prepare b",
+        "run b",
+        "prepare a",
+        "run a",
+        "prepare a",
+        "run a",
+        "prepare b",
+        "run b",
+    ]
     assert ratios({"base": [1.0, 2.0, 3.0], "x": [3.0, 4.0, 5.0]}, "base") == {"x": 2.0}

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import Commit, FlowChart, causal_chain, flow_chart
-from flowchart.commits import Op
+from flowchart._core.commits import Op
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
@@ -208,8 +208,10 @@ def test_a_loop_traces_each_pass_to_the_one_before() -> None:
 
 def test_a_slash_key_finds_the_writer_of_a_nested_path() -> None:
     """``runs/b/x`` (a fork child's write) is found by its path when no top-level key matches."""
-    log = [Commit(0, "A", "a", "a#0", (Op(("runs", "a", "x"), "set", 1),)),
-           Commit(1, "B", "b", "b#1", (Op(("runs", "b", "x"), "set", 2),))]  # fmt: skip
+    log = [
+        Commit(0, "A", "a", "a#0", (Op(("runs", "a", "x"), "set", 1),)),
+        Commit(1, "B", "b", "b#1", (Op(("runs", "b", "x"), "set", 2),)),
+    ]
     assert causal_chain(log, "runs/a/x").nodes[0].runtime_stage_id == "a#0"
     assert causal_chain(log, "runs").nodes[0].runtime_stage_id == "b#1"
 
@@ -281,7 +283,7 @@ def test_a_chain_says_a_stage_depended_on_a_key_being_absent() -> None:
 def test_chains_of_several_keys_are_each_keys_chain(log: list[Commit], keys: list[str], data: Any) -> None:
     """``causal_chains`` (the log indexed once, as the viewer asks for every key) gives for each
     key exactly what ``causal_chain`` gives, whatever ``at`` and the starting keys."""
-    from flowchart.causal import causal_chains
+    from flowchart._record.causal import causal_chains
 
     at = data.draw(st.integers(-1, len(log) - 1) | st.none())
     initial = data.draw(st.none() | st.lists(KEYS, max_size=3))
@@ -293,7 +295,7 @@ def test_chains_of_several_keys_are_each_keys_chain(log: list[Commit], keys: lis
 def test_chains_of_several_keys_refuse_what_one_chain_refuses() -> None:
     """The same errors as ``causal_chain``, raised before any key is walked; an empty log gives
     every key an ``empty-log`` chain."""
-    from flowchart.causal import causal_chains
+    from flowchart._record.causal import causal_chains
 
     log = [commit(0, "a"), commit(1, "b", "a")]
     with pytest.raises(IndexError, match=r"commit index 2 is out of range: the log has 2 commits \(0\.\.1\)"):

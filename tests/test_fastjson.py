@@ -14,14 +14,15 @@ from hypothesis import strategies as st
 from mutations import mutate
 from trace_versions import as_version_1, as_version_2
 
-from flowchart import Trace, fastjson, flow_chart, narrative
-from flowchart.commits import Commit, Op
-from flowchart.errors import CheckpointError
-from flowchart.narrative_columns import NarrativeColumns
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.serde import dumps
-from flowchart.trace import CONVERTER
-from flowchart.trace_codec import log_chunks
+from flowchart import Trace, flow_chart, narrative
+from flowchart._core import fastjson
+from flowchart._core.commits import Commit, Op
+from flowchart._core.errors import CheckpointError
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.serde import dumps
+from flowchart._record.trace import CONVERTER
+from flowchart._record.trace_codec import log_chunks
 
 orjson = pytest.importorskip("orjson", reason="the [fast] extra (orjson) is part of the dev extra")
 

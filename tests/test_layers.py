@@ -26,79 +26,31 @@ OURS = ("flowchart", "agent", "governance")
 
 # docs/architecture.md, "The layers of flowchart". A name ending in ".*" covers a package.
 LAYERS: dict[str, int] = {
-    # L0 values
-    "flowchart._version": 0,
-    "flowchart.errors": 0,
-    "flowchart.values": 0,
-    "flowchart.redaction": 0,
-    "flowchart.events": 0,
-    "flowchart.summary": 0,
-    "flowchart.fingerprint": 0,
-    "flowchart.options": 0,
-    "flowchart.coroutines": 0,
-    "flowchart.untrusted": 0,
-    "flowchart.fastjson": 0,
-    "flowchart.narrative_columns": 0,
-    "flowchart.signing": 0,
-    "flowchart.retry": 0,
-    "flowchart.narrative_entry": 0,
-    "flowchart.owned": 0,
-    # L1 state, and reading a commit log
-    "flowchart.spec_shape": 1,
-    "flowchart.commits": 1,
-    "flowchart.tracked": 1,
-    "flowchart.lending": 1,
-    "flowchart.scope": 1,
-    "flowchart.nodes": 1,
-    "flowchart.context": 1,
-    "flowchart.decide": 1,
-    "flowchart.pause": 1,
-    "flowchart.serde": 1,
-    "flowchart.cancel": 1,
-    "flowchart.failure": 1,
-    "flowchart.causal": 1,
-    "flowchart.analysis": 1,
-    # L2 structure
-    "flowchart.chart": 2,
-    "flowchart.builder": 2,
-    "flowchart.branches": 2,
-    "flowchart.stage_nodes": 2,
-    "flowchart.drawing": 2,
-    "flowchart.mapping": 2,
-    # L3 engine, and what a run returns
-    "flowchart.engine.*": 3,
-    "flowchart.engine.redacting": 3,
-    "flowchart.result": 3,
-    "flowchart.record": 3,
-    "flowchart.trace": 3,
-    "flowchart.trace_codec": 3,
-    "flowchart.trace_parsed": 3,
-    "flowchart.trace_narrative": 3,
-    # L4 records, tools, and the chart's entry points
-    "flowchart.recorders": 4,
-    "flowchart.recorders.narrative": 4,
-    "flowchart.recorders.narrative_counting": 4,
-    "flowchart.recorders.narrative_lines": 4,
-    "flowchart.recorders.narrative_state": 4,
-    "flowchart.recorders.narrative_reading": 4,
-    "flowchart.recorders.narrative_steps": 4,
-    "flowchart.recorders.sentences": 4,
-    "flowchart.recorders.rendering": 4,
-    "flowchart.recorders.summary": 4,
+    # L1 the kernel: values, the transaction a stage sees, what it leaves, pause and checkpoints
+    # (and the one converter and untrusted-input policy they load through)
+    "flowchart._version": 1,
+    "flowchart.events": 1,
+    "flowchart._core.*": 1,
+    # L2 structure: a chart, before anything runs
+    "flowchart._chart.*": 2,
+    # L3 the walk, and the record a run leaves (Record, RunResult, Trace and its file codec)
+    "flowchart._engine.*": 3,
+    "flowchart._record.*": 3,
+    # L4 readers of records, tools, and the chart's entry points
+    "flowchart.recorders.*": 4,
     "flowchart.store.*": 4,
     "flowchart.viewer.*": 4,
+    "flowchart._stream.*": 4,
     "flowchart.cli": 4,
-    "flowchart.cli_support": 4,
+    "flowchart._cli_support": 4,
     "flowchart.testing": 4,
     "flowchart.otel": 4,
+    "flowchart._otel": 4,
     "flowchart.stream": 4,
-    "flowchart.stream_drivers": 4,
     "flowchart.stream_events": 4,
-    "flowchart.stream_plan": 4,
-    "flowchart.stream_tap": 4,
-    "flowchart.launch": 4,
+    "flowchart._launch": 4,
+    "flowchart._rerun": 4,
     "flowchart.lowlevel": 4,
-    "flowchart.forking": 4,
     # L5 façade
     "flowchart": 5,
 }
@@ -268,13 +220,13 @@ def test_the_import_reader_sees_lazy_relative_and_parent_imports(tmp_path: Path)
     """The reader counts function-level, relative and parent-package imports, and skips TYPE_CHECKING ones."""
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from flowchart.trace import Trace\n"
-        "def run():\n    from .engine.runner import start_run\n"
+        "if TYPE_CHECKING:\n    from flowchart._record.trace import Trace\n"
+        "def run():\n    from ._engine.runner import start_run\n"
         "import governance\n"
     )
     path = tmp_path / "_layer_probe.py"
     path.write_text(source, encoding="utf-8")
-    assert imports_of(path, "flowchart._layer_probe") == {"flowchart.engine", "flowchart.engine.runner", "governance"}
+    assert imports_of(path, "flowchart._layer_probe") == {"flowchart._engine", "flowchart._engine.runner", "governance"}
 
 
 def test_the_architecture_page_names_only_modules_that_exist() -> None:
@@ -315,13 +267,24 @@ def test_the_viewer_names_no_agent_state_key() -> None:
 
 
 # The modules outside code may import (docs/api.md, "Low level"); the agent uses no other.
-PUBLIC_FLOWCHART = ("flowchart", "flowchart.lowlevel", "flowchart.events", "flowchart.stream",
-                    "flowchart.stream_events", "flowchart.recorders.rendering", "flowchart.testing",
-                    "flowchart.otel", "flowchart.store", "flowchart.store.*", "flowchart.viewer")  # fmt: skip
+PUBLIC_FLOWCHART = (
+    "flowchart",
+    "flowchart.lowlevel",
+    "flowchart.events",
+    "flowchart.stream",
+    "flowchart.stream_events",
+    "flowchart.recorders.rendering",
+    "flowchart.testing",
+    "flowchart.otel",
+    "flowchart.store",
+    "flowchart.store.*",
+    "flowchart.viewer",
+)
 # (module of flowchart): why the agent still imports it, not yet through flowchart.lowlevel.
 AGENT_INTERNAL_DEBT = {
-    "flowchart.cli_support": "the agent's CLI shares flowchart's CLI plumbing (CliError, run_cli)",
-    "flowchart.stream_tap": "the agent's stream taps the run's events as flowchart's stream does",
+    "flowchart._cli_support": "the agent's CLI shares flowchart's CLI plumbing (CliError, run_cli)",
+    "flowchart._stream.stream_tap": "the agent's stream taps the run's events as flowchart's stream does",
+    "flowchart._stream": "the package of stream_tap (above)",
 }
 
 
@@ -331,7 +294,7 @@ def _public(module: str) -> bool:
 
 def test_the_agent_imports_flowchart_only_through_public_modules() -> None:
     """The agent is a library on flowchart: it reaches internals through ``flowchart.lowlevel``,
-    never ``flowchart.scope`` / ``.values`` / ``.engine`` and the like (listed debt excepted)."""
+    never ``flowchart._core.scope`` / ``.values`` / ``.engine`` and the like (listed debt excepted)."""
     known = modules("flowchart")
     used = {
         imported

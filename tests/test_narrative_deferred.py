@@ -27,7 +27,7 @@ _NARRATIVE_FILES = module_files(
         "flowchart.recorders.narrative",
         "flowchart.recorders.narrative_lines",
         "flowchart.recorders.sentences",
-        "flowchart.summary",
+        "flowchart._core.summary",
     )
 )
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowchart.recorders.summary import js_json, js_number, js_object_keys, summarize_value
+from flowchart._core.summary import js_json, js_number, js_object_keys, summarize_value
 
 
 @pytest.mark.parametrize(

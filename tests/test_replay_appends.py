@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import replay
-from flowchart.commits import Commit, Op, apply_commit
+from flowchart._core.commits import Commit, Op, apply_commit
 
 KEYS = st.sampled_from(["a", "b"])
 VALUES = (

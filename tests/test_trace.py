@@ -26,10 +26,11 @@ from flowchart import (
     narrative,
     replay,
 )
-from flowchart.commits import Op
-from flowchart.narrative_entry import RECORD_TYPES
+from flowchart._core.commits import Op
+from flowchart._core.narrative_entry import RECORD_TYPES
+from flowchart._record.record import SubflowTrace
+from flowchart._record.trace import TRACE_VERSION, KeyChange, spec_fingerprint
 from flowchart.recorders import NarrativeEntry
-from flowchart.trace import TRACE_VERSION, KeyChange, SubflowTrace, spec_fingerprint
 
 REJECTED = {"applicant": {"income": 5000, "debt": 2500, "credit_score": 720}}
 
@@ -104,9 +105,19 @@ def test_the_commit_log_keeps_its_read_sets_in_json(loan_chart: FlowChart) -> No
     data = json.loads(loan_chart.run(REJECTED).trace().to_json())
     assert data["commit_log"][2]["reads"] == ["credit_score", "dti"]
     assert list(data) == [
-        "version", "library_version", "run_id", "chart_fingerprint", "chart_spec", "run_input",
-        "initial_state", "commit_log", "subflows", "redacted_paths", "narrative", "checkpoint",
-    ]  # fmt: skip
+        "version",
+        "library_version",
+        "run_id",
+        "chart_fingerprint",
+        "chart_spec",
+        "run_input",
+        "initial_state",
+        "commit_log",
+        "subflows",
+        "redacted_paths",
+        "narrative",
+        "checkpoint",
+    ]
 
 
 def test_replay_and_why_work_on_the_trace(loan_chart: FlowChart) -> None:
@@ -256,88 +267,142 @@ SF = '$.subflows["sf#1"]'
 CL = "$.commit_log"
 CP = "$.checkpoint"
 BROKEN = [
-    (_set(["version"], 4), "$.version",
-     "unsupported version 4 @ $.version (this library reads versions 1, 2 and 3)"),
+    (_set(["version"], 4), "$.version", "unsupported version 4 @ $.version (this library reads versions 1, 2 and 3)"),
     (_set(["version"], "1"), "$.version", "expected an integer, got a string @ $.version"),
-    (_set(["library_version"], 1), "$.library_version",
-     "expected a string, got an integer @ $.library_version"),
+    (_set(["library_version"], 1), "$.library_version", "expected a string, got an integer @ $.library_version"),
     (_set(["run_id"], None), "$.run_id", "expected a string, got null @ $.run_id"),
-    (_set(["chart_fingerprint"], "0" * 64), "$.chart_fingerprint",
-     "chart_spec does not match chart_fingerprint @ $.chart_fingerprint"),
+    (
+        _set(["chart_fingerprint"], "0" * 64),
+        "$.chart_fingerprint",
+        "chart_spec does not match chart_fingerprint @ $.chart_fingerprint",
+    ),
     (_set(["chart_spec"], []), "$.chart_spec", "expected an object, got a list @ $.chart_spec"),
-    (_set(["chart_spec", "name"], "Other"), "$.chart_fingerprint",
-     "chart_spec does not match chart_fingerprint @ $.chart_fingerprint"),
+    (
+        _set(["chart_spec", "name"], "Other"),
+        "$.chart_fingerprint",
+        "chart_spec does not match chart_fingerprint @ $.chart_fingerprint",
+    ),
     (_set(["run_input"], "x"), "$.run_input", "expected an object, got a string @ $.run_input"),
-    (_set(["initial_state"], {"a": {1, 2}}), "$.initial_state.a",
-     "expected a JSON value: a set is not JSON-safe @ $.initial_state.a"),
+    (
+        _set(["initial_state"], {"a": {1, 2}}),
+        "$.initial_state.a",
+        "expected a JSON value: a set is not JSON-safe @ $.initial_state.a",
+    ),
     (_set(["commit_log"], {}), CL, f"expected a list, got an object @ {CL}"),
-    (_set(["commit_log", 0, "idx"], True), f"{CL}[0].idx",
-     f"expected an integer, got a boolean @ {CL}[0].idx"),
-    (_set(["commit_log", 1, "idx"], 7), f"{CL}[1].idx",
-     f"commit idx 7 is not its position 1 @ {CL}[1].idx"),
-    (_set(["commit_log", 0, "reads"], "ab"), f"{CL}[0].reads",
-     f"expected a list, got a string @ {CL}[0].reads"),
+    (_set(["commit_log", 0, "idx"], True), f"{CL}[0].idx", f"expected an integer, got a boolean @ {CL}[0].idx"),
+    (_set(["commit_log", 1, "idx"], 7), f"{CL}[1].idx", f"commit idx 7 is not its position 1 @ {CL}[1].idx"),
+    (_set(["commit_log", 0, "reads"], "ab"), f"{CL}[0].reads", f"expected a list, got a string @ {CL}[0].reads"),
     (_pop(["commit_log", 0, "reads"]), f"{CL}[0].reads", f"required key missing @ {CL}[0].reads"),
-    (_set(["commit_log", 0, "trace", 0, "verb"], "put"), f"{CL}[0].trace[0].verb",
-     f"expected one of 'set', 'merge', 'append', 'delete', got 'put' @ {CL}[0].trace[0].verb"),
-    (_set(["commit_log", 0, "trace", 0, "path"], []), f"{CL}[0].trace[0].path",
-     f"an op path must not be empty @ {CL}[0].trace[0].path"),
-    (_set(["commit_log", 0, "trace", 0, "extra"], 1), f"{CL}[0].trace[0]",
-     f"unknown key(s) extra @ {CL}[0].trace[0]"),
+    (
+        _set(["commit_log", 0, "trace", 0, "verb"], "put"),
+        f"{CL}[0].trace[0].verb",
+        f"expected one of 'set', 'merge', 'append', 'delete', got 'put' @ {CL}[0].trace[0].verb",
+    ),
+    (
+        _set(["commit_log", 0, "trace", 0, "path"], []),
+        f"{CL}[0].trace[0].path",
+        f"an op path must not be empty @ {CL}[0].trace[0].path",
+    ),
+    (_set(["commit_log", 0, "trace", 0, "extra"], 1), f"{CL}[0].trace[0]", f"unknown key(s) extra @ {CL}[0].trace[0]"),
     (_set(["subflows"], []), "$.subflows", "expected an object, got a list @ $.subflows"),
-    (_set(["subflows", "sf#1", "runtime_stage_id"], "sf#9"), f"{SF}.runtime_stage_id",
-     f"subflow 'sf#1' says it is 'sf#9' @ {SF}.runtime_stage_id"),
-    (_set(["subflows", "sf#1", "commit_log", 0, "stage"], 3), f"{SF}.commit_log[0].stage",
-     f"expected a string, got an integer @ {SF}.commit_log[0].stage"),
-    (_set(["redacted_paths"], [1]), "$.redacted_paths[0]",
-     "expected a string, got an integer @ $.redacted_paths[0]"),
+    (
+        _set(["subflows", "sf#1", "runtime_stage_id"], "sf#9"),
+        f"{SF}.runtime_stage_id",
+        f"subflow 'sf#1' says it is 'sf#9' @ {SF}.runtime_stage_id",
+    ),
+    (
+        _set(["subflows", "sf#1", "commit_log", 0, "stage"], 3),
+        f"{SF}.commit_log[0].stage",
+        f"expected a string, got an integer @ {SF}.commit_log[0].stage",
+    ),
+    (_set(["redacted_paths"], [1]), "$.redacted_paths[0]", "expected a string, got an integer @ $.redacted_paths[0]"),
     # a version-3 file: the narrative as columns
     (_set(["narrative"], [1]), "$.narrative", "expected an object, got a list @ $.narrative"),
-    (_set(["narrative", "text"], "Stage 1: A."), "$.narrative.text",
-     "expected a list, got a string @ $.narrative.text"),
-    (_set(["narrative", "depth", 1], "1"), "$.narrative.depth[1]",
-     "expected an integer, got a string @ $.narrative.depth[1]"),
-    (_set(["narrative", "step_number", 0], True), "$.narrative.step_number[0]",
-     "expected an integer, got a boolean @ $.narrative.step_number[0]"),
-    (_set(["narrative", "type", 1], "poem"), "$.narrative.type[1]",
-     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
-     "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative.type[1]"),
-    (_set(["narrative", "depth", 2], -1), "$.narrative.depth[2]",
-     "a narrative depth is 0 or more @ $.narrative.depth[2]"),
-    (_pop(["narrative", "runtime_stage_id"]), "$.narrative.runtime_stage_id",
-     "required key missing @ $.narrative.runtime_stage_id"),
+    (
+        _set(["narrative", "text"], "Stage 1: A."),
+        "$.narrative.text",
+        "expected a list, got a string @ $.narrative.text",
+    ),
+    (
+        _set(["narrative", "depth", 1], "1"),
+        "$.narrative.depth[1]",
+        "expected an integer, got a string @ $.narrative.depth[1]",
+    ),
+    (
+        _set(["narrative", "step_number", 0], True),
+        "$.narrative.step_number[0]",
+        "expected an integer, got a boolean @ $.narrative.step_number[0]",
+    ),
+    (
+        _set(["narrative", "type", 1], "poem"),
+        "$.narrative.type[1]",
+        "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
+        "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative.type[1]",
+    ),
+    (
+        _set(["narrative", "depth", 2], -1),
+        "$.narrative.depth[2]",
+        "a narrative depth is 0 or more @ $.narrative.depth[2]",
+    ),
+    (
+        _pop(["narrative", "runtime_stage_id"]),
+        "$.narrative.runtime_stage_id",
+        "required key missing @ $.narrative.runtime_stage_id",
+    ),
     (_set(["narrative", "extra"], []), "$.narrative", "unknown key(s) extra @ $.narrative"),
-    (lambda d: d["narrative"]["key"].pop(), "$.narrative.key",
-     "narrative column 'key' has 9 values where 'type' has 10 (one value per record in every column) "
-     "@ $.narrative.key"),
+    (
+        lambda d: d["narrative"]["key"].pop(),
+        "$.narrative.key",
+        "narrative column 'key' has 9 values where 'type' has 10 (one value per record in every column) "
+        "@ $.narrative.key",
+    ),
     # a version-2 file: the narrative as a list of records
-    (_v2(_set(["narrative"], [1])), "$.narrative[0]",
-     "expected an object, got an integer @ $.narrative[0]"),
-    (_v2(_set(["narrative"], ["Stage 1: A."])), "$.narrative[0]",
-     "expected an object, got a string @ $.narrative[0]"),
-    (_v2(_set(["narrative", 0, "type"], "poem")), "$.narrative[0].type",
-     "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
-     "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type"),
-    (_v2(_set(["narrative", 0, "depth"], -1)), "$.narrative[0].depth",
-     "a narrative depth is 0 or more @ $.narrative[0].depth"),
-    (_v2(_pop(["narrative", 0, "runtime_stage_id"])), "$.narrative[0].runtime_stage_id",
-     "required key missing @ $.narrative[0].runtime_stage_id"),
+    (_v2(_set(["narrative"], [1])), "$.narrative[0]", "expected an object, got an integer @ $.narrative[0]"),
+    (_v2(_set(["narrative"], ["Stage 1: A."])), "$.narrative[0]", "expected an object, got a string @ $.narrative[0]"),
+    (
+        _v2(_set(["narrative", 0, "type"], "poem")),
+        "$.narrative[0].type",
+        "unknown narrative record type 'poem' (one of answer, break, condition, emit, error, fork, line, loop, map, "
+        "note, pause, resume, retry, selector, stage, step, subflow) @ $.narrative[0].type",
+    ),
+    (
+        _v2(_set(["narrative", 0, "depth"], -1)),
+        "$.narrative[0].depth",
+        "a narrative depth is 0 or more @ $.narrative[0].depth",
+    ),
+    (
+        _v2(_pop(["narrative", 0, "runtime_stage_id"])),
+        "$.narrative[0].runtime_stage_id",
+        "required key missing @ $.narrative[0].runtime_stage_id",
+    ),
     (_v2(_set(["narrative", 0, "extra"], 1)), "$.narrative[0]", "unknown key(s) extra @ $.narrative[0]"),
     (_v2(_set(["narrative"], "text")), "$.narrative", "expected a list, got a string @ $.narrative"),
     # a version-1 file: bare lines (a record is not a line)
-    (lambda d: d.update(version=1, narrative=[{"text": "Stage 1: A."}]), "$.narrative[0]",
-     "expected a string, got an object @ $.narrative[0]"),
+    (
+        lambda d: d.update(version=1, narrative=[{"text": "Stage 1: A."}]),
+        "$.narrative[0]",
+        "expected a string, got an object @ $.narrative[0]",
+    ),
     (_v1_records, "$.narrative[0]", "expected a string, got an object @ $.narrative[0]"),
     (_pop(["narrative"]), "$.narrative", "required key missing @ $.narrative"),
     (_set(["surprise"], 1), "$", "unknown key(s) surprise @ $"),
     (_set(["checkpoint"], []), CP, f"checkpoint: expected an object, got a list @ {CP}"),
-    (_set(["checkpoint", "frames"], []), f"{CP}.frames",
-     f"checkpoint: frames must not be empty (the last frame is the paused stage) @ {CP}.frames"),
-    (_set(["checkpoint", "execution_count"], "4"), f"{CP}.execution_count",
-     f"checkpoint: expected an integer, got a string @ {CP}.execution_count"),
-    (_set(["checkpoint", "chart_fingerprint"], "f" * 64), f"{CP}.chart_fingerprint",
-     f"the checkpoint belongs to another chart @ {CP}.chart_fingerprint"),
-]  # fmt: skip
+    (
+        _set(["checkpoint", "frames"], []),
+        f"{CP}.frames",
+        f"checkpoint: frames must not be empty (the last frame is the paused stage) @ {CP}.frames",
+    ),
+    (
+        _set(["checkpoint", "execution_count"], "4"),
+        f"{CP}.execution_count",
+        f"checkpoint: expected an integer, got a string @ {CP}.execution_count",
+    ),
+    (
+        _set(["checkpoint", "chart_fingerprint"], "f" * 64),
+        f"{CP}.chart_fingerprint",
+        f"the checkpoint belongs to another chart @ {CP}.chart_fingerprint",
+    ),
+]
 
 
 @pytest.mark.parametrize(("mutate", "path", "message"), BROKEN, ids=[b[2][:48] for b in BROKEN])

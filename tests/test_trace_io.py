@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from flowchart import Trace, flow_chart, narrative
-from flowchart.commits import Commit, Op
-from flowchart.errors import CheckpointError
+from flowchart._core.commits import Commit, Op
+from flowchart._core.errors import CheckpointError
 
 
 def _trace(passes: int = 8) -> Trace:
@@ -82,17 +82,34 @@ def test_a_save_that_fails_leaves_the_file_as_it_was(tmp_path: Path) -> None:
 def test_commit_data_writes_what_to_dict_writes_for_every_field() -> None:
     """``commit_data`` (saves, store rows) gives the same JSON as ``Commit.to_dict`` for a commit
     with every field set; a new ``Commit`` field fails here until ``commit_data`` writes it."""
-    from flowchart.commits import Attempt, commit_data, commit_from_parsed
-    from flowchart.serde import dumps
+    from flowchart._core.commits import Attempt, commit_data, commit_from_parsed
+    from flowchart._core.serde import dumps
 
     fields = {f.name for f in attrs.fields(Commit)}
-    known = {"idx", "stage", "stage_id", "runtime_stage_id", "trace", "reads", "redacted_paths",
-             "decision", "attempts", "recovers"}  # fmt: skip
+    known = {
+        "idx",
+        "stage",
+        "stage_id",
+        "runtime_stage_id",
+        "trace",
+        "reads",
+        "redacted_paths",
+        "decision",
+        "attempts",
+        "recovers",
+    }
     assert fields == known, "commit_data and commit_from_parsed must learn the new field"
     commit = Commit(
-        3, "Pick", "pick", "pick#3",
+        3,
+        "Pick",
+        "pick",
+        "pick#3",
         (Op(("a",), "set", {"x": [1, 2]}), Op(("b",), "delete"), Op(("c",), "append", [4])),
-        ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
-    )  # fmt: skip
+        ("a", "b"),
+        ("a/x",),
+        {"chosen": "left"},
+        (Attempt(1, "TimeoutError", "slow"),),
+        "pick#2",
+    )
     assert dumps(commit_data(commit)) == dumps(commit.to_dict())
     assert commit_from_parsed(json.loads(dumps(commit_data(commit)))) == commit

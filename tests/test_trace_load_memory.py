@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from flowchart import Trace, fastjson, flow_chart, narrative
-from flowchart.errors import CheckpointError
-from flowchart.untrusted import decoded
+from flowchart import Trace, flow_chart, narrative
+from flowchart._core import fastjson
+from flowchart._core.errors import CheckpointError
+from flowchart._core.untrusted import decoded
 
 
 def _big_trace(passes: int = 600) -> Trace:

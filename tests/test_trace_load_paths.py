@@ -18,12 +18,12 @@ from mutations import mutate
 from trace_versions import as_version_1, as_version_2
 
 from flowchart import Trace, flow_chart, narrative
-from flowchart import trace as trace_module
-from flowchart.commits import Commit
-from flowchart.errors import CheckpointError
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.trace_parsed import parsed_log, parsed_trace
-from flowchart.untrusted import MAX_DEPTH, MAX_INT_DIGITS
+from flowchart._core.commits import Commit
+from flowchart._core.errors import CheckpointError
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.untrusted import MAX_DEPTH, MAX_INT_DIGITS
+from flowchart._record import trace as trace_module
+from flowchart._record.trace_parsed import parsed_log, parsed_trace
 
 
 def _trace_dict() -> dict[str, Any]:
@@ -253,7 +253,7 @@ def test_a_version_2_narrative_is_emptied_only_once_the_whole_file_is_proven(mon
     """The version-2 narrative pass empties the list it proves (its dicts freed early), so it runs
     last: a file whose narrative comes before a commit log the strict pass declines (here: every
     log declined) loads through the converter with its whole narrative, not an empty one."""
-    import flowchart.trace_parsed as passes
+    import flowchart._record.trace_parsed as passes
 
     data = copy.deepcopy(BASE_V2)
     text = json.dumps({"narrative": data.pop("narrative"), **data})

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from strategies import narrative_entries
 from trace_versions import as_version_1, as_version_2
 
-from flowchart import Trace, fastjson, flow_chart, narrative
-from flowchart.errors import CheckpointError
-from flowchart.narrative_columns import NarrativeColumns
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.trace import _NARRATIVE, TRACE_VERSION
+from flowchart import Trace, flow_chart, narrative
+from flowchart._core import fastjson
+from flowchart._core.errors import CheckpointError
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._record.trace import _NARRATIVE, TRACE_VERSION
 
 
 def _trace() -> Trace:
@@ -70,8 +71,17 @@ def test_a_trace_file_keeps_its_narrative_as_columns_in_field_order() -> None:
     data = json.loads(BASE.to_json())
     assert data["version"] == TRACE_VERSION == 3
     records = BASE.narrative or []
-    assert list(data["narrative"]) == ["type", "depth", "text", "stage_name", "stage_id", "runtime_stage_id",
-                                       "subflow_id", "key", "step_number"]  # fmt: skip
+    assert list(data["narrative"]) == [
+        "type",
+        "depth",
+        "text",
+        "stage_name",
+        "stage_id",
+        "runtime_stage_id",
+        "subflow_id",
+        "key",
+        "step_number",
+    ]
     assert data["narrative"]["text"] == [r.text for r in records]
     assert data["narrative"]["step_number"] == [r.step_number for r in records]
 

@@ -57,7 +57,10 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.goto(page_path.as_uri())
             page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-            page.evaluate(f"document.getElementById('timeline').scrollTop = Math.max(0, {selected} * 26 - 100)")
+            page.evaluate(
+                f"(tl => {{ tl.scrollTop = Math.max(0, {selected} * Number(tl.dataset.row) - 100); }})"
+                "(document.getElementById('timeline'))"
+            )
             page.locator(f'#timeline .row[data-idx="{selected}"] .idx').click()  # the row's start: no sideways scroll
             page.evaluate("window.scrollTo(0, 0)")  # the first screen: the story
             page.screenshot(path=str(OUT))

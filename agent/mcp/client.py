@@ -10,7 +10,11 @@ Laws:
   every run: its session runs in its own loop thread (``_loop``), so sync ``agent.run``
   and ``await agent.arun`` both reach it.
 - A server that cannot start, or a tool name an agent cannot offer, is an error raised by
-  ``mcp_tools`` before any run, naming the server and the fix. A tool result flagged
+  ``mcp_tools`` before any run, naming the server and the fix. A stdio server's stderr is
+  kept in a temporary file (and written to ours when the session closes): when its process
+  ends — before it answers, or later, in the middle of a call — the error says the process
+  ended and quotes its last stderr lines (a missing module, a bad config), never a bare
+  "Connection closed". A tool result flagged
   ``isError`` is the tool failing: the model reads the server's text, the call is marked
   as an error.
 """
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import tempfile
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -36,15 +42,18 @@ except ImportError as exc:  # without the extra: say which one to install
 import attrs
 
 from ..errors import McpConnectionError, McpToolError, ToolDefinitionError
-from ..tools import Tool, define_tool
+from ..function_tools import define_tool
+from ..tools import Tool
 from ._loop import LoopThread, wait
 
 
 class _Session:
     """The live session, owned by the loop thread (nothing here refers back to ``McpTools``)."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, errlog: Any = None) -> None:
         self.where = where
+        #: a stdio server's stderr, kept to say why its process ended (``None`` over HTTP)
+        self.errlog = errlog
         self.thread = LoopThread(f"mcp {where}")
         self.session: ClientSession | None = None
         self.closing: asyncio.Event | None = None
@@ -78,17 +87,45 @@ class _Session:
                 await self.closing.wait()
         except BaseException as exc:  # after ``ready`` a failure only ends the session: calls then say so
             if not ready.done():
-                ready.set_exception(McpConnectionError(f"MCP server {self.where}: {_cause(exc)}"))
+                ready.set_exception(McpConnectionError(f"MCP server {self.where}: {self.why_ended(exc, 'answered')}"))
         finally:
             self.session = None
 
     async def call(self, name: str, args: dict[str, Any], timeout: float | None) -> Any:
         if self.session is None:
             raise McpConnectionError(f"MCP server {self.where} is closed: its tools cannot be called any more")
-        result = await self.session.call_tool(
-            name, args, read_timeout_seconds=timedelta(seconds=timeout) if timeout else None
-        )
+        try:
+            result = await self.session.call_tool(
+                name, args, read_timeout_seconds=timedelta(seconds=timeout) if timeout else None
+            )
+        except Exception as exc:
+            said = self.stderr_tail()
+            if said is None and "Connection closed" not in str(exc):
+                raise
+            raise McpConnectionError(f"MCP server {self.where}: {self.why_ended(exc, 'replied to {name}')}") from None
         return _result_value(result)
+
+    def stderr_tail(self, lines: int = 3) -> str | None:
+        """The last lines the server process wrote on stderr (``None``: none, or not stdio)."""
+        log = self.errlog
+        if log is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            log.flush()
+            log.seek(0)
+            said = [line.strip() for line in log.read()[-4000:].splitlines() if line.strip()]
+            log.seek(0, 2)
+            return " | ".join(said[-lines:]) or None
+        return None
+
+    def why_ended(self, exc: BaseException, before: str) -> str:
+        """The failure, in words: a closed connection of a stdio server is its process ending."""
+        cause = _cause(exc)
+        if self.errlog is None or "Connection closed" not in cause:
+            return cause
+        said = self.stderr_tail()
+        told = f"; its last words on stderr: {said}" if said else " (it wrote nothing on stderr)"
+        return f"the server process ended before it {before.replace('{name}', 'the call')}{told}"
 
     def close(self) -> None:
         self.closed = True
@@ -104,6 +141,34 @@ class _Session:
                 wait(self.thread.submit(finish), 15)
             self.closing = None
         self.thread.stop()
+        if self.errlog is not None:
+            with contextlib.suppress(OSError):
+                self.errlog.close()
+
+
+class _TeeLog:
+    """A stdio server's stderr: a temporary file the process writes to, read back on failure."""
+
+    def __init__(self) -> None:
+        # owned by this object for the session's life, closed by ``close`` (no ``with`` block spans it)
+        self.file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.file.seek(offset, whence)
+
+    def read(self) -> str:
+        return self.file.read()
+
+    def close(self) -> None:
+        self.file.seek(0)
+        text = self.file.read()
+        self.file.close()
+        if text and sys.stderr is not None:  # what the server said is the operator's too
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(text)
 
 
 def _cause(exc: BaseException) -> str:
@@ -195,17 +260,20 @@ def mcp_tools(
                 f"mcp_tools(command=...): expected a list of non-empty strings [program, *args], got {command!r}"
             )
         where = f"'{command[0]}'"
+        errlog: Any = _TeeLog()
         transport: Any = stdio_client(
             StdioServerParameters(
                 command=command[0], args=list(command[1:]), env=dict(env) if env is not None else None, cwd=cwd
-            )
+            ),
+            errlog=errlog.file,
         )
     else:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"mcp_tools(url=...): expected an http:// or https:// URL, got {url!r}")
         where = url
+        errlog = None
         transport = _http_transport(url, dict(headers or {}))
-    session = _Session(where)
+    session = _Session(where, errlog)
     try:
         server_name, listed = wait(session.thread.submit(lambda: session.open(transport)), timeout)
     except BaseException:

@@ -174,8 +174,16 @@ def otel_rows(cfg: Settings, out: list[Record]) -> None:
 
     samples = cfg.bench(lambda: run_agent(*box["pair"]), after=renew)
     provider.force_flush()
-    row(out, "W6", "real Agent + otel_recorder (OTLP/HTTP, batch)", samples, per=TOOL_TURNS, unit="us/iter",
-        otlp_requests=server.requests, otlp_bytes=server.bytes)  # fmt: skip
+    row(
+        out,
+        "W6",
+        "real Agent + otel_recorder (OTLP/HTTP, batch)",
+        samples,
+        per=TOOL_TURNS,
+        unit="us/iter",
+        otlp_requests=server.requests,
+        otlp_bytes=server.bytes,
+    )
     provider.shutdown()
     server.shutdown()
     memory, exporter = otel_sink.memory_provider()

@@ -95,7 +95,8 @@ def run(commits: int, *, with_narrative: bool = True, store: Any = None) -> Any:
 def _operation(name: str, path: str) -> dict[str, Any]:
     """Run one operation; its wall seconds, CPU seconds and the RSS before it (``NAME (json only)``:
     with the standard library's json alone, as without the ``[fast]`` extra)."""
-    from flowchart import Trace, fastjson
+    from flowchart import Trace
+    from flowchart._core import fastjson
 
     if name.endswith(JSON_ONLY):
         with fastjson.stdlib_only():
@@ -173,9 +174,19 @@ def _high_water_mark() -> int:
 
 JSON_ONLY = " (json only)"
 OPERATIONS = (
-    "Trace.save", f"Trace.save{JSON_ONLY}", "json.dump", "Trace.load", f"Trace.load{JSON_ONLY}", "json.load",
-    "replay", "narrate", "why", "store.get", f"store.get{JSON_ONLY}", "view",
-)  # fmt: skip
+    "Trace.save",
+    f"Trace.save{JSON_ONLY}",
+    "json.dump",
+    "Trace.load",
+    f"Trace.load{JSON_ONLY}",
+    "json.load",
+    "replay",
+    "narrate",
+    "why",
+    "store.get",
+    f"store.get{JSON_ONLY}",
+    "view",
+)
 
 
 def _child(name: str, path: str) -> dict[str, Any]:
@@ -198,8 +209,17 @@ def measure(commits: int, out: list[Record], tag: str = "") -> None:
         start, cpu = time.perf_counter(), time.process_time()
         result = run(commits)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        row(out, "W7", f"run{tag}", [seconds], per=commits, unit="us/commit", commits=commits,
-            cpu_seconds=round(cpu, 3), peak_rss=peak_rss_bytes())  # fmt: skip
+        row(
+            out,
+            "W7",
+            f"run{tag}",
+            [seconds],
+            per=commits,
+            unit="us/commit",
+            commits=commits,
+            cpu_seconds=round(cpu, 3),
+            peak_rss=peak_rss_bytes(),
+        )
         path = os.path.join(tmp, "trace.json")
         result.trace().save(path)
         size = os.path.getsize(path)
@@ -207,10 +227,21 @@ def measure(commits: int, out: list[Record], tag: str = "") -> None:
         run(commits, store=SqliteStore(db))
         for name in OPERATIONS:
             got = _child(name, db if name.startswith("store.get") else path)
-            row(out, "W7", f"{name}{tag}", [got["seconds"]], per=commits, unit="us/commit", commits=commits,
-                seconds=round(got["seconds"], 3), cpu_seconds=round(got["cpu_seconds"], 3),
-                peak_rss=got["peak_rss"], rss_before=got["rss_before"],
-                trace_bytes=size, rss_x_trace=round(got["peak_rss"] / size, 2))  # fmt: skip
+            row(
+                out,
+                "W7",
+                f"{name}{tag}",
+                [got["seconds"]],
+                per=commits,
+                unit="us/commit",
+                commits=commits,
+                seconds=round(got["seconds"], 3),
+                cpu_seconds=round(got["cpu_seconds"], 3),
+                peak_rss=got["peak_rss"],
+                rss_before=got["rss_before"],
+                trace_bytes=size,
+                rss_x_trace=round(got["peak_rss"] / size, 2),
+            )
 
 
 def main(quick: bool = False, big: bool = False) -> list[Record]:

@@ -43,11 +43,12 @@ def build(use_async: bool = False) -> Any:
     """Seed → map over items (into ``doubled``) → Join."""
     return (
         flow_chart("Seed", seed, "seed")
-        .add_map("Double", achild if use_async else child, "double", items=lambda s: s.items, into="doubled",
-                 concurrency=64)
+        .add_map(
+            "Double", achild if use_async else child, "double", items=lambda s: s.items, into="doubled", concurrency=64
+        )
         .add_function("Join", join, "join")
         .build()
-    )  # fmt: skip
+    )
 
 
 def check(result: Any) -> None:

@@ -4,7 +4,7 @@ A recorder is any object with some of the hooks named in :mod:`flowchart.events`
 pass it to ``chart.run(recorders=[...])``.
 """
 
+from flowchart._core.summary import summarize_value
 from flowchart.recorders.narrative import NarrativeEntry, NarrativeRecorder, narrative
-from flowchart.summary import summarize_value
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative", "summarize_value"]

@@ -50,6 +50,9 @@ from typing import Any, TypeVar
 
 import attrs
 
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.summary import js_object_keys, summarize_value
+from flowchart._core.tracked import plain
 from flowchart.events import (
     BreakEvent,
     DecisionEvent,
@@ -69,7 +72,6 @@ from flowchart.events import (
     TraversalContext,
     WriteEvent,
 )
-from flowchart.narrative_entry import NarrativeEntry
 from flowchart.recorders import sentences
 from flowchart.recorders.narrative_counting import LineCounting
 from flowchart.recorders.narrative_lines import Entry as _Entry
@@ -78,8 +80,6 @@ from flowchart.recorders.narrative_reading import NarrativeReading
 from flowchart.recorders.narrative_state import Op
 from flowchart.recorders.narrative_steps import StepTelling
 from flowchart.recorders.rendering import OpRenderContext, hook
-from flowchart.summary import js_object_keys, summarize_value
-from flowchart.tracked import plain
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
 

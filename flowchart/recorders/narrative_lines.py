@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flowchart._core.summary import list_summary
 from flowchart.events import TraversalContext
 from flowchart.recorders import sentences
-from flowchart.summary import list_summary
 
 if TYPE_CHECKING:
     from flowchart.recorders.narrative_steps import StepTelling

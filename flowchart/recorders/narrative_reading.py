@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowchart.narrative_entry import NarrativeEntry
+from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.narrative_lines import Followed
 from flowchart.recorders.narrative_state import NarrativeState

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flowchart._core.summary import summarize_value
 from flowchart.events import TraversalContext
 from flowchart.recorders import sentences
 from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.narrative_state import NarrativeState
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext
-from flowchart.summary import summarize_value
 
 
 class StepTelling(NarrativeState):

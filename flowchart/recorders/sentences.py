@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flowchart.summary import js_json
+from flowchart._core.summary import js_json
 
 __all__ = [
     "answer",

@@ -7,12 +7,13 @@ behavioural test suite. Charts record into a store with ``chart.run(..., store=.
 agents with ``Agent.create(..., store=...)``.
 """
 
-from .memory import MemoryStore
-from .postgres import PostgresStore
-from .protocol import (
+from flowchart.store.memory import MemoryStore
+from flowchart.store.postgres import PostgresStore
+from flowchart.store.protocol import (
     STATUSES,
     AlreadyAnsweredError,
     CommitConflictError,
+    NotARunStoreError,
     RunExistsError,
     RunList,
     RunNotFoundError,
@@ -25,9 +26,9 @@ from .protocol import (
     StoreError,
     TurnTakenError,
 )
-from .questions import register_question_reader
-from .schema import SCHEMA_VERSION
-from .sqlite import SqliteStore
+from flowchart.store.questions import register_question_reader
+from flowchart.store.schema import SCHEMA_VERSION
+from flowchart.store.sqlite import SqliteStore
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,6 +36,7 @@ __all__ = [
     "AlreadyAnsweredError",
     "CommitConflictError",
     "MemoryStore",
+    "NotARunStoreError",
     "PostgresStore",
     "RunExistsError",
     "RunList",

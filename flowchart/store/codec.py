@@ -23,25 +23,26 @@ from typing import Any, TypeVar
 import attrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-from ..commits import Commit, commit_data
-from ..errors import CheckpointError
-from ..failure import RunFailure
-from ..fastjson import loads_rows
-from ..fingerprint import spec_fingerprint
-from ..narrative_columns import NarrativeColumns, check_columns, parsed_columns
-from ..narrative_entry import NarrativeEntry
-from ..pause import Checkpoint
-from ..redaction import Redaction
-from ..serde import dumps, load_error, loads
-from ..signing import SIGNATURE_KEY, sign, unsign
-from ..spec_shape import check_spec
-from ..trace import CONVERTER as TRACE
-from ..trace import SubflowTrace, structure_columns
-from ..trace_codec import check_log
-from ..trace_parsed import parsed_log, record_columns
-from ..untrusted import MAX_DEPTH, parse_proven, within_limits
-from ..values import NotJsonSafe, copy_json, escape_surrogates
-from .protocol import StoredRowError, renumber
+from flowchart._core.commits import Commit, commit_data
+from flowchart._core.errors import CheckpointError
+from flowchart._core.failure import RunFailure
+from flowchart._core.fastjson import loads_rows
+from flowchart._core.fingerprint import spec_fingerprint
+from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.pause import Checkpoint
+from flowchart._core.redaction import Redaction
+from flowchart._core.serde import dumps, load_error, loads
+from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
+from flowchart._core.spec_shape import check_spec
+from flowchart._core.untrusted import MAX_DEPTH, parse_proven, within_limits
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
+from flowchart._record.record import SubflowTrace
+from flowchart._record.trace import CONVERTER as TRACE
+from flowchart._record.trace import structure_columns
+from flowchart._record.trace_codec import check_log
+from flowchart._record.trace_parsed import parsed_log, record_columns
+from flowchart.store.protocol import StoredRowError, renumber
 
 _T = TypeVar("_T")
 

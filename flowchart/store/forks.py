@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..failure import failed_run
-from .protocol import RunStore, renumber
-from .runs import failure_of, land, new_run_id
+from flowchart._core.failure import failed_run
+from flowchart.store.protocol import RunStore, renumber
+from flowchart.store.runs import failure_of, land, new_run_id
 
 if TYPE_CHECKING:
-    from ..chart import FlowChart
-    from ..forking import ForkSource
-    from ..result import RunResult
+    from flowchart._chart.chart import FlowChart
+    from flowchart._record.result import RunResult
+    from flowchart._rerun import ForkSource
 
 
 def record_fork(
@@ -43,9 +43,14 @@ def record_fork(
     (``output(result)`` is stored when it finished)."""
     run_id = run_id or new_run_id()
     record = store.create(
-        run_id, kind=kind, chart_fingerprint=chart.fingerprint, input=src.run_input, chart_spec=chart.spec,
-        parent_run_id=src.run_id, forked_at=at if isinstance(at, int) else at[0] - 1,
-    )  # fmt: skip
+        run_id,
+        kind=kind,
+        chart_fingerprint=chart.fingerprint,
+        input=src.run_input,
+        chart_spec=chart.spec,
+        parent_run_id=src.run_id,
+        forked_at=at if isinstance(at, int) else at[0] - 1,
+    )
     try:
         result = run()
     except Exception as exc:

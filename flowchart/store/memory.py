@@ -14,10 +14,11 @@ from typing import Any
 
 import attrs
 
-from ..narrative_columns import NarrativeColumns
-from ..redaction import Redaction
-from . import codec, sealing
-from .protocol import (
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart.store import codec, sealing
+from flowchart.store.protocol import (
     AlreadyAnsweredError,
     CommitConflictError,
     RunExistsError,
@@ -30,9 +31,12 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    cursor_of,
+    known_id,
+    read_cursor,
     renumber,
 )
-from .questions import read_question
+from flowchart.store.questions import read_question
 
 
 @attrs.define
@@ -74,6 +78,7 @@ class MemoryStore:
         return f"<MemoryStore runs={len(self._runs)}>"
 
     def _row(self, run_id: str) -> _Row:
+        known_id(run_id, "memory")
         row = self._runs.get(run_id)
         if row is None:
             raise RunNotFoundError(f"no run '{run_id}' in run store memory")
@@ -107,41 +112,73 @@ class MemoryStore:
         for text in row.subflows:
             subflows.update(codec.decode_subflows(text, run_id))
         return RunRecord(
-            run_id=run_id, status=row.status, kind=row.kind, chart_fingerprint=row.fingerprint,  # type: ignore[arg-type]
-            input=codec.decode(row.input), commit_log=codec.decode_commits(row.commits),
+            run_id=run_id,
+            status=row.status,  # type: ignore[arg-type]
+            kind=row.kind,
+            chart_fingerprint=row.fingerprint,
+            input=codec.decode(row.input),
+            commit_log=codec.decode_commits(row.commits),
             checkpoint=codec.decode_checkpoint(row.checkpoint),
             question=read_question(row.kind, codec.decode(row.question)),
-            output=codec.decode(row.output), error=row.error, answered=frozenset(row.answered),
-            narrative=tuple(records.texts()), narrative_records=records, subflows=subflows,  # type: ignore[arg-type]
-            created_at=row.created_at, updated_at=row.updated_at,
-            has_answer=row.has_answer, answer=codec.decode(row.answer),
+            output=codec.decode(row.output),
+            error=row.error,
+            answered=frozenset(row.answered),
+            narrative=tuple(records.texts()),
+            narrative_records=records,  # type: ignore[arg-type]
+            subflows=subflows,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            has_answer=row.has_answer,
+            answer=codec.decode(row.answer),
             chart_spec=None if spec is None else codec.decode(spec),
-            failure=codec.decode_failure(row.failure, run_id), redaction=codec.decode_redaction(row.redaction, run_id),
-            conversation_id=row.conversation_id, turn=row.turn,
-            parent_run_id=row.parent_run_id, forked_at=row.forked_at,
-        )  # fmt: skip
+            failure=codec.decode_failure(row.failure, run_id),
+            redaction=codec.decode_redaction(row.redaction, run_id),
+            conversation_id=row.conversation_id,
+            turn=row.turn,
+            parent_run_id=row.parent_run_id,
+            forked_at=row.forked_at,
+        )
 
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
         with self._lock:
             return self._record(run_id, self._row(run_id))
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
-        ``conversation``, that conversation's turns, newest turn first."""
+        ``conversation``, that conversation's turns, newest turn first; with ``limit``, a page,
+        and ``after=page.next`` the page after it."""
         check_status(status)
+        place = None if after is None else read_cursor(after, conversation is not None)
         with self._lock:
             if conversation is not None:
                 turns = self._turns.get(conversation, {})
                 rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
-                rows = [(rid, row) for rid, row in rows if status is None or row.status == status]
-                return RunList([self._record(rid, row) for rid, row in rows[:limit]])
-            rows = [(rid, row) for rid, row in self._runs.items() if status is None or row.status == status]
-            rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
-            return RunList([self._record(rid, row) for rid, row in rows[:limit]])
+                if place is not None:
+                    rows = [(rid, row) for rid, row in rows if row.turn is not None and row.turn < place[0]]
+            else:
+                rows = list(self._runs.items())
+                rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
+                if place is not None:
+                    at, last = place
+                    rows = [(r, w) for r, w in rows if w.updated_at < at or (w.updated_at == at and r > last)]
+            rows = [(rid, row) for rid, row in rows if status is None or row.status == status][:limit]
+            listed = RunList([self._record(rid, row) for rid, row in rows])
+        if limit is not None and rows and len(rows) == limit:
+            rid, row = rows[-1]
+            listed.next = cursor_of(conversation is not None, rid, row.updated_at, row.turn)
+        return listed
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, "memory")
         with self._lock:
             rows = [(rid, row) for rid, row in self._runs.items() if row.parent_run_id == run_id]
             rows.sort(key=lambda item: (item[1].created_at, item[0]))
@@ -163,6 +200,7 @@ class MemoryStore:
         """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
         ``RunExistsError`` if the id is taken, ``TurnTakenError`` if ``conversation=(id, turn)``
         is held by another run."""
+        check_run_id(run_id)
         turn_key = check_conversation(conversation)
         with self._lock:
             if run_id in self._runs:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .sql import SqlStore
+from flowchart.store.sql import SqlStore
 
 _MIGRATION_LOCK = 0x70F7_5702  # an arbitrary advisory-lock key owned by pyfootprint
 

@@ -21,7 +21,7 @@ Laws:
   ``paused`` (waiting for a person), ``done``, ``failed``. What to do next follows from
   the record alone (``RunRecord.next_step``), which is why a queue may redeliver freely.
 
-Errors (one base, joined to ``flowchart.errors.FlowchartError``; each raised by the store
+Errors (one base, joined to ``flowchart._core.errors.FlowchartError``; each raised by the store
 methods named here, in every store)::
 
     FlowchartError
@@ -33,9 +33,17 @@ methods named here, in every store)::
         ├── CommitConflictError            commit: another writer landed this segment first
         ├── AlreadyAnsweredError           answer: this pause was answered before, by any process
         ├── SchemaVersionError             opening a database a newer pyfootprint wrote
+        ├── NotARunStoreError              opening a file that is not a run store (another
+        │                                  application's database, any other file), or an absent
+        │                                  or empty path without ``create=True``
         └── StoredRowError (also a CheckpointError)   get / list / verify: a stored column of ONE
                                            run does not load (shape, limits, signature, seal); it
                                            names the run and the column, and fails only that run
+
+``create`` refuses an id outside the one run-id rule (``flowchart._core.run_ids``) with
+``flowchart._core.errors.RunIdError`` before anything is written; a read (``get``, ``answer``,
+``commit``, ``retry``) of such an id is a ``RunNotFoundError`` that quotes the rule — no
+database ever sees it (PostgreSQL would fail on a NUL with a raw ``DataError``).
 
 A stored row is untrusted input: whatever a column holds, reading it either gives the value
 or raises ``StoredRowError`` — never a ``KeyError``, ``TypeError`` or ``RecursionError`` from
@@ -50,15 +58,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from ..commits import Commit
-from ..errors import CheckpointError, FlowchartError
-from ..failure import RunFailure
-from ..narrative_columns import on_read
-from ..narrative_entry import NarrativeEntry
-from ..pause import Checkpoint
-from ..record import Lineage, Record
-from ..redaction import Redaction
-from ..trace import SubflowTrace
+from flowchart._core.commits import Commit
+from flowchart._core.errors import CheckpointError, FlowchartError
+from flowchart._core.failure import RunFailure
+from flowchart._core.narrative_columns import on_read
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.pause import Checkpoint
+from flowchart._core.printable import printable
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart._record.record import Lineage, Record, SubflowTrace
 
 Status = Literal["running", "paused", "done", "failed"]
 STATUSES: tuple[str, ...] = ("running", "paused", "done", "failed")
@@ -104,16 +113,76 @@ class StoredRowError(StoreError, CheckpointError):
 
 
 class RunList(list["RunRecord"]):
-    """What ``RunStore.list`` returns: the runs it could read, in order, and ``unreadable`` — the
-    ``StoredRowError`` of each run it could not (one bad row never hides the rest)."""
+    """What ``RunStore.list`` returns: the runs it could read, in order; ``unreadable`` — the
+    ``StoredRowError`` of each run it could not (one bad row never hides the rest); and ``next``,
+    the cursor of the page after this one (``list(..., after=page.next)``), ``None`` on the last."""
 
-    def __init__(self, records: Sequence[RunRecord] = (), unreadable: Sequence[StoredRowError] = ()) -> None:
+    def __init__(
+        self,
+        records: Sequence[RunRecord] = (),
+        unreadable: Sequence[StoredRowError] = (),
+        next: str | None = None,
+    ) -> None:
         super().__init__(records)
         self.unreadable: tuple[StoredRowError, ...] = tuple(unreadable)
+        self.next = next
+
+
+def cursor_of(conversation: bool, run_id: str, updated_at: Any, turn: Any) -> str | None:
+    """The cursor after a listed run: where it stands in the listing's order (newest update first,
+    or a conversation's newest turn first); ``None`` when its row holds no such place."""
+    if conversation:
+        return f"t:{turn}:{run_id}" if type(turn) is int else None
+    return f"u:{float(updated_at)!r}:{run_id}" if type(updated_at) in (int, float) else None
+
+
+def read_cursor(after: Any, conversation: bool) -> tuple[float, str]:
+    """``(place, run id)`` of a cursor ``cursor_of`` made for the same kind of listing, else
+    ``ValueError`` saying what to pass."""
+    parts = after.split(":", 2) if isinstance(after, str) else []
+    kind = "t" if conversation else "u"
+    try:
+        if len(parts) != 3 or parts[0] != kind:
+            raise ValueError(parts)
+        place = float(int(parts[1]) if conversation else float(parts[1]))
+    except ValueError:
+        raise ValueError(
+            f"list(after={after!r}): not a cursor of this listing — pass the `next` of the page before "
+            f"(RunList.next), with the same conversation= as that page"
+        ) from None
+    return place, parts[2]
 
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer pyfootprint; this version refuses to touch it."""
+
+
+class NotARunStoreError(StoreError):
+    """The path names no run store: another application's SQLite database, a file that is not
+    SQLite at all, or (without ``create=True``) an absent or empty file. Nothing was written."""
+
+
+def holdable(conversation_id: str) -> bool:
+    """True when a store could hold ``conversation_id`` (the run-id rule): a lookup of one it
+    could not is answered "none" without asking the database (PostgreSQL fails on a NUL)."""
+    from flowchart._core.errors import RunIdError
+
+    try:
+        check_run_id(conversation_id, "conversation id")
+    except (RunIdError, TypeError):
+        return False
+    return True
+
+
+def known_id(run_id: object, where: str) -> None:
+    """Refuse to look up an id no store can hold (``RunNotFoundError`` quoting the run-id rule)."""
+    from flowchart._core.errors import RunIdError
+
+    try:
+        check_run_id(run_id)
+    except (RunIdError, TypeError) as exc:
+        shown = printable(str(run_id)[:60])
+        raise RunNotFoundError(f"no run '{shown}' in run store {where}: {exc}") from None
 
 
 @attrs.frozen
@@ -208,17 +277,16 @@ class RunRecord:
 
     @property
     def record(self) -> Record:
-        """The stored run as its record (``flowchart.record``): the whole log across segments, the
-        stored narrative and subflow logs, the real input under the stored rule, the lineage."""
-        if self.chart_spec is None:
-            raise StoreError(f"run '{self.run_id}' has no stored chart spec: it cannot be read as a record")
+        """The stored run as its record (``flowchart._record.record``): the whole log across segments, the
+        stored narrative and subflow logs, the real input under the stored rule, the lineage (a run
+        stored without its chart's spec has ``{}``)."""
         lineage = None
         if self.parent_run_id is not None and self.forked_at is not None:
             lineage = Lineage(self.parent_run_id, self.forked_at)
         return Record(
             run_id=self.run_id,
             chart_fingerprint=self.chart_fingerprint,
-            chart_spec=self.chart_spec,
+            chart_spec=self.chart_spec or {},
             input=self.input,
             initial_state={},
             commits=self.commit_log,
@@ -286,10 +354,18 @@ class RunStore(Protocol):
         """The run, or ``RunNotFoundError``."""
         ...
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first (a run whose row does not
-        load is left out, in ``RunList.unreadable``); with
-        ``conversation``, that conversation's turns, newest turn first."""
+        load is left out, in ``RunList.unreadable``); with ``conversation``, that conversation's
+        turns, newest turn first. With ``limit``, a page: ``after=page.next`` gives the next one
+        (read through the index, never the whole store)."""
         ...
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
@@ -338,6 +414,7 @@ def check_conversation(conversation: Any) -> tuple[str, int] | None:
         raise ValueError(
             f"conversation={conversation!r}: expected (conversation_id, turn), a non-empty string and a turn >= 1"
         )
+    check_run_id(cid, "conversation id")
     return cid, turn
 
 

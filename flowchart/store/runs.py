@@ -14,7 +14,7 @@ Laws:
   run hid; a chart run resumed without ``redaction=`` keeps the stored one.
 - An answer is recorded (once, by the database) BEFORE the resume runs; a resume that
   then dies is finished by the next advance with the same recorded answer.
-- A failed segment stores the failure's checkpoint (``flowchart.failure.failed_checkpoint``);
+- A failed segment stores the failure's checkpoint (``flowchart._core.failure.failed_checkpoint``);
   ``resume_run`` on a failed run flips it back to ``running`` (``store.retry``: one process
   wins) and advances it from that checkpoint, re-running only the stage that failed.
 """
@@ -28,19 +28,19 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..engine.entry import _run_input, resume_sync, run_sync
-from ..errors import CheckpointError
-from ..failure import RunFailure, failed_checkpoint, failed_run
-from ..narrative_entry import NarrativeEntry
-from ..options import RunOptions
-from ..recorders.narrative import narrative
-from ..trace import subflow_traces
-from ..values import NotJsonSafe, copy_json
-from .protocol import RunRecord, RunStore, Segment, StoreError
+from flowchart._core.errors import CheckpointError
+from flowchart._core.failure import RunFailure, failed_checkpoint, failed_run
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.options import RunOptions
+from flowchart._core.values import NotJsonSafe, copy_json
+from flowchart._engine.entry import _run_input, resume_sync, run_sync
+from flowchart._record.record import subflow_traces
+from flowchart.recorders.narrative import narrative
+from flowchart.store.protocol import RunRecord, RunStore, Segment, StoreError
 
 if TYPE_CHECKING:
-    from ..chart import FlowChart
-    from ..result import RunResult
+    from flowchart._chart.chart import FlowChart
+    from flowchart._record.result import RunResult
 
 
 # -- which store a run was recorded in, by run id (this process only) ----------------------------
@@ -104,19 +104,30 @@ def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrati
     subflows = subflow_traces(result.subflow_results, result.redaction)
     if result.paused:
         return Segment(
-            start_seq, "paused", tuple(result.commit_log), result.checkpoint,
-            question=result.output, narrative=narrative, records=records, subflows=subflows,
-        )  # fmt: skip
+            start_seq,
+            "paused",
+            tuple(result.commit_log),
+            result.checkpoint,
+            question=result.output,
+            narrative=narrative,
+            records=records,
+            subflows=subflows,
+        )
     value = result.output if output is None else output
     return Segment(
-        start_seq, "done", tuple(result.commit_log), output=value, narrative=narrative, records=records,
+        start_seq,
+        "done",
+        tuple(result.commit_log),
+        output=value,
+        narrative=narrative,
+        records=records,
         subflows=subflows,
-    )  # fmt: skip
+    )
 
 
 def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = None) -> Segment:
     """The segment of a run that failed with ``exc``: the commits and narrative of ``result``
-    (else of the run ``exc`` carries, ``flowchart.failure``), the error and where it arose."""
+    (else of the run ``exc`` carries, ``flowchart._core.failure``), the error and where it arose."""
     failed = failed_run(exc)
     failure = failed[1] if failed is not None else RunFailure.of(exc)
     if result is None and failed is not None:
@@ -125,11 +136,18 @@ def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = No
     lines = () if result is None else narrative_lines(result.recorders)
     records = () if result is None else narrative_records(result.recorders)
     subflows = {} if result is None else subflow_traces(result.subflow_results, result.redaction)
-    # the failed run's resume point (``flowchart.failure.failed_checkpoint``): ``retry`` continues there
+    # the failed run's resume point (``flowchart._core.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
-        start_seq, "failed", commits, failed_checkpoint(exc), error=f"{type(exc).__name__}: {exc}",
-        narrative=lines, failure=failure, records=records, subflows=subflows,
-    )  # fmt: skip
+        start_seq,
+        "failed",
+        commits,
+        failed_checkpoint(exc),
+        error=f"{type(exc).__name__}: {exc}",
+        narrative=lines,
+        failure=failure,
+        records=records,
+        subflows=subflows,
+    )
 
 
 def told(options: RunOptions) -> RunOptions:
@@ -223,9 +241,13 @@ def run_chart(chart: FlowChart, input: Any, options: RunOptions) -> RunResult:
     run_id = options.run_id or new_run_id()
     run_input = _run_input(input)
     store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=run_input, chart_spec=chart.spec,
+        run_id,
+        kind="chart",
+        chart_fingerprint=chart.fingerprint,
+        input=run_input,
+        chart_spec=chart.spec,
         redaction=options.redaction,
-    )  # fmt: skip
+    )
     remember_store(run_id, store)
     return advance_chart(chart, store, run_id, options)
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import attrs
 
-from ..signing import signature
-from .protocol import StoredRowError
+from flowchart._core.signing import signature
+from flowchart.store.protocol import StoredRowError
 
 SEAL_PURPOSE = "pyfootprint run seal v1"
 

@@ -23,13 +23,14 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from ..narrative_columns import NarrativeColumns
-from ..redaction import Redaction
-from ..signing import check_key
-from ..trace import SubflowTrace
-from ..trace_codec import no_gc_pauses
-from . import codec, sealing
-from .protocol import (
+from flowchart._core.narrative_columns import NarrativeColumns
+from flowchart._core.redaction import Redaction
+from flowchart._core.run_ids import check_run_id
+from flowchart._core.signing import check_key
+from flowchart._record.record import SubflowTrace
+from flowchart._record.trace_codec import no_gc_pauses
+from flowchart.store import codec, sealing
+from flowchart.store.protocol import (
     STATUSES,
     AlreadyAnsweredError,
     CommitConflictError,
@@ -45,10 +46,14 @@ from .protocol import (
     check_conversation,
     check_retry,
     check_status,
+    cursor_of,
+    holdable,
+    known_id,
+    read_cursor,
     renumber,
 )
-from .questions import read_question
-from .schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
+from flowchart.store.questions import read_question
+from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
@@ -142,6 +147,7 @@ class SqlStore:
     # -- reading ------------------------------------------------------------------------------
     def get(self, run_id: str) -> RunRecord:
         """The run, or ``RunNotFoundError``."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             row = self._run(cur, f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -149,25 +155,48 @@ class SqlStore:
             with no_gc_pauses():  # a big run's record is hundreds of thousands of objects and no cycle
                 return self._record(cur, row)
 
-    def list(self, status: str | None = None, *, limit: int | None = None, conversation: str | None = None) -> RunList:
+    def list(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> RunList:
         """Runs (with ``status`` when given), most recently updated first; with
-        ``conversation``, that conversation's turns, newest turn first (read through its index)."""
+        ``conversation``, that conversation's turns, newest turn first (read through its index);
+        with ``limit``, a page, and ``after=page.next`` the page after it."""
         check_status(status)
-        clauses, params = (["status = ?"], [status]) if status else ([], [])
+        place = None if after is None else read_cursor(after, conversation is not None)
+        if conversation is not None and not holdable(conversation):
+            return RunList()
+        clauses: builtins.list[str] = ["status = ?"] if status else []
+        params: builtins.list[Any] = [status] if status else []
         order = "updated_at DESC, run_id"
         if conversation is not None:
             clauses.append("conversation_id = ?")
             params.append(conversation)
             order = "turn DESC"
+        if place is not None and conversation is not None:
+            clauses.append("turn < ?")
+            params.append(int(place[0]))
+        elif place is not None:
+            clauses.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
+            params.extend((place[0], place[0], place[1]))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
             rows = self._run(cur, sql, tuple(params)).fetchall()
-            return self._records(cur, rows)
+            listed = self._records(cur, rows)
+        if limit is not None and rows and len(rows) == limit:
+            last = rows[-1]
+            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
+        return listed
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
+        known_id(run_id, self._where)
         with self._tx(write=False) as cur:
             sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
             rows = self._run(cur, sql, (run_id,)).fetchall()
@@ -326,6 +355,7 @@ class SqlStore:
             return self._run(cur, "SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
     def _locked_row(self, cur: Any, run_id: str) -> tuple[str, int]:
+        known_id(run_id, self._where)
         row = self._run(cur, f"SELECT status, next_seq FROM runs WHERE run_id = ?{self.for_update}", (run_id,))
         found = row.fetchone()
         if found is None:
@@ -351,15 +381,17 @@ class SqlStore:
         """Record a new ``running`` run (with the rule its readers apply, and a fork's lineage);
         ``RunExistsError`` if the id is taken, ``TurnTakenError`` if ``conversation=(id, turn)``
         is held by another run."""
+        check_run_id(run_id)
         conversation_id, turn = check_conversation(conversation) or (None, None)
         now = time.time()
         try:
             with self._tx() as cur:
                 if chart_spec is not None:
                     self._run(
-                        cur, "INSERT INTO charts VALUES (?, ?) ON CONFLICT (fingerprint) DO NOTHING",
+                        cur,
+                        "INSERT INTO charts VALUES (?, ?) ON CONFLICT (fingerprint) DO NOTHING",
                         (chart_fingerprint, codec.encode(chart_spec)),
-                    )  # fmt: skip
+                    )
                 self._run(
                     cur,
                     "INSERT INTO runs (run_id, kind, chart_fingerprint, status, input, created_at, updated_at, "
@@ -423,21 +455,33 @@ class SqlStore:
             cur,
             "INSERT INTO segments (run_id, n, start_seq, status, narrative, created_at, subflows) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, n, segment.start_seq, segment.status, codec.encode_narrative(segment.narrative, segment.records),
-             now, codec.encode_subflows(segment.subflows)),
-        )  # fmt: skip
+            (
+                run_id,
+                n,
+                segment.start_seq,
+                segment.status,
+                codec.encode_narrative(segment.narrative, segment.records),
+                now,
+                codec.encode_subflows(segment.subflows),
+            ),
+        )
         output = None if segment.status != "done" else codec.encode(segment.output)
         self._run(
             cur,
             "UPDATE runs SET status = ?, next_seq = ?, checkpoint = ?, question = ?, has_answer = 0, "
             "answer = NULL, output = ?, error = ?, failure = ?, updated_at = ? WHERE run_id = ?",
             (
-                segment.status, segment.start_seq + len(commits),
+                segment.status,
+                segment.start_seq + len(commits),
                 codec.seal(codec.encode_checkpoint(segment.checkpoint), self._key, run_id, "checkpoint"),
-                None if segment.status != "paused" else codec.encode(segment.question), output,
-                codec.text(segment.error), codec.encode_failure(segment.failure), now, run_id,
+                None if segment.status != "paused" else codec.encode(segment.question),
+                output,
+                codec.text(segment.error),
+                codec.encode_failure(segment.failure),
+                now,
+                run_id,
             ),
-        )  # fmt: skip
+        )
 
     def retry(self, run_id: str) -> RunRecord:
         """Mark the failed run ``running`` again (once per failure), to resume where it failed."""
@@ -447,9 +491,10 @@ class SqlStore:
             check_retry(run_id, status, row[0] is not None)
             self._checked(cur, run_id)
             self._run(
-                cur, "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
+                cur,
+                "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
-            )  # fmt: skip
+            )
             self._reseal(cur, run_id)
         return self.get(run_id)
 
@@ -460,16 +505,18 @@ class SqlStore:
                 status, _ = self._locked_row(cur, run_id)
                 self._checked(cur, run_id)
                 self._run(
-                    cur, "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
+                    cur,
+                    "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
                     (run_id, request_id, codec.encode(answer), codec.text(by), time.time()),
-                )  # fmt: skip
+                )
                 if status != "paused":
                     raise StoreError(f"run '{run_id}' is {status}, not paused: there is no pause to answer")
                 self._run(
-                    cur, "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
+                    cur,
+                    "UPDATE runs SET status = 'running', question = NULL, has_answer = 1, answer = ?, "
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
-                )  # fmt: skip
+                )
                 self._reseal(cur, run_id)
         except Exception as exc:
             if self._is_unique_violation(exc):

@@ -6,13 +6,22 @@ decision, ``why`` chains, and the views a ``Panel`` adds (the agent's story come
 ``agent.viewer_panel``). See ``docs/viewer.md``.
 """
 
-from .layout import Layout, layout_spec
-from .page import embed_json, render_page, write_page
-from .panels import Panel, installed_panels, load_panel
-from .payload import build_payload
-from .svg import render_svg
+from flowchart.viewer.layout import Layout, layout_spec
+from flowchart.viewer.page import embed_json, page_name, render_page, write_page
+from flowchart.viewer.panels import Panel, installed_panels, load_panel
+from flowchart.viewer.payload import build_payload
+from flowchart.viewer.svg import render_svg
 
 __all__ = [
-    "Layout", "Panel", "build_payload", "embed_json", "installed_panels", "layout_spec", "load_panel", "render_page",
-    "render_svg", "write_page",
-]  # fmt: skip
+    "Layout",
+    "Panel",
+    "build_payload",
+    "embed_json",
+    "installed_panels",
+    "layout_spec",
+    "load_panel",
+    "page_name",
+    "render_page",
+    "render_svg",
+    "write_page",
+]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..commits import Commit
-from ..narrative_entry import NarrativeEntry
-from ..trace import SubflowTrace
+from flowchart._core.commits import Commit
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._record.record import SubflowTrace
 
 DECISION_TYPES = ("condition", "selector")
 HEADLINE_TYPES = ("stage", "subflow", "answer", "pause")

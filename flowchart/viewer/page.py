@@ -29,12 +29,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..trace import Trace
-from ..trace_codec import no_gc_pauses
-from .layout import layout_spec
-from .panels import Panel
-from .payload import Rows, payload_fields, visits_and_taken
-from .svg import render_svg
+from flowchart._core.run_ids import file_name
+from flowchart._record.trace import Trace
+from flowchart._record.trace_codec import no_gc_pauses
+from flowchart.viewer.layout import layout_spec
+from flowchart.viewer.panels import Panel
+from flowchart.viewer.payload import Rows, payload_fields, visits_and_taken
+from flowchart.viewer.svg import render_svg
 
 #: what the embedded JSON writes as escapes (see the module law)
 ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
@@ -171,4 +172,10 @@ def write_page(trace: Trace, path: str | Path, panels: Sequence[Panel] = ()) -> 
     return target
 
 
-__all__ = ["embed_json", "render_page", "write_page"]
+def page_name(run_id: str) -> str:
+    """The file name a run's page gets by default (``agent view RUN``): ``RUN.html`` when the id is
+    a plain file name, else a safe one (``flowchart._core.run_ids.file_name``: ``../../x`` → ``x-<hash>.html``)."""
+    return file_name(run_id, ".html")
+
+
+__all__ = ["embed_json", "page_name", "render_page", "write_page"]

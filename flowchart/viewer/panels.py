@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from ..trace import Trace
+from flowchart._record.trace import Trace
 
 
 @attrs.frozen

@@ -5,11 +5,18 @@ from it in Python — the narrative records of each commit (placed by stage id),
 chain of each key at the end of the log, what each ``Panel`` builds
 (``flowchart.viewer.panels``: the viewer itself reads no one's state keys), visit counts.
 States are NOT stored per commit: the page replays the commit ops itself (the fold
-``flowchart.commits.replay`` defines), so the payload grows with the log, not with log × state.
+``flowchart._core.commits.replay`` defines), so the payload grows with the log, not with log × state.
 The two lists that grow with the log's values (the commits' rows and the narrative's) are
 kept as ``Rows``, a recipe for any slice: a page being written encodes them a slice at a
 time, so their rows never all exist at once; ``build_payload`` makes them lists. Values are
 shared with the trace, never copied.
+
+A page stays small whatever a run holds: every string longer than ``CUT_AT`` characters —
+a tool's 50 MB result, a 200 MB document — is embedded cut (``cut_long``): its first
+``CUT_HEAD`` characters, then a note with its full size and the command that prints the
+whole value (``flowchart replay TRACE --at N``, N the commit that wrote it). Each copy a
+reader makes of a value (the history, the agent panel's tool result) is cut the same way,
+so a big value costs a page a few kilobytes, not its size once per place it shows.
 """
 
 from __future__ import annotations
@@ -19,14 +26,50 @@ from typing import Any
 
 import attrs
 
-from ..causal import causal_chains
-from ..commits import Commit
-from ..narrative_entry import NarrativeEntry
-from ..trace import Trace
-from .narrative import commit_records, decision_record, headline_record
-from .panels import Panel, panel_data, panels_title
+from flowchart._core.commits import Commit
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._record.causal import causal_chains
+from flowchart._record.trace import Trace
+from flowchart.viewer.narrative import commit_records, decision_record, headline_record
+from flowchart.viewer.panels import Panel, panel_data, panels_title
 
 MAX_WHY_KEYS = 200
+#: a string longer than this many characters is embedded cut (see the module law)
+CUT_AT = 20_000
+#: how many leading characters of a cut string a page keeps
+CUT_HEAD = 2_000
+
+
+def _cut(text: str, at: int | None) -> str:
+    where = "" if at is None else f" --at {at}"
+    return (
+        f"{text[:CUT_HEAD]}… [cut by the viewer: {len(text):,} characters in all; the whole value: "
+        f"flowchart replay TRACE{where}]"
+    )
+
+
+def cut_long(value: Any, at: int | None = None) -> Any:
+    """``value`` with every string longer than ``CUT_AT`` cut (``at``: the commit that wrote it,
+    named in the note); ``value`` itself, not a copy, when nothing in it is that long."""
+    if isinstance(value, str):
+        return value if len(value) <= CUT_AT else _cut(value, at)
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            cut = cut_long(item, at)
+            if cut is not item:
+                changed = dict(value) if changed is None else changed
+                changed[key] = cut
+        return value if changed is None else changed
+    if isinstance(value, list | tuple):
+        items: list[Any] | None = None
+        for i, item in enumerate(value):
+            cut = cut_long(item, at)
+            if cut is not item:
+                items = list(value) if items is None else items
+                items[i] = cut
+        return value if items is None else items
+    return value
 
 
 def stage_kinds(spec: dict[str, Any]) -> dict[str, str]:
@@ -84,7 +127,7 @@ def _commit_rows(trace: Trace) -> Rows:
         rows = []
         for c in log[start:stop]:
             ops = [
-                [list(op.path), op.verb] if op.verb == "delete" else [list(op.path), op.verb, op.value]
+                [list(op.path), op.verb] if op.verb == "delete" else [list(op.path), op.verb, cut_long(op.value, c.idx)]
                 for op in c.trace
             ]
             rows.append([c.runtime_stage_id, c.stage, c.stage_id, ops, list(c.reads), list(c.redacted_paths)])
@@ -94,7 +137,7 @@ def _commit_rows(trace: Trace) -> Rows:
 
 
 def _narrative_rows(records: Sequence[NarrativeEntry]) -> Rows:
-    return Rows(len(records), lambda start, stop: [[r.type, r.depth, r.text] for r in records[start:stop]])
+    return Rows(len(records), lambda start, stop: [[r.type, r.depth, cut_long(r.text)] for r in records[start:stop]])
 
 
 def why_chains(trace: Trace, keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -124,7 +167,7 @@ def _op_dicts(commit: Commit) -> list[dict[str, Any]]:
     return [
         {"path": list(op.path), "verb": op.verb}
         if op.verb == "delete"
-        else {"path": list(op.path), "verb": op.verb, "value": op.value}
+        else {"path": list(op.path), "verb": op.verb, "value": cut_long(op.value, commit.idx)}
         for op in commit.trace
     ]
 
@@ -159,7 +202,7 @@ def payload_fields(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]
         pause = {"stage_id": checkpoint.paused_stage_id, "data": checkpoint.pause_data}
     extra = panel_data(trace, panels)
     name = str(trace.chart_spec.get("name", ""))
-    return {
+    fields = {
         "meta": {
             "name": name,
             "title": panels_title(panels, extra) or name or "run",
@@ -186,6 +229,16 @@ def payload_fields(trace: Trace, panels: Sequence[Panel] = ()) -> dict[str, Any]
         "pause": pause,
         "failure": None if trace.failure is None else trace.failure.to_dict(),
     }
+    return {key: value if isinstance(value, Rows) else cut_long(value) for key, value in fields.items()}
 
 
-__all__ = ["Rows", "build_payload", "payload_fields", "stage_kinds", "visits_and_taken", "why_chains"]
+__all__ = [
+    "CUT_AT",
+    "Rows",
+    "build_payload",
+    "cut_long",
+    "payload_fields",
+    "stage_kinds",
+    "visits_and_taken",
+    "why_chains",
+]

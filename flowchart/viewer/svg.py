@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from .layout import CHAR_W, GLYPH, MAX_W, Edge, Layout, Node, box_label
+from flowchart.viewer.layout import CHAR_W, GLYPH, MAX_W, Edge, Layout, Node, box_label
 
 MARGIN = 24
 LOOP_STEP = 10

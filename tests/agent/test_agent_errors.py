@@ -13,7 +13,7 @@ import agent
 from agent import AgentBuildError, AgentError, ExplainError, PolicyHaltError, ToolDefinitionError
 from agent.errors import AgentLoadError, McpConnectionError, McpToolError, OutputSchemaError
 from agent.providers import ProviderConfigError, ProviderDependencyError, ProviderError, ScriptError
-from flowchart.cli_support import CliError
+from flowchart._cli_support import CliError
 
 # signals and private helpers that are not errors a user catches
 NOT_ERRORS = {"AskHumanSignal", "UnsupportedAnnotation", "_Retry"}

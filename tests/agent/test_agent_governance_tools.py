@@ -209,16 +209,45 @@ def test_ledger_of_two_tool_links_and_one_message_link() -> None:
     assert agent.run("refund A1") == "Refunded 100."
     tool_head = {"at": "tool", "tool_name": "refund", "tool_call_id": "c1", "iteration": 1}
     assert agent.last_snapshot().shared_state["middleware_decisions"] == [
-        {"middleware": "note", "moment": "input", "at": "message", "phase": "input", "iteration": 0,
-         "outcome": "allow", "changed": False},
-        {"middleware": "cap", "moment": "before-tool", **tool_head, "outcome": "allow", "changed": True,
-         "why": "refunds are capped at 100", "before": {"order_id": "A1", "amount": 250},
-         "after": {"order_id": "A1", "amount": 100}},
-        {"middleware": "redact", "moment": "after-tool", **tool_head, "outcome": "allow", "changed": True,
-         "why": "redacted the card", "before": "refunded to card 4111", "after": "refunded to card ****"},
-        {"middleware": "note", "moment": "output", "at": "message", "phase": "output", "iteration": 2,
-         "outcome": "allow", "changed": False},
-    ]  # fmt: skip
+        {
+            "middleware": "note",
+            "moment": "input",
+            "at": "message",
+            "phase": "input",
+            "iteration": 0,
+            "outcome": "allow",
+            "changed": False,
+        },
+        {
+            "middleware": "cap",
+            "moment": "before-tool",
+            **tool_head,
+            "outcome": "allow",
+            "changed": True,
+            "why": "refunds are capped at 100",
+            "before": {"order_id": "A1", "amount": 250},
+            "after": {"order_id": "A1", "amount": 100},
+        },
+        {
+            "middleware": "redact",
+            "moment": "after-tool",
+            **tool_head,
+            "outcome": "allow",
+            "changed": True,
+            "why": "redacted the card",
+            "before": "refunded to card 4111",
+            "after": "refunded to card ****",
+        },
+        {
+            "middleware": "note",
+            "moment": "output",
+            "at": "message",
+            "phase": "output",
+            "iteration": 2,
+            "outcome": "allow",
+            "changed": False,
+        },
+    ]
 
 
 def test_row_keys_are_in_contract_order() -> None:
@@ -227,9 +256,18 @@ def test_row_keys_are_in_contract_order() -> None:
     agent.run("refund")
     [row] = agent.last_snapshot().shared_state["middleware_decisions"]
     assert list(row) == [
-        "middleware", "moment", "at", "tool_name", "tool_call_id", "iteration", "outcome", "changed",
-        "why", "before", "after",
-    ]  # fmt: skip
+        "middleware",
+        "moment",
+        "at",
+        "tool_name",
+        "tool_call_id",
+        "iteration",
+        "outcome",
+        "changed",
+        "why",
+        "before",
+        "after",
+    ]
 
 
 def test_a_link_without_a_hook_for_the_moment_files_no_row() -> None:

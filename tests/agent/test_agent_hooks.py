@@ -26,9 +26,12 @@ def test_chart_options_are_what_a_run_passes_the_chart() -> None:
     recorders = agent.run_recorders()
     options = agent.chart_options(recorders, env={"agent_run_id": "r1"})
     assert options == {
-        "env": {"agent_run_id": "r1"}, "recorders": recorders, "max_iterations": 5, "timeout": None,
+        "env": {"agent_run_id": "r1"},
+        "recorders": recorders,
+        "max_iterations": 5,
+        "timeout": None,
         "redaction": None,
-    }  # fmt: skip
+    }
     assert "env" not in agent.chart_options(recorders)
 
 

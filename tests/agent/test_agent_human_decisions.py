@@ -80,13 +80,19 @@ def test_a_middleware_ask_answer_and_an_ask_human_reply_are_recorded() -> None:
     agent.resume(out.checkpoint, check_in_approved(request=out.ask, by="carol", value="tier-2", at=AT))
     (row,) = agent.last_snapshot().shared_state["human_decisions"]
     assert (row["gate"], row["by"], row["middleware"], row["value"], row["request_id"]) == (
-        "ask", "carol", "risk", "tier-2", out.ask.id,
-    )  # fmt: skip
+        "ask",
+        "carol",
+        "risk",
+        "tier-2",
+        out.ask.id,
+    )
 
     confirm = define_tool(
-        name="confirm", description="Ask the user.", input_schema={"type": "object", "properties": {}},
+        name="confirm",
+        description="Ask the user.",
+        input_schema={"type": "object", "properties": {}},
         execute=lambda args, ctx: ask_human({"question": "sure?"}),
-    )  # fmt: skip
+    )
     agent, _ = build([calls(call("q1", "confirm")), "Fine."], confirm)
     paused = agent.run("go")
     assert isinstance(paused, Paused)
@@ -130,8 +136,10 @@ def test_an_edited_approval_runs_the_edited_args_and_records_before_and_after() 
     assert body.runs == [{"order_id": "A1", "amount": 100}]
     (row,) = agent.last_snapshot().shared_state["human_decisions"]
     assert (row["args"], row["before"], row["after"]) == (
-        {"order_id": "A1", "amount": 500}, {"order_id": "A1", "amount": 500}, {"order_id": "A1", "amount": 100},
-    )  # fmt: skip
+        {"order_id": "A1", "amount": 500},
+        {"order_id": "A1", "amount": 500},
+        {"order_id": "A1", "amount": 100},
+    )
     assert "alice approved refund(order_id=A1, amount=500), edited to refund(order_id=A1, amount=100)" in (
         agent.last_snapshot().narrative
     )

@@ -13,7 +13,7 @@ from agent import Agent, AgentError
 from agent.celery import app_agent
 from agent.errors import AgentLoadError
 from agent.loading import load_agent
-from flowchart.cli_support import CliError
+from flowchart._cli_support import CliError
 
 REPO = Path(__file__).resolve().parents[2]
 _names = itertools.count()

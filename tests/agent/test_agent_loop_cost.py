@@ -20,8 +20,8 @@ import pytest
 from call_counts import calls_of, profiled
 
 import agent as agent_package
-import flowchart.scope
-import flowchart.values
+import flowchart._core.scope
+import flowchart._core.values
 from agent import Agent, define_tool
 from agent.providers import scripted
 from agent.providers.types import LLMResponse, ToolCall
@@ -98,7 +98,7 @@ def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:
     (the iteration, the token totals, the route's budget, the final subflow). The record is the
     same: both go through ``Transaction.get``."""
     agent = _w6_agent()
-    calls = calls_of(flowchart.scope.Scope.__getattr__.__code__, lambda: agent.run("add numbers ten times"))
+    calls = calls_of(flowchart._core.scope.Scope.__getattr__.__code__, lambda: agent.run("add numbers ten times"))
     assert calls == 0
     assert agent.last_snapshot().shared_state["final_content"] == "done"
 
@@ -109,7 +109,7 @@ def test_the_history_messages_are_not_copied_again() -> None:
     the args of the model's calls (``set_owned``): a W6 run copies 26 containers, not 97 (round
     five: ≈ 2.4 and ≈ 1 µs/iter)."""
     agent = _w6_agent()
-    copies = calls_of(flowchart.values._copy.__code__, lambda: agent.run("add numbers ten times"))
+    copies = calls_of(flowchart._core.values._copy.__code__, lambda: agent.run("add numbers ten times"))
     assert copies <= 30, copies
     assert len(agent.last_snapshot().shared_state["history"]) == 1 + 2 * TOOL_TURNS
 
@@ -179,8 +179,12 @@ def test_a_tool_result_in_other_scripts_is_appended_as_it_was() -> None:
     assert agent.run("go") == "done"
     history = agent.last_snapshot().shared_state["history"]
     assert [(m["role"], m["content"]) for m in history] == [
-        ("user", "go"), ("assistant", ""), ("tool", "héllo"), ("assistant", "ça"), ("tool", "plain"),
-    ]  # fmt: skip
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "héllo"),
+        ("assistant", "ça"),
+        ("tool", "plain"),
+    ]
 
 
 def test_an_iteration_makes_no_abstract_base_class_check() -> None:
@@ -209,9 +213,14 @@ def _mixed_agent(asynchronous: bool) -> Agent:
     tools = [
         define_tool(name="add", description="Add.", input_schema=ADD_SCHEMA, execute=add),
         define_tool(name="boom", description="Boom.", input_schema={"type": "object"}, execute=boom),
-        define_tool(name="flaky", description="Flaky.", input_schema={"type": "object"}, execute=boom,
-                    retry=Retry(attempts=2, backoff=0.0)),
-    ]  # fmt: skip
+        define_tool(
+            name="flaky",
+            description="Flaky.",
+            input_schema={"type": "object"},
+            execute=boom,
+            retry=Retry(attempts=2, backoff=0.0),
+        ),
+    ]
     first = [
         {"id": "c1", "name": "add", "args": {"a": 1, "b": "z"}},
         {"id": "c2", "name": "nope", "args": {}},

@@ -20,7 +20,7 @@ from agent import AgentBuildError, ConversationBusyError, ConversationError, NoC
 from agent.conversation_turns import turn_from_log
 from agent.explain import explain_answer
 from flowchart import Commit
-from flowchart.commits import Op
+from flowchart._core.commits import Op
 from governance import check_in_approved
 
 

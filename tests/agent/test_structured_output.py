@@ -204,8 +204,14 @@ def test_a_stored_run_that_raises_output_schema_error_is_failed_with_its_commits
     (record,) = store.list()
     assert record.status == "failed"
     assert [c.stage_id for c in record.commit_log] == [
-        "seed", "call-llm", "route", "output-retry", "call-llm", "route", "output-retry",
-    ]  # fmt: skip
+        "seed",
+        "call-llm",
+        "route",
+        "output-retry",
+        "call-llm",
+        "route",
+        "output-retry",
+    ]
     assert record.failure is not None and record.failure.error_type == "OutputSchemaError"
     assert record.error is not None and "after 1 retry" in record.error
 
@@ -275,21 +281,27 @@ def test_strict_is_set_only_for_closed_schemas() -> None:
     ("value", "schema", "issues"),
     [
         (3, {"anyOf": [{"type": "string"}, {"type": "integer"}]}, []),
-        (3.5, {"anyOf": [{"type": "string"}, {"type": "integer"}]}, [
-            "the reply: matches none of the 2 allowed shapes (the reply: expected string, got number)"
-        ]),
-        ({"a": 1, "b": 2}, {"type": "object", "properties": {"a": {}}, "additionalProperties": False}, [
-            "'b' is not allowed (no such property)"
-        ]),
-        ({"a": "x"}, {"type": "object", "additionalProperties": {"type": "integer"}}, [
-            "'a': expected integer, got string"
-        ]),
+        (
+            3.5,
+            {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            ["the reply: matches none of the 2 allowed shapes (the reply: expected string, got number)"],
+        ),
+        (
+            {"a": 1, "b": 2},
+            {"type": "object", "properties": {"a": {}}, "additionalProperties": False},
+            ["'b' is not allowed (no such property)"],
+        ),
+        (
+            {"a": "x"},
+            {"type": "object", "additionalProperties": {"type": "integer"}},
+            ["'a': expected integer, got string"],
+        ),
         ("v2", {"const": "v1"}, ['the reply: expected "v1", got "v2"']),
         ("ab", {"type": "string", "minLength": 3}, ["the reply: must be at least 3 characters long, got 2"]),
         ([1, 2, 3], {"type": "array", "maxItems": 2}, ["the reply: must be at most 2 items long, got 3"]),
         (11, {"type": "integer", "maximum": 10}, ["the reply: must be at most 10, got 11"]),
     ],
-)  # fmt: skip
+)
 def test_the_validator_checks_unions_closed_objects_consts_and_bounds(value: Any, schema: Any, issues: list) -> None:
     """The keywords structured output needs (and tool arguments now get too)."""
     assert validate_args(value, schema, root="the reply") == issues

@@ -76,27 +76,41 @@ SCHEMAS: list[tuple[Any, dict[str, Any]]] = [
     (Level, {"type": "integer", "enum": [1, 2]}),
     (
         Address,
-        {"type": "object", "properties": {"street": {"type": "string"}, "zip": {"type": "integer"}},
-         "required": ["street", "zip"]},
+        {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["street", "zip"],
+        },
     ),
     (PartialAddress, {"type": "object", "properties": {"street": {"type": "string"}}}),
     (
         Point,
-        {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number", "default": 0.0},
-                                          "tags": {"type": "array", "items": {"type": "string"}}},
-         "required": ["x"]},
+        {
+            "type": "object",
+            "properties": {
+                "x": {"type": "number"},
+                "y": {"type": "number", "default": 0.0},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["x"],
+        },
     ),
     (
         Box,
-        {"type": "object", "properties": {"width": {"type": "integer"},
-                                          "color": {"type": "string", "enum": ["red", "green"], "default": "red"}},
-         "required": ["width"]},
+        {
+            "type": "object",
+            "properties": {
+                "width": {"type": "integer"},
+                "color": {"type": "string", "enum": ["red", "green"], "default": "red"},
+            },
+            "required": ["width"],
+        },
     ),
     (list[Point], {"type": "array", "items": schema_for(Point)}),
     (Point | None, {**schema_for(Point), "type": ["object", "null"]}),
     (Point | Address, {"anyOf": [schema_for(Point), schema_for(Address)]}),
     (Annotated[int, "how many"], {"type": "integer", "description": "how many"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("annotation", "expected"), SCHEMAS, ids=[repr(a) for a, _ in SCHEMAS])
@@ -152,13 +166,16 @@ def test_a_decorated_function_becomes_a_tool_with_name_description_and_schema() 
             "properties": {
                 "city": {"type": "string", "description": 'The city\'s name, e.g. "Paris".'},
                 "units": {
-                    "type": "string", "enum": ["C", "F"], "description": "Celsius or Fahrenheit.", "default": "C",
+                    "type": "string",
+                    "enum": ["C", "F"],
+                    "description": "Celsius or Fahrenheit.",
+                    "default": "C",
                 },
                 "days": {"type": "integer", "default": 1},
             },
             "required": ["city"],
         },
-    }  # fmt: skip
+    }
 
 
 def test_numpy_style_parameters_describe_the_arguments() -> None:
@@ -262,9 +279,11 @@ def test_tool_with_options_and_define_tool_of_a_function_agree() -> None:
 def test_the_keyword_form_of_define_tool_still_works() -> None:
     """``define_tool(name=, description=, input_schema=, execute=)`` builds the same kind of Tool as before."""
     made = define_tool(
-        name="echo", description="Echo.", input_schema={"type": "object", "properties": {}},
+        name="echo",
+        description="Echo.",
+        input_schema={"type": "object", "properties": {}},
         execute=lambda args, ctx: "ok",
-    )  # fmt: skip
+    )
     assert made.schema() == {
         "name": "echo",
         "description": "Echo.",

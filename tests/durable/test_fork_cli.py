@@ -32,9 +32,19 @@ def test_fork_prints_the_forked_state_and_saves_its_trace(trace_file: Path, tmp_
     """--set values are JSON; the final state prints as JSON; --out saves the fork's trace."""
     out = tmp_path / "fork.json"
     status, stdout, stderr = flowchart(
-        "fork", str(trace_file), "--chart", "fork_charts:big_chart", "--at", "8", "--set", "total=1",
-        "--set", 'note="hi"', "--out", str(out),
-    )  # fmt: skip
+        "fork",
+        str(trace_file),
+        "--chart",
+        "fork_charts:big_chart",
+        "--at",
+        "8",
+        "--set",
+        "total=1",
+        "--set",
+        'note="hi"',
+        "--out",
+        str(out),
+    )
     assert (status, stderr) == (0, "")
     state = json.loads(stdout)
     assert (state["doubled"], state["note"]) == (3, "hi")
@@ -46,14 +56,17 @@ def test_fork_prints_the_forked_state_and_saves_its_trace(trace_file: Path, tmp_
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--at", "11"], "commit 11 is not a fork point (the children of one parallel batch commit together); "
-                         "the nearest valid commits are 10 or 12"),
+        (
+            ["--at", "11"],
+            "commit 11 is not a fork point (the children of one parallel batch commit together); "
+            "the nearest valid commits are 10 or 12",
+        ),
         (["--at", "2", "--set", "limit"], "--set 'limit': expected KEY=JSON"),
         (["--at", "2", "--set", "limit={"], "--set limit: the value is not JSON"),
         (["--at", "9,x"], "--at 9,x: expected a commit index K or a path M,J (ints)"),
         (["--at", "8,0"], "commit (8) ('check') is not a subflow mount that ran on its own"),
     ],
-)  # fmt: skip
+)
 def test_fork_errors_are_one_line(trace_file: Path, args: list[str], message: str) -> None:
     """A bad fork point or a bad --set is one error line and exit 2, no traceback."""
     status, stdout, stderr = flowchart("fork", str(trace_file), "--chart", "fork_charts:big_chart", *args)

@@ -46,9 +46,21 @@ def oracle(at: int, patch: dict[str, Any], **options: Any) -> Any:
 def test_the_parent_run_has_every_kind_of_boundary() -> None:
     """The chart loops twice, decides, mounts a subflow and forks: 14 commits in this order."""
     assert [c.runtime_stage_id for c in LOG] == [
-        "seed#0", "work#1", "check#2", "again#3", "work#4", "check#5", "again#6", "work#7",
-        "check#8", "done#9", "after#12", "x#13", "y#14", "final#15",
-    ]  # fmt: skip
+        "seed#0",
+        "work#1",
+        "check#2",
+        "again#3",
+        "work#4",
+        "check#5",
+        "again#6",
+        "work#7",
+        "check#8",
+        "done#9",
+        "after#12",
+        "x#13",
+        "y#14",
+        "final#15",
+    ]
     assert PARENT.state["result"] == 56
 
 
@@ -159,8 +171,11 @@ def test_a_run_of_another_chart_is_refused_naming_both_fingerprints() -> None:
     from flowchart import flow_chart
 
     other = flow_chart("Seed", lambda s: None, "seed").build()
-    with pytest.raises(ForkError, match=f"fingerprint is {CHART.fingerprint[:16]}… but this chart's is "
-                       f"{other.fingerprint[:16]}…; fork it with the chart it ran on"):  # fmt: skip
+    with pytest.raises(
+        ForkError,
+        match=f"fingerprint is {CHART.fingerprint[:16]}… but this chart's is "
+        f"{other.fingerprint[:16]}…; fork it with the chart it ran on",
+    ):
         other.fork(PARENT, at=0)
 
 

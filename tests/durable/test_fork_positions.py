@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import Commit, ForkError, Op, Pausable, Redaction, failed_run, flow_chart
-from flowchart.engine.positions import Position, locate
+from flowchart._engine.positions import Position, locate
 
 CHART = big_chart()
 LOG = CHART.run().commit_log
@@ -100,8 +100,11 @@ def test_a_map_is_one_stage_for_forks() -> None:
     run = chart.run()
     assert [c.runtime_stage_id for c in run.commit_log] == ["seed#0", "sq#2", "sq#3", "sq#4", "sq#1", "sum#5"]
     assert chart.fork(run, at=0, patch={"xs": [4]}).state["total"] == 16
-    with pytest.raises(ForkError, match=r"^commit 2 is not a fork point \(the children of a map commit together\); "
-                       r"the nearest valid commits are 0 or 4$"):  # fmt: skip
+    with pytest.raises(
+        ForkError,
+        match=r"^commit 2 is not a fork point \(the children of a map commit together\); "
+        r"the nearest valid commits are 0 or 4$",
+    ):
         chart.fork(run, at=2)
     assert chart.fork(run, at=4, patch={"squares": [5]}).state["total"] == 5
 
@@ -127,8 +130,9 @@ def logs(draw: Any) -> list[Commit]:
         for _ in range(draw(st.integers(0, 3))):
             i = draw(st.integers(0, len(log) - 1))
             c = log[i]
-            log[i] = Commit(c.idx, c.stage, draw(st.sampled_from(IDS)), c.runtime_stage_id, c.trace, c.reads, (),
-                            draw(DECISIONS))  # fmt: skip
+            log[i] = Commit(
+                c.idx, c.stage, draw(st.sampled_from(IDS)), c.runtime_stage_id, c.trace, c.reads, (), draw(DECISIONS)
+            )
         if draw(st.booleans()):
             del log[draw(st.integers(0, len(log) - 1)) :]
         return log

@@ -113,8 +113,11 @@ def test_a_commit_that_is_not_a_mount_is_refused() -> None:
 
 def test_an_inner_index_out_of_range_is_refused_with_its_address() -> None:
     """The inner index is checked against the subflow's own log."""
-    with pytest.raises(ForkError, match=r"^commit \(9, 2\) is out of range: the log has 2 commits "
-                       r"\(fork at \(9, -1\)..\(9, 1\)\)$"):  # fmt: skip
+    with pytest.raises(
+        ForkError,
+        match=r"^commit \(9, 2\) is out of range: the log has 2 commits "
+        r"\(fork at \(9, -1\)..\(9, 1\)\)$",
+    ):
         CHART.fork(PARENT, at=(9, 2))
 
 
@@ -148,8 +151,11 @@ def test_an_inner_boundary_inside_a_parallel_batch_names_the_nearest_inner_commi
     chart = batch_sub_chart()
     run = chart.run()
     assert [c.stage_id for c in run.subflow_results["sub#1"].commit_log] == ["sub/p", "sub/a", "sub/b", "sub/q"]
-    with pytest.raises(ForkError, match=r"^commit \(1, 1\) is not a fork point \(the children of one parallel "
-                       r"batch commit together\); the nearest valid commits are \(1, 0\) or \(1, 2\)$"):  # fmt: skip
+    with pytest.raises(
+        ForkError,
+        match=r"^commit \(1, 1\) is not a fork point \(the children of one parallel "
+        r"batch commit together\); the nearest valid commits are \(1, 0\) or \(1, 2\)$",
+    ):
         chart.fork(run, at=(1, 1))
     assert chart.fork(run, at=(1, 2), patch={"v": 10}).state["v"] == 11
 
@@ -193,18 +199,28 @@ def nested_chart() -> FlowChart:
     inner = flow_chart("P", stage(p), "p").add_function("Q", stage(q), "q").build()
     outer = (
         flow_chart("A", stage(a), "a")
-        .add_subflow_chart_next("in", inner, mount_name="Inner", input_mapper=lambda s: {"w": s["v"]},
-                           output_mapper=lambda i, o: {"got": i["w"]})
+        .add_subflow_chart_next(
+            "in",
+            inner,
+            mount_name="Inner",
+            input_mapper=lambda s: {"w": s["v"]},
+            output_mapper=lambda i, o: {"got": i["w"]},
+        )
         .add_function("B", stage(b), "b")
         .build()
-    )  # fmt: skip
+    )
     return (
         flow_chart("Seed", stage(seed), "seed")
-        .add_subflow_chart_next("out", outer, mount_name="Outer", input_mapper=lambda s: {"v": s["x"]},
-                           output_mapper=lambda o, s: {"res": o["v"]})
+        .add_subflow_chart_next(
+            "out",
+            outer,
+            mount_name="Outer",
+            input_mapper=lambda s: {"v": s["x"]},
+            output_mapper=lambda o, s: {"res": o["v"]},
+        )
         .add_function("Final", stage(final), "final")
         .build()
-    )  # fmt: skip
+    )
 
 
 NESTED = nested_chart()
@@ -216,8 +232,9 @@ def test_the_nested_chart_runs_two_levels_of_subflows() -> None:
     outer = NESTED_RUN.subflow_results["out#1"].commit_log
     assert [c.runtime_stage_id for c in outer] == ["out/a#2", "out/in#3", "out/b#6"]
     assert [c.runtime_stage_id for c in NESTED_RUN.subflow_results["out/in#3"].commit_log] == [
-        "out/in/p#4", "out/in/q#5",
-    ]  # fmt: skip
+        "out/in/p#4",
+        "out/in/q#5",
+    ]
     assert NESTED_RUN.state["result"] == 3 * 10 + 11 + 1
 
 
@@ -240,8 +257,9 @@ def test_a_nested_fork_keeps_every_runtime_id() -> None:
     assert [c.runtime_stage_id for c in fork.commit_log] == ["fork#5", "out#1", "final#7"]
     assert [c.runtime_stage_id for c in fork.subflow_results["out#1"].commit_log] == ["out/in#3", "out/b#6"]
     assert [c.runtime_stage_id for c in fork.subflow_results["out/in#3"].commit_log] == [
-        "out/in/fork#5", "out/in/q#5",
-    ]  # fmt: skip
+        "out/in/fork#5",
+        "out/in/q#5",
+    ]
 
 
 def test_a_run_that_failed_inside_a_subflow_forks_before_the_failing_inner_stage() -> None:
@@ -296,7 +314,7 @@ def test_a_stored_run_forks_inside_its_subflow_and_the_fork_is_stored_whole() ->
 def test_a_stored_source_carries_the_counts_inside_its_subflows() -> None:
     """A stored run's subflow logs are read: a fork of it holds the same visit counts (of
     the subflow's stages too) as a fork of the in-memory result."""
-    from flowchart.forking import prepare
+    from flowchart._rerun import prepare
     from flowchart.store import MemoryStore
 
     store = MemoryStore()
@@ -376,15 +394,20 @@ def test_an_inner_address_either_locates_or_is_refused_never_crashes(
     """Fuzz: any path against the record — with the subflow's log rewritten to arbitrary
     stage ids, or missing — gives a position or a ForkError, never another error."""
     from flowchart import Commit
-    from flowchart.engine.positions import MountPoint, locate_inside
+    from flowchart._engine.positions import MountPoint, locate_inside
 
     inner = [Commit(i, "s", sid, f"{sid}#{10 + i}", (), (), (), None) for i, sid in enumerate(ids)]
     subflows = {} if drop else {"done#9": inner}
     try:
         point = locate_inside(
-            CHART, PARENT.commit_log, at, initial={}, ended_early=None, subflows=subflows,
+            CHART,
+            PARENT.commit_log,
+            at,
+            initial={},
+            ended_early=None,
+            subflows=subflows,
             initials={"done#9": {"t": 6}},
-        )  # fmt: skip
+        )
     except ForkError as exc:
         assert str(exc)
         return

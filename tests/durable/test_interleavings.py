@@ -3,7 +3,8 @@ writes loads again, every stored run stays listable, and every commit of a recov
 either a fork point or refused as one, naming the nearest.
 
 Random charts hold plain stages, stages that fail on their first call (after a partial
-write), pausable stages — also inside subflows — and forks whose children may fail. Each run is driven to
+write), pausable stages, maps whose second item fails once — also inside subflows — and forks whose
+children may fail. Each run is driven to
 its end: a failure is resumed from ``Checkpoint.from_json(checkpoint.to_json())`` (or with
 ``resume_run`` on a store), a pause is answered the same way. Whatever the order of
 failures and pauses, the final state is the one a run without failures and pauses reaches.
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from flowchart import Checkpoint, FlowChart, FlowChartBuilder, ForkError, Pausable, RunResult, flow_chart
 from flowchart.store import SqliteStore
 
-leaf = st.sampled_from(["plain", "flaky", "pause", "flaky-pause"])
+leaf = st.sampled_from(["plain", "flaky", "pause", "flaky-pause", "map", "flaky-map"])
 segment = st.one_of(
     st.tuples(leaf),
     st.tuples(st.just("sub"), st.lists(st.tuples(leaf), min_size=1, max_size=3)),
@@ -50,6 +51,17 @@ class Charts:
 
         return fn
 
+    def item(self, label: str, flaky: bool) -> Any:
+        """A map child: doubles its item; with ``flaky`` the second item fails on its first call."""
+
+        def fn(scope: Any, ctx: Any) -> int:
+            if flaky and ctx.index == 1 and f"{label}[1]" not in self.failed:
+                self.failed.add(f"{label}[1]")
+                raise ConnectionError(f"{label}[1] is down")
+            return int(ctx.item) * 2
+
+        return fn
+
     def pausable(self, label: str, flaky: bool) -> Pausable:
         def execute(scope: Any) -> dict[str, Any]:
             self.body(label, flaky)(scope)
@@ -66,6 +78,8 @@ class Charts:
             return b.add_function(sid, self.body(sid, kind == "flaky"), sid)
         if kind in ("pause", "flaky-pause"):
             return b.add_pausable_function(sid, self.pausable(sid, kind == "flaky-pause"), sid)
+        if kind in ("map", "flaky-map"):
+            return b.add_map(sid, self.item(sid, kind == "flaky-map"), sid, items=lambda s: [1, 2, 3], into=sid)
         if kind == "sub":
             inner = flow_chart(f"{sid}s", self.body(f"{sid}s", False), f"{sid}s")
             for j, part in enumerate(seg[1]):

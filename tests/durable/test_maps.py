@@ -36,8 +36,16 @@ def test_results_and_commits_are_in_item_order_whatever_finishes_first() -> None
     result = chart_of(slow_fetch).run()
     assert result.state["pages"] == [{"url": f"u{i}", "index": i} for i in range(6)]
     assert [c.runtime_stage_id for c in result.commit_log] == [
-        "seed#0", "fetch#2", "fetch#3", "fetch#4", "fetch#5", "fetch#6", "fetch#7", "fetch#1", "done#8",
-    ]  # fmt: skip
+        "seed#0",
+        "fetch#2",
+        "fetch#3",
+        "fetch#4",
+        "fetch#5",
+        "fetch#6",
+        "fetch#7",
+        "fetch#1",
+        "done#8",
+    ]
     assert [op.path for op in result.commit_log[1].trace] == [("runs", "fetch", "0", "seen")]
     assert result.commit_log[7].reads == ("urls",)
 
@@ -68,9 +76,12 @@ def test_the_fingerprint_does_not_depend_on_the_data() -> None:
     """The spec names the map, its target and limits — never the items."""
     chart = chart_of(slow_fetch, concurrency=3)
     assert chart.spec["stages"][1] == {
-        "id": "fetch", "name": "Fetch", "kind": "stage", "next": "done",
+        "id": "fetch",
+        "name": "Fetch",
+        "kind": "stage",
+        "next": "done",
         "map": {"into": "pages", "concurrency": 3, "fail_fast": True},
-    }  # fmt: skip
+    }
     before = chart.fingerprint
     chart.run()
     assert chart_of(slow_fetch, concurrency=3).fingerprint == before
@@ -95,9 +106,13 @@ def test_without_fail_fast_the_results_carry_the_errors() -> None:
     story = narrative()
     result = chart_of(failing, fail_fast=False).run(recorders=[story])
     assert result.state["pages"] == [
-        "u0", "u1", {"index": 2, "error": "ValueError: bad u2"}, "u3",
-        {"index": 4, "error": "ValueError: bad u4"}, "u5",
-    ]  # fmt: skip
+        "u0",
+        "u1",
+        {"index": 2, "error": "ValueError: bad u2"},
+        "u3",
+        {"index": 4, "error": "ValueError: bad u4"},
+        "u5",
+    ]
     assert "[Map]: Mapped Fetch over 6 items; items 2, 4 failed." in story.lines()
 
 
@@ -237,8 +252,9 @@ def test_map_children_retry_under_the_maps_policy_and_each_attempt_is_recorded()
     children = {c.runtime_stage_id: c for c in result.commit_log if c.stage_id == "fetch"}
     one, four = children["fetch#3"], children["fetch#6"]
     assert [(a.attempt, a.error_type, a.message) for a in one.attempts] == [
-        (1, "TimeoutError", "item 1 try 1"), (2, "TimeoutError", "item 1 try 2"),
-    ]  # fmt: skip
+        (1, "TimeoutError", "item 1 try 1"),
+        (2, "TimeoutError", "item 1 try 2"),
+    ]
     assert [a.attempt for a in four.attempts] == [1]
     assert children["fetch#2"].attempts == ()
     assert [op.value for op in one.trace if op.path[-1] == "attempt"] == [3]  # failed attempts' writes discarded

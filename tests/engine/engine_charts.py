@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from flowchart import FlowChart, flow_chart
-from flowchart.scope import transaction_of
+from flowchart._core.scope import transaction_of
 
 
 def exact(message: str) -> str:

@@ -18,12 +18,13 @@ SUBKEYS = ("x", "y")
 json_values = strategies.json_values(
     5,
     scalars=strategies.json_scalars(
-        ints=st.integers(-3, 3), floats=st.floats(-2, 2, allow_nan=False, allow_infinity=False),
+        ints=st.integers(-3, 3),
+        floats=st.floats(-2, 2, allow_nan=False, allow_infinity=False),
         text=st.text(alphabet="ab", max_size=2),
     ),
     keys=st.sampled_from(SUBKEYS),
     max_size=3,
-)  # fmt: skip
+)
 
 #: (kind, key, subkey, value)
 actions = st.lists(

@@ -13,8 +13,8 @@ import pytest
 from engine_charts import exact, inner_chart, noop, sample_chart
 
 from flowchart import BuildError, FlowChart, flow_chart
-from flowchart.builder import FlowChartBuilder
-from flowchart.values import copy_json
+from flowchart._chart.builder import FlowChartBuilder
+from flowchart._core.values import copy_json
 
 # -- build errors ---------------------------------------------------------------------------
 
@@ -38,27 +38,28 @@ def test_branch_id_colliding_with_a_stage_id_is_a_duplicate():
         .add_function_branch("seed", "Again", noop)
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "duplicate stage id 'seed': every stage, branch and child needs its own id — rename one"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact("duplicate stage id 'seed': every stage, branch and child needs its own id — rename one"),
+    ):
         builder.build()
 
 
 def test_decider_without_branches_is_refused():
     """A decider with no branch cannot choose anything."""
     builder = flow_chart("Seed", noop, "seed").add_decider_function("Check", noop, "check").end()
-    with pytest.raises(BuildError, match=exact(
-        "decider at 'Check' requires at least one branch — add one with add_function_branch"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError, match=exact("decider at 'Check' requires at least one branch — add one with add_function_branch")
+    ):
         builder.build()
 
 
 def test_selector_without_branches_is_refused():
     """A selector with no branch cannot select anything."""
     builder = flow_chart("Seed", noop, "seed").add_selector_function("Pick", noop, "pick").end()
-    with pytest.raises(BuildError, match=exact(
-        "selector at 'Pick' requires at least one branch — add one with add_function_branch"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError, match=exact("selector at 'Pick' requires at least one branch — add one with add_function_branch")
+    ):
         builder.build()
 
 
@@ -78,9 +79,9 @@ def test_duplicate_branch_id_is_refused():
         .add_function_branch("a", "A again", noop)
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "duplicate decider branch id 'a' under 'Check' — give each branch its own id"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError, match=exact("duplicate decider branch id 'a' under 'Check' — give each branch its own id")
+    ):
         builder.build()
 
 
@@ -92,48 +93,54 @@ def test_branch_without_function_is_refused():
         .add_function_branch("a", "A", None)  # type: ignore[arg-type]
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "decider branch 'a' under 'check' has no function — provide a fn argument to "
-        "add_function_branch('a', ...)"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            "decider branch 'a' under 'check' has no function — provide a fn argument to add_function_branch('a', ...)"
+        ),
+    ):
         builder.build()
 
 
 def test_stage_without_function_is_refused():
     """``add_function`` needs a callable."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", None, "work")  # type: ignore[arg-type]
-    with pytest.raises(BuildError, match=exact(
-        "stage 'work' has no function — provide a fn argument to add_function"
-    )):  # fmt: skip
+    with pytest.raises(BuildError, match=exact("stage 'work' has no function — provide a fn argument to add_function")):
         builder.build()
 
 
 def test_unknown_loop_target_is_refused():
     """``loop_to`` must name a stage id of this chart."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("Seed")
-    with pytest.raises(BuildError, match=exact(
-        "loop_to('Seed') target not found — did you pass a stage name instead of id? — from 'work', "
-        "pass the id of a stage declared in this chart"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            "loop_to('Seed') target not found — did you pass a stage name instead of id? — from 'work', "
+            "pass the id of a stage declared in this chart"
+        ),
+    ):
         builder.build()
 
 
 def test_second_loop_to_is_refused():
     """A chain loops once: a second ``loop_to`` is a mistake."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, "work").loop_to("seed").loop_to("work")
-    with pytest.raises(BuildError, match=exact(
-        "loop_to already defined at 'Work' — a chain loops once (to 'seed'): remove the second loop_to"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact("loop_to already defined at 'Work' — a chain loops once (to 'seed'): remove the second loop_to"),
+    ):
         builder.build()
 
 
 def test_stage_after_loop_to_is_refused():
     """A loop ends the chain: nothing can be appended after it."""
     builder = flow_chart("Seed", noop, "seed").loop_to("seed").add_function("Work", noop, "work")
-    with pytest.raises(BuildError, match=exact(
-        "cannot add 'work' after loop_to('seed'): a loop ends the chain — add stages before the "
-        "loop_to call"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            "cannot add 'work' after loop_to('seed'): a loop ends the chain — add stages before the loop_to call"
+        ),
+    ):
         builder.build()
 
 
@@ -146,10 +153,13 @@ def test_loop_from_a_branch_to_a_branch_is_refused():
         .add_function_branch("b", "B", noop, loop_to="a")
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "loop_to('a') from a branch: 'a' is a branch or fork child — a loop must target a stage on "
-        "the main chain, declared before the decider"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            "loop_to('a') from a branch: 'a' is a branch or fork child — a loop must target a stage on "
+            "the main chain, declared before the decider"
+        ),
+    ):
         builder.build()
 
 
@@ -162,10 +172,13 @@ def test_decider_with_fork_children_is_refused():
         .end()
         .add_list_of_function([("x", "X", noop)])
     )
-    with pytest.raises(BuildError, match=exact(
-        "decider 'check' also has parallel children (x): a decider runs only its branches — add a "
-        "stage after it (add_function) and fork from that stage"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            "decider 'check' also has parallel children (x): a decider runs only its branches — add a "
+            "stage after it (add_function) and fork from that stage"
+        ),
+    ):
         builder.build()
 
 
@@ -192,9 +205,7 @@ def test_unknown_default_branch_is_refused():
         .set_default("zzz")
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "set_default('zzz') under 'check': no such branch (branches: a, b)"
-    )):  # fmt: skip
+    with pytest.raises(BuildError, match=exact("set_default('zzz') under 'check': no such branch (branches: a, b)")):
         builder.build()
 
 
@@ -207,17 +218,15 @@ def test_selector_cannot_have_a_default():
         .set_default("a")
         .end()
     )
-    with pytest.raises(BuildError, match=exact(
-        "set_default('a') on selector 'pick': only deciders have a default"
-    )):  # fmt: skip
+    with pytest.raises(BuildError, match=exact("set_default('a') on selector 'pick': only deciders have a default")):
         builder.build()
 
 
 def test_build_on_an_empty_builder_is_refused():
     """A builder with no root stage cannot build."""
-    with pytest.raises(BuildError, match=exact(
-        "empty tree; call start() first — start the chart with flow_chart(name, fn, id)"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError, match=exact("empty tree; call start() first — start the chart with flow_chart(name, fn, id)")
+    ):
         FlowChartBuilder().build()
 
 
@@ -225,10 +234,13 @@ def test_build_on_an_empty_builder_is_refused():
 def test_ids_with_runtime_separators_are_refused(bad_id):
     """'/' and '#' separate runtime stage ids, so no id may contain them."""
     builder = flow_chart("Seed", noop, "seed").add_function("Work", noop, bad_id)
-    with pytest.raises(BuildError, match=exact(
-        f"stage id '{bad_id}' contains '/' or '#', which runtime stage ids use as separators — "
-        "choose an id without them"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError,
+        match=exact(
+            f"stage id '{bad_id}' contains '/' or '#', which runtime stage ids use as separators — "
+            "choose an id without them"
+        ),
+    ):
         builder.build()
 
 
@@ -243,9 +255,9 @@ def test_subflow_needs_a_built_chart():
     """Mounting a builder (not a chart) is refused with the fix."""
     unbuilt = flow_chart("In", noop, "inner")
     builder = flow_chart("Seed", noop, "seed").add_subflow_chart_next("sf", unbuilt)  # type: ignore[arg-type]
-    with pytest.raises(BuildError, match=exact(
-        "subflow 'sf' needs a built FlowChart (call .build() on it), got FlowChartBuilder"
-    )):  # fmt: skip
+    with pytest.raises(
+        BuildError, match=exact("subflow 'sf' needs a built FlowChart (call .build() on it), got FlowChartBuilder")
+    ):
         builder.build()
 
 

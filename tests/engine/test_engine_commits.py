@@ -120,10 +120,16 @@ def test_runtime_ids_count_loop_visits():
     )
     ids = [c.runtime_stage_id for c in chart.run().commit_log]
     assert ids == [
-        "bump#0", "check#1", "again#2",
-        "bump#3", "check#4", "again#5",
-        "bump#6", "check#7", "done#8",
-    ]  # fmt: skip
+        "bump#0",
+        "check#1",
+        "again#2",
+        "bump#3",
+        "check#4",
+        "again#5",
+        "bump#6",
+        "check#7",
+        "done#8",
+    ]
 
 
 def test_replay_equals_the_live_state_at_every_index():
@@ -156,7 +162,7 @@ def test_replay_equals_the_live_state_at_every_index():
 def test_replay_from_an_initial_state_and_out_of_range_index():
     """``initial`` seeds the fold; an index past the log raises ``IndexError`` with the range."""
 
-    from flowchart.commits import Op
+    from flowchart._core.commits import Op
 
     commits = [Commit(0, "S", "s", "s#0", (Op(("y",), "set", 2),))]
     assert replay(commits, 0, initial={"x": 1}) == {"x": 1, "y": 2}

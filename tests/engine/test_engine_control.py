@@ -63,9 +63,12 @@ def test_linear_loop_to_repeats_the_chain_until_stop():
 def test_loop_cap_defaults_to_1000_with_the_footprintjs_message():
     """An endless loop fails after 1000 passes back to its target, naming it."""
     tape = CommitTape()
-    with pytest.raises(LoopLimitError, match=exact(
-        "Maximum loop iterations (1000) exceeded for node 'work'. Set max_iterations to increase the limit."
-    )) as info:  # fmt: skip
+    with pytest.raises(
+        LoopLimitError,
+        match=exact(
+            "Maximum loop iterations (1000) exceeded for node 'work'. Set max_iterations to increase the limit."
+        ),
+    ) as info:
         counting_loop(None).run(recorders=[tape])
     assert info.value.stage_id == "work"
     assert sum(1 for c in tape.commits if c.stage_id == "work") == 1001
@@ -74,9 +77,10 @@ def test_loop_cap_defaults_to_1000_with_the_footprintjs_message():
 def test_max_iterations_sets_the_cap():
     """``run(max_iterations=N)`` allows N passes back to the target, then raises."""
     order: list[str] = []
-    with pytest.raises(LoopLimitError, match=exact(
-        "Maximum loop iterations (3) exceeded for node 'work'. Set max_iterations to increase the limit."
-    )):  # fmt: skip
+    with pytest.raises(
+        LoopLimitError,
+        match=exact("Maximum loop iterations (3) exceeded for node 'work'. Set max_iterations to increase the limit."),
+    ):
         counting_loop(None, order).run(max_iterations=3)
     assert order.count("work") == 4
     assert order[-1] == "again"

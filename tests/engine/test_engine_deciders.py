@@ -90,10 +90,13 @@ def test_unknown_branch_without_default_raises_naming_decider_and_branch():
         scope.before = 1
         return "zzz"
 
-    with pytest.raises(RunError, match=exact(
-        "Scope-based decider 'Check' returned branch ID 'zzz' which doesn't match any child and no "
-        "default branch is set — return one of its branch ids (a, b) or call set_default(branch_id)"
-    )) as info:  # fmt: skip
+    with pytest.raises(
+        RunError,
+        match=exact(
+            "Scope-based decider 'Check' returned branch ID 'zzz' which doesn't match any child and no "
+            "default branch is set — return one of its branch ids (a, b) or call set_default(branch_id)"
+        ),
+    ) as info:
         decider_chart(check).run(recorders=[tape])
     assert info.value.stage_id == "check"
     assert tape.ids == ["seed#0", "check#1"]
@@ -197,10 +200,22 @@ def test_decide_first_match_wins_and_evidence_has_the_api_shape():
                     "matched": False,
                     "label": "High",
                     "conditions": [
-                        {"key": "score", "op": "gt", "threshold": 0.5, "actual_summary": "0.4",
-                         "result": False, "redacted": False},
-                        {"key": "tier", "op": "eq", "threshold": "gold", "actual_summary": '"gold"',
-                         "result": True, "redacted": False},
+                        {
+                            "key": "score",
+                            "op": "gt",
+                            "threshold": 0.5,
+                            "actual_summary": "0.4",
+                            "result": False,
+                            "redacted": False,
+                        },
+                        {
+                            "key": "tier",
+                            "op": "eq",
+                            "threshold": "gold",
+                            "actual_summary": '"gold"',
+                            "result": True,
+                            "redacted": False,
+                        },
                     ],
                 },
                 {
@@ -215,7 +230,7 @@ def test_decide_first_match_wins_and_evidence_has_the_api_shape():
             "chosen": "b",
             "default": "a",
         }
-    ]  # fmt: skip
+    ]
 
 
 def test_decide_empty_filter_never_matches():
@@ -267,9 +282,16 @@ def test_decide_function_rule_that_raises_does_not_match_and_records_the_error()
 
     assert decider_chart(check).run().state == {"taken": "b"}
     assert seen == [
-        {"type": "function", "rule_index": 0, "branch": "a", "matched": False, "label": None, "inputs": [],
-         "match_error": "ValueError: no luck"}
-    ]  # fmt: skip
+        {
+            "type": "function",
+            "rule_index": 0,
+            "branch": "a",
+            "matched": False,
+            "label": None,
+            "inputs": [],
+            "match_error": "ValueError: no luck",
+        }
+    ]
 
 
 # -- selectors ------------------------------------------------------------------------------------
@@ -327,10 +349,13 @@ def test_selector_accepts_a_select_result():
 
 def test_selector_unknown_ids_raise_listing_the_available_ones():
     """An id no branch has is an error that lists the available branches."""
-    with pytest.raises(RunError, match=exact(
-        "Scope-based selector 'Pick' returned unknown child IDs: x, y. Available: a, b, c — "
-        "return ids of its branches only"
-    )):  # fmt: skip
+    with pytest.raises(
+        RunError,
+        match=exact(
+            "Scope-based selector 'Pick' returned unknown child IDs: x, y. Available: a, b, c — "
+            "return ids of its branches only"
+        ),
+    ):
         selector_chart(lambda s: ["a", "x", "y"]).run()
 
 
@@ -348,7 +373,7 @@ def test_empty_selection_runs_nothing():
 
 def _recorded(output: Any) -> Any:
     """What the decider's commit records for ``output``, and what the copying path records."""
-    from flowchart.engine.choices import decision_record
+    from flowchart._engine.choices import decision_record
     from flowchart.lowlevel import copy_json
 
     if isinstance(output, list | tuple):

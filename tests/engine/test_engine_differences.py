@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flowchart import flow_chart, narrative, replay
-from flowchart.commits import Verb
+from flowchart._core.commits import Verb
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

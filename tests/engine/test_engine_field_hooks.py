@@ -111,8 +111,13 @@ class AllFields(Fields):
         self.seen.append(("executed", ctx.runtime_stage_id, name))
 
 
-KIND = {"take_stage_start": "start", "take_emit": "emit", "take_commit": "commit", "take_stage_ops": "ops",
-        "take_stage_executed": "executed"}  # fmt: skip
+KIND = {
+    "take_stage_start": "start",
+    "take_emit": "emit",
+    "take_commit": "commit",
+    "take_stage_ops": "ops",
+    "take_stage_executed": "executed",
+}
 
 
 @pytest.mark.parametrize("hook", list(KIND))
@@ -209,7 +214,7 @@ def test_a_stream_builds_no_event_objects_for_its_stage_commit_and_emit_events(
     """The stream tap takes stage starts, commits and emits as fields: streaming every kind
     of a chart whose only recorder is the stream builds none of those event objects, and
     still yields every stage, commit and emit."""
-    from flowchart.engine import traversal
+    from flowchart._engine import traversal
 
     built: list[str] = []
     for name in ("StageEvent", "CommitEvent", "EmitEvent"):

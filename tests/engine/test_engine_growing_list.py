@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowchart import Retry, flow_chart, narrative, replay
-from flowchart.lending import SHORT
+from flowchart._core.lending import SHORT
+from flowchart._core.owned import holders
+from flowchart._core.tracked import TrackedList
 from flowchart.lowlevel import raw_read
-from flowchart.owned import holders
-from flowchart.tracked import TrackedList
 
 #: what every list here starts with: long enough to be lent (a shorter list is copied, cheaper)
 PRE = list(range(-SHORT, 0))
@@ -313,7 +313,7 @@ def test_where_references_cannot_be_counted_everything_copies_to_the_same_record
 ) -> None:
     """With no reference count (another interpreter), no view is lent and no list grows in place:
     the state, the commit log and the narrative are the same, byte for byte."""
-    import flowchart.owned as owned
+    import flowchart._core.owned as owned
 
     def record() -> tuple[Any, ...]:
         rec = narrative()

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from strategies import json_values
 
 from flowchart import Commit, flow_chart
-from flowchart.commits import Op, make_commit, make_op
-from flowchart.decide import Decision, _decision, decide
-from flowchart.errors import ReadonlyInputError
-from flowchart.retry import Attempt
-from flowchart.scope import Scope, Transaction, scope_of, transaction_of
+from flowchart._core.commits import Op, make_commit, make_op
+from flowchart._core.decide import Decision, _decision, decide
+from flowchart._core.errors import ReadonlyInputError
+from flowchart._core.retry import Attempt
+from flowchart._core.scope import Scope, Transaction, scope_of, transaction_of
 
 _paths = st.lists(st.text(max_size=6), min_size=1, max_size=3).map(tuple)
 _verbs = st.sampled_from(["set", "merge", "append", "delete"])
@@ -64,9 +64,16 @@ def test_make_op_is_the_class_call(path: tuple[str, ...], verb: Any, value: Any)
     st.none() | st.text(max_size=6),
 )
 def test_make_commit_is_the_class_call(
-    idx: int, stage: str, stage_id: str, ops: list[Any], reads: Any, redacted: Any, decision: Any, attempts: Any,
+    idx: int,
+    stage: str,
+    stage_id: str,
+    ops: list[Any],
+    reads: Any,
+    redacted: Any,
+    decision: Any,
+    attempts: Any,
     recovers: Any,
-) -> None:  # fmt: skip
+) -> None:
     """``make_commit(...)`` equals ``Commit(...)`` with the same fields: ==, hash (or the same
     refusal to hash a decision dict), repr and type; it stays frozen."""
     trace = tuple(make_op(*op) for op in ops)

@@ -43,7 +43,11 @@ def test_loan_main_prints_the_log_and_the_state(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "commit log:"
     assert [json.loads(line)["stage_id"] for line in lines[1:6]] == [
-        "application", "assess", "route", "approve", "notify",
-    ]  # fmt: skip
+        "application",
+        "assess",
+        "route",
+        "approve",
+        "notify",
+    ]
     assert lines[6] == "final state:"
     assert lines[-1] == "output: Dear Ada, your application is approved."

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from strategies import json_values
 
 from flowchart import ReadonlyInputError, flow_chart, narrative
-from flowchart.lending import SHORT
+from flowchart._core.lending import SHORT
 from flowchart.lowlevel import append_owned, copy_json, set_owned
 
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowchart import narrative, replay
-from flowchart.stream_tap import StreamTap
-from flowchart.values import copy_json
+from flowchart._core.values import copy_json
+from flowchart._stream.stream_tap import StreamTap
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -45,9 +45,10 @@ def test_missing_attribute_raises_attribute_error_so_getattr_default_works():
 
     def stage(scope):
         seen.append(getattr(scope, "missing", "fallback"))
-        with pytest.raises(AttributeError, match=exact(
-            "'missing' is not in the state (use getattr(scope, 'missing', default) for optional keys)"
-        )):  # fmt: skip
+        with pytest.raises(
+            AttributeError,
+            match=exact("'missing' is not in the state (use getattr(scope, 'missing', default) for optional keys)"),
+        ):
             scope.missing  # noqa: B018
 
     run_stages(stage)
@@ -217,10 +218,13 @@ def test_non_json_safe_write_raises_at_the_write_naming_the_key():
     caught: list[str] = []
 
     def stage(scope):
-        with pytest.raises(ScopeWriteError, match=exact(
-            "Cannot write 'when': a datetime.datetime is not JSON-safe. State values must be "
-            "JSON-safe (dict with str keys, list, str, int, float, bool, None)."
-        )) as info:  # fmt: skip
+        with pytest.raises(
+            ScopeWriteError,
+            match=exact(
+                "Cannot write 'when': a datetime.datetime is not JSON-safe. State values must be "
+                "JSON-safe (dict with str keys, list, str, int, float, bool, None)."
+            ),
+        ) as info:
             scope.when = datetime.datetime(2024, 1, 1)
         caught.append(info.value.key)
         with pytest.raises(ScopeWriteError, match=r"^Cannot write 'deep': a set is not JSON-safe at deep\.a\[1\]\. "):
@@ -273,19 +277,19 @@ def test_ctx_args_is_a_read_only_view_of_the_input():
 
     def stage(scope, ctx):
         seen.extend([ctx.args["user"]["name"], ctx.args.user["tags"], dict(ctx.args.to_dict())])
-        with pytest.raises(TypeError, match=exact(
-            "ctx.args is read-only: cannot set 'k'. Write state through the scope instead"
-        )):  # fmt: skip
+        with pytest.raises(
+            TypeError, match=exact("ctx.args is read-only: cannot set 'k'. Write state through the scope instead")
+        ):
             ctx.args["k"] = 2
-        with pytest.raises(TypeError, match=exact(
-            "ctx.args is read-only: cannot set 'k'. Write state through the scope instead"
-        )):  # fmt: skip
+        with pytest.raises(
+            TypeError, match=exact("ctx.args is read-only: cannot set 'k'. Write state through the scope instead")
+        ):
             ctx.args.k = 2
         with pytest.raises(TypeError, match=exact("ctx.args is read-only: cannot delete 'k'")):
             del ctx.args["k"]
-        with pytest.raises(TypeError, match=exact(
-            "ctx.args is read-only: cannot set 'name'. Write state through the scope instead"
-        )):  # fmt: skip
+        with pytest.raises(
+            TypeError, match=exact("ctx.args is read-only: cannot set 'name'. Write state through the scope instead")
+        ):
             ctx.args["user"]["name"] = "y"
         with pytest.raises(AttributeError):
             ctx.args.user["tags"].append("z")

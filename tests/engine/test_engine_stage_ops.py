@@ -94,8 +94,16 @@ def test_live_operations_asks_for_the_per_operation_events_as_well() -> None:
     """``live_operations = True`` binds ``on_read`` / ``on_write`` / ``on_emit`` again."""
     rec = Live()
     _chart().run(recorders=[rec])
-    assert rec.live == ["write items", "write user", "read items", "write items", "write items", "emit worked",
-                        "read absent", "write user"]  # fmt: skip
+    assert rec.live == [
+        "write items",
+        "write user",
+        "read items",
+        "write items",
+        "write items",
+        "emit worked",
+        "read absent",
+        "write user",
+    ]
     assert len(rec.batches) == 2
 
 
@@ -108,7 +116,7 @@ def test_a_batch_carries_the_run_s_redaction() -> None:
         scope.plain = 1
 
     flow_chart("Seed", seed, "seed").build().run(recorders=[rec], redaction=Redaction(keys={"secret"}))
-    (_, ops), = rec.batches  # fmt: skip
+    ((_, ops),) = rec.batches
     assert ops[0][0:2] == ("write", "secret") and ops[0][2] != "s3cr3t" and ops[0][4] is True
     assert ops[1] == ("write", "plain", 1, "set", False)
 
@@ -158,5 +166,8 @@ def test_the_narrative_shows_a_list_grown_in_place_as_it_was_at_each_step() -> N
         == [e for e in rec.records() if e.runtime_stage_id == "work#1" and e.type == "step"][:3]
     )
     texts = [e.text for e in rec.entries_for_step("work#1")]
-    assert texts[1:4] == ["Step 1: Read items = (1 item)", "Step 2: Write items = (2 items)",
-                          "Step 3: Write items = (3 items)"]  # fmt: skip
+    assert texts[1:4] == [
+        "Step 1: Read items = (1 item)",
+        "Step 2: Write items = (2 items)",
+        "Step 3: Write items = (3 items)",
+    ]

@@ -118,9 +118,10 @@ def test_input_mapper_must_return_a_dict():
     chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
         "sf", flow_chart("In", noop, "inner").build(), input_mapper=lambda parent: ["x"]
     )
-    with pytest.raises(RunError, match=exact(
-        "input_mapper of subflow 'sf' returned list; it must return a dict (the subflow's initial state)"
-    )):  # fmt: skip
+    with pytest.raises(
+        RunError,
+        match=exact("input_mapper of subflow 'sf' returned list; it must return a dict (the subflow's initial state)"),
+    ):
         chart.build().run()
 
 
@@ -188,9 +189,9 @@ def test_output_mapper_cannot_write_a_run_input_key():
     chart = flow_chart("Seed", noop, "seed").add_subflow_chart_next(
         "sf", flow_chart("In", noop, "inner").build(), output_mapper=lambda sub, parent: {"k": 2}
     )
-    with pytest.raises(ReadonlyInputError, match=exact(
-        'Cannot write to readonly input key "k" — use ctx.args to read input values'
-    )):  # fmt: skip
+    with pytest.raises(
+        ReadonlyInputError, match=exact('Cannot write to readonly input key "k" — use ctx.args to read input values')
+    ):
         chart.build().run({"k": 1})
 
 

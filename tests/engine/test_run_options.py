@@ -9,7 +9,7 @@ import pytest
 from engine_charts import exact
 
 from flowchart import CancelToken, Redaction, flow_chart
-from flowchart.options import RunOptions
+from flowchart._core.options import RunOptions
 from flowchart.store import MemoryStore
 
 

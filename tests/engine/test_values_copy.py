@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flowchart._core.tracked import Owner, wrap
 from flowchart.lowlevel import NotJsonSafe, copy_json
-from flowchart.tracked import Owner, wrap
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 _JSON = st.recursive(

@@ -210,11 +210,19 @@ def test_the_second_ask_reason_is_exact() -> None:
 def test_a_row_with_nan_or_a_lone_surrogate_can_still_be_committed() -> None:
     """A ledger row is committed to the run's state, so it must pass flowchart's own check
     (``copy_json``): a NaN becomes its text and a lone surrogate is written out, never kept."""
-    from flowchart.values import copy_json
+    from flowchart._core.values import copy_json
 
     row = tool_row(
-        middleware="m", moment="after-tool", tool_name="t", tool_call_id="c", iteration=1,
-        outcome="allow", changed=True, why="w", before={"score": float("nan")}, after={"\ud800": "x\udfff"},
-    )  # fmt: skip
+        middleware="m",
+        moment="after-tool",
+        tool_name="t",
+        tool_call_id="c",
+        iteration=1,
+        outcome="allow",
+        changed=True,
+        why="w",
+        before={"score": float("nan")},
+        after={"\ud800": "x\udfff"},
+    )
     assert (row["before"], row["after"]) == ({"score": "nan"}, {"\\ud800": "x\\udfff"})
     assert copy_json(row) == row

@@ -125,9 +125,11 @@ def http_server(tmp_path: Path) -> Iterator[str]:
         f"mcp_server(build_agent(os.environ['RUNS_DB']), name='support').run('http', port={port})\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], env={**env, "PYTHONPATH": str(Path(__file__).parent)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        env={**env, "PYTHONPATH": str(Path(__file__).parent)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with socket.socket() as s:

@@ -183,9 +183,17 @@ def test_an_agent_with_a_paused_check_in_exports_genai_spans_and_links_the_resum
     assert agent.resume(out.checkpoint, check_in_approved(request=out.check_in, by="alice")) == "Done."
     spans = exporter.get_finished_spans()
     assert tree(spans) == [
-        ["invoke_agent", ["ToolCalls", ["ToolCalls", ["execute_tool refund"]], ["CallLLM", ["chat mock"]], "Route",
-                          ["Final", ["PrepareFinal", "BreakFinal"]]]]
-    ]  # fmt: skip
+        [
+            "invoke_agent",
+            [
+                "ToolCalls",
+                ["ToolCalls", ["execute_tool refund"]],
+                ["CallLLM", ["chat mock"]],
+                "Route",
+                ["Final", ["PrepareFinal", "BreakFinal"]],
+            ],
+        ]
+    ]
     # the first ToolCalls span is the commit that records alice's answer, before the tool runs
     answer_span, tool_stage = (s for s in spans if s.name == "ToolCalls")
     assert answer_span.attributes["flowchart.stage.type"] == "answer"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flowchart import Checkpoint, FlowChart, Pausable, flow_chart
-from flowchart.pause import pause_again
+from flowchart._core.pause import pause_again
 
 
 def collecting(calls: list[str], label: str, wanted: int) -> Pausable:

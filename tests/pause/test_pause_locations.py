@@ -360,10 +360,17 @@ def test_a_pausable_followed_by_loop_to_loops_after_resume() -> None:
     while result.paused:
         result = chart.resume(Checkpoint.from_json(result.checkpoint.to_json()), None)  # type: ignore[union-attr]
     assert calls == [
-        "seed", "check", "go", "ask:execute", "ask:resume",
-        "check", "go", "ask:execute", "ask:resume",
+        "seed",
         "check",
-    ]  # fmt: skip
+        "go",
+        "ask:execute",
+        "ask:resume",
+        "check",
+        "go",
+        "ask:execute",
+        "ask:resume",
+        "check",
+    ]
     assert result.state["n"] == 2
 
 

@@ -174,12 +174,14 @@ def test_anthropic_streamed_answer_tool_is_the_text_and_its_tokens(server: WireS
             "index": 0,
             "content_block": {"type": "tool_use", "id": "toolu_1", "name": "city", "input": {}},
         },
-        *({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
-          for p in pieces),
+        *(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in pieces
+        ),
         {"type": "content_block_stop", "index": 0},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 12}},
         {"type": "message_stop"},
-    )  # fmt: skip
+    )
     server.push(Reply(sse=events))
     provider = anthropic(api_key="sk-ant-test", base_url=server.url, model="claude-test")
     agent = _agent(provider, stream=True).build()

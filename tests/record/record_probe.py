@@ -184,10 +184,12 @@ def probe_agent(store: Any = None, *, recorders: Sequence[Any] = (), stream: boo
     from agent.providers import scripted
 
     tool = define_tool(
-        name="pay", description="Pay with a card.", execute=_pay,
+        name="pay",
+        description="Pay with a card.",
+        execute=_pay,
         input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
         check_in=lambda args, _ctx: args["card"] != "bad",
-    )  # fmt: skip
+    )
     calls = [
         {"id": "c0", "name": "pay", "args": {"card": "bad"}},
         {"id": "c1", "name": "pay", "args": {"card": SECRET}},
@@ -217,9 +219,12 @@ def card_agent() -> Any:
     from agent import Agent, define_tool
 
     tool = define_tool(
-        name="pay", description="Pay with a card.", execute=_pay, check_in="always",
+        name="pay",
+        description="Pay with a card.",
+        execute=_pay,
+        check_in="always",
         input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
-    )  # fmt: skip
+    )
     return Agent.create(provider=CardBot(), model="bot", redaction=AGENT_RULE).tool(tool).check_in().build()
 
 

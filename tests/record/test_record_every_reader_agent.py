@@ -93,8 +93,10 @@ def test_a_check_in_request_shows_the_call_as_asked_and_the_rest_as_recorded() -
     assert request["args"] == {"card": SECRET} and SECRET in request["evidence"]["will_do"]
     assert request["intent"] == "[REDACTED]"
     assert {f["id"]: f["summary"] for f in request["evidence"]["read"]} == {
-        "system-1": "You pay bills.", "task-1": "[REDACTED]", "result-1": "pay: [REDACTED]",
-    }  # fmt: skip
+        "system-1": "You pay bills.",
+        "task-1": "[REDACTED]",
+        "result-1": "pay: [REDACTED]",
+    }
     assert leaking([("request beyond the call", _without_the_call(request))]) == []
 
 
@@ -173,10 +175,12 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     rule = recorded_rule(Redaction(keys=["user_message", "identity"], fields={"history": ["tool_calls.args.card"]}))
     assert rule is not None and rule.keys == {"user_message", "input_message", "identity", "input_identity"}
     assert rule.fields == {
-        "history": ("tool_calls.args.card", "[role=user].content"), "llm_latest_tool_calls": ("args.card",),
-        "paused_tool_call": ("args.card",), "human_decisions": ("args.card", "before.card", "after.card"),
+        "history": ("tool_calls.args.card", "[role=user].content"),
+        "llm_latest_tool_calls": ("args.card",),
+        "paused_tool_call": ("args.card",),
+        "human_decisions": ("args.card", "before.card", "after.card"),
         "middleware_decisions": ("before", "after"),
-    }  # fmt: skip
+    }
     arguments = recorded_rule(Redaction(fields={"llm_latest_tool_calls": ["args.card"]}))
     assert arguments is not None and arguments.fields["middleware_decisions"] == ("before.card", "after.card")
     texts = recorded_rule(Redaction(fields={"history": ["content"]}))
@@ -187,9 +191,10 @@ def test_the_recorded_rule_covers_the_agents_own_copies() -> None:
     content = recorded_rule(Redaction(keys=["llm_latest_content"]))
     assert content is not None
     assert content.fields == {
-        "history": ("[role=assistant].content",), "output_schema_error": ("content",),
+        "history": ("[role=assistant].content",),
+        "output_schema_error": ("content",),
         "middleware_decisions": ("before", "after"),
-    }  # fmt: skip
+    }
     whole = recorded_rule(Redaction(keys=["llm_latest_tool_calls"]))
     assert whole is not None and whole.fields["paused_tool_call"] == ("args",)
     plain = Redaction(keys=["ssn"], fields={"middleware_decisions": ["before"]})
@@ -253,24 +258,31 @@ def test_what_a_middleware_rewrote_is_hidden_in_the_ledger() -> None:
             return allow(str(call.result).upper(), why="upper-cased")
 
     tool = define_tool(
-        name="pay", description="Pay.", execute=lambda args, _ctx: f"paid {SECRET}",
+        name="pay",
+        description="Pay.",
+        execute=lambda args, _ctx: f"paid {SECRET}",
         input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
-    )  # fmt: skip
+    )
     replies: list[Any] = [
         {"content": "", "tool_calls": [{"id": "c1", "name": "pay", "args": {"card": SECRET}}]},
         "Done",
     ]
     agent = (
         Agent.create(provider=scripted(replies), model="m", redaction=AGENT_RULE)
-        .tool(tool).message_middleware(Lower()).tool_middleware(Mask()).build()
-    )  # fmt: skip
+        .tool(tool)
+        .message_middleware(Lower())
+        .tool_middleware(Mask())
+        .build()
+    )
     agent.run(f"Pay {SECRET}")
     log = agent.last_snapshot().commit_log
     rows = replay(list(log))["middleware_decisions"]
     assert [(row["moment"], row["before"], row["after"]) for row in rows if row["changed"]] == [
-        ("input", "REDACTED", "REDACTED"), ("before-tool", "REDACTED", "REDACTED"),
-        ("after-tool", "REDACTED", "REDACTED"), ("output", "REDACTED", "REDACTED"),
-    ]  # fmt: skip
+        ("input", "REDACTED", "REDACTED"),
+        ("before-tool", "REDACTED", "REDACTED"),
+        ("after-tool", "REDACTED", "REDACTED"),
+        ("output", "REDACTED", "REDACTED"),
+    ]
     assert leaking([("commit log", [c.to_dict() for c in log])]) == []
 
 
@@ -344,23 +356,29 @@ def test_a_hidden_user_message_or_model_content_is_hidden_where_the_history_repe
     from agent.providers import scripted
 
     add = define_tool(
-        name="add", description="Add.", execute=lambda args, _ctx: f"sum {args['a'] + args['b']}",
+        name="add",
+        description="Add.",
+        execute=lambda args, _ctx: f"sum {args['a'] + args['b']}",
         input_schema={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
-    )  # fmt: skip
+    )
     for hidden, secret_in, kept in (
         ("user_message", "user", "the model said 7"),
         ("llm_latest_content", "assistant", "my card is 1"),
     ):
         store = SqliteStore(tmp_path / f"{hidden}.db")
         replies = [
-            {"content": f"adding for {SECRET}" if secret_in == "assistant" else "", "tool_calls": [
-                {"id": "c1", "name": "add", "args": {"a": 3, "b": 4}}]},
+            {
+                "content": f"adding for {SECRET}" if secret_in == "assistant" else "",
+                "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 3, "b": 4}}],
+            },
             "the model said 7",  # an answer is also ``final_content``, its own key
             "again",
-        ]  # fmt: skip
-        agent = Agent.create(
-            provider=scripted(replies), model="m", redaction=Redaction(keys=[hidden]), store=store
-        ).tool(add).build()  # fmt: skip
+        ]
+        agent = (
+            Agent.create(provider=scripted(replies), model="m", redaction=Redaction(keys=[hidden]), store=store)
+            .tool(add)
+            .build()
+        )
         first = f"my card is {SECRET}" if secret_in == "user" else "my card is 1"
         agent.run(first, conversation="c-1")
         live = agent.last_snapshot().shared_state["history"]  # the live state keeps the real texts

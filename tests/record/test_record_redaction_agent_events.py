@@ -46,9 +46,11 @@ def _pay(args: dict[str, Any], _ctx: Any) -> str:
 
 def _agent(*, recorders: tuple[Any, ...] = (), stream: bool = False, bad_first: bool = False) -> Any:
     tool = define_tool(
-        name="pay", description="Pay.", execute=_pay,
+        name="pay",
+        description="Pay.",
+        execute=_pay,
         input_schema={"type": "object", "properties": {"card": {"type": "string"}}},
-    )  # fmt: skip
+    )
     calls = [{"id": "c0", "name": "pay", "args": {"card": "bad"}}] if bad_first else []
     calls.append({"id": "c1", "name": "pay", "args": {"card": SECRET}})
     replies: list[Any] = [{"content": "", "tool_calls": calls}, f"done, card {SECRET}"]

@@ -22,9 +22,14 @@ class DataEvents:
 
     def on_write(self, event: Any) -> None:
         self.events.append(
-            {"hook": "onWrite", "key": event.key, "value": event.value, "redacted": event.redacted,
-             "operation": event.operation}
-        )  # fmt: skip
+            {
+                "hook": "onWrite",
+                "key": event.key,
+                "value": event.value,
+                "redacted": event.redacted,
+                "operation": event.operation,
+            }
+        )
 
 
 def _card_chart() -> Any:

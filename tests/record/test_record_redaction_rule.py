@@ -57,13 +57,17 @@ def test_scrub_state_hides_keys_fields_and_fork_children() -> None:
     keys and a map item's (``runs/<map>/<index>``)."""
     rule = Redaction(keys={"ssn"}, fields={"card": ["num"]})
     state = {
-        "ssn": "1", "card": {"num": "4111", "exp": "12/30"}, "name": "Ann",
+        "ssn": "1",
+        "card": {"num": "4111", "exp": "12/30"},
+        "name": "Ann",
         "runs": {"a": {"ssn": "2"}, "map": {"0": {"ssn": "3", "card": {"num": "4"}}}},
-    }  # fmt: skip
+    }
     assert rule.scrub_state(state) == {
-        "ssn": "REDACTED", "card": {"num": "REDACTED", "exp": "12/30"}, "name": "Ann",
+        "ssn": "REDACTED",
+        "card": {"num": "REDACTED", "exp": "12/30"},
+        "name": "Ann",
         "runs": {"a": {"ssn": "REDACTED"}, "map": {"0": {"ssn": "REDACTED", "card": {"num": "REDACTED"}}}},
-    }  # fmt: skip
+    }
     assert state["card"]["num"] == "4111"
 
 

@@ -119,10 +119,28 @@ def start_worker(
     """Start ``celery -A app worker`` in its own session (so it can be killed whole); wait until ready."""
     log = logdir / f"{name}.log"
     argv = [
-        sys.executable, "-m", "celery", "-A", app, "worker", "-n", f"{name}@%h", "--pool", "prefork",
-        "--concurrency", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
-        "-Q", "pyfootprint", "-l", "INFO", "--logfile", str(log),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        app,
+        "worker",
+        "-n",
+        f"{name}@%h",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(concurrency),
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-Q",
+        "pyfootprint",
+        "-l",
+        "INFO",
+        "--logfile",
+        str(log),
+    ]
     proc = subprocess.Popen(
         argv,
         env=env,

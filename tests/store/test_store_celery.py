@@ -80,9 +80,13 @@ def test_submit_with_a_conversation_runs_its_turns_on_a_worker(pg_dsn: str, redi
 
     dsn = fresh_pg_dsn(pg_dsn)
     env = {
-        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
-        "REFUND_LOG": str(tmp_path / "refunds.log"), "REFUND_DELAY": "1",
-    }  # fmt: skip
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(tmp_path / "refunds.log"),
+        "REFUND_DELAY": "1",
+    }
     worker = start_worker("conv", env, tmp_path)
     try:
         app = make_app("refund_agent:refund_agent", broker=redis_url)
@@ -136,9 +140,12 @@ def test_two_workers_finish_forty_runs_exactly_once(pg_dsn: str, redis_url: str,
 
     dsn = fresh_pg_dsn(pg_dsn)
     env = {
-        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
         "REFUND_LOG": str(tmp_path / "refunds.log"),
-    }  # fmt: skip
+    }
     workers = [start_worker(f"w{n}", env, tmp_path) for n in range(2)]
     try:
         app = make_app("refund_agent:refund_agent", broker=redis_url)
@@ -188,9 +195,14 @@ def test_a_worker_killed_mid_stage_leaves_runs_that_finish_once(pg_dsn: str, red
     dsn = fresh_pg_dsn(pg_dsn)
     log = tmp_path / "refunds.log"
     env = {
-        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
-        "REFUND_LOG": str(log), "REFUND_DELAY": "2", "VISIBILITY_TIMEOUT": "2",
-    }  # fmt: skip
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(log),
+        "REFUND_DELAY": "2",
+        "VISIBILITY_TIMEOUT": "2",
+    }
     first = start_worker("k0", env, tmp_path)
     second = None
     try:
@@ -237,9 +249,15 @@ def test_workers_advance_plain_charts_retry_a_failure_and_survive_a_kill(
     log, flaky = tmp_path / "chart.log", tmp_path / "flaky"
     flaky.write_text("1")
     env = {
-        **os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn,
-        "CHART_LOG": str(log), "CHART_FLAKY": str(flaky), "CHART_DELAY": "2", "VISIBILITY_TIMEOUT": "2",
-    }  # fmt: skip
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
+        "CHART_LOG": str(log),
+        "CHART_FLAKY": str(flaky),
+        "CHART_DELAY": "2",
+        "VISIBILITY_TIMEOUT": "2",
+    }
     first = start_worker("c0", env, tmp_path, app="chart_worker_app")
     second = None
     try:

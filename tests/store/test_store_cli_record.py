@@ -102,9 +102,11 @@ def test_runs_show_prints_a_failed_runs_error_stage_and_narrative(
     assert "narrative:\n  Stage 1:" in out
     code, out, _ = _run(capsys, "runs", "show", record.run_id, "--db", db, "--json")
     assert json.loads(out)["failure"] == {
-        "error_type": "ConnectionError", "message": "model server unreachable",
-        "stage_id": "call-llm", "runtime_stage_id": "call-llm#1",
-    }  # fmt: skip
+        "error_type": "ConnectionError",
+        "message": "model server unreachable",
+        "stage_id": "call-llm",
+        "runtime_stage_id": "call-llm#1",
+    }
 
 
 def _lookup(args: dict[str, Any], ctx: Any) -> Any:
@@ -118,9 +120,11 @@ def test_a_tool_that_raises_is_recorded_for_the_developer_not_the_model(
     ``agent runs show`` and the viewer get the exception class and a short traceback."""
     db = str(tmp_path / "runs.db")
     tool = define_tool(
-        name="lookup", description="Look an order up.",
-        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}}, execute=_lookup,
-    )  # fmt: skip
+        name="lookup",
+        description="Look an order up.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}},
+        execute=_lookup,
+    )
     provider = scripted(
         [{"content": "", "tool_calls": [{"id": "c1", "name": "lookup", "args": {"order_id": "X"}}]}, "ok"]
     )
@@ -129,9 +133,13 @@ def test_a_tool_that_raises_is_recorded_for_the_developer_not_the_model(
     agent.on("tool.error", lambda _name, payload: seen.append(payload))
     assert agent.run("where is X?") == "ok"
     row = {
-        "tool_name": "lookup", "tool_call_id": "c1", "iteration": 1, "error_type": "LookupError",
-        "message": "no order X", "traceback": [f"{__name__}:{_lookup.__code__.co_firstlineno + 1} in _lookup"],
-    }  # fmt: skip
+        "tool_name": "lookup",
+        "tool_call_id": "c1",
+        "iteration": 1,
+        "error_type": "LookupError",
+        "message": "no order X",
+        "traceback": [f"{__name__}:{_lookup.__code__.co_firstlineno + 1} in _lookup"],
+    }
     assert seen == [row]
     assert agent.last_snapshot().shared_state["tool_errors"] == [row]
     sent = provider.requests[-1].messages

@@ -15,17 +15,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutations import mutate
 
-from flowchart import fastjson
-from flowchart.commits import Attempt, Commit, Op, commit_data
-from flowchart.narrative_entry import NarrativeEntry
-from flowchart.serde import dumps
+from flowchart._core import fastjson
+from flowchart._core.commits import Attempt, Commit, Op, commit_data
+from flowchart._core.narrative_entry import NarrativeEntry
+from flowchart._core.serde import dumps
 from flowchart.store import codec
 
 COMMIT = Commit(
-    4, "Pick", "pick", "pick#4",
+    4,
+    "Pick",
+    "pick",
+    "pick#4",
     (Op(("a",), "set", {"x": [1, 2.5]}), Op(("b",), "delete"), Op(("c",), "append", ["é"])),
-    ("a", "b"), ("a/x",), {"chosen": "left"}, (Attempt(1, "TimeoutError", "slow"),), "pick#2",
-)  # fmt: skip
+    ("a", "b"),
+    ("a/x",),
+    {"chosen": "left"},
+    (Attempt(1, "TimeoutError", "slow"),),
+    "pick#2",
+)
 RECORDS = [
     NarrativeEntry("stage", 0, "Stage 1: began", "Pick", "pick", "pick#0"),
     NarrativeEntry("step", 1, "Step 1: Read a = 1", "Pick", "pick", "pick#0", None, "a", 1),

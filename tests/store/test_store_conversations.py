@@ -57,9 +57,12 @@ def test_each_turn_is_a_stored_run_linked_to_its_conversation(make_store: Callab
     first = turns[1]
     meta = seed_state(store, turns[0].run_id)
     assert meta == {
-        "id": "c-42", "turn": 2, "loaded_turns": [1], "messages": 4,
+        "id": "c-42",
+        "turn": 2,
+        "loaded_turns": [1],
+        "messages": 4,
         "sources": [{"turn": 1, "run_id": first.run_id, "commits": [0, 3, 3, 6]}],
-    }  # fmt: skip
+    }
     log = first.commit_log
     assert replay(log[:4])["history"][1:3] == TURN_ONE[1:3] and replay(log[:3]).get("history") == TURN_ONE[:1]
     assert replay(log[:7])["final_content"] == "It is sunny in Oslo"

@@ -16,7 +16,7 @@ from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
 from flowchart import CheckpointError
-from flowchart.pause import CHECKPOINT_VERSION
+from flowchart._core.pause import CHECKPOINT_VERSION
 from flowchart.store import SqliteStore
 from governance import check_in_approved
 

@@ -26,9 +26,12 @@ REPLIES: list[Any] = [
 
 def weather(**extra: Any) -> Any:
     return define_tool(
-        name="weather", description="Weather for a city.", input_schema=SCHEMA,
-        execute=lambda args, ctx: f"{args['city']}: sunny", **extra,
-    )  # fmt: skip
+        name="weather",
+        description="Weather for a city.",
+        input_schema=SCHEMA,
+        execute=lambda args, ctx: f"{args['city']}: sunny",
+        **extra,
+    )
 
 
 def make_agent(replies: list[Any] | None = None, **create: Any) -> Agent:

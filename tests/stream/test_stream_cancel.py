@@ -100,8 +100,10 @@ def test_a_stored_run_cancelled_by_its_consumer_is_marked_failed_with_its_commit
     assert [c.stage_id for c in record.commit_log] == ["first", "waits"]
     assert record.failure is not None
     assert (record.failure.error_type, record.failure.stage_id, record.failure.runtime_stage_id) == (
-        "RunCancelledError", "waits", "waits#1",
-    )  # fmt: skip
+        "RunCancelledError",
+        "waits",
+        "waits#1",
+    )
 
 
 def test_a_stored_run_streamed_to_its_end_is_done() -> None:

@@ -136,8 +136,13 @@ def test_every_event_to_dict_is_json_and_the_same_on_every_run() -> None:
     assert json.loads(json.dumps(first)) == first
     assert dicts() == first
     assert first[-1] == {
-        "kind": "final", "stage": "", "stage_id": "", "runtime_stage_id": "", "paused": False, "output": "finished",
-    }  # fmt: skip
+        "kind": "final",
+        "stage": "",
+        "stage_id": "",
+        "runtime_stage_id": "",
+        "paused": False,
+        "output": "finished",
+    }
 
 
 def test_a_commit_event_shows_the_ops_of_its_commit() -> None:

@@ -134,7 +134,7 @@ def test_a_tap_binds_each_streams_own_narrative_from_a_reused_plan() -> None:
     """Taps of the same kind reuse one binding plan (worked out once per narrative class and
     options), yet each binds its own narrative's hooks: two streams run one after the other
     tell each its own narrative, and their lines are the same as a plain run's."""
-    from flowchart.stream_tap import _PLANS, StreamTap
+    from flowchart._stream.stream_tap import _PLANS, StreamTap
 
     first_n, second_n = narrative(), narrative()
     first = StreamTap(lambda e: None, frozenset({"narrative", "final"}), narrative=first_n)
@@ -152,7 +152,7 @@ def test_a_tap_binds_each_streams_own_narrative_from_a_reused_plan() -> None:
 def test_a_narrative_with_instance_hooks_is_planned_for_itself() -> None:
     """A narrative whose class is not slotted may carry hooks of its own; its tap works out its
     binding afresh rather than reuse a plan made for another instance."""
-    from flowchart.stream_tap import StreamTap
+    from flowchart._stream.stream_tap import StreamTap
 
     class Loose:
         def lines(self) -> list[str]:

@@ -17,9 +17,9 @@ from call_counts import calls_into, module_files
 from test_stream_chart import loop_chart
 
 from flowchart import narrative
+from flowchart._stream.stream_tap import StreamTap
 from flowchart.recorders.narrative import NarrativeRecorder
 from flowchart.recorders.narrative_counting import NarrativeCountError
-from flowchart.stream_tap import StreamTap
 
 
 def _shape(events: list[Any]) -> list[tuple[str, str, str]]:

@@ -8,7 +8,7 @@ from typing import Any
 from agent import Agent, define_tool
 from agent.providers import scripted
 from flowchart import flow_chart
-from flowchart.stream_tap import StreamTap
+from flowchart._stream.stream_tap import StreamTap
 
 
 class Names:

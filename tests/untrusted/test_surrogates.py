@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flowchart import Checkpoint, CheckpointError, Pausable, Trace, TraceError, flow_chart, narrative
-from flowchart.fingerprint import spec_fingerprint
+from flowchart._core.fingerprint import spec_fingerprint
 
 
 def _saved_trace(tmp_path: Path) -> Path:

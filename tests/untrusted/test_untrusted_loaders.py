@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from mutations import mutate
 
 from flowchart import Checkpoint, CheckpointError, Trace, narrative
+from flowchart._core.untrusted import MAX_DEPTH, MAX_INT_DIGITS
+from flowchart._record.trace import spec_fingerprint
 from flowchart.cli import main as flowchart_main
-from flowchart.trace import spec_fingerprint
-from flowchart.untrusted import MAX_DEPTH, MAX_INT_DIGITS
 from flowchart.viewer import render_page
 
 

@@ -10,9 +10,9 @@ import pytest
 from viewer_traces import loan_trace, support_traces
 
 from flowchart import Trace, flow_chart, narrative
+from flowchart._record.trace import TRACE_VERSION
 from flowchart.cli import main as flowchart_main
 from flowchart.recorders import NarrativeEntry
-from flowchart.trace import TRACE_VERSION
 from flowchart.viewer import build_payload
 from flowchart.viewer.narrative import commit_records
 

@@ -12,7 +12,7 @@ from agent import Agent, define_tool
 from agent.providers import scripted
 from agent.viewer_panel import PANEL
 from flowchart import Trace, narrative
-from flowchart.failure import failed_run
+from flowchart._core.failure import failed_run
 from flowchart.viewer import build_payload
 
 Open = Callable[[Trace, str], View]
@@ -39,9 +39,11 @@ class _DownAfterOneReply:
 
 def _failed_trace() -> Trace:
     tool = define_tool(
-        name="lookup", description="Look an order up.",
-        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}}, execute=_lookup,
-    )  # fmt: skip
+        name="lookup",
+        description="Look an order up.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}},
+        execute=_lookup,
+    )
     agent = Agent.create(provider=_DownAfterOneReply(), model="m").tool(tool).build()
     with pytest.raises(ConnectionError) as caught:
         agent.run("where is X?")
@@ -56,9 +58,11 @@ def test_a_failed_runs_payload_has_its_failure_and_tool_errors() -> None:
     payload = build_payload(trace, [PANEL])
     assert payload["meta"]["failed"] is True
     assert payload["failure"] == {
-        "error_type": "ConnectionError", "message": "model server unreachable",
-        "stage_id": "call-llm", "runtime_stage_id": "call-llm#4",
-    }  # fmt: skip
+        "error_type": "ConnectionError",
+        "message": "model server unreachable",
+        "stage_id": "call-llm",
+        "runtime_stage_id": "call-llm#4",
+    }
     (row,) = payload["panels"]["agent"]["tool_errors"]
     assert (row["tool_name"], row["error_type"], row["message"]) == ("lookup", "LookupError", "no order X")
 

@@ -155,7 +155,9 @@ def test_the_approver_is_visible_on_the_first_screen(viewer: Open, stored_suppor
     view = viewer(stored_support, "story-approver")
     decision = view.page.locator("#story .human-decisions p.human-decision.approved").first
     text = decision.text_content() or ""
-    assert text.startswith('issue_refund({"order_id":"A-1001","amount":129})')
+    assert text.startswith(
+        'issue_refund({"order_id":"A-1001","amount":129.0})'
+    )  # as the record spells it (test_viewer_numbers.py)
     assert "approved by alice at 2026-12-01T00:00:00Z" in text
     box = decision.bounding_box()
     assert box is not None and box["y"] + box["height"] <= 950  # inside the first screen (the viewport is 950 high)
@@ -183,8 +185,9 @@ def test_the_story_explains_the_answer_as_agent_why_does(viewer: Open, stored_su
 def test_a_stored_run_marks_the_stages_inside_its_subflows_as_ran(viewer: Open, stored_support: Trace) -> None:
     """The stored demo's trace carries the Final subflow's log, so PrepareFinal and BreakFinal are marked as ran."""
     assert [c.stage_id for sub in stored_support.subflows.values() for c in sub.commit_log] == [
-        "final/prepare-final", "final/break-final",
-    ]  # fmt: skip
+        "final/prepare-final",
+        "final/break-final",
+    ]
     view = viewer(stored_support, "story-subflow")
     for stage in ("final/prepare-final", "final/break-final", "final"):
         classes = view.page.locator(f'#chart-pane g.node[data-stage-id="{stage}"]').get_attribute("class") or ""

@@ -46,7 +46,10 @@ class View:
 
     def select(self, n: int) -> None:
         """Scroll commit ``n``'s timeline row into the list and click it."""
-        self.page.evaluate(f"document.getElementById('timeline').scrollTop = Math.max(0, {n} * 26 - 100)")
+        self.page.evaluate(
+            f"(tl => {{ tl.scrollTop = Math.max(0, {n} * Number(tl.dataset.row) - 100); }})"
+            "(document.getElementById('timeline'))"
+        )
         self.page.locator(f'#timeline .row[data-idx="{n}"]').click()
 
     def state_json(self) -> Any:

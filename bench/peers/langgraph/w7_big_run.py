@@ -142,20 +142,42 @@ def measure(steps: int, out: list[Record], tag: str = "") -> None:
         saver.conn.close()
         size = sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
         emit(
-            record("langgraph", "langgraph", "W7", f"run, SqliteSaver (file){tag}", [seconds], per=steps,
-                   unit="us/step", steps=steps, seconds=round(seconds, 3), cpu_seconds=round(cpu, 3),
-                   peak_rss=_high_water_mark(), sqlite_file_bytes=size),
+            record(
+                "langgraph",
+                "langgraph",
+                "W7",
+                f"run, SqliteSaver (file){tag}",
+                [seconds],
+                per=steps,
+                unit="us/step",
+                steps=steps,
+                seconds=round(seconds, 3),
+                cpu_seconds=round(cpu, 3),
+                peak_rss=_high_water_mark(),
+                sqlite_file_bytes=size,
+            ),
             out,
-        )  # fmt: skip
+        )
         for name in ("get_state_history", "get_state"):
             got = _child(name, db, steps)
             emit(
-                record("langgraph", "langgraph", "W7", f"{name}, SqliteSaver (file){tag}", [got["seconds"]],
-                       per=steps, unit="us/step", steps=steps, seconds=round(got["seconds"], 3),
-                       cpu_seconds=round(got["cpu_seconds"], 3), snapshots=got["snapshots"],
-                       peak_rss=got["peak_rss"], sqlite_file_bytes=size),
+                record(
+                    "langgraph",
+                    "langgraph",
+                    "W7",
+                    f"{name}, SqliteSaver (file){tag}",
+                    [got["seconds"]],
+                    per=steps,
+                    unit="us/step",
+                    steps=steps,
+                    seconds=round(got["seconds"], 3),
+                    cpu_seconds=round(got["cpu_seconds"], 3),
+                    snapshots=got["snapshots"],
+                    peak_rss=got["peak_rss"],
+                    sqlite_file_bytes=size,
+                ),
                 out,
-            )  # fmt: skip
+            )
 
 
 def main(quick: bool = False) -> list[Record]:

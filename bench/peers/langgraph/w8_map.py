@@ -59,16 +59,36 @@ def main(quick: bool = False) -> list[Record]:
         if app.invoke({}, {"recursion_limit": 10})["total"] != TOTAL:
             raise RuntimeError("W8 wrong result")
 
-    emit(record("langgraph", "langgraph", "W8", f"Send over {N} items (sync invoke)", cfg.bench(run_sync), per=N,
-                unit="us/item"), out)  # fmt: skip
+    emit(
+        record(
+            "langgraph",
+            "langgraph",
+            "W8",
+            f"Send over {N} items (sync invoke)",
+            cfg.bench(run_sync),
+            per=N,
+            unit="us/item",
+        ),
+        out,
+    )
     aapp = build(use_async=True)
 
     async def run_async() -> None:
         if (await aapp.ainvoke({}, {"recursion_limit": 10}))["total"] != TOTAL:
             raise RuntimeError("W8 wrong result")
 
-    emit(record("langgraph", "langgraph", "W8", f"Send over {N} async items (ainvoke)",
-                asyncio.run(cfg.abench(run_async)), per=N, unit="us/item"), out)  # fmt: skip
+    emit(
+        record(
+            "langgraph",
+            "langgraph",
+            "W8",
+            f"Send over {N} async items (ainvoke)",
+            asyncio.run(cfg.abench(run_async)),
+            per=N,
+            unit="us/item",
+        ),
+        out,
+    )
     return out
 
 

@@ -1,15 +1,35 @@
 /* flowchart view — the page's only script. Law: data is JSON.parse'd from the payload
    element and reaches the page through textContent / setAttribute only, never as markup.
    The state at step n is the fold of commits 0..n over the initial state (the
-   flowchart.commits.replay law), cached every SNAP commits; only visible timeline rows exist. */
+   flowchart._core.commits.replay law), cached every SNAP commits; only visible timeline rows exist. */
 "use strict";
 (function () {
-  const P = JSON.parse(document.getElementById("payload").textContent);
-  const ROW = 26, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
+  // A number is shown as the record spells it: a whole float stays 129.0 (as Python, and every
+  // Python-made sentence on the page, write it), never JavaScript's 129 in one panel and 129.0 in
+  // the next. JSON.parse hands a reviver the source text (where the browser offers it); a number
+  // JavaScript would print differently becomes a Spelled number: its value, and its text.
+  class Spelled extends Number {
+    constructor(value, text) { super(value); this.text = text; }
+    toString() { return this.text; }
+  }
+  const SPELLED = "\u0000\u0001n:";
+  const payloadText = document.getElementById("payload").textContent;
+  const mayDiffer = /[0-9](?:\.0+|[eE][-+]?[0-9]+)(?=[,\]}])/.test(payloadText);
+  const P = mayDiffer
+    ? JSON.parse(payloadText, (key, value, context) =>
+      typeof value === "number" && context && typeof context.source === "string" && context.source !== String(value)
+        ? new Spelled(value, context.source) : value)
+    : JSON.parse(payloadText);
+  // JSON text of a value, its Spelled numbers as spelled
+  function jsonText(v, indent) {
+    const out = JSON.stringify(v, (k, x) => (x instanceof Spelled ? SPELLED + x.text : x), indent);
+    return out === undefined ? out : out.replace(/"\\u0000\\u0001n:([^"]*)"/g, "$1");
+  }
+  const ROW = 40, OVERSCAN = 12, SNAP = 256, INLINE = 100, TEXT_INLINE = 400, LAZY = 4000;
   const commits = P.commits, N = commits.length, lines = P.narrative.map((r) => r[2]);
   const $ = (id) => document.getElementById(id);
   const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
-  const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Number);
 
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
@@ -27,7 +47,7 @@
   }
   const section = (title, ...kids) => el("section", { class: "card" }, el("h3", null, title), ...kids);
 
-  // -- replay (copy-on-write, like flowchart.commits.apply_op) ---------------------------------
+  // -- replay (copy-on-write, like flowchart._core.commits.apply_op) ---------------------------------
   function put(o, k, v) { Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true }); }
   function copy(o) { const out = {}; for (const k of Object.keys(o)) put(out, k, o[k]); return out; }
   function mergeValue(base, patch) {
@@ -69,7 +89,7 @@
   function canon(v) {
     if (Array.isArray(v)) return "[" + v.map(canon).join(",") + "]";
     if (isObj(v)) return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canon(v[k])).join(",") + "}";
-    return JSON.stringify(v);
+    return jsonText(v);
   }
 
   // -- values: redacted stays redacted, large values fold --------------------------------------
@@ -81,14 +101,14 @@
   }
   function valueView(v) {
     if (v === "REDACTED") return el("span", { class: "redacted", title: "hidden by the run's redaction" }, "REDACTED");
-    const flat = JSON.stringify(v);
+    const flat = jsonText(v);
     if (flat === undefined) return el("code", { class: "v" }, "undefined");
     if (flat.length <= INLINE) return el("code", { class: "v" }, flat);
     const d = el("details", { class: "fold" }, el("summary", null, preview(v, flat)));
     const fill = () => {
       if (d.dataset.filled) return;
       d.dataset.filled = "1";
-      d.append(el("pre", { class: "v" }, typeof v === "string" ? v : JSON.stringify(v, null, 2)));
+      d.append(el("pre", { class: "v" }, typeof v === "string" ? v : jsonText(v, 2)));
     };
     if (flat.length <= LAZY) fill(); else d.addEventListener("toggle", fill);
     return d;
@@ -135,6 +155,7 @@
   // -- timeline (virtualised) -------------------------------------------------------------------
   const tl = $("timeline"), spacer = $("timeline-spacer"), rendered = new Map();
   spacer.style.height = `${N * ROW}px`;
+  tl.dataset.row = String(ROW);  // the row pitch, for whoever scrolls the list to a commit
   let cur = -1, whyKey = "", whySet = new Set(), whyRoot = -1;
   function opsText(ops) { return ops.map((o) => (o[1] === "delete" ? "del " : o[1] + " ") + pathText(o[0])).join(" · "); }
   // the step's headline record, placed in Python by stage id (the text is never parsed)
@@ -151,11 +172,13 @@
     r.style.top = `${i * ROW}px`;
     return r;
   }
-  // column widths that fit the longest text of the whole log (measured once), so no cell is cut
+  // column widths that fit the longest text of the whole log (measured once), so no cell is cut;
+  // the narrative line and the ops share one column, on two lines, so both start in view
   function fitColumns() {
     const longest = (texts) => texts.map((t, i) => [t.length, i]).sort((a, b) => b[0] - a[0]).slice(0, 8).map((p) => texts[p[1]]);
     const columns = { rid: commits.map((c) => String(c[0])), stage: commits.map((c) => String(c[1])), narr: commits.map((c, i) => headline(i)), ops: commits.map((c) => opsText(c[3]) || "—") };
     const probe = el("div", { class: "row", style: "visibility:hidden;top:0;display:block;width:max-content" });
+    const widths = {};
     spacer.append(probe);
     for (const [name, texts] of Object.entries(columns)) {
       let widest = 0;
@@ -164,9 +187,12 @@
         probe.replaceChildren(cell);
         widest = Math.max(widest, Math.ceil(cell.getBoundingClientRect().width));
       }
-      tl.style.setProperty(`--w-${name}`, `${widest + 2}px`);
+      widths[name] = widest + 2;
     }
     probe.remove();
+    tl.style.setProperty("--w-rid", `${widths.rid}px`);
+    tl.style.setProperty("--w-stage", `${widths.stage}px`);
+    tl.style.setProperty("--w-text", `${Math.max(widths.narr, widths.ops)}px`);
   }
   function renderRows() {
     const top = tl.scrollTop, h = tl.clientHeight || 400;
@@ -206,7 +232,7 @@
       el("li", { class: r.matched ? "pass" : "fail" },
         `${r.label ? `“${r.label}” ` : ""}→ ${r.branch} ${r.matched ? "✓" : "✗"}`,
         r.conditions ? el("ul", { class: "conds" }, r.conditions.map((c) => el("li", { class: c.result ? "pass" : "fail" },
-          `${c.key} ${c.actual_summary} ${c.op} ${JSON.stringify(c.threshold)} ${c.result ? "✓" : "✗"}`))) : null,
+          `${c.key} ${c.actual_summary} ${c.op} ${jsonText(c.threshold)} ${c.result ? "✓" : "✗"}`))) : null,
         r.inputs ? el("ul", { class: "conds" }, r.inputs.map((x) => el("li", null, `${x.key}=${x.value_summary}`))) : null,
         r.match_error ? el("p", { class: "muted" }, `rule error: ${r.match_error}`) : null))));
     if (ev.default !== undefined && !(ev.rules || []).some((r) => r.matched))
@@ -233,7 +259,7 @@
     const list = el("dl", { class: "state" }, keys.map((k) => [el("dt", null, k), el("dd", null, valueView(state[k]))]));
     const raw = el("pre", { class: "raw", hidden: true });
     const toggle = el("button", { type: "button", class: "as-json", onclick: () => {
-      if (raw.hidden && !raw.textContent) raw.textContent = JSON.stringify(state, null, 2);
+      if (raw.hidden && !raw.textContent) raw.textContent = jsonText(state, 2);
       raw.hidden = !raw.hidden; list.hidden = !raw.hidden;
     } }, "as JSON");
     return section(`State after #${cur} (${keys.length} keys)`, toggle, list, raw);

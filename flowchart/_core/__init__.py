@@ -1,0 +1,1 @@
+"""Internal: see docs/architecture.md, "The layers of flowchart"."""

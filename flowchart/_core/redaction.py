@@ -1,0 +1,224 @@
+"""Redaction: real values stay in state, hidden everywhere a run is RECORDED.
+
+Law: a key named in ``keys`` or matching one of ``patterns`` (``re.search``; keys over 256
+characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the commit log
+and traces, and as ``"[REDACTED]"`` in the narrative, decision evidence and recorder
+events — the two placeholders footprintjs uses. The live state and checkpoints keep the
+real values (a checkpoint must be able to resume). Redaction applies to top-level state
+keys (and, with ``fields``, to paths inside their values — a ``[name=value]`` part picks
+the objects whose ``name`` is ``value``; a path that could hide nothing is refused when the
+rule is made —; inside a fork child, to the key under ``runs/<child>``) and does not follow copies:
+``copy = ssn`` stores the value under ``copy`` unredacted, as in footprintjs.
+
+A rule travels with what it hides: ``to_dict`` / ``from_dict`` give its JSON form (keys,
+patterns with their flags, fields — never a value), which a run store keeps with each run
+so that every reader of the run applies it without being told.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from flowchart._core.values import copy_json
+
+LOG_PLACEHOLDER = "REDACTED"
+EVENT_PLACEHOLDER = "[REDACTED]"
+_MAX_PATTERN_KEY = 256
+
+
+def _compile(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:
+    return tuple(p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns)
+
+
+def _keys(keys: Iterable[str]) -> frozenset[str]:
+    return frozenset(keys)
+
+
+def _fields(fields: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
+    out = {key: tuple(paths) for key, paths in (fields or {}).items()}
+    for key, paths in out.items():
+        for path in paths:
+            _check_path(key, path)
+    return out
+
+
+def _selector(part: str) -> tuple[str, str] | None:
+    """``[name=value]`` as ``(name, value)``; ``None`` for a plain field name."""
+    if not (part.startswith("[") and part.endswith("]")):
+        return None
+    name, eq, value = part[1:-1].partition("=")
+    return (name, value) if eq and name else ("", "")
+
+
+def _check_path(key: str, path: Any) -> None:
+    """Refuse a path that would hide nothing (a rule that silently hides nothing leaks)."""
+    if not isinstance(path, str):
+        raise ValueError(f"redaction.fields[{key!r}]: a path is a string, got {type(path).__name__}")
+    parts = path.split(".")
+    for index, part in enumerate(parts):
+        chosen = _selector(part)
+        if chosen is None:
+            continue
+        if not chosen[0]:
+            raise ValueError(
+                f"redaction.fields[{key!r}]: {part!r} in {path!r} is not a selector: write [field=value], "
+                "e.g. '[role=user].content'"
+            )
+        if index == len(parts) - 1:
+            raise ValueError(
+                f"redaction.fields[{key!r}]: {path!r} ends with a selector: name the field it hides after it, "
+                f"e.g. '{path}.content'"
+            )
+
+
+@attrs.frozen
+class Redaction:
+    """Which state keys to hide in recordings: exact ``keys``, regex ``patterns``, and
+    ``fields`` — per key, dot paths inside its value (applied to every item of a list),
+    e.g. ``fields={"middleware_decisions": ["before", "after"]}`` hides the texts a
+    middleware rewrote while keeping the rest of each ledger row. A ``[name=value]`` part
+    selects the objects whose ``name`` is the string ``value``: ``fields={"history":
+    ["[role=user].content"]}`` hides the users' messages and keeps the model's replies. A
+    path that could hide nothing (a malformed selector, one with no field after it) is a
+    ``ValueError`` when the rule is made."""
+
+    keys: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
+    patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
+    fields: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_fields)
+
+    def scrub_fields(self, key: str, value: Any, placeholder: str = LOG_PLACEHOLDER) -> tuple[Any, list[str]]:
+        """``value`` with ``fields[key]`` replaced by ``placeholder`` (a copy; ``"REDACTED"``
+        for the log, ``EVENT_PLACEHOLDER`` for events), and the paths hidden."""
+        hidden: list[str] = []
+        result = value
+        for path in self.fields.get(key, ()):
+            result = _scrub(result, path.split("."), path, hidden, placeholder)
+        return result, sorted(set(hidden))
+
+    def shown(self, key: str, value: Any) -> tuple[Any, bool]:
+        """What an event may carry for the state key ``key`` — ``EVENT_PLACEHOLDER`` for a hidden
+        key, a copy with ``fields[key]`` scrubbed (for ``runs``, each fork child's keys shown so),
+        or ``value`` itself — and whether it hides any."""
+        if self.hides(key):
+            return EVENT_PLACEHOLDER, True
+        if key in self.fields:
+            scrubbed, hidden = self.scrub_fields(key, value, EVENT_PLACEHOLDER)
+            return scrubbed, bool(hidden)
+        if key == "runs" and isinstance(value, dict):  # fork children's namespaces, as ``scrub_state``
+            return self._shown_children(value)
+        return value, False
+
+    def _shown_children(self, runs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        out: dict[str, Any] = {}
+        any_hidden = False
+        for child, state in runs.items():
+            if not isinstance(state, dict):
+                out[child] = state
+                continue
+            out[child], hidden = self._shown_namespace(state)
+            any_hidden = any_hidden or hidden
+        return (out, True) if any_hidden else (runs, False)
+
+    def _shown_namespace(self, state: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """A fork child's state, each key shown; a map's item states (``<index>``) likewise."""
+        shown: dict[str, Any] = {}
+        any_hidden = False
+        for key, value in state.items():
+            if _is_item(key, value) and not self.hides(key) and key not in self.fields:
+                shown[key], hidden = self._shown_namespace(value)
+            else:
+                shown[key], hidden = self.shown(key, value)
+            any_hidden = any_hidden or hidden
+        return shown, any_hidden
+
+    def hides(self, key: str) -> bool:
+        """True when ``key``'s value must not appear in a recording."""
+        if key in self.keys:
+            return True
+        if len(key) > _MAX_PATTERN_KEY:
+            return False
+        return any(p.search(key) for p in self.patterns)
+
+    @property
+    def active(self) -> bool:
+        """True when anything is hidden at all."""
+        return bool(self.keys or self.patterns or self.fields)
+
+    def scrub_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON copy of ``state`` with what this rule hides replaced by ``"REDACTED"``:
+        hidden top-level keys, ``fields`` inside their values, and the same under
+        ``runs/<child>`` (a fork child's namespace; ``runs/<map>/<index>``, a map item's)."""
+        out: dict[str, Any] = {}
+        for key, value in state.items():
+            if self.hides(key):
+                out[key] = LOG_PLACEHOLDER
+            elif key in self.fields:
+                out[key] = copy_json(self.scrub_fields(key, value)[0])
+            elif _is_item(key, value):
+                out[key] = self.scrub_state(value)
+            elif key == "runs" and isinstance(value, dict):
+                out[key] = {c: self.scrub_state(v) if isinstance(v, dict) else copy_json(v) for c, v in value.items()}
+            else:
+                out[key] = copy_json(value)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON (sorted keys, patterns as ``[source, flags]``, fields): no values."""
+        return {
+            "keys": sorted(self.keys),
+            "patterns": [[p.pattern, p.flags] for p in self.patterns],
+            "fields": {key: list(paths) for key, paths in sorted(self.fields.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Redaction:
+        """Inverse of ``to_dict``; ``ValueError`` naming the field when ``data`` is not one."""
+        if not isinstance(data, dict) or set(data) != {"keys", "patterns", "fields"}:
+            raise ValueError("a redaction must be an object with exactly 'keys', 'patterns' and 'fields'")
+        keys, patterns, fields = data["keys"], data["patterns"], data["fields"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValueError("redaction.keys must be a list of strings")
+        if not isinstance(patterns, list) or not all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int for p in patterns
+        ):
+            raise ValueError("redaction.patterns must be a list of [source, flags] pairs")
+        if not isinstance(fields, dict) or not all(
+            isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
+        ):
+            raise ValueError("redaction.fields must map keys to lists of dot paths")
+        try:
+            compiled = [re.compile(source, flags) for source, flags in patterns]
+        except (re.error, ValueError) as exc:
+            raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
+        return cls(keys=keys, patterns=compiled, fields=fields)
+
+
+def _is_item(key: str, value: Any) -> bool:
+    """``runs/<map>/<index>``: a map item's namespace (its key the item's index) inside a child's."""
+    return isinstance(value, dict) and key.isdigit() and key.isascii()
+
+
+def _scrub(value: Any, parts: list[str], path: str, hidden: list[str], placeholder: str) -> Any:
+    if isinstance(value, list):
+        return [_scrub(item, parts, path, hidden, placeholder) for item in value]
+    if not isinstance(value, dict):
+        return value
+    chosen = _selector(parts[0])
+    if chosen is not None:  # ``[name=value]``: this object only when its ``name`` is ``value``
+        return _scrub(value, parts[1:], path, hidden, placeholder) if value.get(chosen[0]) == chosen[1] else value
+    if parts[0] not in value:
+        return value
+    out = dict(value)
+    if len(parts) == 1:
+        out[parts[0]] = placeholder
+        hidden.append(path)
+    else:
+        out[parts[0]] = _scrub(value[parts[0]], parts[1:], path, hidden, placeholder)
+    return out
+
+
+NO_REDACTION = Redaction()

@@ -1,0 +1,122 @@
+"""The run's state: bookkeeping shared by the top-level traversal and every subflow traversal.
+
+``Run`` holds the run's ``RunOptions`` (``run.options``) and what changes as it goes
+(counters, visit and loop counts, subflow results). Runs are started in ``entry.py``.
+
+Law: one execution counter per run, shared with subflows, so every runtime stage id
+``[subflow/]stage_id#N`` is unique across the run — and across a pause, because a
+resumed run continues the counter, the visit counts and the loop counts from the
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from flowchart._core.errors import RunTimeoutError
+from flowchart._core.options import RunOptions
+from flowchart._core.redaction import NO_REDACTION
+from flowchart._engine.observers import Observers
+
+
+@attrs.frozen
+class SubflowResult:
+    """What a subflow mount left: its final state, its own commit log and its initial state.
+
+    ``subflow_name`` is the mount's name (footprintjs ``subflowName``).
+    """
+
+    mount_id: str
+    runtime_stage_id: str
+    state: dict[str, Any]
+    commit_log: tuple[Any, ...]
+    initial: dict[str, Any]
+    output: Any = None
+    subflow_name: str = ""
+
+
+class Run:
+    """The state of one run (or one resume) that every level of the traversal shares."""
+
+    __slots__ = (
+        "cancel",
+        "concurrent",
+        "counter",
+        "current_stage",
+        "deadline",
+        "env",
+        "failed_before",
+        "failure_site",
+        "loop_counts",
+        "max_iterations",
+        "observers",
+        "options",
+        "recovery",
+        "redacted_paths",
+        "redacting",
+        "redaction",
+        "reported_errors",
+        "retry",
+        "retry_log",
+        "run_id",
+        "subflow_results",
+        "timeout",
+        "visit_counts",
+    )
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        observers: Observers,
+        concurrent: bool = False,
+        counter: int = 0,
+        visit_counts: Mapping[str, int] | None = None,
+        loop_counts: Mapping[str, int] | None = None,
+    ) -> None:
+        #: the run's options, checked when they were made (``flowchart._core.options``)
+        self.options = options
+        # a caller-chosen id names a run that is not stored; a stored run's id is the store's
+        self.run_id = options.run_id if options.run_id is not None and options.store is None else uuid.uuid4().hex
+        self.observers = observers
+        self.env: Mapping[str, Any] = dict(options.env or {})
+        self.max_iterations = options.max_iterations
+        self.timeout = options.timeout
+        self.deadline = None if options.timeout is None else time.monotonic() + options.timeout
+        #: the run's ``CancelToken`` (``None``: not cancellable, nothing checked)
+        self.cancel = options.cancel
+        self.redaction = options.redaction or NO_REDACTION
+        #: ``redaction.active``, asked once per run rather than per stage
+        self.redacting = self.redaction.active
+        self.concurrent = concurrent
+        self.counter = counter
+        self.visit_counts: dict[str, int] = dict(visit_counts or {})
+        self.loop_counts: dict[str, int] = dict(loop_counts or {})
+        self.subflow_results: dict[str, SubflowResult] = {}
+        self.redacted_paths: dict[str, None] = {}
+        self.current_stage = ""
+        #: errors already reported to recorders (an error is reported once, where it arose):
+        #: ``id(error)`` → the (stage id, runtime id) of the innermost stage that raised it
+        self.reported_errors: dict[int, tuple[str, str]] = {}
+        #: the run-wide default ``Retry`` (``run(retry=...)``); a stage's own policy wins
+        self.retry = options.retry
+        #: failed attempts per runtime id, waiting for that execution's commit (``engine.retrying``)
+        self.retry_log: dict[str, tuple[Any, ...]] = {}
+        #: where the run failed, built while the error unwinds (``engine.retrying.FailureSite``)
+        self.failure_site: Any = None
+        #: a failed execution to re-run on resume: its writes to undo (``pause.Recovery``)
+        self.recovery: Any = None
+        #: while redacting: per execution whose stage call raised, the real values its hidden keys
+        #: had before its commit (the log holds placeholders for them; each attempt of a retried
+        #: stage replaces the last one's), so that undoing a failed commit restores real values
+        self.failed_before: dict[str, dict[str, Any]] = {}
+
+    def check_deadline(self, stage_id: str) -> None:
+        """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunTimeoutError(f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id)
