@@ -49,7 +49,7 @@ from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
 from flowchart.store import RunRecord, StoreError
 
-from .cli_common import OPENED, load_object, open_store, shown_input
+from .cli_common import close_opened, load_object, open_store, shown_input
 from .config import TOOL_ERRORS
 from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
@@ -481,8 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run_cli("agent", build_parser, argv)
     finally:
-        while OPENED:
-            OPENED.pop().close()
+        close_opened()
 
 
 if __name__ == "__main__":

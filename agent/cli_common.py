@@ -21,9 +21,20 @@ def load_object(target: str, what: str, app_dir: str | None = None) -> Any:
     return import_target(target, f"expected MODULE:ATTR for {what} (e.g. myapp.agents:support)", app_dir)
 
 
-OPENED: list[RunStore] = []
-"""The stores the running command opened (``agent.cli.main`` closes them when it ends: run
-in-process, a command leaves no connection open behind it)."""
+_OPENED: list[RunStore] = []
+"""The stores this command opened (``agent.cli.main`` closes them when it ends: run in-process, a
+command leaves no connection open behind it)."""
+
+
+def _opened(store: RunStore) -> RunStore:
+    _OPENED.append(store)
+    return store
+
+
+def close_opened() -> None:
+    """Close the stores the command opened (never the agent's own)."""
+    while _OPENED:
+        _OPENED.pop().close()
 
 
 def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
@@ -31,9 +42,7 @@ def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
     dsn = args.dsn or os.environ.get("AGENT_RUNS_DSN")
     db = args.db or os.environ.get("AGENT_RUNS_DB")
     if dsn:
-        opened: RunStore = PostgresStore(dsn)
-        OPENED.append(opened)
-        return opened
+        return _opened(PostgresStore(dsn))
     if db is None and agent is not None and agent.store is not None:
         return agent.store
     path = db or "runs.db"
@@ -44,11 +53,9 @@ def open_store(args: argparse.Namespace, agent: Any = None) -> RunStore:
             "or --create to make a new, empty store there"
         )
     try:
-        store = SqliteStore(path, create=create)
+        return _opened(SqliteStore(path, create=create))
     except StoreError as exc:
         raise CliError(str(exc).replace("create=True (agent command: --create)", "--create")) from None
-    OPENED.append(store)
-    return store
 
 
 def shown_input(record: RunRecord) -> dict[str, Any]:
@@ -56,4 +63,4 @@ def shown_input(record: RunRecord) -> dict[str, Any]:
     return dict(record.record.shown().input)
 
 
-__all__ = ["OPENED", "load_object", "open_store", "shown_input"]
+__all__ = ["close_opened", "load_object", "open_store", "shown_input"]
