@@ -8,8 +8,8 @@ Laws:
   ``except Exception`` cannot swallow it), collecting one ``ResumeFrame`` per level it
   crosses: the subflow mounts and forks it is inside, down to the paused stage.
 - The checkpoint is plain data — no functions, no classes but its own — carried through
-  ONE owned cattrs converter (``flowchart._core.serde``) to JSON and back. It names the chart it
-  belongs to by fingerprint and carries a schema version.
+  ONE owned cattrs converter (``CONVERTER`` below, made by ``serde.make_converter``) to JSON
+  and back. It names the chart it belongs to by fingerprint and carries a schema version.
 - Pause data that is not JSON-safe is refused AT THE PAUSE, naming the stage.
 """
 
@@ -19,8 +19,15 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from flowchart._core.errors import CheckpointError
+from flowchart._core.serde import check_version, dumps, every_key, json_type, load_error, loads, make_converter
+from flowchart._core.signing import refuse_signed, sign, unsign
+from flowchart._core.untrusted import check
+from flowchart._core.untrusted import step as _step
 from flowchart._core.values import NotJsonSafe, copy_json
 
 if TYPE_CHECKING:
@@ -234,8 +241,6 @@ class Checkpoint:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict with stable keys (through the owned converter)."""
-        from flowchart._core.serde import unstructure_checkpoint
-
         return unstructure_checkpoint(self)
 
     def to_json(self, *, key: bytes | None = None) -> str:
@@ -244,8 +249,6 @@ class Checkpoint:
         With ``key`` the text ends with a ``"signature"`` (HMAC-SHA256 of the text, see
         ``flowchart._core.signing``) that ``from_json(text, key=key)`` verifies.
         """
-        from flowchart._core.serde import dumps, unstructure_checkpoint
-        from flowchart._core.signing import sign
 
         text = dumps(unstructure_checkpoint(self, copy=False))
         return text if key is None else sign(text, key, SIGNED_PURPOSE)
@@ -253,8 +256,6 @@ class Checkpoint:
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
         """Load and validate; raises ``CheckpointError`` naming the bad field path."""
-        from flowchart._core.serde import structure_checkpoint
-
         return structure_checkpoint(data)
 
     @classmethod
@@ -265,8 +266,6 @@ class Checkpoint:
         before the text is parsed; a missing or wrong one is a ``CheckpointError``. Without
         ``key`` a signed text is refused too: it names the key it needs.
         """
-        from flowchart._core.serde import loads, structure_checkpoint
-        from flowchart._core.signing import refuse_signed, unsign
 
         if key is not None:
             text = unsign(text, key, SIGNED_PURPOSE, what="checkpoint")
@@ -274,3 +273,136 @@ class Checkpoint:
         if key is None:
             refuse_signed(data, what="checkpoint", how="Checkpoint.from_json(text, key=...)")
         return structure_checkpoint(data, checked=True)
+
+
+# -- the checkpoint as JSON: one owned converter, fail closed ---------------------------------------
+def checkpoint_hooks(converter: cattrs.Converter) -> cattrs.Converter:
+    """``converter`` (from ``serde.make_converter``) holding checkpoints: every key required (a
+    frame's ``replaces`` and a checkpoint's ``recovery`` only when present), defaults omitted."""
+    converter.register_structure_hook(Recovery, every_key(Recovery, converter))
+    # ``replaces`` came with the fix of failures inside subflows: absent in older checkpoints and when None
+    converter.register_structure_hook(ResumeFrame, every_key(ResumeFrame, converter, optional=("replaces",)))
+    converter.register_unstructure_hook(
+        ResumeFrame, make_dict_unstructure_fn(ResumeFrame, converter, replaces=override(omit_if_default=True))
+    )
+    # a failed run's checkpoint carries ``recovery``; a pause's has none and serialises as before
+    converter.register_structure_hook(Checkpoint, every_key(Checkpoint, converter, optional=("recovery",)))
+    converter.register_unstructure_hook(
+        Checkpoint, make_dict_unstructure_fn(Checkpoint, converter, recovery=override(omit_if_default=True))
+    )
+    return converter
+
+
+CONVERTER = checkpoint_hooks(make_converter())
+"""The one owned converter of checkpoints."""
+
+
+def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict[str, Any]:
+    """Checkpoint → JSON-safe dict. State values are deep-copied unless ``copy=False`` — for a
+    caller that only serialises the dict at once (``to_json``) and lets it go."""
+    data: dict[str, Any] = CONVERTER.unstructure(checkpoint)
+    return copy_json(data) if copy else data
+
+
+def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
+    """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
+    ``loads``, which already held it to the limits)."""
+    if not isinstance(data, dict):
+        raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
+    if not checked:
+        check(data, what="checkpoint")
+    check_version(data, "checkpoint", CHECKPOINT_VERSION, FIRST_VERSION)
+    if data.get("version") == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
+        if "recorder_states" in data:
+            raise _refuse("unknown key(s) recorder_states (a version-1 checkpoint has none)", "$")
+        data = {**data, "version": CHECKPOINT_VERSION, "recorder_states": {}}
+    try:
+        checkpoint = CONVERTER.structure(data, Checkpoint)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, "checkpoint") from None
+    check_consistency(checkpoint)
+    return checkpoint
+
+
+def _refuse(message: str, path: str) -> CheckpointError:
+    return CheckpointError(f"Invalid checkpoint: {message} @ {path}", path=path)
+
+
+def check_consistency(cp: Checkpoint) -> None:
+    """The fields that repeat what ``frames`` says must agree with it; counts are not negative."""
+    if not cp.frames:
+        raise _refuse("frames must not be empty (the last frame is the paused stage)", "$.frames")
+    last = len(cp.frames) - 1
+    for index, frame in enumerate(cp.frames):
+        if index == last and frame.kind != "stage":
+            raise _refuse(f"the last frame must be of kind 'stage', got {frame.kind!r}", f"$.frames[{index}].kind")
+        if index < last and frame.kind == "stage":
+            raise _refuse("only the last frame may be of kind 'stage'", f"$.frames[{index}].kind")
+    leaf = cp.frames[-1]
+    if leaf.stage_id != cp.paused_stage_id:
+        raise _refuse(
+            f"the last frame is '{leaf.stage_id}' but paused_stage_id is '{cp.paused_stage_id}'", "$.paused_stage_id"
+        )
+    if cp.recovery is not None:
+        _check_recovery(cp.recovery, leaf.stage_id)
+    mounts = [f.stage_id for f in cp.frames if f.kind == "mount"]
+    if cp.subflow_path != mounts:
+        raise _refuse(f"subflow_path must list the mount frames {mounts}, got {cp.subflow_path}", "$.subflow_path")
+    for name in ("invoker_stage_id", "continuation_stage_id"):
+        if getattr(cp, name) != getattr(leaf, name):
+            raise _refuse(f"{name} must equal the last frame's ({getattr(leaf, name)!r})", f"$.{name}")
+    for name in ("subflow_states", "subflow_args"):
+        keys = getattr(cp, name)
+        missing = [m for m in mounts if m not in keys]
+        if missing:
+            raise _refuse(f"no {name[:-1]} for mount '{missing[0]}'", f"$.{name}")
+        extra = [k for k in keys if k not in mounts]
+        if extra:
+            raise _refuse(f"'{extra[0]}' is not a subflow the pause is inside ({mounts})", f"$.{name}{_step(extra[0])}")
+    if cp.execution_count < 0:
+        raise _refuse("execution_count must be >= 0", "$.execution_count")
+    for name in ("visit_counts", "loop_counts"):
+        for key, count in getattr(cp, name).items():
+            if count < 0:
+                raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
+
+
+def _check_recovery(recovery: Recovery, leaf: str) -> None:
+    """A failed run's recovery names an execution of the leaf stage; restored and discarded keys differ."""
+    stage, _, count = recovery.runtime_stage_id.rpartition("#")
+    if stage != leaf or not count.isdigit():
+        raise _refuse(
+            f"recovery.runtime_stage_id must be an execution of '{leaf}' ('{leaf}#N'), "
+            f"got {recovery.runtime_stage_id!r}",
+            "$.recovery.runtime_stage_id",
+        )
+    both = [key for key in recovery.discard if key in recovery.restore]
+    if both:
+        raise _refuse(f"key '{both[0]}' is both restored and discarded", "$.recovery.discard")
+
+
+def check_counters(cp: Checkpoint) -> None:
+    """The control fields agree with each other and with the pause: every execution took one
+    number from ``execution_count``, so it is at least the number of visits (a lower one would
+    hand out runtime ids already used); the paused stage and every level it is inside ran; a
+    loop target was looped to no more often than it ran."""
+    visits = cp.visit_counts
+    total = sum(visits.values())
+    if cp.execution_count < total:
+        raise _refuse(
+            f"execution_count {cp.execution_count} is lower than the {total} stage visits in visit_counts: "
+            "the resumed run would repeat runtime ids already used",
+            "$.execution_count",
+        )
+    for index, frame in enumerate(cp.frames):
+        if visits.get(frame.stage_id, 0) < 1:
+            raise _refuse(
+                f"'{frame.stage_id}' is on the resume path (frames[{index}]) but visit_counts says it never ran",
+                f"$.visit_counts{_step(frame.stage_id)}",
+            )
+    for target, loops in cp.loop_counts.items():
+        if loops > visits.get(target, 0):
+            raise _refuse(
+                f"'{target}' was looped to {loops} time(s) but ran {visits.get(target, 0)}",
+                f"$.loop_counts{_step(target)}",
+            )

@@ -1,4 +1,4 @@
-"""The one owned cattrs converter for checkpoints (and, through it, trace files).
+"""The strict converters' factory and their error messages (checkpoints and trace files build on it).
 
 Laws: fail closed. Unknown keys, missing keys (every key of a checkpoint and of each of
 its frames is required, also those with a default in Python), wrong types (an int is
@@ -23,11 +23,10 @@ from cattrs.errors import (
     ForbiddenExtraKeysError,
     IterableValidationError,
 )
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn
 
 from flowchart._core.errors import CheckpointError
-from flowchart._core.pause import CHECKPOINT_VERSION, FIRST_VERSION, Checkpoint, Recovery, ResumeFrame
-from flowchart._core.untrusted import check, parse
+from flowchart._core.untrusted import parse
 from flowchart._core.untrusted import step as _step
 from flowchart._core.values import NotJsonSafe, copy_json
 
@@ -126,8 +125,9 @@ def every_key(cl: type, converter: cattrs.Converter, optional: tuple[str, ...] =
 
 
 def make_converter() -> cattrs.Converter:
-    """The one factory of the package's strict converters (fail closed, paths in errors): checkpoints
-    use it as is, traces extend it (``trace.make_trace_converter``); a new untrusted loader starts here."""
+    """The one factory of the package's strict converters (fail closed, paths in errors): the
+    checkpoint's (``pause.CONVERTER``, with ``pause.checkpoint_hooks``) and the trace file's
+    (``trace.make_trace_converter``, which holds checkpoints too); a new untrusted loader starts here."""
     converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     for kind in (str, int, float, bool):
         converter.register_structure_hook(kind, _strict(kind))
@@ -135,21 +135,7 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
     converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
-    converter.register_structure_hook(Recovery, every_key(Recovery, converter))
-    # ``replaces`` came with the fix of failures inside subflows: absent in older checkpoints and when None
-    converter.register_structure_hook(ResumeFrame, every_key(ResumeFrame, converter, optional=("replaces",)))
-    converter.register_unstructure_hook(
-        ResumeFrame, make_dict_unstructure_fn(ResumeFrame, converter, replaces=override(omit_if_default=True))
-    )
-    # a failed run's checkpoint carries ``recovery``; a pause's has none and serialises as before
-    converter.register_structure_hook(Checkpoint, every_key(Checkpoint, converter, optional=("recovery",)))
-    converter.register_unstructure_hook(
-        Checkpoint, make_dict_unstructure_fn(Checkpoint, converter, recovery=override(omit_if_default=True))
-    )
     return converter
-
-
-CONVERTER = make_converter()
 
 
 def _describe(exc: BaseException, tp: Any) -> str:
@@ -201,13 +187,6 @@ def loads(text: str | bytes, *, what: str) -> Any:
     return parse(text, what=what)
 
 
-def unstructure_checkpoint(checkpoint: Checkpoint, *, copy: bool = True) -> dict[str, Any]:
-    """Checkpoint → JSON-safe dict. State values are deep-copied unless ``copy=False`` — for a
-    caller that only serialises the dict at once (``to_json``) and lets it go."""
-    data: dict[str, Any] = CONVERTER.unstructure(checkpoint)
-    return copy_json(data) if copy else data
-
-
 def check_version(data: dict[str, Any], what: str, reads: int, *older: int) -> None:
     """Refuse a loaded ``what`` (checkpoint, trace) whose integer ``version`` is not ``reads``
     (nor one of the ``older`` versions it still upgrades): the one version check of every
@@ -222,122 +201,14 @@ def check_version(data: dict[str, Any], what: str, reads: int, *older: int) -> N
         )
 
 
-def structure_checkpoint(data: Any, *, checked: bool = False) -> Checkpoint:
-    """JSON-safe dict → Checkpoint, validated field by field (``checked``: ``data`` came from
-    ``loads``, which already held it to the limits)."""
-    if not isinstance(data, dict):
-        raise CheckpointError(f"Invalid checkpoint: expected an object, got {json_type(data)} @ $", path="$")
-    if not checked:
-        check(data, what="checkpoint")
-    check_version(data, "checkpoint", CHECKPOINT_VERSION, FIRST_VERSION)
-    if data.get("version") == FIRST_VERSION:  # before recorder_states: it loads as version 2 without any
-        if "recorder_states" in data:
-            raise _refuse("unknown key(s) recorder_states (a version-1 checkpoint has none)", "$")
-        data = {**data, "version": CHECKPOINT_VERSION, "recorder_states": {}}
-    try:
-        checkpoint = CONVERTER.structure(data, Checkpoint)
-    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
-        raise load_error(exc, "checkpoint") from None
-    check_consistency(checkpoint)
-    return checkpoint
-
-
-def _refuse(message: str, path: str) -> CheckpointError:
-    return CheckpointError(f"Invalid checkpoint: {message} @ {path}", path=path)
-
-
-def check_consistency(cp: Checkpoint) -> None:
-    """The fields that repeat what ``frames`` says must agree with it; counts are not negative."""
-    if not cp.frames:
-        raise _refuse("frames must not be empty (the last frame is the paused stage)", "$.frames")
-    last = len(cp.frames) - 1
-    for index, frame in enumerate(cp.frames):
-        if index == last and frame.kind != "stage":
-            raise _refuse(f"the last frame must be of kind 'stage', got {frame.kind!r}", f"$.frames[{index}].kind")
-        if index < last and frame.kind == "stage":
-            raise _refuse("only the last frame may be of kind 'stage'", f"$.frames[{index}].kind")
-    leaf = cp.frames[-1]
-    if leaf.stage_id != cp.paused_stage_id:
-        raise _refuse(
-            f"the last frame is '{leaf.stage_id}' but paused_stage_id is '{cp.paused_stage_id}'", "$.paused_stage_id"
-        )
-    if cp.recovery is not None:
-        _check_recovery(cp.recovery, leaf.stage_id)
-    mounts = [f.stage_id for f in cp.frames if f.kind == "mount"]
-    if cp.subflow_path != mounts:
-        raise _refuse(f"subflow_path must list the mount frames {mounts}, got {cp.subflow_path}", "$.subflow_path")
-    for name in ("invoker_stage_id", "continuation_stage_id"):
-        if getattr(cp, name) != getattr(leaf, name):
-            raise _refuse(f"{name} must equal the last frame's ({getattr(leaf, name)!r})", f"$.{name}")
-    for name in ("subflow_states", "subflow_args"):
-        keys = getattr(cp, name)
-        missing = [m for m in mounts if m not in keys]
-        if missing:
-            raise _refuse(f"no {name[:-1]} for mount '{missing[0]}'", f"$.{name}")
-        extra = [k for k in keys if k not in mounts]
-        if extra:
-            raise _refuse(f"'{extra[0]}' is not a subflow the pause is inside ({mounts})", f"$.{name}{_step(extra[0])}")
-    if cp.execution_count < 0:
-        raise _refuse("execution_count must be >= 0", "$.execution_count")
-    for name in ("visit_counts", "loop_counts"):
-        for key, count in getattr(cp, name).items():
-            if count < 0:
-                raise _refuse("a count must be >= 0", f"$.{name}{_step(key)}")
-
-
-def _check_recovery(recovery: Recovery, leaf: str) -> None:
-    """A failed run's recovery names an execution of the leaf stage; restored and discarded keys differ."""
-    stage, _, count = recovery.runtime_stage_id.rpartition("#")
-    if stage != leaf or not count.isdigit():
-        raise _refuse(
-            f"recovery.runtime_stage_id must be an execution of '{leaf}' ('{leaf}#N'), "
-            f"got {recovery.runtime_stage_id!r}",
-            "$.recovery.runtime_stage_id",
-        )
-    both = [key for key in recovery.discard if key in recovery.restore]
-    if both:
-        raise _refuse(f"key '{both[0]}' is both restored and discarded", "$.recovery.discard")
-
-
-def check_counters(cp: Checkpoint) -> None:
-    """The control fields agree with each other and with the pause: every execution took one
-    number from ``execution_count``, so it is at least the number of visits (a lower one would
-    hand out runtime ids already used); the paused stage and every level it is inside ran; a
-    loop target was looped to no more often than it ran."""
-    visits = cp.visit_counts
-    total = sum(visits.values())
-    if cp.execution_count < total:
-        raise _refuse(
-            f"execution_count {cp.execution_count} is lower than the {total} stage visits in visit_counts: "
-            "the resumed run would repeat runtime ids already used",
-            "$.execution_count",
-        )
-    for index, frame in enumerate(cp.frames):
-        if visits.get(frame.stage_id, 0) < 1:
-            raise _refuse(
-                f"'{frame.stage_id}' is on the resume path (frames[{index}]) but visit_counts says it never ran",
-                f"$.visit_counts{_step(frame.stage_id)}",
-            )
-    for target, loops in cp.loop_counts.items():
-        if loops > visits.get(target, 0):
-            raise _refuse(
-                f"'{target}' was looped to {loops} time(s) but ran {visits.get(target, 0)}",
-                f"$.loop_counts{_step(target)}",
-            )
-
-
 __all__ = [
-    "CONVERTER",
     "Expected",
-    "ResumeFrame",
-    "check_consistency",
-    "check_counters",
+    "check_version",
     "dumps",
+    "every_key",
     "json_type",
     "load_error",
     "loads",
     "make_converter",
     "messages",
-    "structure_checkpoint",
-    "unstructure_checkpoint",
 ]

@@ -25,8 +25,7 @@ from flowchart._core.errors import CheckpointError, RunTimeoutError
 from flowchart._core.failure import RunFailure, attach
 from flowchart._core.nodes import StageNode
 from flowchart._core.options import RunOptions
-from flowchart._core.pause import Checkpoint, PauseSignal
-from flowchart._core.serde import check_consistency, check_counters
+from flowchart._core.pause import Checkpoint, PauseSignal, check_consistency, check_counters
 from flowchart._core.values import NotJsonSafe, copy_json
 from flowchart._engine.collector import young_collections_only
 from flowchart._engine.observers import NO_OBSERVERS, Observers

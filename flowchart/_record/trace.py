@@ -51,7 +51,7 @@ from flowchart._core.fastjson import available, dumps_exact, reads
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
 from flowchart._core.narrative_entry import NarrativeEntry
-from flowchart._core.pause import Checkpoint
+from flowchart._core.pause import Checkpoint, checkpoint_hooks
 from flowchart._core.retry import Attempt
 from flowchart._core.serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
 from flowchart._core.spec_shape import check_spec
@@ -360,9 +360,10 @@ def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
 def make_trace_converter() -> cattrs.Converter:
     """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
 
-    Built on ``serde.make_converter``, the one factory of the package's strict converters;
-    the version check is ``serde.check_version``, shared with checkpoints."""
-    converter = make_converter()
+    Built on ``serde.make_converter``, the one factory of the package's strict converters, with
+    the checkpoint's hooks (``pause.checkpoint_hooks``); the version check is
+    ``serde.check_version``, shared with checkpoints."""
+    converter = checkpoint_hooks(make_converter())
     converter.register_structure_hook_factory(
         lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
     )

@@ -28,8 +28,8 @@ from typing import Any
 from flowchart._core.commits import Commit, Op, commit_data
 from flowchart._core.errors import CheckpointError
 from flowchart._core.fastjson import available, dumps_exact, plain
-from flowchart._core.pause import Checkpoint
-from flowchart._core.serde import dumps, structure_checkpoint
+from flowchart._core.pause import Checkpoint, structure_checkpoint
+from flowchart._core.serde import dumps
 from flowchart._core.untrusted import MAX_DEPTH
 
 #: commits per ``json.dumps`` call when a trace is written (the text never holds the whole log twice)
