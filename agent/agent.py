@@ -24,7 +24,7 @@ from flowchart.stream import AsyncRunStream, RunStream
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
-from . import conversation_turns, conversations, durable, structured
+from . import conversation_turns, conversations, durable, queueing, structured
 from .builder import AgentBuilder
 from .chart import build_agent_chart
 from .config import AgentConfig
@@ -413,9 +413,7 @@ class Agent:
         enqueue ``advance_run``; returns the run id (``app`` defaults to the newest
         ``make_app`` of this process). With ``conversation=`` it is that conversation's next
         turn, claimed in the store before it is enqueued."""
-        from .celery import submit
-
-        return submit(
+        return queueing.submit(
             self,
             message,
             identity,

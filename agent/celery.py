@@ -41,23 +41,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowchart import FlowChart, Retry
-from flowchart.lowlevel import validated_input
 from flowchart.store import CommitConflictError, RunStore, StoreError
-from flowchart.store.runs import advance_chart, new_run_id
+from flowchart.store.runs import advance_chart
 
-from . import conversations, durable
+from . import durable, queueing
 from .errors import AgentLoadError
 from .loading import load_agent_or_chart, load_store
+
+# the queueing side is agent.queueing (no Celery, no loading: Agent.submit uses it); the names are
+# this module's too, where docs/scale.md and docs/durable.md use them
+from .queueing import TASK_NAME, answer_and_enqueue, default_app, enqueue, retry_and_enqueue, submit, submit_chart
 
 if TYPE_CHECKING:
     from .agent import Agent
 
-TASK_NAME = "pyfootprint.advance_run"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 log = logging.getLogger("agent.celery")
 
 _AGENTS: dict[tuple[int, str], Any] = {}
-_DEFAULT_APP: list[Any] = []
 
 
 def _celery() -> Any:
@@ -142,15 +143,8 @@ def make_app(
         except _Retry as exc:
             raise task.retry(countdown=min(2**task.request.retries, 30), exc=exc.error) from None
 
-    _DEFAULT_APP[:] = [app]
+    queueing.remember_app(app)
     return app
-
-
-def default_app() -> Any:
-    """The newest app ``make_app`` made in this process (``agent.submit``'s default)."""
-    if not _DEFAULT_APP:
-        raise RuntimeError("no Celery app: make one with agent.celery.make_app(...) or pass app=")
-    return _DEFAULT_APP[0]
 
 
 def app_agent(app: Any) -> Any:
@@ -271,60 +265,17 @@ def retry_failed_run(store: RunStore, run_id: str, error: BaseException, policy:
     return policy.delay(failures, run_id)
 
 
-def enqueue(app: Any, run_id: str) -> None:
-    """Send ``advance_run(run_id)`` to the workers."""
-    app.send_task(TASK_NAME, args=[run_id], queue=app.conf.task_default_queue)
-
-
-def submit_chart(
-    chart: FlowChart, store: RunStore, input: Any = None, *, app: Any = None, run_id: str | None = None
-) -> str:
-    """Record a queued run of the plain ``chart`` on ``input`` in ``store`` and enqueue it; return its run id
-    (the app's workers must name the same chart and store: ``make_app("m:chart", store="m:store")``)."""
-    run_id = run_id or new_run_id()
-    store.create(
-        run_id, kind="chart", chart_fingerprint=chart.fingerprint, input=validated_input(input), chart_spec=chart.spec
-    )
-    enqueue(app or default_app(), run_id)
-    return run_id
-
-
-def submit(
-    agent: Agent,
-    message: str,
-    identity: Any = None,
-    *,
-    app: Any = None,
-    run_id: str | None = None,
-    conversation: str | None = None,
-    conversation_window: int | None = None,
-    conversation_chars: int | None = None,
-) -> str:
-    """Record a queued run of ``agent`` on ``message`` and enqueue it; return its run id.
-
-    With ``conversation=`` the run is that conversation's next turn (planned and claimed
-    here, in the store, before it is enqueued: see ``conversations.queue``); a worker runs
-    it like any other queued run.
-    """
-    run_input = durable.make_input(message, identity)
-    turn = conversations.turn_options(agent, conversation, conversation_window, conversation_chars)
-    if turn is None:
-        run_id = durable.create(agent, run_input, run_id)
-    else:
-        run_id = conversations.queue(agent, run_input, *turn, run_id=run_id)
-    enqueue(app or default_app(), run_id)
-    return run_id
-
-
-def retry_and_enqueue(app: Any, store: RunStore, run_id: str) -> None:
-    """Mark the failed run ``running`` again (once, ``store.retry``) and enqueue the advance
-    that re-runs the stage that failed."""
-    durable.retry_failed(store, run_id)
-    enqueue(app, run_id)
-
-
-def answer_and_enqueue(app: Any, store: RunStore, run_id: str, decision: Any) -> None:
-    """Record ``decision`` for the run's pause (once, checked as ``resume_run`` checks it)
-    and enqueue the advance that applies it."""
-    durable.answer_in(store, run_id, decision)
-    enqueue(app, run_id)
+__all__ = [
+    "TASK_NAME",
+    "advance",
+    "answer_and_enqueue",
+    "app_agent",
+    "app_store",
+    "default_app",
+    "enqueue",
+    "make_app",
+    "retry_and_enqueue",
+    "retry_failed_run",
+    "submit",
+    "submit_chart",
+]
