@@ -304,3 +304,22 @@ def test_the_agent_imports_flowchart_only_through_public_modules() -> None:
     }
     assert sorted(m for m in used if not _public(m) and m not in AGENT_INTERNAL_DEBT) == []
     assert sorted(m for m in AGENT_INTERNAL_DEBT if m not in used) == []
+
+
+def test_no_import_cycles_outside_the_package_inits() -> None:
+    """No module of flowchart, agent or governance reaches itself through imports, function-level
+    ones counted: the one kind of cycle left is a package's ``__init__`` importing its submodules
+    while they import a sibling (the package is their parent), which is no cycle of modules."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    packages = set()
+    for package in OURS:
+        for name, path in modules(package).items():
+            if path.name == "__init__.py":
+                packages.add(name)
+            for imported in imports_of(path, name):
+                graph.add_edge(name, imported)
+    graph.remove_nodes_from(packages)
+    cycles = sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
+    assert cycles == []
