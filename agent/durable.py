@@ -175,7 +175,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
                 result = await agent.chart.arun(record.input, **options)
             else:
                 result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
-        result.run_id = run_id
+        result = attrs.evolve(result, run_id=run_id)
         try:
             outcome.append(agent.finish_run(result, recorders))
         except Exception as exc:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from flowchart._core.options import RunOptions
 from flowchart._engine.entry import _run_input, run_sync, start_run
 from flowchart._stream.stream_drivers import AsyncRunStream, RunStream
@@ -126,7 +128,6 @@ async def astart_stored(chart: FlowChart, input: Any, options: RunOptions) -> An
 
     async def step(record: Any) -> Any:
         result = await start_run(chart, record.input, told(options), concurrent=True)
-        result.run_id = run_id
-        return result
+        return attrs.evolve(result, run_id=run_id)
 
     return await aadvance(store, run_id, chart.fingerprint, step)

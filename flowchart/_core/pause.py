@@ -159,7 +159,7 @@ class Recovery:
     discard: list[str] = attrs.Factory(list)
 
 
-@attrs.define(eq=True)
+@attrs.frozen
 class Checkpoint:
     """Everything needed to resume a paused run in a fresh process. JSON via ``to_json``.
 

@@ -19,6 +19,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from flowchart._core.context import ReadonlyArgs
 from flowchart._core.coroutines import run_coroutine
 from flowchart._core.errors import CheckpointError, RunTimeoutError
@@ -149,8 +151,9 @@ def _record_failure(chart: FlowChart, run: Run, top: Traverser, exc: BaseExcepti
         where = next(iter(run.reported_errors.values()))
     stage_id, rid = where if where is not None else (getattr(exc, "stage_id", None) or run.current_stage or None, None)
     failure = RunFailure.of(exc, stage_id, rid)
-    result = RunResult.of(chart, run, top, None, list(run.options.recorders), run_input, None)
-    result.failure = failure
+    result = attrs.evolve(
+        RunResult.of(chart, run, top, None, list(run.options.recorders), run_input, None), failure=failure
+    )
     attach(exc, result, failure, _failure_checkpoint(chart, run, top, exc, run_input))
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from flowchart._engine.traversal import Traverser
 
 
-@attrs.define
+@attrs.frozen
 class RunResult:
     """The outcome of ``chart.run`` / ``chart.resume``.
 

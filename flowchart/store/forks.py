@@ -58,7 +58,7 @@ def record_fork(
         partial = None if failed is None else _whole(src, at, failed[0])
         store.commit(run_id, failure_of(exc, record.next_seq, partial))
         raise
-    result.run_id = run_id
+    result = attrs.evolve(result, run_id=run_id)
     stored = _whole(src, at, result)
     land(store, record, stored, output)
     return result

@@ -28,6 +28,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from flowchart._core.errors import CheckpointError
 from flowchart._core.failure import RunFailure, failed_checkpoint, failed_run
 from flowchart._core.narrative_entry import NarrativeEntry
@@ -264,8 +266,7 @@ def advance_chart(chart: FlowChart, store: RunStore, run_id: str, options: RunOp
             result = run_sync(chart, record.input, segment)
         else:
             result = resume_sync(chart, record.checkpoint, record.answer, segment)
-        result.run_id = run_id
-        return result
+        return attrs.evolve(result, run_id=run_id)
 
     return advance(store, run_id, chart.fingerprint, step)
 

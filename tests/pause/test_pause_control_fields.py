@@ -3,6 +3,7 @@ out a runtime id already used, and the stages on the resume path must have run."
 
 from __future__ import annotations
 
+import attrs
 import pause_charts
 import pytest
 
@@ -22,7 +23,7 @@ def test_a_lowered_execution_count_is_refused_before_anything_runs() -> None:
     """``execution_count`` below the number of visits would repeat runtime ids: refused at resume."""
     cp, chart = paused()
     total = sum(cp.visit_counts.values())
-    cp.execution_count = total - 1
+    cp = attrs.evolve(cp, execution_count=total - 1)
     with pytest.raises(
         CheckpointError,
         match=rf"^Invalid checkpoint: execution_count {total - 1} is lower than the {total} stage visits in "
@@ -34,7 +35,7 @@ def test_a_lowered_execution_count_is_refused_before_anything_runs() -> None:
 def test_a_paused_stage_that_never_ran_is_refused() -> None:
     """``visit_counts`` without a visit of the paused stage contradicts the pause."""
     cp, chart = paused()
-    cp.visit_counts = {k: v for k, v in cp.visit_counts.items() if k != cp.paused_stage_id}
+    cp = attrs.evolve(cp, visit_counts={k: v for k, v in cp.visit_counts.items() if k != cp.paused_stage_id})
     with pytest.raises(
         CheckpointError,
         match=rf"^Invalid checkpoint: '{cp.paused_stage_id}' is on the resume path \(frames\[2\]\) but visit_counts "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import attrs
 import pause_charts
 import pytest
 
@@ -182,7 +183,7 @@ def test_an_edited_in_memory_checkpoint_is_checked_like_a_loaded_one() -> None:
     chart = pause_charts.linear([])
     cp = chart.run().checkpoint
     assert cp is not None
-    cp.paused_stage_id = "done"
+    cp = attrs.evolve(cp, paused_stage_id="done")
     with pytest.raises(CheckpointError, match=r"^Invalid checkpoint: the last frame is 'ask' but paused_stage_id"):
         chart.resume(cp, "yes")
     cp = chart.run().checkpoint
