@@ -273,6 +273,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             return None
         return forms[forms.index(form) + 1]
 
+    def asked_again(request: Any, exc: ProviderError, refusals: list[dict[str, Any]]) -> Any:
+        """The request in the next form after ``exc`` refused ``request``'s (the refusal noted in
+        ``refusals``), or ``None`` when ``exc`` is no refusal of a form (it goes on up)."""
+        form = next_form(request, exc)
+        if form is None:
+            return None
+        refusals.append(structured.refusal_row(exc, request.output_form))
+        return shaped(request, form)
+
     def record_form(scope: Scope, request: Any, refusals: list[dict[str, Any]]) -> None:
         """The form on the first model-call commit; a fallback's refusals (and new prompt) on its own."""
         if refusals:
@@ -289,18 +298,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         refusals: list[dict[str, Any]] = []
         not_streamed: list[dict[str, Any]] = []
         while True:
-            refused = None
             try:
                 response = await _complete(cfg, request, ctx, iteration, not_streamed)
-            except ProviderError as exc:
-                if next_form(request, exc) is None:
-                    raise
-                refused = exc
-            if refused is None:
                 break
+            except ProviderError as exc:
+                again = asked_again(request, exc, refusals)
+                if again is None:
+                    raise
             # asked again outside the ``except``: a second failure chains nothing of the first
-            refusals.append(structured.refusal_row(refused, request.output_form))
-            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+            request = again
         if forms:
             record_form(scope, request, refusals)
         if not_streamed:  # the key exists only once a streaming agent made a call whole
@@ -314,19 +320,16 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         iteration, request = request_for(scope, ctx)
         refusals: list[dict[str, Any]] = []
         while True:
-            refused = None
             try:
                 response = cfg.provider.complete(request)
                 if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
                     response = awaited_now(response)
-            except ProviderError as exc:
-                if next_form(request, exc) is None:
-                    raise
-                refused = exc
-            if refused is None:
                 break
-            refusals.append(structured.refusal_row(refused, request.output_form))
-            request = shaped(request, next_form(request, refused))  # type: ignore[arg-type]
+            except ProviderError as exc:
+                again = asked_again(request, exc, refusals)
+                if again is None:
+                    raise
+            request = again
         if forms:
             record_form(scope, request, refusals)
         record_reply(scope, ctx, iteration, response)

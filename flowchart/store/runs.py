@@ -195,8 +195,10 @@ def land(
 ) -> RunResult:
     """Commit the segment ``result`` ran (``output(result)`` is stored when it finished)."""
     value = None if output is None or result.paused else output(result)
-    lines = narrative_lines(result.recorders)
-    store.commit(record.run_id, segment_of(result, record.next_seq, output=value, narrative=lines))
+    segment = segment_of(result, record.next_seq, output=value)
+    if not segment.records:  # the store keeps the records when there are some, the lines only without
+        segment = attrs.evolve(segment, narrative=narrative_lines(result.recorders))
+    store.commit(record.run_id, segment)
     return result
 
 
