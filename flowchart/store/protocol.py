@@ -115,7 +115,8 @@ class StoredRowError(StoreError, CheckpointError):
 class RunList(list["RunRecord"]):
     """What ``RunStore.list`` returns: the runs it could read, in order; ``unreadable`` — the
     ``StoredRowError`` of each run it could not (one bad row never hides the rest); and ``next``,
-    the cursor of the page after this one (``list(..., after=page.next)``), ``None`` on the last."""
+    the cursor of the page after this one (``list(..., after=page.next)``): ``None`` when the page
+    came back short of its ``limit`` (after a full last page, the next one is empty)."""
 
     def __init__(
         self,
