@@ -10,7 +10,7 @@ property per field (fields without a default are required); ``Annotated[X, "text
 class the model cannot send — is an ``UnsupportedAnnotation`` naming where it was found,
 and a recursive class is refused rather than expanded forever.
 
-The schemas use only what ``agent.tools.validate_args`` checks (``type``, ``enum``,
+The schemas use only what ``agent._tools.tools.validate_args`` checks (``type``, ``enum``,
 ``properties``, ``required``, ``items``), plus ``description``, ``default`` and
 ``additionalProperties`` for the model; a union of two object types is an ``anyOf``.
 Arguments are converted back to the annotated Python values (Enum members, dataclass and

@@ -5,7 +5,7 @@ Laws:
   history and every later commit see the transformed text; a deny records why and stops
   the run before any provider call.
 - On a conversation turn, ``seed`` puts the earlier turns' messages before the user's
-  and writes ``conversation`` (their provenance) in the same commit (``agent.conversations``).
+  and writes ``conversation`` (their provenance) in the same commit (``agent._run.conversations``).
 - ``call-llm`` sends exactly what ``history`` holds (plus the system prompt and the tool
   schemas; no tools once a wrap-up was asked) and writes the reply; it never appends to
   ``history`` (``tool-calls`` does). Retries the provider made are appended to
@@ -18,7 +18,7 @@ Laws:
   it (``Capabilities.stream_tools`` false, or a 200 with an empty stream): that call is made
   whole, its text one ``llm.token``, and ``llm_not_streamed`` gets ``{"iteration", "reason"}``;
   nothing made whole, no key. With an output schema, the form the shape is asked in, and any
-  form a server refused, is on the model-call commit (``output_schema_form``, agent.structured).
+  form a server refused, is on the model-call commit (``output_schema_form``, agent._chart.structured).
 - ``route`` decides with recorded evidence: ``tool-calls`` while calls are pending and
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
@@ -34,27 +34,11 @@ from typing import Any
 
 import attrs
 
-from flowchart import Decision, Scope, StageContext, decide
-from flowchart.lowlevel import (
-    NotJsonSafe,
-    copy_json,
-    drive,
-    emit_owned,
-    peek,
-    raw_read,
-    run_coroutine,
-    set_owned,
-    thaw,
-)
-from governance import LEDGER_KEY, MessageInfo
-from governance.chains import run_message_chain
-from governance.ledger import event_payload
-
-from . import events, structured
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
-from .conversation_turns import seed_parts
-from .event_views import shown_entry
-from .state import (
+from agent._chart import events, structured
+from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+from agent._chart.conversation_turns import seed_parts
+from agent._chart.event_views import shown_entry
+from agent._chart.state import (
     CONVERSATION,
     CONVERSATION_INPUT,
     FINAL_CONTENT,
@@ -75,6 +59,21 @@ from .state import (
     USER_MESSAGE,
     WRAP_UP_ASKED,
 )
+from flowchart import Decision, Scope, StageContext, decide
+from flowchart.lowlevel import (
+    NotJsonSafe,
+    copy_json,
+    drive,
+    emit_owned,
+    peek,
+    raw_read,
+    run_coroutine,
+    set_owned,
+    thaw,
+)
+from governance import LEDGER_KEY, MessageInfo
+from governance.chains import run_message_chain
+from governance.ledger import event_payload
 
 _AGENT_STATE_DEFAULTS: tuple[tuple[str, Any], ...] = (
     (LLM_LATEST_CONTENT, ""),
@@ -259,7 +258,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             emit_owned(ctx, events.LLM_END, payload)
 
     def shaped(request: Any, form: str) -> Any:
-        """``request`` asking for the answer's shape in ``form`` (see ``agent.structured``)."""
+        """``request`` asking for the answer's shape in ``form`` (see ``agent._chart.structured``)."""
         prompt = system_prompt
         if forms[0] == "json_schema" and form != "json_schema":  # the instruction joins the prompt
             prompt = structured.system_prompt(cfg.output, system_prompt, form)  # type: ignore[arg-type]

@@ -33,15 +33,14 @@ from typing import Any
 
 import attrs
 
+from agent._chart.config import WRAP_UP_INSTRUCTION
+from agent._chart.conversation_turns import loaded_origin
+from agent.errors import ExplainError
 from flowchart import Commit, Record, ShownRecord, Trace
 from flowchart.lowlevel import apply_commit
 from governance import HUMAN_DECISIONS, LEDGER_KEY
 from governance.human import call_text, decision_sentence
 from governance.scorer import jaccard, tokens
-
-from .config import WRAP_UP_INSTRUCTION
-from .conversation_turns import loaded_origin
-from .errors import ExplainError
 
 SNIPPET = 90
 """Characters of content quoted per message (the rest is elided with ``…``)."""

@@ -17,18 +17,17 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from agent._chart import events
+from agent._chart.config import TOOL_ERRORS
+from agent._chart.event_views import shown_entry
 from flowchart import Scope, StageContext
-
-from . import events
-from .config import TOOL_ERRORS
-from .event_views import shown_entry
 
 MAX_FRAMES = 8
 MAX_MESSAGE = 500
 # the dispatcher's own frames say nothing about the tool: skipped wherever they are
-_DISPATCHERS = frozenset(("agent.dispatch", "agent.tool_run"))
+_DISPATCHERS = frozenset(("agent._chart.dispatch", "agent._chart.tool_run"))
 # nor does awaiting a synchronous tool's awaitable in place: skipped before the tool's first frame
-_IN_PLACE = frozenset(("agent.stages", "flowchart._core.coroutines"))
+_IN_PLACE = frozenset(("agent._chart.stages", "flowchart._core.coroutines"))
 
 
 def _frames(exc: BaseException) -> list[str]:

@@ -31,9 +31,7 @@ rule. A rule that hides nothing of these is returned as it is (``None`` stays ``
 
 from __future__ import annotations
 
-from flowchart import Redaction
-
-from .state import (
+from agent._chart.state import (
     FINAL_CONTENT,
     HISTORY,
     HUMAN_DECISIONS,
@@ -48,6 +46,7 @@ from .state import (
     TOOL_ERRORS,
     USER_MESSAGE,
 )
+from flowchart import Redaction
 
 _CALL_ARGS = "args"
 _HISTORY_ARGS = "tool_calls.args"

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent._run import conversations, durable
 from flowchart import FlowChart
 from flowchart.lowlevel import validated_input
 from flowchart.store import RunStore
 from flowchart.store.runs import new_run_id
 
-from . import conversations, durable
-
 if TYPE_CHECKING:
-    from .agent import Agent
+    from agent._run.agent import Agent
 
 TASK_NAME = "pyfootprint.advance_run"
 _DEFAULT_APP: list[Any] = []

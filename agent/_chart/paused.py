@@ -11,7 +11,7 @@ paused call, its position and the run (``run_id``: the stored run's id, else the
 segment's ``checkpoint.run_id``), so a decision for another run never matches.
 
 Answer-once: with a store, the database records each answer once, across processes
-(``agent.durable``). Without one, ``AnswerBook`` remembers, in this process, every request
+(``agent._run.durable``). Without one, ``AnswerBook`` remembers, in this process, every request
 an agent answered — marked before the tool runs — so a retry of the same checkpoint with
 the same decision is refused even when the first resume failed later on.
 """
@@ -24,13 +24,12 @@ from typing import Any, Literal
 
 import attrs
 
+from agent._chart.state import IDENTITY, PAUSED_TOOL_CALL
+from agent._tools.tools import Tool, validate_args
 from flowchart import Checkpoint
 from governance import CheckInRequest, DecisionInputError, MiddlewareAsk, ResumeDecisionError
 from governance.checkin import ask_request_id, check_in_request_id
 from governance.decisions import require_decision, verify_decision
-
-from .state import IDENTITY, PAUSED_TOOL_CALL
-from .tools import Tool, validate_args
 
 PAUSED_KEY = PAUSED_TOOL_CALL
 

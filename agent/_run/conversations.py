@@ -33,9 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from flowchart.store import TurnTakenError
-
-from .conversation_turns import (
+from agent._chart.conversation_turns import (
     CONVERSATION,
     Turn,
     fold,
@@ -43,11 +41,12 @@ from .conversation_turns import (
     turn_from_record,
     turns_through,
 )
-from .errors import ConversationBusyError, ConversationError, NoConversationError
-from .state import CONVERSATION_INPUT, HISTORY, MESSAGE_DENIED_PHASE, POLICY_HALT
+from agent._chart.state import CONVERSATION_INPUT, HISTORY, MESSAGE_DENIED_PHASE, POLICY_HALT
+from agent.errors import ConversationBusyError, ConversationError, NoConversationError
+from flowchart.store import TurnTakenError
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from agent._run.agent import Agent
 
 INPUT_KEY = CONVERSATION_INPUT
 """The run-input key carrying the loaded history and its provenance to the seed."""
@@ -286,7 +285,7 @@ async def arun(
     run_id: str | None = None,
 ) -> Any:
     """Run ``run_input`` as the next turn of ``conversation`` (see the module laws)."""
-    from . import durable
+    from agent._run import durable
 
     cid = check_id(conversation)
     if agent.store is not None:
@@ -298,7 +297,7 @@ async def arun(
     book = agent.conversation_book
     book.claim(cid, plan["turn"], "")  # the run's id is known when it settles
     try:
-        return await agent.arun_turn(run_input, attach)
+        return await agent.segments.arun_turn(run_input, attach)
     except BaseException:
         book.fail(cid, plan["turn"])
         raise
@@ -316,7 +315,7 @@ def queue(
     ``(conversation, turn)`` lets one win (``ConversationBusyError`` for the other, nothing
     of its turn stored).
     """
-    from . import durable
+    from agent._run import durable
 
     cid = check_id(conversation)
     if agent.store is None:

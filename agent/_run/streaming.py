@@ -5,7 +5,7 @@ Laws:
   same recorder-made events in the same order, plus the agent's own events typed — a
   model token (``token``), a model call done with its usage (``model_call``), a tool
   call (``tool_call``) and its result (``tool_result``), each built from the agent
-  event (``agent.events``) that the stage emitted at that moment. Other agent events
+  event (``agent._chart.events``) that the stage emitted at that moment. Other agent events
   stream as ``emit``.
 - Narrative lines are the agent's own narrative (the one ``last_snapshot()`` shows),
   passed through the stream as it is written, never a second narrative.
@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from agent._chart import events
+from agent._chart.paused import Paused
+from agent._chart.structured import answer_json
 from flowchart._stream.stream_tap import StreamTap
 from flowchart.events import TraversalContext
 from flowchart.store.runs import new_run_id
@@ -37,12 +40,8 @@ from flowchart.stream_events import (
     resolve_modes,
 )
 
-from . import events
-from .paused import Paused
-from .structured import answer_json
-
 if TYPE_CHECKING:
-    from .agent import Agent
+    from agent._run.agent import Agent
 
 
 @attrs.define
@@ -145,7 +144,7 @@ def agent_plan(
 ) -> StreamPlan:
     """The plan of ``agent.stream(message, ...)``: the agent's own run with a tap in it
     (``turn``: the ``(conversation id, policy)`` of a conversation turn)."""
-    from . import conversations, durable
+    from agent._run import conversations, durable
 
     run_input = durable.make_input(message, identity)  # a blank message is refused here, not mid-stream
     kinds = resolve_modes(modes, AGENT_MODES, AGENT_KINDS)
@@ -168,7 +167,7 @@ def agent_plan(
         if turn is not None:
             conversation, policy = turn
             return await conversations.arun(agent, run_input, conversation, policy, attach=attach, run_id=run_id)
-        return await agent.arun_turn(run_input, attach, run_id)
+        return await agent.segments.arun_turn(run_input, attach, run_id)
 
     def run(_tap: StreamTap) -> Any:
         from flowchart.lowlevel import drive

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent._run.agent import Agent
+from agent.errors import AgentLoadError
 from flowchart import FlowChart
 from flowchart._cli_support import CliError, import_target, load_target
 from flowchart.store import RunStore
-
-from .agent import Agent
-from .errors import AgentLoadError
 
 USAGE = "expected MODULE:ATTR for --agent (e.g. myapp.agents:support)"
 

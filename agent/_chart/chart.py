@@ -20,14 +20,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from flowchart import FlowChart, Pausable, flow_chart
-from flowchart.lowlevel import drive
-
-from . import structured
-from .config import AgentConfig
-from .dispatch import make_tool_calls
-from .paused import AnswerBook
-from .stages import (
+from agent._chart import structured
+from agent._chart.config import AgentConfig
+from agent._chart.dispatch import make_tool_calls
+from agent._chart.paused import AnswerBook
+from agent._chart.stages import (
     break_final,
     final_input,
     final_output,
@@ -37,6 +34,8 @@ from .stages import (
     make_wrap_up,
     prepare_final,
 )
+from flowchart import FlowChart, Pausable, flow_chart
+from flowchart.lowlevel import drive
 
 
 def _sync(stage: Any) -> Any:

@@ -4,7 +4,7 @@ Laws:
 - ``S`` is a JSON Schema dict whose root is an object, an attrs class, a dataclass (or a
   TypedDict), or a pydantic model (duck-typed: ``model_json_schema``/``model_validate``;
   pydantic is never imported here). A class's schema comes from its type hints
-  (``agent.tool_schema``, as for ``@tool``); anything else is refused at ``build()``.
+  (``agent._tools.tool_schema``, as for ``@tool``); anything else is refused at ``build()``.
 - The provider's capabilities (``agent.providers.Capabilities``) pick the form the shape is
   asked for, best first: the schema natively (``json_schema``: ``LLMRequest.output_schema``),
   else JSON mode with the schema as an instruction in the system prompt (``json_object``), else
@@ -16,7 +16,7 @@ Laws:
   the instruction joins the prompt, the new ``system_prompt``. Later calls of the run use the
   recorded form.
 - The final reply is parsed (JSON only — one value, optionally inside one code fence; never
-  eval) and validated (``agent.tools.validate_args``, then the class's own conversion). An
+  eval) and validated (``agent._tools.tools.validate_args``, then the class's own conversion). An
   invalid reply is sent back to the model with what was wrong: the ``output-retry`` branch
   commits the reply, the correction and a row ``{"retry", "of", "errors"}`` appended to
   ``output_schema_retries``, up to ``N`` times. Still invalid: that branch commits
@@ -37,14 +37,8 @@ from typing import Any
 import attrs
 import cattrs
 
-from flowchart import Scope, StageContext
-from flowchart.lowlevel import NotJsonSafe, copy_json, peek
-
-from . import events
-from .errors import OutputSchemaError, retries_text
-from .providers.errors import ProviderError
-from .providers.types import OutputForm, OutputSchema, capabilities_of
-from .state import (
+from agent._chart import events
+from agent._chart.state import (
     FINAL_CONTENT,
     HISTORY,
     ITERATION,
@@ -53,8 +47,13 @@ from .state import (
     OUTPUT_SCHEMA_FORM,
     OUTPUT_SCHEMA_RETRIES,
 )
-from .tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure, unstructure
-from .tools import validate_args
+from agent._tools.tool_schema import UnsupportedAnnotation, needs_structuring, schema_for, structure, unstructure
+from agent._tools.tools import validate_args
+from agent.errors import OutputSchemaError, retries_text
+from agent.providers.errors import ProviderError
+from agent.providers.types import OutputForm, OutputSchema, capabilities_of
+from flowchart import Scope, StageContext
+from flowchart.lowlevel import NotJsonSafe, copy_json, peek
 
 RETRY_BRANCH = "output-retry"
 DEFAULT_NAME = "answer"

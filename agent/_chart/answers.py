@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent._chart.config import STORE_RUN_ENV
+from agent._chart.paused import PAUSED_KEY, AnswerBook
 from flowchart import Scope, StageContext
 from governance import HUMAN_DECISIONS, CheckInDecision
 from governance.human import human_decision_row, human_reply_row
-
-from .config import STORE_RUN_ENV
-from .paused import PAUSED_KEY, AnswerBook
 
 
 def answer_row(paused: dict[str, Any], answer: Any) -> dict[str, Any]:

@@ -21,11 +21,10 @@ from typing import Any
 
 import attrs
 
+from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY
+from agent.errors import ConversationError
 from flowchart import Commit
 from flowchart.lowlevel import apply_commit
-
-from .errors import ConversationError
-from .state import CONVERSATION, FINAL_CONTENT, HISTORY
 
 _ROLES = ("user", "assistant", "tool")
 

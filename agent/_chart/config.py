@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import attrs
 
-from .state import INPUT_IDENTITY as STATE_INPUT_IDENTITY
-from .state import INPUT_MESSAGE as STATE_INPUT_MESSAGE
-from .state import TOOL_ERRORS
-from .tools import Tool
+from agent._chart.state import INPUT_IDENTITY as STATE_INPUT_IDENTITY
+from agent._chart.state import INPUT_MESSAGE as STATE_INPUT_MESSAGE
+from agent._chart.state import TOOL_ERRORS
+from agent._tools.tools import Tool
 
 __all__ = [
     "STATE_INPUT_IDENTITY",
@@ -26,7 +26,7 @@ __all__ = [
     "AgentConfig",
 ]
 STORE_RUN_ENV = "agent_run_id"
-"""The env key carrying a stored run's id (set by ``agent.durable``; unset without a store)."""
+"""The env key carrying a stored run's id (set by ``agent._run.durable``; unset without a store)."""
 WRAP_UP_INSTRUCTION = (
     "Your action budget for this turn is exhausted. Do not request tools. Give your best final "
     "answer from what you have: what you completed, what remains undone, and anything the person "
@@ -58,7 +58,7 @@ class AgentConfig:
     #: the ``flowchart.Retry`` of the call-llm stage (``Agent.create(llm_retry=...)``), beside the
     #: providers' own HTTP retries: a failed model call is tried again, its attempts recorded
     llm_retry: Any = None
-    #: the answer's required shape (``agent.structured.OutputSpec``); None: free text
+    #: the answer's required shape (``agent._chart.structured.OutputSpec``); None: free text
     output: Any = None
     #: the forms the answer's shape may be asked in, best first (``Capabilities.output_forms``); () without one
     output_forms: tuple[str, ...] = ()

@@ -18,17 +18,16 @@ from typing import Any
 
 import attrs
 
+from agent._chart import events
+from agent._chart.config import STORE_RUN_ENV, AgentConfig
+from agent._chart.event_views import shown_field
+from agent._chart.stages import NEVER_AWAITABLE, settled
+from agent._chart.state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
+from agent._chart.tool_errors import error_row, record_tool_error
+from agent._tools.tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 from flowchart import Scope, StageContext
 from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
 from governance.checkin import ask_human_request_id
-
-from . import events
-from .config import STORE_RUN_ENV, AgentConfig
-from .event_views import shown_field
-from .stages import NEVER_AWAITABLE, settled
-from .state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
-from .tool_errors import error_row, record_tool_error
-from .tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 
 
 @attrs.frozen
@@ -214,6 +213,6 @@ def dispatch_now(cfg: AgentConfig, scope: Scope, ctx: StageContext, call: dict[s
 
 
 def argument_gate(tool: Tool, args: dict[str, Any]) -> CallOutcome | None:
-    """Gate 3 (``agent.dispatch``): the (transformed) arguments against the tool's input schema."""
+    """Gate 3 (``agent._chart.dispatch``): the (transformed) arguments against the tool's input schema."""
     issues = validate_args(args, tool.input_schema)
     return CallOutcome(text=format_arg_issues(tool.name, issues)) if issues else None

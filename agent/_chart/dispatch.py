@@ -42,26 +42,12 @@ from typing import Any
 
 import attrs
 
-from flowchart import Pausable, Scope, StageContext, pause_again
-from flowchart.lowlevel import append_owned, copy_json, emit_owned, peek
-from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
-from governance.chains import run_after_tool_chain, run_tool_chain
-from governance.checkin import (
-    build_check_in_request,
-    build_middleware_ask,
-    history_for_check_in,
-    should_check_in,
-)
-from governance.decisions import declined_result
-from governance.ledger import ask_answer_row, ask_resumed_second_ask_reason
-from governance.permissions import evaluate_permission
-
-from . import events
-from .answers import make_record_answer
-from .config import AgentConfig
-from .paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
-from .stages import record_rows
-from .state import (
+from agent._chart import events
+from agent._chart.answers import make_record_answer
+from agent._chart.config import AgentConfig
+from agent._chart.paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
+from agent._chart.stages import record_rows
+from agent._chart.state import (
     HISTORY,
     ITERATION,
     LLM_LATEST_CONTENT,
@@ -71,7 +57,7 @@ from .state import (
     PauseData,
     PausedCall,
 )
-from .tool_run import (
+from agent._chart.tool_run import (
     CallOutcome,
     CallSite,
     argument_gate,
@@ -86,7 +72,20 @@ from .tool_run import (
     tool_end_payload,
     tool_ended,
 )
-from .tools import AskHumanSignal, result_text
+from agent._tools.tools import AskHumanSignal, result_text
+from flowchart import Pausable, Scope, StageContext, pause_again
+from flowchart.lowlevel import append_owned, copy_json, emit_owned, peek
+from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
+from governance.chains import run_after_tool_chain, run_tool_chain
+from governance.checkin import (
+    build_check_in_request,
+    build_middleware_ask,
+    history_for_check_in,
+    should_check_in,
+)
+from governance.decisions import declined_result
+from governance.ledger import ask_answer_row, ask_resumed_second_ask_reason
+from governance.permissions import evaluate_permission
 
 TWO_GATES = (
     "tool '{tool}' was not executed and cannot be retried this turn: it declares its own check_in "

@@ -30,6 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
+from agent._chart.paused import Paused, check_answer, paused_from
+from agent._chart.state import FINAL_CONTENT
+from agent._run.resume_checks import check_resumable
 from flowchart import RunResult
 from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
@@ -38,14 +42,9 @@ from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import CheckInDecision, ResumeDecisionError
 from governance.human import pending_request
 
-from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
-from .paused import Paused, check_answer, paused_from
-from .resume_checks import check_resumable
-from .state import FINAL_CONTENT
-
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .tools import Tool
+    from agent._run.agent import Agent
+    from agent._tools.tools import Tool
 
 RUN_ID_ENV = STORE_RUN_ENV
 AGENT_RUN_KIND = "agent"
@@ -164,20 +163,20 @@ def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecor
 
 async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:
     """Run the next segment of a stored agent run (start, or resume with the recorded answer);
-    ``attach(recorders)`` adds a stream's tap (``agent.streaming``)."""
+    ``attach(recorders)`` adds a stream's tap (``agent._run.streaming``)."""
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
-        recorders = agent.run_recorders(attach)
-        options = agent.chart_options(recorders, env={RUN_ID_ENV: run_id})
-        with agent.failures_kept(recorders):
+        recorders = agent.segments.recorders(attach)
+        options = agent.segments.options(recorders, env={RUN_ID_ENV: run_id})
+        with agent.segments.failures_kept(recorders):
             if record.checkpoint is None:
                 result = await agent.chart.arun(record.input, **options)
             else:
                 result = await agent.chart.aresume(record.checkpoint, record.answer, **options)
         result = attrs.evolve(result, run_id=run_id)
         try:
-            outcome.append(agent.finish_run(result, recorders))
+            outcome.append(agent.segments.finish(result, recorders))
         except Exception as exc:
             raise RefusedOutcome(exc, result) from None
         return result
@@ -197,10 +196,10 @@ def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) ->
 
     store = _store(agent)
     new_id = new_run_id()
-    recorders = agent.run_recorders()
-    options = RunOptions(**agent.chart_options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
+    recorders = agent.segments.recorders()
+    options = RunOptions(**agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
     result = fork_chart(agent.chart, run_id, at, patch, options, kind=AGENT_RUN_KIND, output=_final)
-    value = agent.finish_run(result, recorders)
+    value = agent.segments.finish(result, recorders)
     if isinstance(value, Paused):
         assert result.checkpoint is not None
         return attrs.evolve(paused_from(result.checkpoint), run_id=new_id)

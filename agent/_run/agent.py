@@ -5,80 +5,29 @@ one way — the final answer, ``Paused`` (a person must answer first), or a refu
 raised as an error (``MessageDeniedError``, ``PolicyHaltError``); a consent pause
 (check-in or middleware ask) is answered only with a decision for THAT request, once.
 
-The public hooks ``run_recorders``, ``chart_options``, ``arun_turn``, ``finish_run`` and
-``with_config`` are how the rest of the package (``agent.durable``, ``agent.streaming``,
-``agent.mcp``) runs an agent's chart the way ``run`` does, without reaching into it.
+How one segment of a run is set up and ended is the segment runner's (``agent.segments``,
+``agent._run.segments``): ``agent._run.durable``, ``agent._run.streaming`` and
+``agent._run.conversations`` run the agent's chart through it, the way ``run`` does.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-import attrs
-
-from flowchart import Checkpoint, Record, Redaction, Retry, RunResult, failed_run, narrative
+from agent._chart.chart import build_agent_chart
+from agent._chart.config import AgentConfig
+from agent._chart.events import Listener
+from agent._chart.paused import AnswerBook, Paused, check_answer
+from agent._chart.redaction_cover import recorded_rule
+from agent._run import conversations, durable, queueing
+from agent._run.builder import AgentBuilder
+from agent._run.resume_checks import check_resumable
+from agent._run.segments import Segments
+from agent._run.snapshot import AgentSnapshot
+from flowchart import Checkpoint, Redaction, Retry
 from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
-from governance import HUMAN_DECISIONS, MessageDeniedError
-from governance.human import tell_latest
-
-from . import conversation_turns, conversations, durable, queueing, structured
-from .builder import AgentBuilder
-from .chart import build_agent_chart
-from .config import AgentConfig
-from .errors import PolicyHaltError
-from .events import EventBus, Listener
-from .paused import AnswerBook, Paused, check_answer, paused_from
-from .redaction_cover import recorded_rule
-from .resume_checks import check_resumable
-from .state import (
-    CONVERSATION,
-    FINAL_CONTENT,
-    MESSAGE_DENIED_BY,
-    MESSAGE_DENIED_PHASE,
-    MESSAGE_DENIED_REASON,
-    POLICY_HALT,
-)
-
-
-def _worded(lines: Any) -> list[str]:
-    return list(lines()) if callable(lines) else lines
-
-
-@attrs.frozen(repr=False)
-class AgentSnapshot:
-    """The last run of an agent: its ``shared_state``, ``commit_log`` and ``narrative`` lines.
-
-    ``narrative`` may be given as the run's narrative recorder's ``lines`` (a callable): the
-    lines are then worded the first time they are asked for, not at the end of every run.
-    """
-
-    shared_state: dict[str, Any]
-    commit_log: list[Any]
-    _narrative: list[str] | Callable[[], list[str]] = attrs.field(alias="narrative", eq=_worded)
-    result: RunResult = attrs.field(repr=False)
-
-    @property
-    def narrative(self) -> list[str]:
-        """The run's narrative lines (worded on first use, then kept)."""
-        lines = self._narrative
-        if callable(lines):
-            lines = list(lines())
-            object.__setattr__(self, "_narrative", lines)  # a cache of what the run already decided
-        return lines
-
-    @property
-    def record(self) -> Record:
-        """The last run segment's record (``flowchart._record.record``): ``record.shown()`` for a reader."""
-        return self.result.record
-
-    def __repr__(self) -> str:
-        return (
-            f"AgentSnapshot(shared_state={self.shared_state!r}, commit_log={self.commit_log!r}, "
-            f"narrative={self.narrative!r})"
-        )
 
 
 class Agent:
@@ -106,9 +55,9 @@ class Agent:
         self._answered = AnswerBook()
         self.chart = build_agent_chart(cfg, self._answered)
         self.store = store
-        self._events = EventBus()
-        self._last: AgentSnapshot | None = None
-        # conversations (agent.conversations): turns kept here without a store; the last one run
+        #: runs this agent's segments and keeps the last one's snapshot (``agent._run.segments``)
+        self.segments = Segments(self)
+        # conversations (agent._run.conversations): turns kept here without a store; the last one run
         self.history_policy = history or conversations.HistoryPolicy()
         #: the in-memory turns of this agent's conversations (used when there is no store)
         self.conversation_book = conversations.ConversationBook()
@@ -148,7 +97,7 @@ class Agent:
         (e.g. ``flowchart.otel.otel_recorder()``); they see the agent events as emits.
         ``output_schema`` (a JSON Schema dict, an attrs class, a dataclass or a pydantic model)
         makes ``run`` return a validated answer (a dict, or an instance); an invalid reply is
-        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent.structured``).
+        sent back up to ``output_retries`` times, then ``OutputSchemaError`` (``agent._chart.structured``).
         ``conversation_window``/``conversation_chars`` bound the history a conversation turn
         sends (the last N turns / a character budget; see docs/conversations.md).
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
@@ -188,44 +137,19 @@ class Agent:
             recorders=self.recorders,
             history=self.history_policy,
         )
-        other._events = self._events
+        other.segments.events = self.segments.events
         return other
 
     # -- events -------------------------------------------------------------------------
     def on(self, name: str, listener: Listener) -> Agent:
         """Call ``listener(name, payload)`` for agent event ``name`` (``"*"`` for every event)."""
-        self._events.on(name, listener)
+        self.segments.events.on(name, listener)
         return self
-
-    def run_recorders(self, attach: Any = None) -> list[Any]:
-        """The recorders of one run or resume: the narrative first (when on), the ``on``
-        listeners, then ``Agent.create(recorders=)``; ``attach(recorders)`` may wrap or extend
-        them (a stream's tap, ``agent.streaming``)."""
-        # agent events go to agent.on listeners; narrated, they would repeat the commits
-        # the narrative tells each human answer in one sentence, right after its row is written
-        notes = {HUMAN_DECISIONS: tell_latest, CONVERSATION: conversation_turns.tell}
-        notes.update(structured.notes(self.config.output))
-        recorders: list[Any] = [narrative(include_emits=False, notes=notes)] if self.narrative else []
-        if self._events.active:
-            recorders.append(self._events)
-        recorders.extend(self.recorders)
-        return recorders if attach is None else attach(recorders)
-
-    def chart_options(self, recorders: list[Any], env: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The keyword arguments of ``self.chart.arun`` / ``aresume`` for one segment of a run."""
-        options: dict[str, Any] = {} if env is None else {"env": dict(env)}
-        options.update(
-            recorders=recorders,
-            max_iterations=self.config.loop_limit,
-            timeout=self.timeout,
-            redaction=self.recorded_redaction,
-        )
-        return options
 
     @property
     def recorded_redaction(self) -> Redaction | None:
         """The rule the agent's runs are recorded and stored under: ``redaction`` extended to
-        every copy the agent makes of what it hides (``agent.redaction_cover``)."""
+        every copy the agent makes of what it hides (``agent._chart.redaction_cover``)."""
         rule = self.redaction
         cached = self._recorded
         if cached is None or cached[0] is not rule:
@@ -276,7 +200,7 @@ class Agent:
     async def _arun_message(self, message: str, identity: Any, turn: Any) -> str | Paused:
         run_input = durable.make_input(message, identity)
         if turn is None:
-            return await self.arun_turn(run_input)
+            return await self.segments.arun_turn(run_input)
         conversation, policy = turn
         return await conversations.arun(self, run_input, conversation, policy)
 
@@ -332,7 +256,7 @@ class Agent:
         or ``Paused``); ``modes`` picks event kinds; leaving the loop early cancels the run.
         ``conversation=`` (and its policy) as for ``run``.
         """
-        from .streaming import agent_plan
+        from agent._run.streaming import agent_plan
 
         turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
         return RunStream(agent_plan(self, message, identity, modes, turn))
@@ -348,20 +272,10 @@ class Agent:
         conversation_chars: int | None = None,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in agent.astream(...)``."""
-        from .streaming import agent_plan
+        from agent._run.streaming import agent_plan
 
         turn = conversations.turn_options(self, conversation, conversation_window, conversation_chars)
         return AsyncRunStream(agent_plan(self, message, identity, modes, turn))
-
-    async def arun_turn(self, run_input: dict[str, Any], attach: Any = None, run_id: str | None = None) -> str | Paused:
-        """One turn on a checked ``run_input`` (``durable.make_input``); ``attach(recorders)`` adds
-        a stream's tap to the recorders; ``run_id`` names the stored run (with a store)."""
-        if self.store is not None:
-            return await durable.start(self, run_input, run_id, attach=attach)
-        recorders = self.run_recorders(attach)
-        with self.failures_kept(recorders):
-            result = await self.chart.arun(run_input, **self.chart_options(recorders))
-        return self.finish_run(result, recorders)
 
     def resume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
         """Answer the pause ``checkpoint`` was taken at and run on."""
@@ -375,10 +289,11 @@ class Agent:
         # (AnswerBook) before its tool can run, so a failing resume cannot be retried into a rerun
         check_resumable(checkpoint, self.config, self.chart)
         resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
-        recorders = self.run_recorders()
-        with self.failures_kept(recorders):
-            result = await self.chart.aresume(checkpoint, resume_input, **self.chart_options(recorders))
-        return self.finish_run(result, recorders)
+        segments = self.segments
+        recorders = segments.recorders()
+        with segments.failures_kept(recorders):
+            result = await self.chart.aresume(checkpoint, resume_input, **segments.options(recorders))
+        return segments.finish(result, recorders)
 
     def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """Answer the pause of the stored run ``run_id`` (in any process) and run on.
@@ -427,45 +342,9 @@ class Agent:
         """``resume_run`` inside the caller's event loop."""
         return await durable.resume(self, run_id, decision)
 
-    def finish_run(self, result: RunResult, recorders: list[Any]) -> str | Paused:
-        """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
-        (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
-        if self.store is None and conversations.CONVERSATION in result.state:
-            self.conversation_book.settle(result)  # an in-memory conversation turn ended or paused
-        # the narrative is worded when last_snapshot().narrative is first read, not here
-        lines = recorders[0].lines if self.narrative else []
-        self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
-        state = result.state
-        if MESSAGE_DENIED_PHASE in state:
-            raise MessageDeniedError(
-                state[MESSAGE_DENIED_REASON], state[MESSAGE_DENIED_PHASE], state[MESSAGE_DENIED_BY]
-            )
-        if POLICY_HALT in state:
-            halt = state[POLICY_HALT]
-            raise PolicyHaltError(halt["reason"], halt["tool_name"], halt["tool_call_id"])
-        if result.paused:
-            assert result.checkpoint is not None
-            return paused_from(result.checkpoint)
-        if self.config.output is not None:
-            return structured.final_answer(self.config.output, state)
-        return str(state.get(FINAL_CONTENT, ""))
-
-    @contextlib.contextmanager
-    def failures_kept(self, recorders: list[Any]) -> Iterator[None]:
-        """Around a run segment: when it fails, its partial result (``failed_run``) becomes
-        ``last_snapshot()`` before the error goes on — a failed run is a run too."""
-        try:
-            yield
-        except Exception as exc:
-            found = failed_run(exc)
-            if found is not None:
-                result = found[0]
-                lines = recorders[0].lines if self.narrative else []
-                self._last = AgentSnapshot(result.state, result.commit_log, lines, result)
-            raise
-
     def last_snapshot(self) -> AgentSnapshot:
         """The last run's state, commit log and narrative (raises before the first run)."""
-        if self._last is None:
+        last = self.segments.last
+        if last is None:
             raise RuntimeError("last_snapshot(): the agent has not run yet")
-        return self._last
+        return last

@@ -20,14 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flowchart import Checkpoint, CheckpointError
-from flowchart.lowlevel import check_checkpoint, json_type
-from governance import CheckInRequest, MiddlewareAsk
-from governance.errors import WireFormatError
-from governance.middleware import link_name
-
-from .dispatch import PAUSED_KEY
-from .state import (
+from agent._chart.dispatch import PAUSED_KEY
+from agent._chart.state import (
     FINAL_CONTENT,
     HISTORY,
     ITERATION,
@@ -40,11 +34,15 @@ from .state import (
     TOTAL_OUTPUT_TOKENS,
     USAGE_NOT_REPORTED,
 )
+from flowchart import Checkpoint, CheckpointError
+from flowchart.lowlevel import check_checkpoint, json_type
+from governance import CheckInRequest, MiddlewareAsk
+from governance.errors import WireFormatError
+from governance.middleware import link_name
 
 if TYPE_CHECKING:
+    from agent._chart.config import AgentConfig
     from flowchart import FlowChart
-
-    from .config import AgentConfig
 
 _STATE = "$.shared_state"
 _PAUSED = f"{_STATE}.{PAUSED_KEY}"

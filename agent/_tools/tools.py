@@ -20,11 +20,10 @@ from typing import Any
 
 import attrs
 
+from agent.errors import ToolDefinitionError
 from flowchart import Retry
 from flowchart.lowlevel import NotJsonSafe, copy_json
 from governance.checkin import validate_check_in_demand
-
-from .errors import ToolDefinitionError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 NO_VALUE_RESULT = "(this tool returned no value)"

@@ -4,7 +4,7 @@ Laws:
 - The function says everything: the tool's name is the function's name, its
   description the docstring's text, each argument's description the docstring's
   ``Args:`` (Google) or ``Parameters`` (NumPy) entry, and its ``input_schema`` comes from
-  the type hints (``agent.tool_schema``); a parameter with a default is not required.
+  the type hints (``agent._tools.tool_schema``); a parameter with a default is not required.
 - A parameter named ``ctx`` (or annotated ``ToolContext``) receives the call's
   ``ToolContext`` and is not offered to the model. ``async def`` functions are awaited.
 - Every problem is a ``ToolDefinitionError`` raised when the tool is made, naming the
@@ -24,10 +24,8 @@ from typing import Any, overload
 
 import attrs
 
-from flowchart import Retry
-
-from .docstrings import parse_docstring
-from .tool_schema import (
+from agent._tools.docstrings import parse_docstring
+from agent._tools.tool_schema import (
     NO_DEFAULT,
     UnsupportedAnnotation,
     json_default,
@@ -35,7 +33,8 @@ from .tool_schema import (
     parameter_schemas,
     structure,
 )
-from .tools import Tool, ToolContext, ToolDefinitionError, make_tool
+from agent._tools.tools import Tool, ToolContext, ToolDefinitionError, make_tool
+from flowchart import Retry
 
 
 def _is_context(param: inspect.Parameter, hint: Any) -> bool:

@@ -3,11 +3,11 @@
 Law of this file: every refusal happens at ``build()`` (or at the builder call that was
 given it), before any chart exists, and names the problem and the fix: a duplicate tool,
 a bad ``max_iterations`` or ``timeout``, no provider, a middleware without a name or hook,
-a recorder with no recorder hook, an ``output_schema`` that cannot be one (``agent.structured``)
+a recorder with no recorder hook, an ``output_schema`` that cannot be one (``agent._chart.structured``)
 (``AgentBuildError``, a ``ValueError``).
 
 The agent's other parts live beside it: ``agent.errors`` (the error tree),
-``agent.chart`` (``build_agent_chart``), ``agent.agent`` (``Agent``, ``AgentSnapshot``).
+``agent.chart`` (``build_agent_chart``), ``agent._run.agent`` (``Agent``, ``AgentSnapshot``).
 """
 
 from __future__ import annotations
@@ -15,20 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from agent._chart import structured
+from agent._chart.config import AgentConfig
+from agent._run.conversations import HistoryPolicy
+from agent._tools.tools import Tool
+from agent.errors import AgentBuildError
 from flowchart import Retry
 from flowchart.events import ALL_HOOKS
 from governance.checkin import resolve_check_in_config
 from governance.middleware import validate_chain
 from governance.permissions import validate_permission_checker
 
-from . import structured
-from .config import AgentConfig
-from .conversations import HistoryPolicy
-from .errors import AgentBuildError
-from .tools import Tool
-
 if TYPE_CHECKING:
-    from .agent import Agent
+    from agent._run.agent import Agent
 
 __all__ = ["AgentBuilder"]
 

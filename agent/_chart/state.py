@@ -23,7 +23,7 @@ from flowchart.lowlevel import json_type
 # -- the run input (``durable.make_input``) ---------------------------------------------
 INPUT_MESSAGE = "input_message"
 INPUT_IDENTITY = "input_identity"
-CONVERSATION_INPUT = "conversation_input"  # a conversation turn: the earlier turns' messages (agent.conversations)
+CONVERSATION_INPUT = "conversation_input"  # a conversation turn: the earlier turns' messages (agent._run.conversations)
 
 # -- written by seed ----------------------------------------------------------------------
 USER_MESSAGE = "user_message"
@@ -45,9 +45,9 @@ USAGE_NOT_REPORTED = "usage_not_reported"
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
-# -- written by call-llm (only with an output_schema: agent.structured) ----------------------
+# -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------
 OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
-# -- written by output-retry (only with an output_schema: agent.structured) ---------------
+# -- written by output-retry (only with an output_schema: agent._chart.structured) ---------------
 OUTPUT_SCHEMA_RETRIES = "output_schema_retries"
 OUTPUT_SCHEMA_ERROR = "output_schema_error"
 # -- written by the gates -----------------------------------------------------------------

@@ -12,12 +12,11 @@ import argparse
 import json
 from typing import Any
 
+from agent._chart.conversation_turns import Turn, transcript_lines, turn_from_record
+from agent._chart.state import CONVERSATION_INPUT
+from agent._edge.cli_common import open_store, shown_input
+from agent.errors import ConversationError
 from flowchart._cli_support import CliError
-
-from .cli_common import open_store, shown_input
-from .conversation_turns import Turn, transcript_lines, turn_from_record
-from .errors import ConversationError
-from .state import CONVERSATION_INPUT
 
 
 def turns_of(records: list[Any]) -> list[Turn]:
@@ -80,9 +79,8 @@ def earlier_turn_lines(chain: Any, log: Any) -> list[str]:
     """Where a causal chain crosses into earlier conversation turns: when it reaches the seed
     that loaded them, one line per earlier run and the commits of it the loaded messages
     came from (``agent why RUN --keys`` on that run continues the chain there)."""
+    from agent._chart.state import CONVERSATION
     from flowchart import replay
-
-    from .state import CONVERSATION
 
     seeds = [n for n in chain.nodes if n.stage_id == "seed"]
     if not seeds:
