@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from flowchart._chart.branches import BranchList
 from flowchart._chart.stage_nodes import StageFn, describe, mount_node, pausable_node
 from flowchart._core.errors import BuildError
-from flowchart._core.nodes import Pausable, StageCallable, StageNode
+from flowchart._core.nodes import Pausable, StageCallable, StageNode, iter_nodes
 from flowchart._core.retry import Retry
 
 if TYPE_CHECKING:
@@ -376,6 +376,8 @@ class FlowChartBuilder:
                 )
         if self._problems:
             raise self._problems[0]
+        for node in iter_nodes(self._root):
+            node.seal()
         return FlowChart(self._root, dict(self._ids), self._launch)
 
 

@@ -49,7 +49,14 @@ from flowchart._core.errors import CheckpointError, TraceError
 from flowchart._core.failure import RunFailure
 from flowchart._core.fastjson import available, dumps_exact, reads
 from flowchart._core.fingerprint import spec_fingerprint
-from flowchart._core.narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
+from flowchart._core.narrative_columns import (
+    NarrativeColumns,
+    built_on_read,
+    check_columns,
+    column_path,
+    record_path,
+    stored_slot,
+)
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint, checkpoint_hooks
 from flowchart._core.retry import Attempt
@@ -92,7 +99,8 @@ class KeyChange:
     after: Any = None
 
 
-@attrs.define
+@built_on_read("narrative")
+@attrs.frozen
 class Trace:
     """A saved run. Make one with ``result.trace()`` / ``Trace.from_result(result)``.
 
@@ -432,12 +440,14 @@ def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | No
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
-    if log is not None:
-        trace.commit_log = log
+    if log is not None or raw_checkpoint is not None:
+        trace = attrs.evolve(
+            trace,
+            commit_log=trace.commit_log if log is None else log,
+            checkpoint=None if raw_checkpoint is None else nested_checkpoint(raw_checkpoint),
+        )
     if taken:
         _NARRATIVE.__set__(trace, columns)
-    if raw_checkpoint is not None:
-        trace.checkpoint = nested_checkpoint(raw_checkpoint)
     _check_consistency(trace, record_path if version == RECORDS_VERSION else column_path)
     return trace
 
@@ -461,7 +471,7 @@ def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) 
         raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
 
 
-_NARRATIVE = on_read(Trace, "narrative")
+_NARRATIVE = stored_slot(Trace, "narrative")
 """``Trace.narrative``'s slot: a loaded trace keeps its checked columns there until it is read."""
 
 

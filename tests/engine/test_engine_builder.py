@@ -436,3 +436,15 @@ def test_a_chart_carries_its_entry_points_from_the_public_builder() -> None:
     bare = FlowChartBuilder().start("A", lambda scope: None, "a").build()
     with pytest.raises(RunError, match=r"chart 'A' has no entry points: .* build it with flowchart\.flow_chart"):
         bare.run()
+
+
+def test_a_built_charts_stages_cannot_change() -> None:
+    """``build()`` freezes every stage node: assigning a field raises naming the stage, and the
+    branches and children are read-only (before, ``chart.find("a").fn = other`` silently changed
+    what every later run of the chart — and its fingerprint's meaning — would do)."""
+    chart = flow_chart("A", lambda scope: None, "a").add_function("B", lambda scope: None, "b").build()
+    with pytest.raises(AttributeError, match=r"stage 'a' belongs to a built chart: its 'fn' cannot change"):
+        chart.find("a").fn = None
+    with pytest.raises(TypeError):
+        chart.find("a").branches["x"] = chart.find("b")
+    assert isinstance(chart.find("a").children, tuple) and chart.run().state == {}
