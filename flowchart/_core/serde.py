@@ -101,7 +101,7 @@ def _homogeneous_tuple(tp: Any) -> bool:
 
 
 def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
-    inner = list_structure_factory(list[get_args(tp)[0]], converter)  # type: ignore[misc]
+    inner = list_structure_factory(tp, converter)
 
     def hook(value: Any, _type: Any) -> Any:  # JSON has lists only: a string is not a tuple of characters
         if type(value) is not list:
