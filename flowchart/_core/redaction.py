@@ -1,4 +1,13 @@
-"""Redaction: real values stay in state, hidden everywhere a run is RECORDED.
+"""Redaction: real values stay in state, hidden everywhere a run is RECORDED — and THIS file is
+where redaction happens: the rule, and every function that applies it.
+
+Every reader of a run gets what it shows from here: the commit log as it is written
+(``scrub_ops``), recorder events, streams and OpenTelemetry spans as they are emitted
+(``shown``, ``shown_state``, ``shown_ops``: the engine's ``_engine/redacting.py`` and
+``StageContext.shown`` only call them), and the record every after-the-fact reader is handed
+(``Record.shown()`` calls ``scrub_state`` and ``scrub_checkpoint``: the trace file, the viewer,
+the CLIs, the store's export, ``explain_answer``, MCP results). No other module writes a
+placeholder or decides what is hidden.
 
 Law: a key named in ``keys`` or matching one of ``patterns`` (``re.search``; keys over 256
 characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the commit log
@@ -23,6 +32,9 @@ from typing import Any
 
 import attrs
 
+from flowchart._core.commits import Op
+from flowchart._core.pause import Checkpoint
+from flowchart._core.summary import summarize_value
 from flowchart._core.values import copy_json
 
 LOG_PLACEHOLDER = "REDACTED"
@@ -166,6 +178,64 @@ class Redaction:
                 out[key] = copy_json(value)
         return out
 
+    def shown_state(self, state: Any) -> Any:
+        """A state an event carries whole (a run's input, a subflow's mapped input or final state,
+        a retry's restore values), each key as ``shown`` lets events show it."""
+        if type(state) is not dict:
+            return state
+        shown = self.shown
+        return {key: shown(key, value)[0] for key, value in state.items()}
+
+    def shown_ops(self, ops: list[Any]) -> list[Any]:
+        """A batch of stage operations ``(kind, key, value, operation, hidden)`` as recorders may
+        see them (``on_stage_ops``)."""
+        out = []
+        for op in ops:
+            kind, key, value, operation, _ = op
+            if kind == "read" or (kind == "write" and operation != "delete"):
+                value, hidden = self.shown(key, value)
+                out.append((kind, key, value, operation, hidden))
+            elif kind == "write" or kind == "missing":
+                out.append((kind, key, value, operation, self.hides(key) if kind == "write" else False))
+            else:
+                out.append(op)
+        return out
+
+    def scrub_ops(self, ops: list[Op], depth: int) -> tuple[list[Op], list[str]]:
+        """A stage's ops as its commit records them (``depth``: the namespace length): a hidden
+        key's value ``"REDACTED"``, ``fields`` scrubbed; and the paths hidden."""
+        out: list[Op] = []
+        paths: list[str] = []
+        for op in ops:
+            key = op.path[depth]
+            if op.verb != "delete" and self.hides(key):
+                out.append(Op(op.path, op.verb, LOG_PLACEHOLDER))
+                paths.append("/".join(op.path))
+            elif op.verb != "delete" and key in self.fields:
+                value, hidden = self.scrub_fields(key, op.value)
+                out.append(Op(op.path, op.verb, value) if hidden else op)
+                paths.extend("/".join((*op.path, field)) for field in hidden)
+            else:
+                out.append(op)
+        return out, paths
+
+    def scrub_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
+        """A copy of ``checkpoint`` with every state it carries scrubbed (``scrub_state``): the
+        shared state, the input, each subflow's state and input, a retry's restore values. Its
+        own values stay the run's (a rule that hides nothing gives a checkpoint that resumes)."""
+        copy = Checkpoint.from_dict(checkpoint.to_dict())
+        recovery = copy.recovery
+        if recovery is not None:  # the values a retry restores are real values too
+            recovery = attrs.evolve(recovery, restore=self.scrub_state(recovery.restore))
+        return attrs.evolve(
+            copy,
+            shared_state=self.scrub_state(copy.shared_state),
+            run_input=self.scrub_state(copy.run_input),
+            subflow_states={k: self.scrub_state(v) for k, v in copy.subflow_states.items()},
+            subflow_args={k: self.scrub_state(v) for k, v in copy.subflow_args.items()},
+            recovery=recovery,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The rule as JSON (sorted keys, patterns as ``[source, flags]``, fields): no values."""
         return {
@@ -195,6 +265,12 @@ class Redaction:
         except (re.error, ValueError) as exc:
             raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
         return cls(keys=keys, patterns=compiled, fields=fields)
+
+
+def shown_summary(hidden: bool, value: Any) -> str:
+    """A value's one-line summary as decision evidence shows it: ``EVENT_PLACEHOLDER`` when the
+    run hides its key (``hidden``), else ``summary.summarize_value``."""
+    return EVENT_PLACEHOLDER if hidden else summarize_value(value)
 
 
 def _is_item(key: str, value: Any) -> bool:
