@@ -33,7 +33,9 @@ from typing import Any
 import attrs
 
 from flowchart._core.commits import Op
+from flowchart._core.errors import CheckpointError
 from flowchart._core.pause import Checkpoint
+from flowchart._core.serde import Expected, every_key, json_type, make_converter, structure
 from flowchart._core.summary import summarize_value
 from flowchart._core.values import copy_json
 
@@ -245,26 +247,43 @@ class Redaction:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> Redaction:
-        """Inverse of ``to_dict``; ``ValueError`` naming the field when ``data`` is not one."""
-        if not isinstance(data, dict) or set(data) != {"keys", "patterns", "fields"}:
-            raise ValueError("a redaction must be an object with exactly 'keys', 'patterns' and 'fields'")
-        keys, patterns, fields = data["keys"], data["patterns"], data["fields"]
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            raise ValueError("redaction.keys must be a list of strings")
-        if not isinstance(patterns, list) or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int for p in patterns
-        ):
-            raise ValueError("redaction.patterns must be a list of [source, flags] pairs")
-        if not isinstance(fields, dict) or not all(
-            isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
-        ):
-            raise ValueError("redaction.fields must map keys to lists of dot paths")
+    def from_dict(cls, data: Any, path: str = "$") -> Redaction:
+        """Inverse of ``to_dict``, through the one codec (``serde.structure``): a
+        ``CheckpointError`` (a ``ValueError``) naming the path of what is not a rule."""
+        form = structure(_CONVERTER, data, _RuleForm, what="redaction", path=path)
+        at = f"{path}.patterns"
+        compiled = []
+        for index, (source, flags) in enumerate(form.patterns):
+            try:
+                compiled.append(re.compile(source, flags))
+            except (re.error, ValueError, OverflowError) as exc:
+                where = f"{at}[{index}]"
+                raise CheckpointError(
+                    f"Invalid redaction: not a pattern ({exc}); write a Python regular expression @ {where}", path=where
+                ) from None
         try:
-            compiled = [re.compile(source, flags) for source, flags in patterns]
-        except (re.error, ValueError) as exc:
-            raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
-        return cls(keys=keys, patterns=compiled, fields=fields)
+            return cls(keys=form.keys, patterns=compiled, fields=form.fields)
+        except ValueError as exc:  # a field path that could hide nothing (the rule's own check)
+            raise CheckpointError(f"Invalid redaction: {exc} @ {path}.fields", path=f"{path}.fields") from None
+
+
+# -- the rule as untrusted JSON (a stored run's ``redaction`` column): the one codec -------------
+@attrs.frozen
+class _RuleForm:
+    keys: list[str]
+    patterns: list[tuple[str, int]]
+    fields: dict[str, list[str]]
+
+
+def _pattern_pair(value: Any, _type: Any) -> tuple[str, int]:
+    if type(value) is not list or len(value) != 2 or type(value[0]) is not str or type(value[1]) is not int:
+        raise Expected(f"expected a [source, flags] pair, got {json_type(value)}")
+    return value[0], value[1]
+
+
+_CONVERTER = make_converter()
+_CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, int], _pattern_pair)
+_CONVERTER.register_structure_hook(_RuleForm, every_key(_RuleForm, _CONVERTER))
 
 
 def shown_summary(hidden: bool, value: Any) -> str:
