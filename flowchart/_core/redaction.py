@@ -34,9 +34,10 @@ import attrs
 
 from flowchart._core.commits import Op
 from flowchart._core.errors import CheckpointError
-from flowchart._core.pause import Checkpoint
+from flowchart._core.pause import Checkpoint, structure_checkpoint
 from flowchart._core.serde import Expected, every_key, json_type, make_converter, structure
 from flowchart._core.summary import summarize_value
+from flowchart._core.untrusted import check
 from flowchart._core.values import copy_json
 
 LOG_PLACEHOLDER = "REDACTED"
@@ -225,7 +226,9 @@ class Redaction:
         """A copy of ``checkpoint`` with every state it carries scrubbed (``scrub_state``): the
         shared state, the input, each subflow's state and input, a retry's restore values. Its
         own values stay the run's (a rule that hides nothing gives a checkpoint that resumes)."""
-        copy = Checkpoint.from_dict(checkpoint.to_dict())
+        data = checkpoint.to_dict()  # a JSON copy (``copy_json``: no lone surrogate), held to the limits
+        check(data, what="checkpoint", surrogates=False)
+        copy = structure_checkpoint(data, checked=True)
         recovery = copy.recovery
         if recovery is not None:  # the values a retry restores are real values too
             recovery = attrs.evolve(recovery, restore=self.scrub_state(recovery.restore))
