@@ -37,11 +37,10 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import cattrs
-from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from flowchart._core.commits import Commit, Op, commit_data, replay
@@ -60,7 +59,7 @@ from flowchart._core.narrative_columns import (
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint, checkpoint_hooks
 from flowchart._core.retry import Attempt
-from flowchart._core.serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
+from flowchart._core.serde import check_version, dumps, every_key, load_error, make_converter
 from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import check, decoded, parse_proven
 from flowchart._core.values import copy_json
@@ -353,18 +352,6 @@ def _canonical(value: Any) -> str:
 
 
 # -- the converter --------------------------------------------------------------------------------
-def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
-    """``tuple[X, ...]`` from a JSON list only (a string is not a tuple of characters)."""
-    inner = list_structure_factory(tp, converter)
-
-    def hook(value: Any, _type: Any) -> Any:
-        if type(value) is not list:
-            raise Expected(f"expected a list, got {json_type(value)}")
-        return tuple(inner(value, _type))
-
-    return hook
-
-
 def make_trace_converter() -> cattrs.Converter:
     """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
 
@@ -372,9 +359,6 @@ def make_trace_converter() -> cattrs.Converter:
     the checkpoint's hooks (``pause.checkpoint_hooks``); the version check is
     ``serde.check_version``, shared with checkpoints."""
     converter = checkpoint_hooks(make_converter())
-    converter.register_structure_hook_factory(
-        lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
-    )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
     converter.register_structure_hook(Attempt, every_key(Attempt, converter))
     converter.register_structure_hook(
