@@ -13,6 +13,8 @@
                                                       (default RUN.html here; a run id that is not
                                                       a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
+    agent diff A B [--json]                           where run B (trace or id) went differently from A
+    agent runs export RUN... -o DIR                   shown trace files: fixtures for pytest --replay DIR
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
@@ -55,6 +57,7 @@ from .conversation_cli import add_commands as add_conversation_commands
 from .conversation_cli import earlier_turn_lines, turn_input
 from .durable import AGENT_RUN_KIND
 from .loading import load_agent
+from .replay_cli import add_commands as add_replay_commands
 from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
@@ -473,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    add_replay_commands(groups, command, store_options)
     return parser
 
 

@@ -33,6 +33,7 @@ from flowchart._core.retry import Retry
 from flowchart._core.scope import Scope
 from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart._record.causal import causal_chain
+from flowchart._record.diff import DiffError, RunDiff, diff_runs
 from flowchart._record.record import Lineage, Record, ShownRecord
 from flowchart._record.result import RunResult
 from flowchart._record.trace import Trace
@@ -59,6 +60,7 @@ __all__ = [
     "CheckpointError",
     "Commit",
     "Decision",
+    "DiffError",
     "FlowChart",
     "FlowChartBuilder",
     "FlowchartError",
@@ -73,6 +75,7 @@ __all__ = [
     "Redaction",
     "Retry",
     "RunCancelledError",
+    "RunDiff",
     "RunError",
     "RunFailure",
     "RunResult",
@@ -88,6 +91,7 @@ __all__ = [
     "causal_chain",
     "commit_value_at",
     "decide",
+    "diff_runs",
     "failed_checkpoint",
     "failed_run",
     "find_commit",
