@@ -44,9 +44,7 @@ from agent.providers.errors import ProviderConfigError, ProviderError
 from agent.providers.scripted import _reply
 from agent.providers.types import LLMRequest, LLMResponse, ToolCall, Usage
 from flowchart import CheckpointError, Commit, Record, Redaction, ShownRecord, Trace
-from flowchart._core.redaction import LOG_PLACEHOLDER
-from flowchart._core.untrusted import check
-from flowchart.lowlevel import apply_commit, canonical_json, copy_json, thaw
+from flowchart.lowlevel import apply_commit, canonical_json, check_untrusted, copy_json, thaw
 
 __all__ = [
     "RecordedCall",
@@ -61,6 +59,8 @@ __all__ = [
 CALL_LLM = "call-llm"
 TOOL_CALLS = "tool-calls"
 _SNIPPET = 80
+LOG_PLACEHOLDER = "REDACTED"
+"""What a record holds in place of a value its rule hides."""
 #: ``canonical_json`` without making an encoder per call (the same text: sorted keys, no spaces)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
@@ -311,7 +311,7 @@ def _served(call: RecordedCall) -> LLMResponse:
     """The recorded reply, through the untrusted-input checks a server's reply goes through."""
     reply = copy.deepcopy(call.reply)
     try:
-        check(reply, what=f"replayed reply of {call.runtime_stage_id}")
+        check_untrusted(reply, what=f"replayed reply of {call.runtime_stage_id}")
     except CheckpointError as exc:
         raise ReplayMissError(f"replayed: {exc}") from None
     shaped = _reply(reply, call.number)
