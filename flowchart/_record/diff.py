@@ -149,11 +149,14 @@ class RunDiff:
     keys: tuple[KeyDiff, ...]
     a_commits: int
     b_commits: int
+    a_failure: str | None = None
+    """How run A failed (``error: message at stage``), ``None`` when it did not."""
+    b_failure: str | None = None
 
     @property
     def same(self) -> bool:
         """True when the two runs committed the same things (nothing moved, nothing differs)."""
-        return self.divergence is None and not self.moved and not self.keys
+        return self.divergence is None and not self.moved and not self.keys and self.a_failure == self.b_failure
 
     def lines(self) -> list[str]:
         """The diff as text: the first divergent commit, the decisions that moved, the keys."""
@@ -163,6 +166,10 @@ class RunDiff:
             return out
         if self.divergence is not None:
             out.append(self.divergence.line())
+        if self.a_failure != self.b_failure:
+            out.extend(
+                f"run {side} failed: {text}" for side, text in (("A", self.a_failure), ("B", self.b_failure)) if text
+            )
         if self.moved:
             out.append("decisions that moved:")
             out.extend("  " + line for move in self.moved for line in move.lines())
@@ -185,6 +192,8 @@ class RunDiff:
             "first_divergence": None if self.divergence is None else self.divergence.to_dict(),
             "moved": [move.to_dict() for move in self.moved],
             "keys": [key.to_dict() for key in self.keys],
+            "a_failure": self.a_failure,
+            "b_failure": self.b_failure,
         }
 
 
@@ -500,4 +509,13 @@ def diff_runs(a: Any, b: Any) -> RunDiff:
         keys=tuple(_key_diffs(left_s, right_s, final_a, final_b)),
         a_commits=len(log_a),
         b_commits=len(log_b),
+        a_failure=_failure(left),
+        b_failure=_failure(right),
     )
+
+
+def _failure(shown: ShownRecord) -> str | None:
+    failure = shown.failure
+    if failure is None:
+        return None
+    return f"{failure.error_type} at {failure.runtime_stage_id}: {failure.message}"
