@@ -55,7 +55,7 @@ import attrs
 
 from flowchart._core.commits import Commit
 from flowchart._record.diff import DiffError, RunDiff, diff_runs
-from flowchart._record.record import ShownRecord
+from flowchart._record.record import Record, ShownRecord
 from flowchart._record.result import RunResult
 from flowchart._record.trace import Trace
 
@@ -127,8 +127,16 @@ class TraceSnapshotExtension(SingleFileSnapshotExtension):
         """Render a run result or trace as stable text."""
         if isinstance(data, RunResult):
             data = data.trace()
+        elif not isinstance(data, Trace | Record | ShownRecord) and isinstance(getattr(data, "record", None), Record):
+            data = data.record  # an agent's snapshot, a stored run: the record it carries
+        if isinstance(data, Record):
+            data = data.shown()
+        if isinstance(data, ShownRecord):
+            data = Trace.of(data)
         if not isinstance(data, Trace):
-            raise TypeError(f"trace_snapshot compares a RunResult or a Trace, got {type(data).__name__}")
+            raise TypeError(
+                f"trace_snapshot compares a RunResult, a Trace, a Record or what carries one, got {type(data).__name__}"
+            )
         return render_trace(data)
 
     @classmethod
