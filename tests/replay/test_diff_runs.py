@@ -165,3 +165,37 @@ def test_the_commands_print_the_diff_and_its_json(tmp_path: Path) -> None:
     flow_chart("Only", lambda scope: None, "only").build().run({}).trace().save(other)
     status, _, err = _cli(flowchart_main, "diff", str(a), str(other))
     assert status == 2 and "cannot diff runs of two different charts" in err
+
+
+def _refund_agent(script: list[Any], store: Any) -> Agent:
+    refund = define_tool(
+        name="issue_refund",
+        description="Refund an order.",
+        input_schema={"type": "object", "properties": {"amount": {"type": "number"}}},
+        execute=lambda args, ctx: f"refunded {args['amount']}",
+        check_in=lambda args, ctx: args["amount"] > 100,
+    )
+    return Agent.create(provider=scripted(script), model="m", store=store).tools([refund]).build()
+
+
+def test_a_check_in_that_was_answered_and_then_not_asked_is_a_moved_decision(tmp_path: Path) -> None:
+    """Run A paused for a person (alice approved), run B's amount needed nobody: the diff says
+    ``check-in issue_refund: approved by alice → not asked``."""
+    from flowchart.store import SqliteStore
+    from governance import check_in_approved
+
+    store = SqliteStore(tmp_path / "runs.db")
+
+    def script(amount: float) -> list[Any]:
+        call = {"id": "c1", "name": "issue_refund", "args": {"amount": amount}}
+        return [{"content": "", "tool_calls": [call]}, "done"]
+
+    paused = _refund_agent(script(150.0), store).run("refund 150")
+    assert not isinstance(paused, str) and paused.check_in is not None
+    decision = check_in_approved(request=paused.check_in, by="alice", at="2026-12-01T00:00:00Z")
+    _refund_agent(script(150.0)[1:], store).resume_run(paused.run_id, decision)
+    small = _refund_agent(script(50.0), store)
+    small.run("refund 150")
+    diff = diff_runs(store.get(paused.run_id), store.get(small.last_snapshot().record.run_id))
+    lines = [line for move in diff.moved for line in move.lines()]
+    assert "check-in issue_refund: approved by alice → not asked" in lines
