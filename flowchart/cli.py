@@ -10,7 +10,7 @@
                                            a chart's description (or mermaid)
     flowchart view TRACE [-o PAGE] [--open] [--panel MODULE:ATTR]
                                            one self-contained HTML page of the run
-    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--out FILE] [--app-dir DIR]
+    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--reuse] [--out FILE] [--app-dir DIR]
                                            run on from commit K with edited values
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
@@ -192,7 +192,7 @@ def cmd_fork(args: argparse.Namespace) -> str:
     patch = dict(parse_set(item) for item in args.set or ())
     chart = load_chart(args.chart, args.app_dir)
     try:
-        result = chart.fork(trace, at=_at(args.at), patch=patch or None)
+        result = chart.fork(trace, at=_at(args.at), patch=patch or None, reuse=args.reuse)
     except FlowchartError as exc:
         raise CliError(str(exc)) from None
     if args.out:
@@ -200,6 +200,8 @@ def cmd_fork(args: argparse.Namespace) -> str:
             result.trace().save(args.out)
         except OSError as exc:
             raise CliError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    for reuse in result.reused:  # stderr: stdout stays the state's JSON
+        warn("flowchart fork", reuse.line())
     return json.dumps(result.state, ensure_ascii=False, indent=2)
 
 
@@ -268,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the commit to fork at (-1: the start); M,J: commit J of the subflow mounted at commit M",
     )
     sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
+    sub.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take from the trace every stage whose recorded reads did not change (instead of running it)",
+    )
     sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
     add_app_dir_option(sub)
     return parser

@@ -69,6 +69,24 @@ def _rid_order(rid: str) -> tuple[int, str]:
 
 
 @attrs.frozen
+class Reuse:
+    """One stage a reuse-fork took from the record instead of running it: its runtime id in the
+    fork, and the run and commit it was taken from (``chart.fork(..., reuse=True)``)."""
+
+    runtime_stage_id: str
+    from_run: str
+    from_commit: int
+
+    def line(self) -> str:
+        """``call-llm#4: reused from commit 4 of run R``."""
+        return f"{self.runtime_stage_id}: reused from commit {self.from_commit} of run {self.from_run}"
+
+
+def _reuses(value: Iterable[Reuse]) -> tuple[Reuse, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
 class Lineage:
     """A fork's origin: the run it continues and the commit of that run it forked at."""
 
@@ -106,6 +124,8 @@ class _Fields:
     redacted_paths: tuple[str, ...] = attrs.field(default=(), converter=_paths)
     status: Status = "done"
     lineage: Lineage | None = None
+    reused: tuple[Reuse, ...] = attrs.field(default=(), converter=_reuses, repr=False)
+    """A reuse-fork's stages taken from the record (each other stage after the fork re-ran)."""
 
     @property
     def final_state(self) -> dict[str, Any]:
@@ -160,6 +180,7 @@ class Record(_Fields):
             redacted_paths=self.redacted_paths,
             status=self.status,
             lineage=self.lineage,
+            reused=self.reused,
         )
 
     @classmethod
@@ -180,6 +201,7 @@ class Record(_Fields):
             redaction=result.redaction,
             redacted_paths=result.redacted_paths,
             status=status,
+            reused=result.reused,
         )
 
 
@@ -210,4 +232,4 @@ def _shown_checkpoint(checkpoint: Checkpoint, hides: Redaction) -> Checkpoint:
     )
 
 
-__all__ = ["Lineage", "Record", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
+__all__ = ["Lineage", "Record", "Reuse", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
