@@ -42,7 +42,7 @@ def test_a_fixture_from_another_chart_and_a_missing_target_are_refused(tmp_path:
         run.check(other)
     with pytest.raises(pytest.UsageError, match="replay_run needs a target: pass --replay-target MODULE:ATTR"):
         run.check()
-    with pytest.raises(pytest.UsageError, match="--replay .*: no such directory"):
+    with pytest.raises(pytest.UsageError, match=r"--replay .*: no such directory"):
         replay_fixtures(tmp_path / "absent")
     assert replay_fixtures(tmp_path) == [tmp_path / "run.trace.json"]
 
