@@ -9,10 +9,16 @@ Laws:
   decider's recorded choice is followed), and the fork's record names it
   (``Reuse(runtime_stage_id, from_run, from_commit)``; the narrative says "reused from commit N
   of run R"). Every other stage runs for real.
-- A deterministic stage given the same reads writes the same ops, so a reuse-fork commits
+- A deterministic stage given the same reads writes the same values, so a reuse-fork commits
   byte-identically (state, commits, decisions) to a fork that re-ran everything against the
   same recorded world. What a stage sees beyond its reads — the run id, the clock, a live
   model or tool — is its own: charts whose stages depend on those reuse what the record says.
+- A write that changes nothing leaves no op, so a record cannot tell that a stage made it: a
+  stage that, in the parent, wrote a key with the value the key already held is reused as the
+  commit says (without that write). Where the patch (or a re-run stage) changed that key, a
+  full re-run would have written it back and the reuse-fork keeps the changed value — the one
+  case in which the two part. Charts whose stages only write values that change their keys
+  (every write leaves an op) are reused byte-identically.
 - Never reused (they run): the parent's last commit (a run's output or a ``ctx.stop`` is not in
   a commit), a commit the parent's rule redacted (its values are placeholders), a retried or
   recovering execution, pausable stages, subflow mounts and maps, anything inside a subflow or
