@@ -7,6 +7,11 @@ Rows:
   runs are made untimed; the diff reads their records.
 - ``W6 replayed`` beside ``W6 scripted``: the W6 agent run on ``replayed(record)`` (every model
   call served from the recorded run) and on the scripted provider; the target is ≤ 1.2×.
+- ``reuse-fork`` beside ``full fork``: a 52-commit agent run (16 tool calls) forked after its
+  4th tool call with that tool's result rewritten; each row counts the model calls the fork
+  made (``model_calls``) and the stages it took from the record (``reused``). The reuse-fork
+  calls the model only for stages in the changed key's forward slice. (LangGraph's fork, which
+  re-runs every downstream node, is not run beside it here.)
 
 Run with ``python -m bench.pyfootprint.replay`` (``make bench`` runs it into
 ``bench/results/replay.jsonl``).
@@ -75,11 +80,89 @@ def replayed_rows(out: list[Record], quick: bool) -> None:
     rec["x_scripted"] = round(rec["median"] / base["median"], 3)
 
 
+class _Adder:
+    """A deterministic model: ``add`` until 16 results are in, then the answer."""
+
+    name = "adder"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, request: Any) -> Any:
+        from agent.providers.types import LLMResponse, ToolCall, Usage
+
+        self.calls += 1
+        results = [m for m in request.messages if m.get("role") == "tool"]
+        if len(results) < 16:
+            call = ToolCall(f"c{len(results)}", "add", {"a": len(results), "b": 1})
+            return LLMResponse(content="", tool_calls=(call,), usage=Usage(1, 1), finish_reason="tool_use")
+        return LLMResponse(content=f"total {sum(len(str(m['content'])) for m in results)}", usage=Usage(1, 1))
+
+
+def reuse_rows(out: list[Record], quick: bool) -> None:
+    """A full fork and a reuse-fork of a 52-commit agent run with one tool result rewritten."""
+    import tempfile
+    from pathlib import Path
+
+    from agent import Agent, define_tool
+    from flowchart import replay
+    from flowchart.store import SqliteStore
+
+    add = define_tool(
+        name="add",
+        description="Add two numbers.",
+        input_schema=w6_agent.ADD_SCHEMA,
+        execute=lambda args, ctx: args["a"] + args["b"],
+    )
+    folder = tempfile.mkdtemp()
+    store = SqliteStore(Path(folder) / "runs.db")
+
+    def agent() -> tuple[Any, _Adder]:
+        model = _Adder()
+        return Agent.create(provider=model, model="m", store=store).tool(add).max_iterations(40).build(), model
+
+    first, _ = agent()
+    first.run("add sixteen times")
+    parent = first.last_snapshot().record
+    at = [c.idx for c in parent.commits if c.stage_id == "tool-calls"][3]
+    history = [dict(m) for m in replay(list(parent.commits), at, dict(parent.initial_state))["history"]]
+    history[-1]["content"] = "999"
+    cfg = settings(quick)
+
+    def measure(variant: str, reuse: bool) -> None:
+        box: dict[str, Any] = {"pair": agent()}
+
+        def fork() -> None:
+            made, _model = box["pair"]
+            made.fork(parent.run_id, at, {"history": history}, reuse=reuse)
+
+        def renew() -> None:
+            box["calls"] = box["pair"][1].calls
+            box["reused"] = len(box["pair"][0].last_snapshot().record.reused)
+            box["pair"] = agent()
+
+        samples = cfg.bench(fork, after=renew)
+        row(
+            out,
+            "REPLAY",
+            f"{variant} of a 52-commit agent run, one tool result patched",
+            samples,
+            unit="us/fork",
+            model_calls=box["calls"],
+            reused=box["reused"],
+            parent_model_calls=17,
+        )
+
+    measure("full fork", False)
+    measure("reuse-fork", True)
+
+
 def main(quick: bool = False) -> list[Record]:
     """Every row once (``quick``) or measured."""
     out: list[Record] = []
     diff_rows(out, quick)
     replayed_rows(out, quick)
+    reuse_rows(out, quick)
     return out
 
 
