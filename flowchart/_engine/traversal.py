@@ -162,15 +162,21 @@ class Traverser:
         if hook in observers.hooked:
             observers.emit(hook, make(self.context(node, rid)))
 
+    def described(self, node: StageNode, rid: str) -> str | None:
+        """What the narrative tells of ``node``'s execution: its description, or, in a reuse-fork,
+        ``<name>, reused from commit N of run R`` when the record stood in for it."""
+        if self.run.reuse is not None:
+            told = self.run.reuse.told(rid)
+            if told is not None:
+                return f"{node.name}, {told}"
+        return node.description
+
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
         if not observers.any:  # nobody listens: nothing to build or ask
             return
-        description = node.description
-        if self.run.reuse is not None:
-            told = self.run.reuse.told(rid)
-            description = f"{node.name}, {told}" if told is not None else description
+        description = self.described(node, rid)
         if observers.executed_takers:
             observers.take_stage_executed(self.context(node, rid), node.name, description, stage_type)
         if "on_stage_executed" in observers.hooked:

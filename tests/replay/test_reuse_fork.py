@@ -144,3 +144,17 @@ def test_a_patch_no_later_stage_reads_is_refused() -> None:
     parent = chart.run({})
     with pytest.raises(ForkError, match=r"no stage after commit 0 of run '\w+' read 'k4': the patch changes nothing"):
         chart.fork(parent, at=0, patch={"k4": 1}, reuse=True)
+
+
+def test_the_narrative_tells_a_reused_decider_too() -> None:
+    """A decider taken from the record: its stage line says so, and its recorded condition follows."""
+    chart = _chart(
+        {"head": [], "tail": [], "laps": 1, "lap_reads": "k0", "lap_writes": "k1", "decide_on": "k2", "threshold": 5}
+    )
+    parent = chart.run({})
+    fork = chart.fork(parent, at=1, patch={"k2": 1}, reuse=True, recorders=[narrative()])
+    lines = fork.trace().narrative_lines or []
+    assert f"Stage 2: Next step: Loop, reused from commit 2 of run {parent.run_id}." in lines
+    assert lines[lines.index(f"Stage 2: Next step: Loop, reused from commit 2 of run {parent.run_id}.") + 1].startswith(
+        "[Condition]"
+    )
