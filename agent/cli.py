@@ -47,18 +47,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agent._chart.config import TOOL_ERRORS
+from agent._chart.state import FINAL_CONTENT
+from agent._edge.cli_common import close_opened, load_object, open_store, shown_input
+from agent._edge.conversation_cli import add_commands as add_conversation_commands
+from agent._edge.conversation_cli import earlier_turn_lines, turn_input
+from agent._edge.replay_cli import add_commands as add_replay_commands
+from agent._run.durable import AGENT_RUN_KIND
+from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
 from flowchart.store import RunRecord, StoreError
-
-from .cli_common import close_opened, load_object, open_store, shown_input
-from .config import TOOL_ERRORS
-from .conversation_cli import add_commands as add_conversation_commands
-from .conversation_cli import earlier_turn_lines, turn_input
-from .durable import AGENT_RUN_KIND
-from .loading import load_agent
-from .replay_cli import add_commands as add_replay_commands
-from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -235,9 +234,8 @@ def cmd_show(args: argparse.Namespace) -> str | list[str]:
             when = f" (at {row['at']})" if isinstance(row, dict) and "at" in row else ""
             out.append(f"  {decision_sentence(row) or _compact(row)}{when}")
     if record.status == "done" and any(c.stage_id == "call-llm" for c in record.commit_log):
+        from agent._edge.explain import explain_answer
         from flowchart.store.export import record_trace
-
-        from .explain import explain_answer
 
         out.append("why the answer (agent why):")
         out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
@@ -273,7 +271,7 @@ def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> A
 
 
 def _answer(args: argparse.Namespace, approved: bool) -> str:
-    from agent.paused import Paused
+    from agent._chart.paused import Paused
 
     if args.queue:
         from agent.celery import answer_and_enqueue, app_store
@@ -317,8 +315,8 @@ def cmd_decline(args: argparse.Namespace) -> str:
 
 def cmd_retry(args: argparse.Namespace) -> str:
     """``runs retry``: continue a failed run at the stage that failed (once, across processes)."""
-    from agent import durable
-    from agent.paused import Paused
+    from agent._chart.paused import Paused
+    from agent._run import durable
 
     try:
         if args.queue:
@@ -355,9 +353,8 @@ def _failed_stage(record: RunRecord) -> str:
 
 def cmd_why(args: argparse.Namespace) -> str:
     """``why``: the answer's provenance (a trace file, or a run id in the store)."""
+    from agent._edge.explain import ExplainError, explain_answer
     from flowchart import causal_chain
-
-    from .explain import ExplainError, explain_answer
 
     source: Any = args.target
     if not os.path.exists(args.target):
@@ -379,11 +376,10 @@ def cmd_why(args: argparse.Namespace) -> str:
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
-    with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
+    with the agent's panel (``agent._edge.viewer_panel``): the story first, the chart and timeline below."""
+    from agent._edge.viewer_panel import PANEL
     from flowchart import CheckpointError, Trace
     from flowchart.viewer import page_name, write_page
-
-    from .viewer_panel import PANEL
 
     if os.path.exists(args.target):
         try:

@@ -19,11 +19,10 @@ from typing import Any
 
 import attrs
 
+from agent._run.agent import Agent
+from agent.errors import AgentError
 from agent.providers.replayed import LOG_PLACEHOLDER, replayed, replayed_tools, shown_record
 from flowchart import failed_run
-
-from .agent import Agent
-from .errors import AgentError
 
 __all__ = ["ReplayInputError", "replayer"]
 

@@ -28,10 +28,9 @@ except ImportError as exc:  # without the extra: say which one to install
 
 import attrs
 
+from agent._chart.paused import Paused
+from agent._run.agent import Agent
 from flowchart import FlowChart
-
-from ..agent import Agent
-from ..paused import Paused
 
 NEEDS_A_PERSON = "needs a person"
 
@@ -79,7 +78,7 @@ class McpServer:
         return _needs_a_person(out) if isinstance(out, Paused) else out
 
     async def _again(self, agent: Agent, run_id: str) -> str:
-        from .. import durable
+        from agent._run import durable
 
         if agent.store is None:
             raise ValueError(f"{self.name}: run_id needs an agent with a run store (Agent.create(store=...))")

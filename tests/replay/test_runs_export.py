@@ -7,9 +7,9 @@ import io
 from pathlib import Path
 
 from agent import Agent
+from agent._edge.replay_cli import fixture_name
 from agent.cli import main as agent_main
 from agent.providers import scripted
-from agent.replay_cli import fixture_name
 from flowchart import Redaction, Trace
 from flowchart.store import SqliteStore
 
