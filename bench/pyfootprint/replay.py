@@ -11,7 +11,12 @@ Rows:
   4th tool call with that tool's result rewritten; each row counts the model calls the fork
   made (``model_calls``) and the stages it took from the record (``reused``). The reuse-fork
   calls the model only for stages in the changed key's forward slice. (LangGraph's fork, which
-  re-runs every downstream node, is not run beside it here.)
+  re-runs every downstream node, is not run beside it here: every later model call is in
+  this patch's forward slice anyway.)
+- ``50-stage pipeline``: stage 0 writes a tool result ``r0``; stage i calls a counting model on
+  ``r[i // 2]`` and writes ``r{i}``. Forked after stage 10 with ``r10`` rewritten: the full fork
+  and the reuse-fork, each with its model calls. LangGraph's fork of the same pipeline
+  (``bench.peers.langgraph.replay_fork``) re-runs every later node.
 
 Run with ``python -m bench.pyfootprint.replay`` (``make bench`` runs it into
 ``bench/results/replay.jsonl``).
@@ -157,12 +162,67 @@ def reuse_rows(out: list[Record], quick: bool) -> None:
     measure("reuse-fork", True)
 
 
+PIPELINE = 50
+PATCHED = 10
+
+
+def pipeline_chart(calls: list[int]) -> Any:
+    """Stage 0 writes ``r0``; stage i (1..49) calls the counting model on ``r[i // 2]``."""
+    from flowchart import flow_chart
+
+    def model(text: str, i: int) -> str:
+        calls.append(i)
+        return f"m{i}<{text[:12]}>"
+
+    def stage(i: int) -> Any:
+        def body(scope: Any) -> None:
+            scope[f"r{i}"] = model(scope[f"r{i // 2}"], i)
+
+        return body
+
+    def first(scope: Any) -> None:
+        scope.r0 = "root result"
+
+    builder = flow_chart("N0", first, "n0")
+    for i in range(1, PIPELINE):
+        builder = builder.add_function(f"N{i}", stage(i), f"n{i}")
+    return builder.build()
+
+
+def pipeline_rows(out: list[Record], quick: bool) -> None:
+    """The 50-stage pipeline forked after stage 10 with its result rewritten: full and reuse."""
+    calls: list[int] = []
+    chart = pipeline_chart(calls)
+    parent = chart.run()
+    cfg = settings(quick)
+    for variant, reuse in (("full fork", False), ("reuse-fork", True)):
+        made: dict[str, Any] = {}
+
+        def fork(reuse: bool = reuse, made: dict[str, Any] = made) -> None:
+            calls.clear()
+            made["result"] = chart.fork(parent, at=PATCHED, patch={f"r{PATCHED}": "rewritten"}, reuse=reuse)
+            made["calls"] = len(calls)
+
+        samples = cfg.bench(fork)
+        row(
+            out,
+            "REPLAY",
+            f"{variant} of a {PIPELINE}-stage pipeline after stage {PATCHED}, its result patched",
+            samples,
+            unit="us/fork",
+            model_calls=made["calls"],
+            reused=len(made["result"].reused),
+            parent_model_calls=PIPELINE - 1,
+        )
+
+
 def main(quick: bool = False) -> list[Record]:
     """Every row once (``quick``) or measured."""
     out: list[Record] = []
     diff_rows(out, quick)
     replayed_rows(out, quick)
     reuse_rows(out, quick)
+    pipeline_rows(out, quick)
     return out
 
 

@@ -158,3 +158,22 @@ def test_the_narrative_tells_a_reused_decider_too() -> None:
     assert lines[lines.index(f"Stage 2: Next step: Loop, reused from commit 2 of run {parent.run_id}.") + 1].startswith(
         "[Condition]"
     )
+
+
+def test_a_pipeline_fork_calls_the_model_only_for_the_patched_results_descendants() -> None:
+    """The bench's 50-stage pipeline (stage i calls the model on stage i // 2's result): forked
+    after stage 10 with its result rewritten, only 10's descendants (20, 21, 40..43) call the
+    model again — and the last stage, which always runs; a full fork calls it 39 times."""
+    from bench.pyfootprint.replay import pipeline_chart
+
+    calls: list[int] = []
+    chart = pipeline_chart(calls)
+    parent = chart.run()
+    calls.clear()
+    full = chart.fork(parent, at=10, patch={"r10": "rewritten"})
+    assert len(calls) == 39
+    calls.clear()
+    lean = chart.fork(parent, at=10, patch={"r10": "rewritten"}, reuse=True)
+    assert sorted(calls) == [20, 21, 40, 41, 42, 43, 49]
+    assert lean.state == full.state
+    assert len(lean.reused) == 39 - 7
