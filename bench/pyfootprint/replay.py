@@ -189,6 +189,11 @@ def pipeline_chart(calls: list[int]) -> Any:
     return builder.build()
 
 
+def small_pipeline() -> Any:
+    """The pipeline with a model that counts nothing (``flowchart fork --chart`` builds it)."""
+    return pipeline_chart([])
+
+
 def pipeline_rows(out: list[Record], quick: bool) -> None:
     """The 50-stage pipeline forked after stage 10 with its result rewritten: full and reuse."""
     calls: list[int] = []

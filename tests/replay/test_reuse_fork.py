@@ -4,6 +4,7 @@ record — and the fork is byte-identical (commits, decisions, state) to one tha
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,3 +178,42 @@ def test_a_pipeline_fork_calls_the_model_only_for_the_patched_results_descendant
     assert sorted(calls) == [20, 21, 40, 41, 42, 43, 49]
     assert lean.state == full.state
     assert len(lean.reused) == 39 - 7
+
+
+def test_the_command_line_reuse_fork_tells_each_reused_stage_on_stderr(tmp_path: Path) -> None:
+    """``flowchart fork --reuse``: stdout is the same state a full fork prints; stderr names each
+    reused stage; a patch nothing reads is one error line."""
+    import contextlib
+    import io
+
+    from flowchart.cli import main
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(argv))
+        return status, out.getvalue(), err.getvalue()
+
+    from bench.pyfootprint.replay import pipeline_chart
+
+    trace = tmp_path / "run.json"
+    parent = pipeline_chart([]).run()
+    parent.trace().save(trace)
+    args = ("fork", str(trace), "--chart", "bench.pyfootprint.replay:small_pipeline", "--at", "10", "--set", 'r10="x"')
+    status, full, _ = cli(*args)
+    assert status == 0
+    status, lean, told = cli(*args, "--reuse")
+    assert (status, lean) == (0, full)
+    assert f"flowchart fork: n11#11: reused from commit 11 of run {parent.run_id}" in told.splitlines()
+    status, _, err = cli(
+        "fork",
+        str(trace),
+        "--chart",
+        "bench.pyfootprint.replay:small_pipeline",
+        "--at",
+        "10",
+        "--set",
+        "nope=1",
+        "--reuse",
+    )
+    assert status == 2 and "no stage after commit 10" in err
