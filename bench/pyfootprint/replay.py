@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.harness import Record
+from bench.harness import Record, side_by_side
 from bench.pyfootprint import w6_agent, w7_big_run
 from bench.pyfootprint.common import row, settings
 
@@ -68,20 +68,23 @@ def replayed_rows(out: list[Record], quick: bool) -> None:
         made = Agent.create(provider=served, model="mock").tool(add).max_iterations(2 * w6_agent.TOOL_TURNS).build()
         return made, served
 
-    cfg = settings(quick)
-    box = {"scripted": w6_agent.build_agent(), "replayed": fresh_replay()}
+    def scripted() -> Any:
+        made, provider = w6_agent.build_agent()
+        return lambda: w6_agent.run_agent(made, provider)
 
-    def run_replayed() -> None:
-        made, served = box["replayed"]
-        if made.run("add numbers ten times") != w6_agent.ANSWER or len(served.served) != w6_agent.TOOL_TURNS + 1:
-            raise RuntimeError("W6 replayed: wrong result")
+    def replaying() -> Any:
+        made, served = fresh_replay()
 
-    scripted_samples = cfg.bench(
-        lambda: w6_agent.run_agent(*box["scripted"]), after=lambda: box.update(scripted=w6_agent.build_agent())
-    )
-    replayed_samples = cfg.bench(run_replayed, after=lambda: box.update(replayed=fresh_replay()))
-    base = row(out, "REPLAY", "W6 scripted", scripted_samples, per=w6_agent.TOOL_TURNS, unit="us/iter")
-    rec = row(out, "REPLAY", "W6 replayed", replayed_samples, per=w6_agent.TOOL_TURNS, unit="us/iter")
+        def run() -> None:
+            if made.run("add numbers ten times") != w6_agent.ANSWER or len(served.served) != w6_agent.TOOL_TURNS + 1:
+                raise RuntimeError("W6 replayed: wrong result")
+
+        return run
+
+    # side by side, alternating, each sample prepared untimed and the heap collected before it
+    samples = side_by_side(settings(quick), {"W6 scripted": scripted, "W6 replayed": replaying})
+    base = row(out, "REPLAY", "W6 scripted", samples["W6 scripted"], per=w6_agent.TOOL_TURNS, unit="us/iter")
+    rec = row(out, "REPLAY", "W6 replayed", samples["W6 replayed"], per=w6_agent.TOOL_TURNS, unit="us/iter")
     rec["x_scripted"] = round(rec["median"] / base["median"], 3)
 
 
