@@ -9,16 +9,22 @@ no model or side-effecting tool is called. The result is today's run (an ``Agent
 ``.record``) to diff against the recorded one; a request the record does not hold ends it with
 the ``ReplayMissError`` naming the first difference, and the run as far as it got is the result
 (its record carries the failure, so the diff names both the first divergent commit and the
-miss). A record whose input its rule hid is refused: there is nothing to re-run.
+miss). A run that paused for a person is replayed through every pause it recorded an answer
+to: today's run is kept in a temporary store of its own and each pause is answered with the
+recorded person's answer (who, when, the note, edited arguments), in order; the result is the
+whole run's record. A record whose input its rule hid is refused: there is nothing to re-run.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
 
+from agent._chart.paused import Paused
 from agent._run.agent import Agent
 from agent.errors import AgentError
 from agent.providers.replayed import LOG_PLACEHOLDER, replayed, replayed_tools, shown_record
@@ -55,8 +61,11 @@ def replayer(agent: Agent | Callable[[], Agent], *, live: Iterable[str] = ()) ->
         tools = replayed_tools(shown, list(cfg.tools.values()), live=live)
         served = attrs.evolve(cfg, provider=replayed(shown), tools={tool.name: tool for tool in tools})
         today = made.with_config(served)
-        today.store = None  # a replay writes no store
+        today.store = None  # a replay writes no store of yours
         message = _message(shown)
+        rows = [row for row in shown.human_decisions if isinstance(row, dict)]
+        if rows:
+            return _answered(today, message, rows)
         try:
             today.run(message)
         except Exception as exc:  # a miss (or today's bug) ends the run: its record, as far as it got
@@ -67,3 +76,49 @@ def replayer(agent: Agent | Callable[[], Agent], *, live: Iterable[str] = ()) ->
         return today.last_snapshot()
 
     return rerun
+
+
+def _answered(today: Agent, message: str, rows: list[dict[str, Any]]) -> Any:
+    """Run ``today`` in a store of its own (a temporary one), answering each pause with the
+    recorded person's answer, in order; the whole run's record (every segment)."""
+    from flowchart.store import SqliteStore
+
+    with tempfile.TemporaryDirectory(prefix="replay-") as folder:
+        store = SqliteStore(Path(folder) / "replay.db")
+        today.store = store
+        run_id: str | None = None
+        try:
+            outcome = today.run(message)
+            answers = iter(rows)
+            while isinstance(outcome, Paused):
+                paused_id = run_id = outcome.run_id
+                row = next(answers, None)
+                if row is None or paused_id is None:  # today's run asks more than the record answered
+                    break
+                outcome = today.resume_run(paused_id, _answer(outcome, row))
+        except Exception as exc:  # a miss (or today's bug): the run as far as it got
+            if run_id is None:  # before any pause: the failed run's own record
+                ended = failed_run(exc)
+                if ended is None:
+                    raise
+                return ended[0]
+        if run_id is None:
+            run_id = today.last_snapshot().record.run_id
+        found = store.get(run_id).record
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+        return found
+
+
+def _answer(paused: Paused, row: dict[str, Any]) -> Any:
+    """Today's answer to ``paused``: the recorded person's (who, when, the note, edited args)."""
+    from governance import check_in_approved, check_in_declined
+
+    if row.get("gate") == "ask_human":
+        return row.get("answer")
+    request = paused.check_in or paused.ask
+    by, note, at = str(row.get("by") or "someone"), row.get("note"), row.get("at")
+    if row.get("approved") is True:
+        return check_in_approved(request=request, by=by, note=note, at=at, args=row.get("after"))
+    return check_in_declined(request=request, by=by, note=note, at=at)

@@ -347,6 +347,7 @@ def recorded_results(source: Any) -> dict[tuple[str, str], list[str]]:
     """Each recorded tool result, by ``(tool name, canonical args)``, in call order."""
     shown = shown_record(source)
     results: dict[tuple[str, str], list[str]] = {}
+    asked: dict[str, tuple[str, str]] = {}  # call id → (tool, args): a resumed call's result comes later
     for commit, _before, after in _fold(shown):
         if commit.stage_id != TOOL_CALLS:
             continue
@@ -355,7 +356,6 @@ def recorded_results(source: Any) -> dict[tuple[str, str], list[str]]:
             continue
         added = [op for op in commit.trace if op.path == ("history",) and op.verb == "append"]
         messages = [thaw(m) for op in added for m in (op.value or [])]
-        asked: dict[str, tuple[str, str]] = {}
         for message in messages:
             if not isinstance(message, dict):
                 continue

@@ -13,12 +13,17 @@ Laws:
   evidence on both sides; each person's answer paired by tool and occurrence), and the KEYS
   whose final values differ, each with the commit that last wrote it on each side.
 - Side A is the baseline ("was"), side B the new run: ``tool-calls → final`` reads A → B.
+- Ids derived from a run's id (``<3 letters>_<32 hex digits>``: a check-in's request id, say)
+  differ between any two runs by construction: a commit or a value that differs only in such
+  ids is the same (as in ``flowchart.testing``'s snapshots); so is a person's answer that
+  differs only in its ``store_head`` (the head of the store chain that recorded it).
 - One pass over each log: a diff of two 30,000-commit runs costs well under a second (bench).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -297,6 +302,26 @@ def _differs(a: Commit, b: Commit) -> tuple[str, ...]:
     return tuple(out)
 
 
+_OPAQUE_ID = re.compile(r"\b([a-z]{3})_[0-9a-f]{32}\b")
+_STORE_HEAD = re.compile(r'"store_head": "[0-9a-f]{64}"')
+
+
+def _unbound(value: Any) -> str:
+    """``value``'s JSON with each run-bound opaque id replaced by its prefix (``<cki>``) and each
+    person's answer's ``store_head`` (the head of the store chain it was recorded in) left out."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return _STORE_HEAD.sub('"store_head": "<head>"', _OPAQUE_ID.sub(r"<\1>", text))
+
+
+def _same_but_ids(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` differ only in run-bound opaque ids."""
+    return _unbound(a) == _unbound(b)
+
+
+def _commit_value(commit: Commit) -> dict[str, Any]:
+    return {k: v for k, v in commit.to_dict().items() if k != "idx"}
+
+
 def _divergence(a: Sequence[Commit], b: Sequence[Commit], a0: ShownRecord, b0: ShownRecord) -> Divergence | None:
     started = []
     if dict(a0.input) != dict(b0.input):
@@ -309,7 +334,7 @@ def _divergence(a: Sequence[Commit], b: Sequence[Commit], a0: ShownRecord, b0: S
         if left is right or left == right:
             continue
         differs = _differs(left, right)
-        if differs:
+        if differs and not _same_but_ids(_commit_value(left), _commit_value(right)):
             return Divergence(idx, left.runtime_stage_id, right.runtime_stage_id, differs)
     if len(a) != len(b):
         idx = min(len(a), len(b))
@@ -397,7 +422,11 @@ def _decision_moves(a: Sequence[Commit], b: Sequence[Commit]) -> list[DecisionMo
     moves = []
     for key in order:
         ca, cb = da.get(key), db.get(key)
-        if ca is not None and cb is not None and ca.decision == cb.decision:
+        if (
+            ca is not None
+            and cb is not None
+            and (ca.decision == cb.decision or _same_but_ids(ca.decision, cb.decision))
+        ):
             continue
         before = _choice(ca.decision) if ca is not None and ca.decision is not None else "(not reached)"
         after = _choice(cb.decision) if cb is not None and cb.decision is not None else "(not reached)"
@@ -448,7 +477,7 @@ def _human_moves(a_final: Mapping[str, Any], b_final: Mapping[str, Any], rule: R
     rb = _rows_by_tool(rows_b if isinstance(rows_b, list) else [])
     moves = []
     for key in list(ra) + [k for k in rb if k not in ra]:
-        before, after = _answer(ra.get(key)), _answer(rb.get(key))
+        before, after = _answer(ra.get(key)), _answer(rb.get(key))  # the answers, never the request ids
         if before != after:
             moves.append(DecisionMove("check-in", key[0], before, after, None, None))
     return moves
@@ -468,7 +497,7 @@ def _key_diffs(a: ShownRecord, b: ShownRecord, fa: dict[str, Any], fb: dict[str,
     out = []
     for key in list(fa) + [k for k in fb if k not in fa]:
         in_a, in_b = key in fa, key in fb
-        if in_a and in_b and fa[key] == fb[key]:
+        if in_a and in_b and (fa[key] == fb[key] or _same_but_ids(fa[key], fb[key])):
             continue
         out.append(KeyDiff(key, fa.get(key), fb.get(key), wa.get(key, -1), wb.get(key, -1), in_a, in_b))
     return out

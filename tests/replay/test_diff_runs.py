@@ -199,3 +199,16 @@ def test_a_check_in_that_was_answered_and_then_not_asked_is_a_moved_decision(tmp
     diff = diff_runs(store.get(paused.run_id), store.get(small.last_snapshot().record.run_id))
     lines = [line for move in diff.moved for line in move.lines()]
     assert "check-in issue_refund: approved by alice → not asked" in lines
+
+
+def test_values_that_differ_only_in_run_bound_ids_are_the_same() -> None:
+    """A request id bound to its run (``cki_<32 hex>``) differs between any two runs: not a difference."""
+
+    def start(scope: Any, ctx: Any) -> None:
+        scope.ticket = {"request_id": "cki_" + ctx.args["hex"] * 32, "amount": ctx.args["amount"]}
+
+    chart = flow_chart("Start", start, "start").build()
+    same = diff_runs(chart.run({"hex": "a", "amount": 1}), chart.run({"hex": "b", "amount": 1}))
+    assert [k.key for k in same.keys] == [] and (same.divergence is None or same.divergence.differs == ("input",))
+    moved = diff_runs(chart.run({"hex": "a", "amount": 1}), chart.run({"hex": "b", "amount": 2}))
+    assert [k.key for k in moved.keys] == ["ticket"]

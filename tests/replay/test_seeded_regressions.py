@@ -51,7 +51,8 @@ SUITE = textwrap.dedent(
 
 
 def test_the_replay_suite_fails_on_each_seeded_regression_and_passes_unchanged(tmp_path: Path) -> None:
-    """Every recorded run replays unchanged; each of the ten regressions fails at least one, and
+    """Every recorded run replays unchanged (the refund paused for alice: her answer is replayed);
+    each of the eleven regressions fails at least one, and
     every failure names the first divergent commit. The refund (an effect) is never run again:
     the suite's process, which recorded nothing, ends with no refund made."""
     runs = _export(tmp_path)
@@ -88,10 +89,14 @@ def test_the_replay_suite_fails_on_each_seeded_regression_and_passes_unchanged(t
         fixture, _, regression = name[len("test_replay[") : -1].partition("-")
         failure = case.find("failure")
         outcome.setdefault(regression, {})[fixture] = "" if failure is None else failure.get("message", "")
-    assert len(outcome) == 11 and all(len(per) == 5 for per in outcome.values()), done.stdout[-2000:]
+    assert len(outcome) == 1 + len(world.REGRESSIONS) and all(len(per) == 5 for per in outcome.values()), done.stdout[
+        -2000:
+    ]
     assert all(text == "" for text in outcome["unchanged"].values()), outcome["unchanged"]
     for regression in world.REGRESSIONS:
         failed = [text for text in outcome[regression].values() if text]
         assert failed, f"{regression}: the replay suite did not notice"
         assert all("the replayed run moved" in text and "first divergent commit: #" in text for text in failed), failed
+    threshold = [text for text in outcome["check-in threshold raised"].values() if text]
+    assert any("check-in issue_refund: approved by alice → not asked" in text for text in threshold), threshold
     assert done.returncode == 1

@@ -52,7 +52,10 @@ REGRESSIONS = (
     "stage arithmetic changed",
     "decider default changed",
     "input middleware rewrites",
+    "check-in threshold raised",
 )
+#: refunds over this amount need a person (the recorded refund of 10.00 was approved by alice)
+CHECK_IN_OVER = 5.0
 
 
 # -- the agent -------------------------------------------------------------------------------------
@@ -81,11 +84,17 @@ def issue_refund(args: dict[str, Any], ctx: Any) -> str:
     return f"refunded {ORDERS[args['order_id']]['amount']:.2f} on {args['order_id']}"
 
 
-def _tools(lookup: Any = lookup_order) -> list[Any]:
+def _tools(lookup: Any = lookup_order, check_in_over: float = CHECK_IN_OVER) -> list[Any]:
     schema = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
     return [
         define_tool(name="lookup_order", description="Look an order up.", input_schema=schema, execute=lookup),
-        define_tool(name="issue_refund", description="Refund an order.", input_schema=schema, execute=issue_refund),
+        define_tool(
+            name="issue_refund",
+            description="Refund an order.",
+            input_schema=schema,
+            execute=issue_refund,
+            check_in=lambda args, ctx: ORDERS[args["order_id"]]["amount"] > check_in_over,
+        ),
     ]
 
 
@@ -106,7 +115,7 @@ def build_agent(provider: Any = None, regression: str = "unchanged", store: Any 
     builder = (
         Agent.create(provider=provider or scripted(["unused"]), model=model, store=store)
         .system(prompt)
-        .tools(_tools(lookup))
+        .tools(_tools(lookup, 50.0 if regression == "check-in threshold raised" else CHECK_IN_OVER))
         .max_iterations(1 if regression == "max iterations lowered" else 5)
     )
     if regression == "middleware now denies":
@@ -156,10 +165,18 @@ CHART_INPUTS = ({"items": [1.5, 2.25]}, {"items": [1.5, 2.25, 4.0]})
 # -- recording and replaying -----------------------------------------------------------------------
 def record_runs(store: Any) -> list[str]:
     """Record every conversation and chart input into ``store``; their run ids."""
+    from agent import Paused
+    from governance import check_in_approved
+
     ids = []
     for question, replies in SCRIPTS.values():
         agent = build_agent(scripted(replies), store=store)
-        agent.run(question)
+        outcome = agent.run(question)
+        if isinstance(outcome, Paused):  # the refund: alice approves it, another process resumes
+            decision = check_in_approved(request=outcome.check_in, by="alice", at="2026-12-01T09:00:00Z")
+            build_agent(scripted(replies[2:]), store=store).resume_run(outcome.run_id, decision)
+            ids.append(outcome.run_id)
+            continue
         ids.append(agent.last_snapshot().record.run_id)
     chart = build_chart()
     for args in CHART_INPUTS:
