@@ -21,8 +21,9 @@ Use it with the fixture (import it in your ``conftest.py``)::
 or directly: ``assert result == snapshot.use_extension(TraceSnapshotExtension)``.
 Create or refresh the files with ``pytest --snapshot-update``.
 
-Replay as a test (``pytest -p flowchart.testing --replay tests/runs/``, or
-``pytest_plugins = ["flowchart.testing"]`` in the top-level ``conftest.py``): every fixture file
+Replay as a test (``pytest --replay tests/runs/``: the plugin is installed with pyfootprint, as
+the ``pytest11`` entry point ``flowchart._pytest_plugin``, active when syrupy is; ``-p
+flowchart.testing`` or ``pytest_plugins = ["flowchart.testing"]`` load it too): every fixture file
 in the directory (``*.trace.json``, as ``agent runs export`` writes them) parametrizes the
 ``replay_run`` fixture. ``replay_run.check()`` re-runs TODAY's chart or agent against the
 fixture's recorded world — the target is ``--replay-target MODULE:ATTR`` or a ``replay_target``
@@ -164,11 +165,14 @@ class TextSnapshotExtension(SingleFileSnapshotExtension):
 
 # -- replay as a test ------------------------------------------------------------------------------
 REPLAY_SUFFIX = ".trace.json"
+_PARAMETRIZED = pytest.StashKey[set]()
 
 
 def pytest_addoption(parser: Any) -> None:
     """``--replay DIR`` and ``--replay-target MODULE:ATTR``."""
     group = parser.getgroup("flowchart replay")
+    if any("--replay" in option.names() for option in group.options):
+        return  # registered twice (the entry point, and -p flowchart.testing): once is enough
     group.addoption(
         "--replay",
         metavar="DIR",
@@ -195,6 +199,10 @@ def pytest_generate_tests(metafunc: Any) -> None:
     """One test per fixture file of ``--replay DIR`` for a test asking for ``replay_run``."""
     if "replay_run" not in metafunc.fixturenames:
         return
+    seen = metafunc.config.stash.setdefault(_PARAMETRIZED, set())
+    if metafunc.definition.nodeid in seen:  # the hook registered twice: parametrize once
+        return
+    seen.add(metafunc.definition.nodeid)
     directory = metafunc.config.getoption("--replay", default=None)
     if directory is None:
         metafunc.parametrize(

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart._cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart._pytest_plugin": 4,
     "flowchart.otel": 4,
     "flowchart._otel": 4,
     "flowchart.stream": 4,

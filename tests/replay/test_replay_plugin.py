@@ -68,3 +68,44 @@ def test_todays_replayed_run_is_accepted_into_a_trace_snapshot(
     today = run.rerun(world.target())
     assert today.record.run_id != run.fixture.run_id
     assert today == trace_snapshot
+
+
+def test_the_plugin_runs_from_its_entry_point_and_once_when_also_named(tmp_path: Path) -> None:
+    """``pytest --replay DIR`` works as installed; naming ``-p flowchart.testing`` as well registers
+    nothing twice; without ``--replay`` a replay test is skipped, saying why."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for args in world.CHART_INPUTS:
+        Trace.of(world.build_chart().run(args).record.shown()).save(runs / f"{len(args['items'])}.trace.json")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_suite.py").write_text(
+        textwrap.dedent(
+            """
+            import world
+
+            def test_replay(replay_run):
+                replay_run.check(world.build_chart())
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+
+    def pytest_run(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-rs", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.stdout
+
+    assert "2 passed" in pytest_run("--replay", str(runs), "test_suite.py")
+    assert "2 passed" in pytest_run("-p", "flowchart.testing", "--replay", str(runs), "test_suite.py")
+    assert "SKIPPED [1] test_suite.py: no --replay DIR given" in pytest_run("test_suite.py")

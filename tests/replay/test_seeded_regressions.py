@@ -3,7 +3,8 @@
 commit, and passes on the unchanged code.
 
 The runs are recorded into a real SQLite run store, exported with ``agent runs export``, and the
-suite runs in a pytest process of its own (as a user runs it); its JUnit report is read back.
+suite runs in a pytest process of its own, as a user runs it (``pytest --replay DIR``: the plugin
+is the installed entry point); its JUnit report is read back.
 """
 
 from __future__ import annotations
@@ -65,8 +66,6 @@ def test_the_replay_suite_fails_on_each_seeded_regression_and_passes_unchanged(t
             sys.executable,
             "-m",
             "pytest",
-            "-p",
-            "flowchart.testing",
             "-p",
             "no:randomly",
             "-p",
