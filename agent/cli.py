@@ -13,6 +13,8 @@
                                                       (default RUN.html here; a run id that is not
                                                       a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
+    agent diff A B [--json]                           where run B (trace or id) went differently from A
+    agent runs export RUN... -o DIR                   shown trace files: fixtures for pytest --replay DIR
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
@@ -49,6 +51,7 @@ from agent._chart.config import TOOL_ERRORS
 from agent._edge.cli_common import close_opened, load_object, open_store, shown_input, shown_output
 from agent._edge.conversation_cli import add_commands as add_conversation_commands
 from agent._edge.conversation_cli import earlier_turn_lines, turn_input
+from agent._edge.replay_cli import add_commands as add_replay_commands
 from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
@@ -458,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    add_replay_commands(groups, command, store_options)
     return parser
 
 
