@@ -1,8 +1,12 @@
 """The scripted and mock providers: deterministic models for tests, demos and benchmarks.
 
-Law of this file: a scripted provider plays its replies in order, one per request,
-records every request it receives, and never invents an answer — running out of
-replies is an error that says how many were scripted and which request asked for more.
+Law of this file: a scripted provider plays its replies by the conversation's position —
+a request already holding *n* assistant turns gets reply *n+1* — records every request it
+receives, and never invents an answer: running out of replies is an error that says how
+many were scripted and which request (the conversation's, 1-based) asked for more. Answering by position (not by how many
+times this object was called) means a freshly built agent resuming a stored run — the CLI,
+the inbox, a Celery worker — continues the script where the run is, and each turn of a
+conversation (whose history holds the earlier answers) continues it too.
 Both providers answer synchronously (``complete`` returns an :class:`LLMResponse`, not
 an awaitable) and never touch the network, so an agent on them is offline and
 byte-for-byte repeatable.
@@ -93,6 +97,11 @@ def _reply(raw: object, number: int) -> LLMResponse:
     )
 
 
+def _position(req: LLMRequest) -> int:
+    """How many assistant turns ``req`` already holds: the index of the reply it gets."""
+    return sum(1 for message in req.messages if message.get("role") == "assistant")
+
+
 def _input_tokens(req: LLMRequest) -> int:
     chars = len(req.system_prompt or "")
     for message in req.messages:
@@ -117,12 +126,13 @@ class ScriptedProvider:
     verbatim: frozenset[int] = attrs.field(default=frozenset(), repr=False)
 
     def complete(self, req: LLMRequest) -> LLMResponse:
-        """Record ``req`` and return the next reply, synchronously.
+        """Record ``req`` and return the reply for its position, synchronously.
 
-        Raises :class:`ScriptExhaustedError` when every reply has been played.
+        A request holding *n* assistant turns gets reply *n+1*. Raises
+        :class:`ScriptExhaustedError` when the script has no reply for that position.
         """
         self.requests.append(req)
-        number = len(self.requests)
+        number = _position(req) + 1
         if number <= len(self.replies):
             index = number - 1
         elif self.repeat and self.replies:
@@ -162,13 +172,17 @@ class ScriptedProvider:
 
 
 def scripted(replies: Sequence[str | Mapping[str, Any] | LLMResponse]) -> ScriptedProvider:
-    """A provider answering request *n* with ``replies[n-1]``; the script is checked up front.
+    """A provider answering a request holding *n* assistant turns with ``replies[n]``.
+
+    The script is checked up front. The position is the conversation's, not this object's
+    call count: a fresh agent resuming a paused run after two model replies gets
+    ``replies[2]``, and a conversation's second turn continues after the first's answer.
 
     Each reply is a string (the model's text), a dict
     ``{"content": str, "tool_calls": [{"id": str, "name": str, "args": dict}]}`` (both
     keys optional; ``finish_reason`` is ``tool_use`` when calls are present, else
     ``stop``), or an :class:`LLMResponse` played verbatim. A malformed reply raises
-    :class:`ScriptError` naming it (``reply #2``, 1-based). A request beyond the last
+    :class:`ScriptError` naming it (``reply #2``, 1-based). A request past the last
     reply raises :class:`ScriptExhaustedError`.
     """
     if isinstance(replies, str | bytes | Mapping) or not isinstance(replies, Sequence):
