@@ -6,7 +6,11 @@ receives, and never invents an answer: running out of replies is an error that s
 many were scripted and which request (the conversation's, 1-based) asked for more. Answering by position (not by how many
 times this object was called) means a freshly built agent resuming a stored run — the CLI,
 the inbox, a Celery worker — continues the script where the run is, and each turn of a
-conversation (whose history holds the earlier answers) continues it too.
+conversation (whose history holds the earlier answers) continues it too. One reply the
+agent drops from the history is still a turn played: a request that extends the previous
+request this object answered, at the same position (the wrap-up the agent asks for once
+``max_iterations`` is spent, after a reply whose calls it will not run), gets the reply
+after the one played for it.
 Both providers answer synchronously (``complete`` returns an :class:`LLMResponse`, not
 an awaitable) and never touch the network, so an agent on them is offline and
 byte-for-byte repeatable.
@@ -97,11 +101,6 @@ def _reply(raw: object, number: int) -> LLMResponse:
     )
 
 
-def _position(req: LLMRequest) -> int:
-    """How many assistant turns ``req`` already holds: the index of the reply it gets."""
-    return sum(1 for message in req.messages if message.get("role") == "assistant")
-
-
 def _input_tokens(req: LLMRequest) -> int:
     chars = len(req.system_prompt or "")
     for message in req.messages:
@@ -124,6 +123,9 @@ class ScriptedProvider:
     requests: list[LLMRequest] = attrs.field(factory=list)
     # Which replies were given as LLMResponse objects: those are played verbatim.
     verbatim: frozenset[int] = attrs.field(default=frozenset(), repr=False)
+    # (position, index played) for the last request: a request extending it at the same position
+    # is the turn after a reply the agent dropped from its history (the wrap-up)
+    _last: tuple[int, int] = attrs.field(default=(-1, -1), repr=False, alias="_last")
 
     def complete(self, req: LLMRequest) -> LLMResponse:
         """Record ``req`` and return the reply for its position, synchronously.
@@ -131,8 +133,18 @@ class ScriptedProvider:
         A request holding *n* assistant turns gets reply *n+1*. Raises
         :class:`ScriptExhaustedError` when the script has no reply for that position.
         """
+        messages = req.messages
+        position = 0
+        for message in messages:  # a loop, not a generator: this is the benchmark's hot path
+            if message.get("role") == "assistant":
+                position += 1
+        number = position + 1
+        last_position, last_index = self._last
+        if position == last_position and self.requests:
+            previous = self.requests[-1].messages
+            if len(messages) > len(previous) and messages[: len(previous)] == previous:
+                number = last_index + 2
         self.requests.append(req)
-        number = _position(req) + 1
         if number <= len(self.replies):
             index = number - 1
         elif self.repeat and self.replies:
@@ -145,6 +157,7 @@ class ScriptedProvider:
                 f"but request #{number} asked for another; add a reply to the script",
                 provider=self.name,
             )
+        self._last = (position, number - 1)
         template = self.replies[index]
         if index in self.verbatim:
             return template
