@@ -4,8 +4,8 @@ Law of this file: a scripted provider plays its replies by the conversation's po
 a request already holding *n* assistant turns gets reply *n+1* — records every request it
 receives, and never invents an answer: running out of replies is an error that says how
 many were scripted and which request (the conversation's, 1-based) asked for more.
-Answering by position (not by how many times this object was called) means a freshly built agent resuming a stored run — the CLI,
-the inbox, a Celery worker — continues the script where the run is, and each turn of a
+Answering by position (not by how many times this object was called) means a freshly
+built agent resuming a stored run — the CLI, the inbox, a Celery worker — continues the script where the run is, and each turn of a
 conversation (whose history holds the earlier answers) continues it too. One reply the
 agent drops from the history is still a turn played: a request that extends the previous
 request this object answered, at the same position (the wrap-up the agent asks for once
