@@ -5,12 +5,12 @@ a request already holding *n* assistant turns gets reply *n+1* — records every
 receives, and never invents an answer: running out of replies is an error that says how
 many were scripted and which request (the conversation's, 1-based) asked for more.
 Answering by position (not by how many times this object was called) means a freshly
-built agent resuming a stored run — the CLI, the inbox, a Celery worker — continues the script where the run is, and each turn of a
-conversation (whose history holds the earlier answers) continues it too. One reply the
-agent drops from the history is still a turn played: a request that extends the previous
-request this object answered, at the same position (the wrap-up the agent asks for once
-``max_iterations`` is spent, after a reply whose calls it will not run), gets the reply
-after the one played for it.
+built agent resuming a stored run — the CLI, the inbox, a Celery worker — continues the
+script where the run is, and each turn of a conversation (whose history holds the
+earlier answers) continues it too. One reply the agent drops from the history is still a
+turn played: a request that extends the previous request this object answered, at the
+same position (the wrap-up the agent asks for once ``max_iterations`` is spent, after a
+reply whose calls it will not run), gets the reply after the one played for it.
 Both providers answer synchronously (``complete`` returns an :class:`LLMResponse`, not
 an awaitable) and never touch the network, so an agent on them is offline and
 byte-for-byte repeatable.

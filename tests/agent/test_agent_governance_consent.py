@@ -261,9 +261,7 @@ def test_the_same_call_in_another_run_is_another_request() -> None:
     ) as caught:
         agent.resume(second.checkpoint, first_decision)
     assert caught.value.problem == "already-used" and len(body.runs) == 1
-    assert (
-        agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done."
-    )
+    assert agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done."
     assert len(body.runs) == 2
     with pytest.raises(
         ResumeDecisionError,

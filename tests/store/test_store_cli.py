@@ -220,9 +220,7 @@ def test_approving_the_demo_through_the_cli_refunds_once(tmp_path: Path, capsys:
     )
     stored = SqliteStore(path).get(first.run_id)
     assert stored.status == "done" and stored.answered == frozenset({first.check_in.id})
-    results = [
-        m for m in stored.record.shown().final_state["history"] if m.get("role") == "tool"
-    ]
+    results = [m for m in stored.record.shown().final_state["history"] if m.get("role") == "tool"]
     assert [m["content"] for m in results if m.get("tool_name") == "issue_refund"] == ["refunded 129.00 on A-1001"]
     code, out, err = _run(capsys, "why", first.run_id, "--db", path)
     assert code == 0, err
