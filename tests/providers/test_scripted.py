@@ -247,3 +247,15 @@ def test_a_played_reply_is_the_value_the_class_call_makes() -> None:
         hash(second)  # the call's args dict, as for the class call
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
         first.content = "other"  # type: ignore[misc]
+
+
+def test_a_request_extending_the_last_one_at_the_same_position_gets_the_next_reply() -> None:
+    """The wrap-up: the agent drops a reply whose calls it will not run and asks again with one more
+    user message; that request holds no more assistant turns, yet it is the next turn of the script."""
+    provider = scripted(["one", "two", "three"])
+    dropped = request("q", after=1)
+    assert provider.complete(dropped).content == "two"
+    wrap_up = LLMRequest(
+        system_prompt="sys", messages=[*dropped.messages, {"role": "user", "content": "wrap up"}], tools=[], model="m"
+    )
+    assert provider.complete(wrap_up).content == "three"
