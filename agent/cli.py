@@ -473,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    from .serve.cli import add_commands as add_serve_commands
+
+    add_serve_commands(groups)
     return parser
 
 
