@@ -92,7 +92,8 @@ def _earlier_turns(inbox: Inbox, record: RunRecord, limit: int = 20) -> list[dic
 
     if record.conversation_id is None or record.turn is None:
         return []
-    turns = [r for r in inbox.store.list(conversation=record.conversation_id, limit=limit + 1) if (r.turn or 0) < record.turn]
+    listed = inbox.store.list(conversation=record.conversation_id, limit=limit + 1)
+    turns = [r for r in listed if (r.turn or 0) < record.turn]
     return [
         {"run_id": r.run_id, "turn": r.turn, "status": r.status, "message": _message(r), "answer": shown_output(r)}
         for r in sorted(turns, key=lambda r: r.turn or 0)[-limit:]
