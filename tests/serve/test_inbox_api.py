@@ -148,7 +148,7 @@ def test_an_edited_approval_runs_the_edited_call_and_keeps_both_versions(
     assert row["before"] == {"order_id": "A-1001", "amount": 129.0} and row["after"] == edited
     assert agent_main(["why", paused.run_id, "--db", setup.db]) == 0
     why = capsys.readouterr().out
-    assert 'approved by alice' in why and 'args edited to {"order_id": "A-1001", "amount": 64.5}' in why
+    assert "approved by alice" in why and 'args edited to {"order_id": "A-1001", "amount": 64.5}' in why
 
 
 def test_edited_args_that_fail_the_schema_are_400_and_nothing_is_recorded(setup: Setup, serve: Any) -> None:
@@ -253,7 +253,12 @@ def test_refusals_name_the_problem_and_record_only_an_audit_row(setup: Setup, se
             "request_id, approved, note, args, response",
         ),
         ("alice", ["approve"], 400, "the body must be a JSON object {request_id, approved, note?, args?, response?}"),
-        ("alice", {"approved": True}, 400, "field 'request_id': the id of the request you decide on (a non-empty string)"),
+        (
+            "alice",
+            {"approved": True},
+            400,
+            "field 'request_id': the id of the request you decide on (a non-empty string)",
+        ),
         ("alice", {"request_id": rid, "approved": "yes"}, 400, "field 'approved': true or false"),
         ("alice", {"request_id": rid}, 400, "field 'approved': true to approve, false to decline"),
         (
@@ -280,7 +285,8 @@ def test_refusals_name_the_problem_and_record_only_an_audit_row(setup: Setup, se
         reply = decide(url, setup, who, run, body)
         assert (reply.status_code, reply.json()) == (status, {"error": message}), body
     raw = httpx.post(
-        f"{url}/api/runs/{run}/decision", headers={**setup.headers("alice"), "content-type": "application/json"},
+        f"{url}/api/runs/{run}/decision",
+        headers={**setup.headers("alice"), "content-type": "application/json"},
         content=b"{not json",
     )
     assert raw.status_code == 400 and raw.json()["error"].startswith("the body is not JSON: ")
