@@ -172,5 +172,6 @@ def test_the_demo_through_the_inbox_names_the_approver_and_the_edit(setup: Setup
     assert decide(url, setup, "alice", paused.run_id, body).json()["status"] == "done"
     run = httpx.get(f"{url}/api/runs/{paused.run_id}", headers=setup.headers("alice")).json()
     assert run["decided"] == [
-        "alice approved issue_refund(order_id=A-1001, amount=129.0), edited to issue_refund(order_id=A-1001, amount=64.5)"
+        "alice approved issue_refund(order_id=A-1001, amount=129.0), "
+        "edited to issue_refund(order_id=A-1001, amount=64.5)"
     ]
