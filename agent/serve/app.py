@@ -417,6 +417,7 @@ def inbox_app(
 
     routes = [
         Route("/health", health),
+        Route("/favicon.ico", lambda _request: Response(status_code=204)),
         Route("/api/runs", api(api_runs)),
         Route("/api/runs/{run_id}", api(api_run)),
         Route("/api/runs/{run_id}/decision", api(api_decision), methods=["POST"]),
@@ -442,6 +443,5 @@ def _templates() -> Any:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,
-        undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
