@@ -33,7 +33,7 @@
       link.href = "/runs/" + encodeURIComponent(run.run_id);
       link.textContent = run.wants;
       first.appendChild(link);
-      cell(tr, run["for"] || run.message || "");
+      cell(tr, run["for"] || run.conversation || "—");
       cell(tr, run.since);
       cell(tr, run.status);
       const code = document.createElement("code");
