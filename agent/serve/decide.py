@@ -57,6 +57,8 @@ class Inbox:
     queue: Any = None
     clock: Callable[[], float] = time.time
     on_change: Callable[[str], None] | None = None
+    #: the list's rows, kept per run version ``(run_id, updated_at, status)`` (``views.row``)
+    rows: dict[tuple[str, float, str], dict[str, Any]] = attrs.field(factory=dict)
 
     @property
     def receipt_key(self) -> bytes:

@@ -24,9 +24,8 @@ def _iso(stamp: float) -> str:
 
 
 def _message(record: RunRecord) -> str | None:
-    from agent.cli_common import shown_input
-
-    shown = shown_input(record)
+    # the input under the run's rule (what ``record.shown().input`` is), without showing the checkpoint
+    shown = record.record.rule.scrub_state(record.input)
     message = shown.get("input_message") if isinstance(shown, Mapping) else None
     return message if isinstance(message, str) else None
 
@@ -43,8 +42,22 @@ def wants(record: RunRecord) -> str:
     return call_text(tool, args)
 
 
+_ROWS_KEPT = 5000
+
+
 def row(inbox: Inbox, record: RunRecord) -> dict[str, Any]:
-    """A run as a row of the list."""
+    """A run as a row of the list (kept per run version: a run's row changes only when it is updated)."""
+    key = (record.run_id, record.updated_at, record.status)
+    rows = inbox.rows
+    kept = rows.get(key)
+    if kept is None:
+        if len(rows) >= _ROWS_KEPT:
+            rows.clear()
+        kept = rows[key] = _row(record)
+    return {**kept, "expired": expired(inbox, record)}
+
+
+def _row(record: RunRecord) -> dict[str, Any]:
     tool, _ = tool_and_args(record)
     identity = record.input.get("input_identity") if isinstance(record.input, Mapping) else None
     out: dict[str, Any] = {
@@ -58,7 +71,6 @@ def row(inbox: Inbox, record: RunRecord) -> dict[str, Any]:
         "message": _message(record),
         "since": _iso(record.updated_at),
         "updated_at": record.updated_at,
-        "expired": expired(inbox, record),
     }
     if record.conversation_id is not None:
         out.update(conversation=record.conversation_id, turn=record.turn)
