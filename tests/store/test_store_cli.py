@@ -250,3 +250,18 @@ def test_a_command_run_in_process_leaves_no_connection_open(db: str, capsys: pyt
     finally:
         gc.enable()
     capsys.readouterr()
+
+
+def test_list_pages_with_after(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A full page ends with the command for the next one; ``--after CURSOR`` prints that page."""
+    code, out, _ = _run(capsys, "runs", "list", "--limit", "1", "--db", db)
+    assert code == 0
+    *rows, more = out.splitlines()
+    assert len(rows) == 2 and more.startswith("more: agent runs list --after u:")
+    cursor = more.rsplit(" ", 1)[1]
+    code, out, _ = _run(capsys, "runs", "list", "--limit", "1", "--after", cursor, "--db", db)
+    assert code == 0
+    (header, second, *rest) = out.splitlines()
+    assert second.split()[0] != rows[1].split()[0]
+    code, _, err = _run(capsys, "runs", "list", "--after", "nope", "--db", db)
+    assert code == 2 and "list(after='nope'): not a cursor of this listing" in err
