@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 def _p(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _port() -> int:
@@ -79,8 +79,20 @@ def main() -> int:
         print(f"made {args.runs} paused runs in {time.perf_counter() - started:.1f}s", file=sys.stderr)
         port = _port()
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        command = [str(REPO / ".venv" / "bin" / "agent"), "serve", "--store", db, "--users", users, "--port", str(port),
-                   "--agent", "examples.support_agent:build_agent", "--app-dir", str(REPO)]
+        command = [
+            str(REPO / ".venv" / "bin" / "agent"),
+            "serve",
+            "--store",
+            db,
+            "--users",
+            users,
+            "--port",
+            str(port),
+            "--agent",
+            "examples.support_agent:build_agent",
+            "--app-dir",
+            str(REPO),
+        ]
         server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -113,8 +125,10 @@ def main() -> int:
                     c.get("/api/runs?limit=1")
                     for row in todo[index :: args.approvers]:
                         t0 = time.perf_counter()
-                        reply = c.post(f"/api/runs/{row['run_id']}/decision",
-                                       json={"request_id": row["request_id"], "approved": True})
+                        reply = c.post(
+                            f"/api/runs/{row['run_id']}/decision",
+                            json={"request_id": row["request_id"], "approved": True},
+                        )
                         took = (time.perf_counter() - t0) * 1000
                         with lock:
                             if reply.status_code != 200 or reply.json()["status"] != "done":
@@ -130,11 +144,23 @@ def main() -> int:
             server.terminate()
             server.wait(10)
     figures = [
-        {"figure": "inbox first page (limit 50)", "runs": args.runs, "n": len(pages),
-         "p50_ms": round(statistics.median(pages), 2), "p95_ms": round(_p(pages, 0.95), 2), "target_p95_ms": 50},
-        {"figure": f"approve -> done ({args.approvers} concurrent approvers)", "runs": args.runs,
-         "n": len(latencies), "p50_ms": round(statistics.median(latencies), 1),
-         "p95_ms": round(_p(latencies, 0.95), 1), "target_p95_ms": 1000, "failures": len(failures)},
+        {
+            "figure": "inbox first page (limit 50)",
+            "runs": args.runs,
+            "n": len(pages),
+            "p50_ms": round(statistics.median(pages), 2),
+            "p95_ms": round(_p(pages, 0.95), 2),
+            "target_p95_ms": 50,
+        },
+        {
+            "figure": f"approve -> done ({args.approvers} concurrent approvers)",
+            "runs": args.runs,
+            "n": len(latencies),
+            "p50_ms": round(statistics.median(latencies), 1),
+            "p95_ms": round(_p(latencies, 0.95), 1),
+            "target_p95_ms": 1000,
+            "failures": len(failures),
+        },
     ]
     for figure in figures:
         print(json.dumps(figure))

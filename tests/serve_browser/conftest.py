@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
 
-from viewer_harness import ARGS, CHROMIUM  # noqa: E402
+from viewer_harness import ARGS, CHROMIUM
 
 pytest.importorskip("starlette", reason="the inbox needs the [serve] extra")
 HERE = Path(__file__).resolve().parent

@@ -95,7 +95,9 @@ def test_log_in_see_the_refund_with_its_evidence_and_approve(inbox: Any) -> None
     page.click("#approve")
     page.wait_for_selector("#ok")
     assert page.inner_text("#ok") == "approve: recorded; the run is done"
-    assert page.inner_text("#decided") == "alice approved issue_refund(order_id=A-1001, amount=129.0): duplicate confirmed"
+    assert (
+        page.inner_text("#decided") == "alice approved issue_refund(order_id=A-1001, amount=129.0): duplicate confirmed"
+    )
     assert page.inner_text("#answer").startswith("I've refunded the duplicate charge")
     assert "receipt (JSON)" in page.inner_text("#receipts")
     box.check_clean()
@@ -162,8 +164,10 @@ def test_two_browsers_racing_on_one_pause(inbox: Any) -> None:
     pages["alice"].wait_for_selector("#ok")
     pages["bob"].click("#approve")
     pages["bob"].wait_for_selector("#message")
-    assert pages["bob"].inner_text("#message").startswith(
-        f"request '{paused.check_in.id}' of run '{paused.run_id}' was already decided by alice at "
+    assert (
+        pages["bob"]
+        .inner_text("#message")
+        .startswith(f"request '{paused.check_in.id}' of run '{paused.run_id}' was already decided by alice at ")
     )
     history = SqliteStore(box.setup.db).get(paused.run_id).record.shown().final_state["history"]
     assert [m["content"] for m in history if m.get("tool_name") == "issue_refund"] == ["refunded 129.00 on A-1001"]

@@ -261,7 +261,7 @@ def test_list_pages_with_after(db: str, capsys: pytest.CaptureFixture[str]) -> N
     cursor = more.rsplit(" ", 1)[1]
     code, out, _ = _run(capsys, "runs", "list", "--limit", "1", "--after", cursor, "--db", db)
     assert code == 0
-    (header, second, *rest) = out.splitlines()
+    second = out.splitlines()[1]
     assert second.split()[0] != rows[1].split()[0]
     code, _, err = _run(capsys, "runs", "list", "--after", "nope", "--db", db)
     assert code == 2 and "list(after='nope'): not a cursor of this listing" in err
