@@ -39,7 +39,8 @@ def inbox_app(
     except ImportError as exc:
         raise ImportError(
             "agent.serve needs the [serve] extra (Starlette, uvicorn, Jinja2): "
-            f"pip install 'pyfootprint[serve]' ({exc})"
+            "pip install starlette uvicorn jinja2 "
+            f"(in a pyfootprint checkout: pip install -e '.[serve]') ({exc})"
         ) from exc
     return make(store, agent, authenticate, policies, users=users, state=state, queue=queue, poll=poll)
 

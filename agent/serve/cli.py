@@ -43,7 +43,10 @@ def cmd_serve(args: argparse.Namespace) -> str:
     try:
         import uvicorn
     except ImportError:
-        raise CliError("agent serve needs the [serve] extra: pip install 'pyfootprint[serve]'") from None
+        raise CliError(
+            "agent serve needs the [serve] extra: pip install starlette uvicorn jinja2 "
+            "(in a pyfootprint checkout: pip install -e '.[serve]')"
+        ) from None
     from agent.cli_common import load_object
     from agent.loading import load_agent
 
