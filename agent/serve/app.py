@@ -62,21 +62,15 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
 async def _body(request: Request) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise _Refused(400, "the request body is over 1 MB")
+        raise InboxRefusal(400, "the request body is over 1 MB")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_BODY:
-            raise _Refused(400, "the request body is over 1 MB")
+            raise InboxRefusal(400, "the request body is over 1 MB")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -96,16 +90,16 @@ def _json_body(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=no_constant, object_pairs_hook=no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _Refused(400, f"the body is not JSON: {exc}") from None
+        raise InboxRefusal(400, f"the body is not JSON: {exc}") from None
 
 
 def _list_params(query: Any) -> dict[str, Any]:
     status = query.get("status", "paused")
     if status not in _STATUSES:
-        raise _Refused(400, f"parameter 'status': one of {', '.join(_STATUSES)}; got {status!r}")
+        raise InboxRefusal(400, f"parameter 'status': one of {', '.join(_STATUSES)}; got {status!r}")
     limit_text = query.get("limit", "50")
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= 200:
-        raise _Refused(400, f"parameter 'limit': a whole number from 1 to 200; got {limit_text!r}")
+        raise InboxRefusal(400, f"parameter 'limit': a whole number from 1 to 200; got {limit_text!r}")
     max_age = query.get("max_age")
     if max_age is not None:
         try:
@@ -113,7 +107,7 @@ def _list_params(query: Any) -> dict[str, Any]:
         except ValueError:
             age = -1.0
         if not age > 0:
-            raise _Refused(400, f"parameter 'max_age': a positive number of seconds; got {max_age!r}")
+            raise InboxRefusal(400, f"parameter 'max_age': a positive number of seconds; got {max_age!r}")
     return {
         "status": None if status == "all" else status,
         "limit": int(limit_text),
@@ -166,17 +160,15 @@ def inbox_app(
     def need(request: Request) -> Approver:
         approver = who(request)
         if approver is None:
-            raise _Refused(401, "authenticate: send Authorization: Bearer TOKEN (agent users add prints one)")
+            raise InboxRefusal(401, "authenticate: send Authorization: Bearer TOKEN (agent users add prints one)")
         return approver
 
     def api(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             try:
                 return await handler(request)
-            except _Refused as refused:
+            except InboxRefusal as refused:
                 return _error(refused.status, refused.message)
-            except InboxRefusal as refusal:
-                return _error(refusal.status, refusal.message)
 
         return endpoint
 
@@ -186,7 +178,7 @@ def inbox_app(
                 params["status"], limit=params["limit"], after=params["cursor"], conversation=params["conversation"]
             )
         except ValueError as exc:
-            raise _Refused(400, f"parameter 'cursor': {exc}") from None
+            raise InboxRefusal(400, f"parameter 'cursor': {exc}") from None
         now = time.time()
         rows = [
             row(inbox, r)
@@ -213,7 +205,7 @@ def inbox_app(
         try:
             return detail(inbox, store.get(run_id))
         except RunNotFoundError:
-            raise _Refused(404, f"no run '{run_id}' in this store") from None
+            raise InboxRefusal(404, f"no run '{run_id}' in this store") from None
 
     async def api_run(request: Request) -> Response:
         need(request)
@@ -224,11 +216,11 @@ def inbox_app(
         if bearer_token(request) is None and auth(request) is None:  # a browser session: CSRF header
             session = request.cookies.get(SESSION_COOKIE)
             if not check_csrf(session_key, session, request.headers.get("x-csrf-token")):
-                raise _Refused(403, "CSRF token missing or wrong: send the page's X-CSRF-Token header")
+                raise InboxRefusal(403, "CSRF token missing or wrong: send the page's X-CSRF-Token header")
         run_id = request.path_params["run_id"]
         try:
             body = _json_body(await _body(request))
-        except _Refused as refused:
+        except InboxRefusal as refused:
             ledger.audit(approver.name, run_id, None, "decide", str(refused.status), refused.message)
             raise
         return JSONResponse(await run_in_threadpool(decide, inbox, approver, run_id, body))
@@ -238,7 +230,7 @@ def inbox_app(
         run_id, request_id = request.path_params["run_id"], request.path_params["request_id"]
         kept = await run_in_threadpool(ledger.receipt, run_id, request_id)
         if kept is None:
-            raise _Refused(404, f"no receipt for request '{request_id}' of run '{run_id}'")
+            raise InboxRefusal(404, f"no receipt for request '{request_id}' of run '{run_id}'")
         name = f"receipt-{run_id}-{request_id}.json"
         return JSONResponse(kept, headers={"content-disposition": f'attachment; filename="{name}"'})
 
@@ -281,7 +273,7 @@ def inbox_app(
     async def login(request: Request) -> Response:
         try:
             form = urllib.parse.parse_qs((await _body(request)).decode("utf-8", "replace"))
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return page("login.html", request, status=refused.status, approver=None, message=refused.message)
         token = (form.get("token") or [""])[0].strip()
         approver = users_file.check(token) if users_file is not None and token else None
@@ -310,7 +302,7 @@ def inbox_app(
         try:
             params = _list_params(request.query_params)
             data = await run_in_threadpool(listing, params)
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return page(
                 "list.html",
                 request,
@@ -331,7 +323,7 @@ def inbox_app(
             return RedirectResponse("/login", status_code=303)
         try:
             run = await run_in_threadpool(one, request.path_params["run_id"])
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return page(
                 "list.html",
                 request,
@@ -351,7 +343,7 @@ def inbox_app(
         run_id = request.path_params["run_id"]
         try:
             form = urllib.parse.parse_qs((await _body(request)).decode("utf-8", "replace"), keep_blank_values=True)
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return await _run_with(request, approver, run_id, refused.status, refused.message, None)
         field = {k: v[0] for k, v in form.items()}
         if not check_csrf(session_key, request.cookies.get(SESSION_COOKIE), field.get("csrf")):
@@ -383,7 +375,7 @@ def inbox_app(
     ) -> Response:
         try:
             run = await run_in_threadpool(one, run_id)
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return page(
                 "list.html",
                 request,
@@ -407,11 +399,11 @@ def inbox_app(
             try:
                 return render_page(record_trace(store.get(request.path_params["run_id"])), [PANEL])
             except RunNotFoundError:
-                raise _Refused(404, f"no run '{request.path_params['run_id']}' in this store") from None
+                raise InboxRefusal(404, f"no run '{request.path_params['run_id']}' in this store") from None
 
         try:
             html = await run_in_threadpool(build)
-        except _Refused as refused:
+        except InboxRefusal as refused:
             return _error(refused.status, refused.message)
         return HTMLResponse(html)  # the page carries its own CSP (one script, by hash)
 

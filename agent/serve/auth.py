@@ -30,6 +30,8 @@ from typing import Any
 
 import attrs
 
+from agent.errors import AgentError
+
 ROLES = ("approver", "viewer")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-@+")
@@ -37,7 +39,7 @@ SESSION_COOKIE = "inbox_session"
 SESSION_SECONDS = 8 * 3600
 
 
-class UsersFileError(ValueError):
+class UsersFileError(AgentError, ValueError):
     """A users file that cannot be read or written (the message names the file and the problem)."""
 
 

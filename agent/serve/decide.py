@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from agent.errors import AgentError
 from flowchart.lowlevel import copy_json, is_json_safe
 from flowchart.store import RunNotFoundError, RunRecord, RunStore
 from governance import CheckInRequest, MiddlewareAsk, ResumeDecisionError, check_in_approved, check_in_declined
@@ -36,7 +37,7 @@ MAX_BODY = 1024 * 1024
 _FIELDS = ("request_id", "approved", "note", "args", "response")
 
 
-class InboxRefusal(Exception):
+class InboxRefusal(AgentError):
     """A decision the inbox refused: ``status`` (HTTP) and the message (JSON ``{"error": ...}``)."""
 
     def __init__(self, status: int, message: str) -> None:
