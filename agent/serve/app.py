@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
@@ -148,6 +149,7 @@ def inbox_app(
         changes["version"] += 1
 
     inbox = Inbox(store, agent, policies or Policies(), ledger, queue=queue, on_change=changed)
+    watched: dict[str, Any] = {"lock": threading.Lock(), "at": float("-inf"), "value": None}
     session_key = ledger.key("sessions")
     templates = _templates()
 
@@ -238,8 +240,13 @@ def inbox_app(
         need(request)
 
         def signature() -> Any:
-            page = store.list("paused", limit=50)
-            return [(r.run_id, r.updated_at) for r in page]
+            # one store read per poll interval, however many pages are listening
+            with watched["lock"]:
+                if time.monotonic() - watched["at"] >= poll:
+                    page = store.list("paused", limit=50)
+                    watched["value"] = [(r.run_id, r.updated_at) for r in page]
+                    watched["at"] = time.monotonic()
+                return watched["value"]
 
         async def stream() -> AsyncIterator[str]:
             last: Any = None
