@@ -47,8 +47,8 @@ def served(app: Any) -> Iterator[str]:
         thread.join(10)
 
 
-def cancel_agent(store: Any) -> Agent:
-    """An agent whose ``confirm`` tool asks the customer (``ask_human``), then answers."""
+def cancel_agent(store: Any, order: str = "A-7") -> Agent:
+    """An agent whose ``confirm`` tool asks the customer (``ask_human``) about ``order``, then answers."""
     confirm = define_tool(
         name="confirm",
         description="Ask the customer to confirm.",
@@ -56,7 +56,7 @@ def cancel_agent(store: Any) -> Agent:
         execute=lambda args, ctx: ask_human({"question": f"Cancel order {args['order']}?"}),
     )
     replies = [
-        {"content": "", "tool_calls": [{"id": "c1", "name": "confirm", "args": {"order": "A-7"}}]},
+        {"content": "", "tool_calls": [{"id": "c1", "name": "confirm", "args": {"order": order}}]},
         "Order A-7 is cancelled.",
     ]
     return Agent.create(provider=scripted(replies), model="mock", store=store).tool(confirm).build()

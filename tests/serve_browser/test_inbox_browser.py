@@ -201,3 +201,19 @@ def test_a_viewer_sees_no_decision_forms(inbox: Any) -> None:
     page.goto(f"{box.url}/runs/{paused.run_id}")
     assert page.locator("#approve").count() == 0
     assert "You have the viewer role" in page.inner_text("#request")
+
+
+def test_hostile_values_are_shown_as_text(inbox: Any) -> None:
+    """A run asking about markup: the list and the run page show it as text; no script runs, no
+    request leaves the app (the CSP and the escaping)."""
+    hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    box = inbox(cancel_agent)
+    paused = cancel_agent(SqliteStore(box.setup.db), order=hostile).run("Cancel my order")
+    page = box.logged_in("alice")
+    row = page.locator(f'tr[data-run="{paused.run_id}"]')
+    assert row.locator("a").inner_text() == f"asks: Cancel order {hostile}?"
+    page.goto(f"{box.url}/runs/{paused.run_id}")
+    assert page.inner_text("#ask-question") == f"asks: Cancel order {hostile}?"
+    assert page.evaluate("window.pwned === undefined")
+    assert page.locator("img").count() == 0
+    box.check_clean()
