@@ -47,8 +47,9 @@ def served(app: Any) -> Iterator[str]:
         thread.join(10)
 
 
-def cancel_agent(store: Any, order: str = "A-7") -> Agent:
-    """An agent whose ``confirm`` tool asks the customer (``ask_human``) about ``order``, then answers."""
+def cancel_agent(store: Any, order: str = "A-7", more: tuple[Any, ...] = ()) -> Agent:
+    """An agent whose ``confirm`` tool asks the customer (``ask_human``) about ``order``, then
+    answers; ``more`` replies continue the script (a conversation's later turns)."""
     confirm = define_tool(
         name="confirm",
         description="Ask the customer to confirm.",
@@ -58,6 +59,7 @@ def cancel_agent(store: Any, order: str = "A-7") -> Agent:
     replies = [
         {"content": "", "tool_calls": [{"id": "c1", "name": "confirm", "args": {"order": order}}]},
         "Order A-7 is cancelled.",
+        *more,
     ]
     return Agent.create(provider=scripted(replies), model="mock", store=store).tool(confirm).build()
 

@@ -339,3 +339,21 @@ def test_a_cookie_session_post_without_the_csrf_header_is_403(setup: Setup, serv
             {"error": "CSRF token missing or wrong: send the page's X-CSRF-Token header"},
         )
         assert browser.get("/api/runs").status_code == 200  # reading needs no CSRF token
+
+
+def test_a_conversation_turns_page_shows_the_earlier_turns(setup: Setup, serve: Any) -> None:
+    """Turn 2 of a conversation, paused: its page lists turn 1's message and answer."""
+    second_call = {"content": "", "tool_calls": [{"id": "c2", "name": "confirm", "args": {"order": "B-2"}}]}
+    store = SqliteStore(setup.db)
+    agent = cancel_agent(store, more=(second_call, "Order B-2 is cancelled."))
+    first = agent.run("Cancel A-7", conversation="c-1")
+    assert isinstance(first, Paused)
+    agent.resume_run(first.run_id, "yes")
+    second = agent.run("And B-2 please", conversation="c-1")
+    assert isinstance(second, Paused)
+    url, _ = inbox(setup, serve, agent=agent)
+    run = httpx.get(f"{url}/api/runs/{second.run_id}", headers=setup.headers("alice")).json()
+    assert (run["conversation"], run["turn"], run["wants"]) == ("c-1", 2, "asks: Cancel order B-2?")
+    assert [(t["turn"], t["message"], t["answer"]) for t in run["earlier_turns"]] == [
+        (1, "Cancel A-7", "Order A-7 is cancelled.")
+    ]
