@@ -357,3 +357,17 @@ def test_a_conversation_turns_page_shows_the_earlier_turns(setup: Setup, serve: 
     assert [(t["turn"], t["message"], t["answer"]) for t in run["earlier_turns"]] == [
         (1, "Cancel A-7", "Order A-7 is cancelled.")
     ]
+
+
+def test_the_viewer_page_of_a_run_needs_a_login(setup: Setup, serve: Any) -> None:
+    """/runs/{id}/view: the login page without a session; with one, the run's viewer page (its own
+    CSP, one script by hash) with the agent's story panel."""
+    paused = paused_refund(setup)
+    url, _ = inbox(setup, serve)
+    with httpx.Client(base_url=url) as browser:
+        assert browser.get(f"/runs/{paused.run_id}/view").headers["location"] == "/login"
+        browser.post("/login", data={"token": setup.tokens["vera"]})
+        page = browser.get(f"/runs/{paused.run_id}/view")
+        assert page.status_code == 200 and "default-src 'none'" in page.text
+        assert paused.run_id in page.text
+        assert browser.get("/runs/nope/view").status_code == 404
