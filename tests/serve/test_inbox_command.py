@@ -89,3 +89,20 @@ def test_the_inbox_demo_prepares_paused_refunds_and_a_token(tmp_path: Path) -> N
     assert [r.status for r in store.list()] == ["paused"] * 3 and len(ids) == 3
     approver = UsersFile(users).check(token)
     assert approver is not None and (approver.name, approver.role) == ("alice", "approver")
+
+
+def test_the_inbox_benchmark_runs_at_a_tiny_size() -> None:
+    """bench/inbox.py (never timed here) makes its runs, serves them, lists and approves: exit 0,
+    two figures, no failed decision."""
+    import json
+
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "inbox.py"), "--runs", "55", "--decisions", "8", "--pages", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr
+    figures = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [f["n"] for f in figures] == [3, 8] and figures[1]["failures"] == 0
