@@ -371,3 +371,44 @@ def test_the_viewer_page_of_a_run_needs_a_login(setup: Setup, serve: Any) -> Non
         assert page.status_code == 200 and "default-src 'none'" in page.text
         assert paused.run_id in page.text
         assert browser.get("/runs/nope/view").status_code == 404
+
+
+def test_a_middleware_ask_is_decided_like_a_check_in(setup: Setup, serve: Any) -> None:
+    """A before-tool middleware that asks a person: the row says who asks; approving runs the call."""
+    from types import SimpleNamespace
+
+    from agent import Agent, define_tool
+    from agent.providers import scripted
+    from governance import allow, ask
+
+    def build(store: Any) -> Any:
+        refund = define_tool(
+            name="refund",
+            description="Refund an order.",
+            input_schema={"type": "object", "properties": {"amount": {"type": "number"}}},
+            execute=lambda args, ctx: f"refunded {args['amount']}",
+        )
+        big = SimpleNamespace(
+            name="big-refunds",
+            on_tool_call=lambda call: ask("Refund more than 100?") if call.args["amount"] > 100 else allow(),
+        )
+        replies = [{"content": "", "tool_calls": [{"id": "c1", "name": "refund", "args": {"amount": 500}}]}, "Ok."]
+        return (
+            Agent.create(provider=scripted(replies), model="mock", store=store)
+            .tool(refund)
+            .tool_middleware(big)
+            .build()
+        )
+
+    store = SqliteStore(setup.db)
+    paused = build(store).run("Refund order 42")
+    assert isinstance(paused, Paused) and paused.ask is not None
+    url, _ = inbox(setup, serve, agent=build(store))
+    run = httpx.get(f"{url}/api/runs/{paused.run_id}", headers=setup.headers("alice")).json()
+    assert (run["kind"], run["wants"], run["evidence"]["question"]) == (
+        "ask",
+        "refund(amount=500)",
+        "Refund more than 100?",
+    )
+    out = decide(url, setup, "alice", paused.run_id, {"request_id": paused.ask.id, "approved": True}).json()
+    assert out["status"] == "done" and SqliteStore(setup.db).get(paused.run_id).output == "Ok."
