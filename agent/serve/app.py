@@ -290,7 +290,12 @@ def inbox_app(
         ledger.audit(approver.name, None, None, "login", "ok", approver.role)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
-            SESSION_COOKIE, make_session(session_key, approver), httponly=True, samesite="strict", path="/"
+            SESSION_COOKIE,
+            make_session(session_key, approver),
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=request.url.scheme == "https",  # behind TLS the cookie never travels in clear
         )
         return response
 
