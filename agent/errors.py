@@ -20,6 +20,9 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── NoConversationError (RuntimeError)  follow_up before any conversation turn
     ├── McpConnectionError (RuntimeError)   an MCP server could not be started or reached
     ├── McpToolError (RuntimeError)         an MCP tool answered with isError
+    ├── InboxRefusal                        the approval inbox refused a decision (agent.serve.decide:
+    │                                        its HTTP status and message)
+    ├── UsersFileError (ValueError)         the inbox's users file cannot be read or written
     └── provider errors                     (agent/providers/errors.py draws their subtree)
         ├── ProviderError (RuntimeError)    any failure while talking to a model, and its kinds
         ├── ScriptError (ValueError)        scripted(...) was given a reply it cannot play

@@ -346,6 +346,7 @@ AGENT_LAYERS: dict[str, int] = {
     "agent.celery": 4,
     "agent.replaying": 4,
     "agent.mcp.*": 4,
+    "agent.serve.*": 4,
     # A5 the façade
     "agent": 5,
 }
