@@ -21,6 +21,7 @@ from flowchart._core.untrusted import check as check_untrusted
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
+from flowchart._record.trace import shown_of
 from flowchart._rerun import fork_chart
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "run_coroutine",
     "same_json",
     "set_owned",
+    "shown_of",
     "slot_setters",
     "spec_fingerprint",
     "structure_untrusted",

@@ -35,7 +35,6 @@ import functools
 import json
 from collections import deque
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -43,8 +42,8 @@ import attrs
 from agent.providers.errors import ProviderConfigError, ProviderError
 from agent.providers.scripted import _reply
 from agent.providers.types import LLMRequest, LLMResponse, ToolCall, Usage
-from flowchart import CheckpointError, Commit, Record, Redaction, ShownRecord, Trace
-from flowchart.lowlevel import apply_commit, canonical_json, check_untrusted, copy_json, thaw
+from flowchart import CheckpointError, Commit, Redaction, ShownRecord
+from flowchart.lowlevel import apply_commit, canonical_json, check_untrusted, copy_json, shown_of, thaw
 
 __all__ = [
     "RecordedCall",
@@ -71,17 +70,9 @@ class ReplayMissError(ProviderError):
 def shown_record(source: Any) -> ShownRecord:
     """The shown record of ``source`` (a ``Trace``, a trace path, a ``Record``/``ShownRecord``, a
     ``RunResult``, an agent snapshot or a stored run)."""
-    if isinstance(source, ShownRecord):
-        return source
-    if isinstance(source, str | Path):
-        source = Trace.load(source)
-    if isinstance(source, Trace):
-        return source.record.shown()
-    if isinstance(source, Record):
-        return source.shown()
-    found = getattr(source, "record", None)
-    if isinstance(found, Record):
-        return found.shown()
+    found = shown_of(source)
+    if found is not None:
+        return found
     raise TypeError(
         "replayed takes a Trace, a trace file path, a Record, a ShownRecord, a RunResult or a stored run, "
         f"got {type(source).__name__}"

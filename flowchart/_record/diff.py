@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -33,7 +32,7 @@ import attrs
 from flowchart._core.commits import Commit, replay
 from flowchart._core.errors import FlowchartError
 from flowchart._core.redaction import Redaction
-from flowchart._record.record import HUMAN_DECISIONS, Record, ShownRecord
+from flowchart._record.record import HUMAN_DECISIONS, ShownRecord
 
 __all__ = ["DecisionMove", "DiffError", "Divergence", "KeyDiff", "RunDiff", "diff_runs", "shown_of"]
 
@@ -204,21 +203,12 @@ class RunDiff:
 
 # -- reading the sources ---------------------------------------------------------------------------
 def shown_of(source: Any, what: str = "run") -> ShownRecord:
-    """The shown record of ``source``: a ``ShownRecord``, a ``Record``, a ``Trace``, a trace file
-    path, or anything with a ``.record`` (a ``RunResult``, a stored ``RunRecord``)."""
-    from flowchart._record.trace import Trace
+    """The shown record of ``source`` (``flowchart._record.trace.shown_of``), or ``DiffError``."""
+    from flowchart._record.trace import shown_of as shown
 
-    if isinstance(source, ShownRecord):
-        return source
-    if isinstance(source, str | Path):
-        source = Trace.load(source)
-    if isinstance(source, Trace):
-        return source.record.shown()
-    if isinstance(source, Record):
-        return source.shown()
-    found = getattr(source, "record", None)
-    if isinstance(found, Record):
-        return found.shown()
+    found = shown(source)
+    if found is not None:
+        return found
     raise DiffError(
         f"{what}: expected a Record, a ShownRecord, a Trace, a trace file path, a RunResult or a stored run, "
         f"got {type(source).__name__}"

@@ -459,4 +459,20 @@ _NARRATIVE = stored_slot(Trace, "narrative")
 """``Trace.narrative``'s slot: a loaded trace keeps its checked columns there until it is read."""
 
 
-__all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]
+def shown_of(source: Any) -> ShownRecord | None:
+    """The shown record of any source of a run — a ``ShownRecord``, a ``Record``, a ``Trace``, a
+    trace file path, or anything with a ``.record`` (a ``RunResult``, a stored ``RunRecord``, an
+    agent's snapshot) — or ``None`` when ``source`` is none of these (the caller names the error)."""
+    if isinstance(source, ShownRecord):
+        return source
+    if isinstance(source, str | Path):
+        source = Trace.load(source)
+    if isinstance(source, Trace):
+        return source.record.shown()
+    if isinstance(source, Record):
+        return source.shown()
+    found = getattr(source, "record", None)
+    return found.shown() if isinstance(found, Record) else None
+
+
+__all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "shown_of", "spec_fingerprint"]

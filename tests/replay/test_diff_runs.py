@@ -193,7 +193,7 @@ def test_a_check_in_that_was_answered_and_then_not_asked_is_a_moved_decision(tmp
     paused = _refund_agent(script(150.0), store).run("refund 150")
     assert not isinstance(paused, str) and paused.check_in is not None
     decision = check_in_approved(request=paused.check_in, by="alice", at="2026-12-01T00:00:00Z")
-    _refund_agent(script(150.0)[1:], store).resume_run(paused.run_id, decision)
+    _refund_agent(script(150.0), store).resume_run(paused.run_id, decision)
     small = _refund_agent(script(50.0), store)
     small.run("refund 150")
     diff = diff_runs(store.get(paused.run_id), store.get(small.last_snapshot().record.run_id))

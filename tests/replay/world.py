@@ -174,7 +174,7 @@ def record_runs(store: Any) -> list[str]:
         outcome = agent.run(question)
         if isinstance(outcome, Paused):  # the refund: alice approves it, another process resumes
             decision = check_in_approved(request=outcome.check_in, by="alice", at="2026-12-01T09:00:00Z")
-            build_agent(scripted(replies[2:]), store=store).resume_run(outcome.run_id, decision)
+            build_agent(scripted(replies), store=store).resume_run(outcome.run_id, decision)
             ids.append(outcome.run_id)
             continue
         ids.append(agent.last_snapshot().record.run_id)
