@@ -16,6 +16,7 @@ from flowchart._core.options import RunOptions
 from flowchart._core.scope import peek, raw_read, set_owned
 from flowchart._core.serde import json_type
 from flowchart._core.tracked import append_owned
+from flowchart._core.untrusted import parse as parse_untrusted
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
@@ -37,6 +38,7 @@ __all__ = [
     "is_json_safe",
     "json_digest",
     "json_type",
+    "parse_untrusted",
     "peek",
     "raw_read",
     "run_coroutine",
