@@ -62,6 +62,19 @@ class AgentConfig:
     output: Any = None
     #: the forms the answer's shape may be asked in, best first (``Capabilities.output_forms``); () without one
     output_forms: tuple[str, ...] = ()
+    #: what the agent is told besides the conversation (``agent._chart.context.Injection``), in order
+    injections: tuple[Any, ...] = ()
+    #: long-term memory (``agent.memory``) recalled from before each model call; None: none
+    memory: Any = None
+    #: how many memory items each model call recalls (``Agent.create(recall=...)``)
+    recall: int = 0
+    #: identity -> the memory namespace of a run (``agent._chart.context.default_namespace``)
+    memory_namespace: Any = None
+
+    @property
+    def has_context(self) -> bool:
+        """True when some model call may be sent injected context (injections or recall)."""
+        return bool(self.injections) or (self.memory is not None and self.recall > 0)
 
     @property
     def loop_limit(self) -> int:

@@ -22,7 +22,7 @@ from agent._chart import events
 from agent._chart.config import STORE_RUN_ENV, AgentConfig
 from agent._chart.event_views import shown_field
 from agent._chart.stages import NEVER_AWAITABLE, settled
-from agent._chart.state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
+from agent._chart.state import CONVERSATION_INPUT, HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
 from agent._chart.tool_errors import error_row, record_tool_error
 from agent._tools.tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 from flowchart import Scope, StageContext
@@ -73,7 +73,9 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
 
 # the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
 # without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
-_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY = slot_setters(ToolContext)
+_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY, _SET_STEP, _SET_CONVERSATION, _SET_TURN = slot_setters(
+    ToolContext
+)
 
 
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
@@ -83,6 +85,14 @@ def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identi
     _SET_ITERATION(made, iteration)
     _SET_RUN_ID(made, run_of(ctx))
     _SET_IDENTITY(made, identity)
+    _SET_STEP(made, ctx.runtime_stage_id)
+    turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn's plan: its id and number
+    if turn is not None:
+        _SET_CONVERSATION(made, turn.get("id"))
+        _SET_TURN(made, turn.get("turn"))
+    else:
+        _SET_CONVERSATION(made, None)
+        _SET_TURN(made, None)
     return made
 
 

@@ -84,6 +84,9 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
+        memory: Any = None,
+        recall: int = 3,
+        memory_namespace: Any = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -103,6 +106,10 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
+        ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
+        recalls the ``recall`` most relevant items of the run's namespace before each model call
+        (``memory_namespace(identity) -> tuple``; default ``(tenant, user)`` from the identity;
+        docs/memory.md).
         """
         return AgentBuilder(
             Agent,
@@ -123,6 +130,9 @@ class Agent:
             llm_retry=llm_retry,
             conversation_window=conversation_window,
             conversation_chars=conversation_chars,
+            memory=memory,
+            recall=recall,
+            memory_namespace=memory_namespace,
         )
 
     def with_config(self, cfg: AgentConfig) -> Agent:

@@ -41,6 +41,11 @@ class ToolContext:
     iteration: int
     run_id: str
     identity: Any = None
+    #: the runtime id of the commit the call runs in (``tool-calls#4``): where what it does is recorded
+    step: str | None = None
+    #: the conversation and turn the run is (``None`` outside a conversation)
+    conversation: str | None = None
+    turn: int | None = None
 
     @property
     def idempotency_key(self) -> str:
