@@ -130,6 +130,10 @@ fi
 say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 "$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1
 
+# Recall from 100,000 memory items in SQLite: µs per search, p95 held to 5 ms (its own file).
+say "M100K pyfootprint: $PF_PY -m bench.pyfootprint.memory_recall"
+"$PF_PY" -m bench.pyfootprint.memory_recall >"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
+
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -165,6 +169,15 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "median" in r:
         print("- %s: %.0f µs" % (r["variant"], r["median"]))' "$ROOT/bench/results/conversation.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/memory_recall.jsonl" ]]; then
+    echo
+    echo "Recall from 100,000 memory items (M100K), µs per search (target: p95 ≤ 5 ms per user namespace):"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "median" in r:
+        print("- %s: median %.0f µs%s" % (r["variant"], r["median"], ", p95 %.2f ms" % r["p95_ms"] if "p95_ms" in r else ""))' "$ROOT/bench/results/memory_recall.jsonl"
   fi
 } >"$MD"
 cat "$MD"

@@ -56,6 +56,24 @@ class Memory:
     def put(self, namespace: tuple[str, ...], text: str, origin: Any = None, *, ttl: float | None = None) -> str:
         """Remember ``text`` in ``namespace``; ``origin`` says where it came from (``run_id``,
         ``conversation``, ``turn``, ``commit``, ``stage``). Returns the item's id."""
+        item, vector = self._made(namespace, text, origin, ttl=ttl)
+        self._write(item, vector)
+        return item.id
+
+    def put_many(self, entries: Any, *, ttl: float | None = None) -> list[str]:
+        """``put`` for many ``(namespace, text, origin)`` entries at once (one transaction where the
+        backend has them); every entry is checked before any is written. Returns their ids."""
+        made = []
+        for number, entry in enumerate(entries):
+            if not isinstance(entry, tuple) or len(entry) not in (2, 3):
+                raise MemoryStoreError(f"put_many: entry {number} must be (namespace, text) or (namespace, text, origin)")
+            made.append(self._made(*entry, ttl=ttl))
+        self._write_many(made)
+        return [item.id for item, _ in made]
+
+    def _made(
+        self, namespace: Any, text: Any, origin: Any = None, *, ttl: float | None = None
+    ) -> tuple[MemoryItem, list[float] | None]:
         ns = check_namespace(namespace)
         body = check_text(text)
         where = check_origin(origin)
@@ -65,8 +83,7 @@ class Memory:
         vector = check_embedding(self.embed(body)) if self.embed is not None else None
         now = float(self.clock())
         item = MemoryItem(item_id(ns, body, where), ns, body, where, now, None if life is None else now + life)
-        self._write(item, vector)
-        return item.id
+        return item, vector
 
     def search(self, namespace: tuple[str, ...], query: str, k: int = 5) -> list[MemoryItem]:
         """The ``k`` items of ``namespace`` that best match ``query``, best first (the most
@@ -108,6 +125,10 @@ class Memory:
     # -- a backend's part ------------------------------------------------------------------
     def _write(self, item: MemoryItem, vector: list[float] | None) -> None:
         raise NotImplementedError
+
+    def _write_many(self, made: list[tuple[MemoryItem, list[float] | None]]) -> None:
+        for item, vector in made:
+            self._write(item, vector)
 
     def _match(self, namespace: tuple[str, ...], words: list[str], k: int, now: float) -> list[MemoryItem]:
         raise NotImplementedError

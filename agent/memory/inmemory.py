@@ -20,24 +20,24 @@ class InMemoryMemory(Memory):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self._items: dict[str, tuple[MemoryItem, list[float] | None, list[str]]] = {}
+        # namespace -> id -> (item, vector, words): a search reads its namespace only
+        self._spaces: dict[tuple[str, ...], dict[str, tuple[MemoryItem, list[float] | None, list[str]]]] = {}
+        self._where: dict[str, tuple[str, ...]] = {}
 
     def _write(self, item: MemoryItem, vector: list[float] | None) -> None:
-        self._items[item.id] = (item, vector, tokens(item.text))
+        self._spaces.setdefault(item.namespace, {})[item.id] = (item, vector, tokens(item.text))
+        self._where[item.id] = item.namespace
 
     def _live(self, namespace: tuple[str, ...], now: float) -> list[tuple[MemoryItem, list[float] | None, list[str]]]:
-        return [
-            entry
-            for entry in self._items.values()
-            if entry[0].namespace == namespace and (entry[0].expires is None or entry[0].expires > now)
-        ]
+        space = self._spaces.get(namespace, {})
+        return [entry for entry in space.values() if entry[0].expires is None or entry[0].expires > now]
 
     def _match(self, namespace: tuple[str, ...], words: list[str], k: int, now: float) -> list[MemoryItem]:
-        live = {entry[0].id: entry[0] for entry in self._live(namespace, now)}
-        docs = [(entry[0].id, entry[2]) for entry in self._live(namespace, now)]
-        scored = bm25(docs, words)
-        scored.sort(key=lambda pair: (-pair[0], -live[pair[1]].created, pair[1]))
-        return [_scored(live[key], score) for score, key in scored[:k]]
+        live = self._live(namespace, now)
+        found = {entry[0].id: entry[0] for entry in live}
+        scored = bm25([(entry[0].id, entry[2]) for entry in live], words)
+        scored.sort(key=lambda pair: (-pair[0], -found[pair[1]].created, pair[1]))
+        return [_scored(found[key], score) for score, key in scored[:k]]
 
     def _recent(self, namespace: tuple[str, ...], k: int, now: float) -> list[MemoryItem]:
         live = [entry[0] for entry in self._live(namespace, now)]
@@ -48,8 +48,12 @@ class InMemoryMemory(Memory):
         return [(entry[0], entry[1]) for entry in self._live(namespace, now)]
 
     def _get(self, item: str) -> MemoryItem | None:
-        entry = self._items.get(item)
-        return entry[0] if entry is not None else None
+        namespace = self._where.get(item)
+        return self._spaces[namespace][item][0] if namespace is not None else None
 
     def _delete(self, item: str) -> bool:
-        return self._items.pop(item, None) is not None
+        namespace = self._where.pop(item, None)
+        if namespace is None:
+            return False
+        del self._spaces[namespace][item]
+        return True

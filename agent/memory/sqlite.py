@@ -84,24 +84,28 @@ class SqliteMemory(Memory):
         self._db.close()
 
     def _write(self, item: MemoryItem, vector: list[float] | None) -> None:
+        self._write_many([(item, vector)])
+
+    def _write_many(self, made: list[tuple[MemoryItem, list[float] | None]]) -> None:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("DELETE FROM memory_items WHERE id = ?", (item.id,))
-                self._db.execute(
-                    "INSERT INTO memory_items (id, ns, nstok, text, origin, created, expires, vector) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        item.id,
-                        encode_namespace(item.namespace),
-                        namespace_token(item.namespace),
-                        item.text,
-                        encode_origin(item.origin),
-                        item.created,
-                        item.expires,
-                        None if vector is None else canonical_json(vector),
-                    ),
-                )
+                for item, vector in made:
+                    self._db.execute("DELETE FROM memory_items WHERE id = ?", (item.id,))
+                    self._db.execute(
+                        "INSERT INTO memory_items (id, ns, nstok, text, origin, created, expires, vector) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            item.id,
+                            encode_namespace(item.namespace),
+                            namespace_token(item.namespace),
+                            item.text,
+                            encode_origin(item.origin),
+                            item.created,
+                            item.expires,
+                            None if vector is None else canonical_json(vector),
+                        ),
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
