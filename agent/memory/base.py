@@ -66,7 +66,9 @@ class Memory:
         made = []
         for number, entry in enumerate(entries):
             if not isinstance(entry, tuple) or len(entry) not in (2, 3):
-                raise MemoryStoreError(f"put_many: entry {number} must be (namespace, text) or (namespace, text, origin)")
+                raise MemoryStoreError(
+                    f"put_many: entry {number} must be (namespace, text) or (namespace, text, origin)"
+                )
             made.append(self._made(*entry, ttl=ttl))
         self._write_many(made)
         return [item.id for item, _ in made]
