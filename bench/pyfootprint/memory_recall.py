@@ -8,7 +8,8 @@ items spread over 1,000 users (100 each: a tenant's memory) and all in one names
 worst case: every match is a candidate; reported, not held to the target — with the
 Zipf-like words most queries match tens of thousands of items, each scored). Each sample
 is one ``search(namespace, query, k=5)`` of a 4-word query drawn from the vocabulary;
-rows are µs per search (the report prints the median; this script also prints p95 and checks it against the target). The in-process
+rows are µs per search (the report prints the median; this script also prints p95 and
+checks it against the target). The in-process
 ``InMemoryMemory`` is measured on the per-user variant beside it.
 Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S`` like the workloads.
 """
