@@ -6,10 +6,11 @@ Laws:
   system prompt, under a ``## Context`` heading) — never into the user's message, never
   into ``history``: a later turn of the conversation does not inherit it, and the next
   model call decides its own context again.
-- Every model call of an agent with context writes ``context_injected`` (one row per
+- Every model call of an agent with context sets ``context_injected`` (one row per
   injection sent: ``kind``, ``slot``, ``trigger``, ``text`` and where it came from — a
-  memory item's ``id``, ``namespace`` and ``origin``, a chunk's ``source``) in the
-  call-llm commit, so the record names exactly what the call was sent; what was available
+  memory item's ``id``, ``namespace`` and ``origin``, a chunk's ``source``) in its
+  call-llm commit (a commit changes it only when it differs from the previous call's), so
+  the state at a call's commit names exactly what that call was sent; what was available
   but not sent (under ``min_score``, past ``k``, a trigger that did not fire) is in
   ``context_dropped`` with the reason. Without context configured nothing is written.
 - A retriever that raises or returns something that is not text is a recorded failure
