@@ -101,7 +101,10 @@ def test_rag_chunks_are_ranked_cut_by_k_and_min_score_and_the_rest_recorded_as_d
     [
         (lambda q, k: 1 / 0, "the retriever failed: ZeroDivisionError: division by zero"),
         (lambda q, k: "just a string", "the retriever failed: it returned a string, not a list of chunks"),
-        (lambda q, k: [{"body": "x"}], "the retriever failed: chunk 0 is an object without a text string (give str or {'text': ...})"),
+        (
+            lambda q, k: [{"body": "x"}],
+            "the retriever failed: chunk 0 is an object without a text string (give str or {'text': ...})",
+        ),
     ],
 )
 def test_a_retriever_that_raises_or_returns_non_text_is_a_recorded_failure_the_model_is_told(
