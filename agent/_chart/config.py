@@ -71,6 +71,11 @@ class AgentConfig:
     #: identity -> the memory namespace of a run (``agent._chart.context.default_namespace``)
     memory_namespace: Any = None
 
+    #: the agents this one may hand the conversation to (``agent._chart.handoff.Handoff``)
+    handoffs: tuple[Any, ...] = ()
+    #: how many handoffs one chain may make before it is refused (``Agent.create(max_handoffs=...)``)
+    max_handoffs: int = 5
+
     @property
     def has_context(self) -> bool:
         """True when some model call may be sent injected context (injections or recall)."""
@@ -116,5 +121,6 @@ class AgentConfig:
             self.provider_is_async
             or any(tool.is_async for tool in self.tools.values())
             or self.governed
+            or bool(self.handoffs)
             or any(tool.check_in is not None for tool in self.tools.values())
         )

@@ -39,6 +39,7 @@ from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_
 from agent._chart.context import default_namespace, plan_context, with_context
 from agent._chart.conversation_turns import seed_parts
 from agent._chart.event_views import shown_entry
+from agent._chart.handoff import wants_handoff
 from agent._chart.state import (
     CONTEXT_DROPPED,
     CONTEXT_INJECTED,
@@ -477,8 +478,13 @@ def make_route(cfg: AgentConfig) -> Any:
 
     made: dict[int, tuple[list[dict[str, Any]], dict[str, str]]] = {}  # the rules by pending count
 
+    handoff = wants_handoff(cfg) if cfg.handoffs else None
+
     def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        rules: list[dict[str, Any]] = [
+        rules: list[dict[str, Any]] = []
+        if handoff is not None and pending:
+            rules.append({"when": handoff, "then": "handoff", "label": "LLM asked to hand the conversation over"})
+        rules += [
             {
                 "when": lambda s: pending > 0 and s[ITERATION] < s[MAX_ITERATIONS],
                 "then": "tool-calls",

@@ -12,12 +12,14 @@ The agent's other parts live beside it: ``agent.errors`` (the error tree),
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agent._chart import structured
 from agent._chart.config import AgentConfig
 from agent._chart.context import Injection, default_namespace, trigger_of
+from agent._chart.handoff import Handoff, handoff_tool
 from agent._run.conversations import HistoryPolicy
 from agent._tools.tools import Tool
 from agent.errors import AgentBuildError
@@ -49,6 +51,7 @@ class AgentBuilder:
         self._check_in: tuple[Any, Any] = ("standard", None)
         self._max_iterations = 10
         self._injections: list[Injection] = []
+        self._handoffs: list[Handoff] = []
 
     def system(self, prompt: str) -> AgentBuilder:
         """The system prompt (sent to the model on every call, never stored in ``history``)."""
@@ -146,6 +149,33 @@ class AgentBuilder:
         self._injections.append(Injection("rag", "", name, trigger, retriever, k, min_score))
         return self
 
+    # -- composition (agent._chart.handoff; docs/agents.md) -----------------------------------
+    def handoff(
+        self,
+        other: Any,
+        *,
+        name: str,
+        description: str | None = None,
+        input_filter: Callable[[list[dict[str, Any]]], Any] | None = None,
+    ) -> AgentBuilder:
+        """Offer the model ``transfer_to_<name>``: calling it hands the conversation to ``other``
+        (an Agent, or a function returning one — for agents that hand back and forth), whose
+        answer is this run's. ``input_filter(messages) -> messages`` trims what it is sent."""
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,52}", name):
+            raise AgentBuildError(f"handoff(name=...): expected 1-52 letters, digits, '_' or '-', got {name!r}")
+        if not (hasattr(other, "segments") or callable(other)):
+            raise AgentBuildError(
+                f"handoff '{name}': expected the receiving Agent (or a function returning it), "
+                f"got {type(other).__name__}"
+            )
+        if input_filter is not None and not callable(input_filter):
+            raise AgentBuildError(f"handoff '{name}': input_filter must be a function messages -> messages")
+        if any(h.name == name for h in self._handoffs):
+            raise AgentBuildError(f"duplicate handoff name '{name}': each handoff needs its own name")
+        text = description or f"Hand the conversation over to {name} (they answer the user from here)."
+        self._handoffs.append(Handoff(name, other, text, input_filter))
+        return self
+
     def _memory_parts(self, settings: dict[str, Any]) -> tuple[Any, int, Any]:
         """(memory, recall, namespace_of) checked; the memory tools added to the tools."""
         memory, recall, namespace_of = settings["memory"], settings["recall"], settings["memory_namespace"]
@@ -206,6 +236,13 @@ class AgentBuilder:
         tools = dict(self._tools)
         if memory is not None:
             tools.update((made.name, made) for made in memory_tools(memory, namespace_of))
+        for spec in self._handoffs:
+            if spec.tool_name in tools:
+                raise AgentBuildError(f"handoff '{spec.name}': a tool is already named '{spec.tool_name}'")
+            tools[spec.tool_name] = handoff_tool(spec)
+        max_handoffs = settings["max_handoffs"]
+        if isinstance(max_handoffs, bool) or not isinstance(max_handoffs, int) or max_handoffs < 1:
+            raise AgentBuildError(f"Agent.create(max_handoffs=...): expected a positive integer, got {max_handoffs!r}")
         for injection in self._injections:
             wanted = injection.trigger.tool
             if wanted is not None and wanted not in tools:
@@ -236,6 +273,8 @@ class AgentBuilder:
             memory=memory,
             recall=recall,
             memory_namespace=namespace_of,
+            handoffs=tuple(self._handoffs),
+            max_handoffs=max_handoffs,
         )
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
