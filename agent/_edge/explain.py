@@ -72,6 +72,8 @@ class SentMessage:
     from_turn: int | None = None
     from_run: str | None = None
     from_commit: int | None = None
+    #: the commit of this run that put the message in the history (``tool-calls#4 (commit 5)``)
+    commit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (``score`` only when drivers were ranked; ``from_*`` only for an
@@ -207,6 +209,8 @@ class AnswerExplanation:
             elif ranked:
                 top = ranked[0]
                 lines.append(f"Most likely driver: message {top.index} ({top.origin}), overlap {top.score:.3f}")
+                if top.commit is not None:
+                    lines.append(f"  written at {top.commit}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -550,7 +554,13 @@ def explain_answer(
         if inner is None:
             raise ExplainError("the record holds no model call (no 'call-llm' commit): there is no answer to explain")
         mount, sub = inner
-        sub_log, sub_initial = list(sub_commits(sub)), dict(getattr(sub, "initial_state", {}) or {})
+        # the mounted chart's stage ids carry the mount's path ("planner/call-llm"): read as the agent's own
+        prefix = f"{getattr(sub, 'mount_id', '')}/"
+        sub_log = [
+            attrs.evolve(c, stage_id=c.stage_id[len(prefix) :]) if c.stage_id.startswith(prefix) else c
+            for c in sub_commits(sub)
+        ]
+        sub_initial = dict(getattr(sub, "initial_state", {}) or {})
         explained = _explain(run_id, _fold(sub_log, sub_initial), sub_initial, call, drivers, dropped, scorer)
         return attrs.evolve(explained, mount=mount)
     return _explain(run_id, steps, initial, call, drivers, dropped, scorer)
@@ -567,7 +577,7 @@ def _mounted_agent(log: Sequence[Commit], subflows: dict[str, Any]) -> tuple[str
     for key, sub in subflows.items():
         if "/" in key:  # a subflow inside the mount (the agent's own ``final``): not an agent run
             continue
-        if any(c.stage_id == "call-llm" for c in sub_commits(sub)):
+        if any(c.stage_id == "call-llm" or c.stage_id.endswith("/call-llm") for c in sub_commits(sub)):
             rid = str(getattr(sub, "runtime_stage_id", key))
             order = next((c.idx for c in log if c.runtime_stage_id == rid), -1)
             if found is None or order >= found[0]:
@@ -608,6 +618,10 @@ def _explain(
     for index, message in enumerate(history):
         if isinstance(message, dict) and index < len(origins):
             described = _describe(index + 1, message, origins, final_state, calls_by_idx, history)
+            origin = origins[index]
+            if origin is not None:
+                where = f"{origin.commit.runtime_stage_id} (commit {origin.commit.idx})"
+                described = attrs.evolve(described, commit=where)
             sent.append(from_earlier_turn(described, final_state, index))
     context = _context_items(step)
     if drivers:
