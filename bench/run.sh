@@ -130,6 +130,10 @@ fi
 say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 "$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1
 
+# Context injections and a mounted agent on W6: ratios to the plain agent (its own file).
+say "W6-context pyfootprint: $PF_PY -m bench.pyfootprint.composition"
+"$PF_PY" -m bench.pyfootprint.composition >"$ROOT/bench/results/composition.jsonl" || FAILED=1
+
 # Recall from 100,000 memory items in SQLite: µs per search, p95 held to 5 ms (its own file).
 say "M100K pyfootprint: $PF_PY -m bench.pyfootprint.memory_recall"
 "$PF_PY" -m bench.pyfootprint.memory_recall >"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
@@ -169,6 +173,10 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "median" in r:
         print("- %s: %.0f µs" % (r["variant"], r["median"]))' "$ROOT/bench/results/conversation.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/composition.jsonl" ]]; then
+    echo
+    echo "W6 with context (2 facts, 1 skill, 1 recall per call; bar 1.3) and mounted with add_agent (bar 1.1): $(tail -n 1 "$ROOT/bench/results/composition.jsonl")"
   fi
   if [[ -s "$ROOT/bench/results/memory_recall.jsonl" ]]; then
     echo

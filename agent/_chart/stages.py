@@ -204,8 +204,11 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     def context_for(scope: Scope) -> list[dict[str, Any]]:
         """Decide and record what this call is sent besides history (``agent._chart.context``)."""
         sent, dropped = plan_context(cfg.injections, cfg.memory, cfg.recall, namespace_of, scope)
-        scope[CONTEXT_INJECTED] = sent
-        if dropped or CONTEXT_DROPPED in scope:
+        # what the previous call was sent is not written again (the commit would change nothing):
+        # compared unrecorded, so an unchanged context costs no write and no read in the record
+        if raw_read(scope, CONTEXT_INJECTED) != sent:
+            scope[CONTEXT_INJECTED] = sent
+        if (dropped or raw_read(scope, CONTEXT_DROPPED) is not None) and raw_read(scope, CONTEXT_DROPPED) != dropped:
             scope[CONTEXT_DROPPED] = dropped
         return sent
 

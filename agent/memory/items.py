@@ -224,32 +224,18 @@ def namespace_token(namespace: tuple[str, ...]) -> str:
     return "ns" + json_digest(list(namespace))[:24]
 
 
-def bm25(
-    docs: Sequence[tuple[Any, Sequence[str]]], words: Sequence[str], k1: float = 1.2, b: float = 0.75
-) -> list[tuple[float, Any]]:
-    """Okapi BM25 of each ``(key, tokens)`` document against ``words``; only documents that
-    hold at least one word, as ``(score, key)``."""
-    if not docs or not words:
-        return []
-    n = len(docs)
-    avg = sum(len(tokens) for _, tokens in docs) / n or 1.0
-    df = {w: sum(1 for _, tokens in docs if w in tokens) for w in words}
-    out = []
-    for key, tokens in docs:
-        score = 0.0
-        for w in words:
-            tf = tokens.count(w) if df[w] else 0
-            if tf:
-                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(tokens) / avg))
-        if score > 0:
-            out.append((score, key))
-    return out
-
-
 def tokens(text: str) -> list[str]:
     """A text's lowercase words (what the in-memory backend indexes)."""
     return [w.lower() for w in _WORD.findall(text)]
+
+
+def word_counts(text: str) -> tuple[dict[str, int], int]:
+    """(each word's count, the number of words) of ``text``."""
+    counts: dict[str, int] = {}
+    words = tokens(text)
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    return counts, len(words)
 
 
 Clock = Callable[[], float]
