@@ -15,7 +15,10 @@ This module is the agent's ``flowchart.viewer.Panel`` (``PANEL``): the viewer kn
 state key. ``agent view`` passes it; so does ``flowchart view --panel agent.viewer_panel:PANEL``.
 The page opens on the story — the question, the answer, why (the explanation), the model
 calls in order with what each was sent and returned, the tools with their results, the
-human decisions (who approved, when), the ledger — and the chart and timeline follow.
+human decisions (who approved, when), the ledger; what the answering call was told besides
+its messages (injected facts, skills, RAG chunks, recalled memory with their origins) and the
+handoffs (``handoffs``), each collapsed and linked to its commit — and the chart and timeline
+follow.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from agent._chart.conversation_turns import loaded_origin
 from agent._chart.state import FINAL_CONTENT as FINAL
-from agent._chart.state import HISTORY, TOOL_ERRORS, USER_MESSAGE
+from agent._chart.state import HANDOFFS, HISTORY, TOOL_ERRORS, USER_MESSAGE
 from agent._chart.state import HUMAN_DECISIONS as HUMAN
 from agent._chart.state import LLM_LATEST_CONTENT as REPLY
 from agent._chart.state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
@@ -176,7 +179,7 @@ def agent_panels(
         out["calls"] = calls
     elif HISTORY in final_state:
         out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
-    for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions")):
+    for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions"), (HANDOFFS, "handoffs")):
         rows = final_state.get(key)
         if isinstance(rows, list):
             out[name] = rows
