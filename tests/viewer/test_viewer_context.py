@@ -20,14 +20,9 @@ def test_injections_recalls_and_handoffs_are_in_the_story_collapsed(viewer: Open
     memory = InMemoryMemory()
     memory.put(("default",), "The customer pays by invoice", origin={"run_id": "r-0", "conversation": "c", "turn": 1})
     billing = Agent.create(provider=scripted(["Invoice #7: 40 EUR."]), model="m").build()
+    transfer = {"id": "h1", "name": "transfer_to_billing", "args": {"reason": "invoice"}}
     triage = (
-        Agent.create(
-            provider=scripted(
-                [{"content": "", "tool_calls": [{"id": "h1", "name": "transfer_to_billing", "args": {"reason": "invoice"}}]}]
-            ),
-            model="m",
-            memory=memory,
-        )
+        Agent.create(provider=scripted([{"content": "", "tool_calls": [transfer]}]), model="m", memory=memory)
         .fact("Acme sells paper.")
         .handoff(billing, name="billing")
         .build()
