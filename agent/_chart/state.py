@@ -47,6 +47,8 @@ CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded m
 FINAL_CONTENT = "final_content"
 CONTEXT_INJECTED = "context_injected"  # what this model call was sent besides history (agent._chart.context)
 CONTEXT_DROPPED = "context_dropped"  # what was available to it but not sent, and why
+# -- written by tool-calls when a sub-agent tool answered (agent._run.compose.agent_tool) ----
+SUB_AGENTS = "sub_agents"
 # -- written by handoff (only with handoffs: agent._chart.handoff) -------------------------
 HANDOFFS = "handoffs"
 # -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------

@@ -454,6 +454,12 @@ def _describe(
         humans = _rows_between(HUMAN_DECISIONS, asking, origin, state)
         details = [human_line(row) for row in _human_for(humans, str(call_id))]
         details += _ledger_lines(_rows_between(LEDGER_KEY, asking, origin, state), call_id=str(call_id))
+        details += [
+            f"the answer of sub-agent {row.get('agent')!r}, its run {row.get('run_id')} "
+            f"({row.get('model_calls')} model call(s); agent why {row.get('run_id')})"
+            for row in _rows(state.get("sub_agents"))
+            if isinstance(row, dict) and row.get("tool_call_id") == call_id
+        ][:1]
         label = f"tool result of {call_text(str(name), call.get('args', {}))} [{call_id}]"
         return SentMessage(index, role, label, snippet(content), tuple(details), tool_call_id=str(call_id))
     where = origin.commit.runtime_stage_id if origin is not None else "before this trace"

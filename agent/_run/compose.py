@@ -7,7 +7,9 @@ Laws:
   the outer run. The subflow starts from ``message(parent_state)`` (a non-empty string, or
   a ``CompositionError`` naming the mount) and gives back only the answer, as ``into``.
 - ``as_tool`` runs the agent on the model's ``input`` (with the caller's identity) and
-  answers with its final answer; a sub-agent that pauses cannot be waited on from inside a
+  answers with its final answer; the caller's tool-calls commit records the sub-agent's run
+  (``sub_agents``: tool, call id, run id, model calls, answer) — with a store, that run is
+  stored and ``agent why RUN`` explains it; a sub-agent that pauses cannot be waited on from inside a
   tool call, so its pause is a tool error naming the agent and the remedy (mount it with
   ``add_agent``).
 """
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent._chart.state import FINAL_CONTENT
-from agent._tools.tools import Tool, ToolContext, make_tool
+from agent._tools.tools import AgentAnswer, Tool, ToolContext, make_tool
 from agent.errors import CompositionError
 from flowchart import FlowChart
 
@@ -63,14 +65,17 @@ def agent_tool(agent: Agent, name: str, description: str) -> Tool:
     """``agent`` as a tool: ``{"input": str}`` in, the agent's answer out."""
     from agent._chart.paused import Paused
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    def execute(args: dict[str, Any], ctx: ToolContext) -> AgentAnswer:
         answer = agent.run(args["input"], ctx.identity)
         if isinstance(answer, Paused):
             raise CompositionError(
                 f"sub-agent tool '{name}' paused (a person must answer it) and a tool call cannot wait: "
                 "mount the agent in a chart with add_agent(...) so its pause pauses the run"
             )
-        return answer if isinstance(answer, str) else str(answer)
+        last = agent.segments.last
+        run_id = last.result.run_id if last is not None else None
+        calls = sum(1 for c in last.commit_log if c.stage_id == "call-llm") if last is not None else 0
+        return AgentAnswer(answer if isinstance(answer, str) else str(answer), name, run_id, calls)
 
     return make_tool(
         name=name,

@@ -73,6 +73,17 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
+@attrs.frozen
+class AgentAnswer:
+    """What a sub-agent tool (``Agent.as_tool``) returns: the answer the model reads, and the
+    sub-agent's run, which the caller's tool-calls commit records (``sub_agents``)."""
+
+    text: str
+    agent: str
+    run_id: str | None
+    model_calls: int = 0
+
+
 def make_tool(
     *,
     name: Any,

@@ -95,6 +95,16 @@ def test_a_supervisor_calls_two_specialists_as_tools() -> None:
     assert flights_p.requests[0].messages == [{"role": "user", "content": "Berlin flight Monday"}]
     results = [m["content"] for m in supervisor_p.requests[1].messages if m["role"] == "tool"]
     assert results == ["Flight LH 123 at 9:00.", "Hotel Adlon, 2 nights."]
+    # each specialist's run is recorded in the supervisor's tool-calls commit, and why names it
+    rows = supervisor.last_snapshot().shared_state["sub_agents"]
+    assert [(r["tool"], r["tool_call_id"], r["run_id"], r["model_calls"]) for r in rows] == [
+        ("flights", "a", flights.last_snapshot().result.run_id, 1),
+        ("hotels", "b", hotels.last_snapshot().result.run_id, 1),
+    ]
+    from agent import explain_answer
+
+    text = explain_answer(supervisor.last_snapshot().record).format()
+    assert f"the answer of sub-agent 'flights', its run {rows[0]['run_id']} (1 model call(s)" in text
 
 
 def test_a_sub_agent_tool_that_pauses_is_a_tool_error_naming_the_remedy() -> None:

@@ -152,7 +152,12 @@ def case_sub_agent_wrong_answer() -> list[str]:
     )
     boss.run("What is the euro rate?")
     lines = why(boss.last_snapshot().record)
-    named(lines, r"tool result of rates\(input=EUR to USD rate\) \[r1\]", r"written at tool-calls#\d+ \(commit \d+\)")
+    named(
+        lines,
+        r"tool result of rates\(input=EUR to USD rate\) \[r1\]",
+        r"the answer of sub-agent 'rates', its run \w+",
+        r"written at tool-calls#\d+ \(commit \d+\)",
+    )
     return lines
 
 
