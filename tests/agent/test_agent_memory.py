@@ -123,3 +123,22 @@ def test_memory_settings_are_checked_at_build() -> None:
     clash = define_tool(name="remember", description="mine", input_schema={"type": "object"}, execute=lambda a, c: "x")
     with pytest.raises(AgentBuildError, match=r"tool name 'remember' is taken by the memory tools"):
         Agent.create(provider=scripted([]), model="m", memory=InMemoryMemory()).tool(clash).build()
+
+
+def test_a_rule_hiding_tool_arguments_hides_the_recalled_memory_text_in_the_record() -> None:
+    """What ``remember`` was told is a tool argument: a rule hiding the arguments hides the same text
+    where a later call recalls it (``context_injected``), in every record — the model still sees it."""
+    from flowchart import Redaction
+
+    memory = InMemoryMemory()
+    agent, provider = make(
+        [calls(call("c1", "remember", text="PIN 4411")), "Ok.", "Your PIN is 4411."],
+        memory,
+        redaction=Redaction(fields={"history": ["tool_calls.args"]}),
+    )
+    agent.run("Remember PIN 4411")
+    agent.run("What is my PIN?")
+    assert "[memory" in provider.requests[-1].system_prompt and "PIN 4411" in provider.requests[-1].system_prompt
+    shown = agent.last_snapshot().record.shown()
+    (row,) = shown.final_state["context_injected"]
+    assert row["text"] == "REDACTED" and row["kind"] == "memory"
