@@ -24,7 +24,8 @@ so hiding a value once hides it in every record of the run:
   hides a text — ``user_message``, ``llm_latest_content``, ``final_content``, or the history's
   ``content`` — hides every row's ``before`` and ``after`` (a row's kind is not a path); one
   that hides only tool arguments hides them inside ``before`` and ``after``;
-- what the agent repeats into its context and composition records: a rule that hides the
+- what the agent repeats into its context and composition records (only for an agent that
+  has context, memory, handoffs or sub-agent tools: ``composed``): a rule that hides the
   history's texts or any tool argument hides the text of every injected and dropped context
   row (``context_injected`` / ``context_dropped`` ``text``: a recalled memory item is what a
   ``remember`` call's argument said) and the sub-agent answers (``sub_agents`` ``answer``, the
@@ -83,8 +84,10 @@ def _under(prefix: str, paths: list[str]) -> list[str]:
     return [prefix if not path else f"{prefix}.{path}" for path in paths]
 
 
-def recorded_rule(rule: Redaction | None) -> Redaction | None:
-    """``rule`` extended to the agent's own copies of what it hides (see the module law)."""
+def recorded_rule(rule: Redaction | None, composed: bool = False) -> Redaction | None:
+    """``rule`` extended to the agent's own copies of what it hides (see the module law);
+    ``composed``: the agent has context, memory, handoffs or sub-agent tools (their records are
+    covered too; an agent without them records under the same rule as before)."""
     if rule is None or not rule.active:
         return rule
     keys = set(rule.keys)
@@ -110,12 +113,12 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
     if history_texts:
         wanted[TOOL_ERRORS] = ["message"]
         wanted.setdefault(HUMAN_DECISIONS, []).append("answer")
-    if history_texts or arguments:
+    if composed and (history_texts or arguments):
         wanted[CONTEXT_INJECTED] = ["text"]
         wanted[CONTEXT_DROPPED] = ["text"]
-    if history_texts:
+    if composed and history_texts:
         wanted[SUB_AGENTS] = ["answer"]
-    if rule.hides(LLM_LATEST_CONTENT) or rule.hides(FINAL_CONTENT):
+    if composed and (rule.hides(LLM_LATEST_CONTENT) or rule.hides(FINAL_CONTENT)):
         wanted[HANDOFFS] = ["answer"]
     texts = any(rule.hides(key) for key in (USER_MESSAGE, LLM_LATEST_CONTENT, FINAL_CONTENT))
     if texts or history_texts:

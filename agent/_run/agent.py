@@ -182,7 +182,14 @@ class Agent:
         rule = self.redaction
         cached = self._recorded
         if cached is None or cached[0] is not rule:
-            cached = self._recorded = (rule, recorded_rule(rule))
+            cfg = self.config
+            composed = (
+                cfg.has_context
+                or bool(cfg.handoffs)
+                or cfg.memory is not None
+                or any(getattr(tool.execute, "sub_agent", None) for tool in cfg.tools.values())
+            )
+            cached = self._recorded = (rule, recorded_rule(rule, composed))
         return cached[1]
 
     # -- running --------------------------------------------------------------------------

@@ -77,6 +77,8 @@ def agent_tool(agent: Agent, name: str, description: str) -> Tool:
         calls = sum(1 for c in last.commit_log if c.stage_id == "call-llm") if last is not None else 0
         return AgentAnswer(answer if isinstance(answer, str) else str(answer), name, run_id, calls)
 
+    execute.sub_agent = name  # type: ignore[attr-defined]  # the redaction cover looks for sub-agent tools
+
     return make_tool(
         name=name,
         description=description,
