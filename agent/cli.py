@@ -46,11 +46,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent._chart.config import TOOL_ERRORS
-from agent._chart.state import FINAL_CONTENT
-from agent._edge.cli_common import close_opened, load_object, open_store, shown_input
+from agent._edge.cli_common import close_opened, load_object, open_store, shown_input, shown_output
 from agent._edge.conversation_cli import add_commands as add_conversation_commands
 from agent._edge.conversation_cli import earlier_turn_lines, turn_input
-from agent._run.durable import AGENT_RUN_KIND
 from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
@@ -131,15 +129,6 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
     return lines
-
-
-def shown_output(record: RunRecord) -> Any:
-    """The run's output as a reader may see it: an agent's answer is its ``final_content``,
-    hidden when the rule stored with the run hides that key (the store keeps it raw: it is
-    what ``resume_run`` and a queue's caller are answered with)."""
-    if record.redaction is None or record.kind != AGENT_RUN_KIND:
-        return record.output
-    return record.redaction.scrub_state({FINAL_CONTENT: record.output})[FINAL_CONTENT]
 
 
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:

@@ -452,7 +452,7 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
         return _run_batch_now(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
-        paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
+        paused = PausedCall.from_dict(copy_json(scope[PAUSED_TOOL_CALL]))  # the scope's view, as plain JSON
         del scope[PAUSED_TOOL_CALL]
         ctx.emit(
             events.PAUSE_RESUME,

@@ -37,10 +37,8 @@ from agent._run.resume_checks import check_resumable
 from flowchart import RunResult
 from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
-from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import CheckInDecision, ResumeDecisionError
-from governance.human import pending_request
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -49,9 +47,8 @@ if TYPE_CHECKING:
 RUN_ID_ENV = STORE_RUN_ENV
 AGENT_RUN_KIND = "agent"
 """The kind of an agent's stored runs: their ``RunRecord.question`` is the typed pending
-request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request``."""
-
-register_question_reader(AGENT_RUN_KIND, pending_request)
+request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request`` — named
+for every store in ``pyproject.toml`` (entry point ``flowchart.question_readers``: ``agent``)."""
 
 
 def _store(agent: Agent) -> Any:

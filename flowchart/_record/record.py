@@ -8,13 +8,15 @@ Laws:
   ``trace.record``, ``store.get(id).record`` and ``agent.last_snapshot().record`` are that
   value; ``RunResult``, ``Trace`` and the store's ``RunRecord`` are views of it (a live
   result with its state, a record in a file, a record with timestamps).
-- Redaction happens HERE, once. The commit log and the narrative are written redacted by the
-  engine (``_engine/redacting.py``: no real hidden value is ever written there); what a record
-  still holds real — the run's input, the state its log folds from, the checkpoint's states
-  and a retry's restore values, each subflow's starting state — is hidden by
-  ``Record.shown()`` and by nothing else. ``shown()`` returns a ``ShownRecord``, a distinct
-  type: every reader of runs (the trace file, the store's export, the viewer, the CLIs,
-  ``explain_answer``) is handed one, so a reader given the raw record is a type error, not a
+- Redaction is applied HERE, once, for every reader after the fact (how — the rule and the
+  functions that apply it — is ``flowchart/_core/redaction.py``, the one file). The commit
+  log and the narrative are written redacted by the engine (``_engine/redacting.py`` calls
+  that file: no real hidden value is ever written there); what a record still holds real —
+  the run's input, the state its log folds from, the checkpoint's states and a retry's
+  restore values, each subflow's starting state — is hidden by ``Record.shown()`` and by
+  nothing else. ``shown()`` returns a ``ShownRecord``, a distinct type: every reader of runs
+  (the trace file, the store's export, the viewer, the CLIs, ``explain_answer``, MCP results
+  of a stored run) is handed one, so a reader given the raw record is a type error, not a
   leak found later.
 - A failed run's checkpoint is its retry point, not a pause: the shown record tells the
   failure once (``failure``) and carries no checkpoint.
@@ -141,7 +143,7 @@ class Record(_Fields):
         hides = rule if rule is not None else self.rule
         checkpoint = None if self.status == "failed" else self.checkpoint
         if checkpoint is not None:
-            checkpoint = _shown_checkpoint(checkpoint, hides)
+            checkpoint = hides.scrub_checkpoint(checkpoint)
         return ShownRecord(
             run_id=self.run_id,
             chart_fingerprint=self.chart_fingerprint,
@@ -191,23 +193,6 @@ class ShownRecord(_Fields):
 
 def _tupled(records: list[NarrativeEntry] | None) -> tuple[NarrativeEntry, ...] | None:
     return None if records is None else tuple(records)
-
-
-def _shown_checkpoint(checkpoint: Checkpoint, hides: Redaction) -> Checkpoint:
-    """A copy of ``checkpoint`` with every state it carries under ``hides`` (its own values stay
-    the run's; a rule that hides nothing gives a checkpoint that still resumes)."""
-    copy = Checkpoint.from_dict(checkpoint.to_dict())
-    recovery = copy.recovery
-    if recovery is not None:  # the values a retry restores are real values too
-        recovery = attrs.evolve(recovery, restore=hides.scrub_state(recovery.restore))
-    return attrs.evolve(
-        copy,
-        shared_state=hides.scrub_state(copy.shared_state),
-        run_input=hides.scrub_state(copy.run_input),
-        subflow_states={k: hides.scrub_state(v) for k, v in copy.subflow_states.items()},
-        subflow_args={k: hides.scrub_state(v) for k, v in copy.subflow_args.items()},
-        recovery=recovery,
-    )
 
 
 __all__ = ["Lineage", "Record", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
