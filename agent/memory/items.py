@@ -25,7 +25,15 @@ import attrs
 
 from agent.errors import MemoryStoreError
 from flowchart import CheckpointError
-from flowchart.lowlevel import canonical_json, json_digest, json_type, parse_untrusted
+from flowchart.lowlevel import (
+    canonical_json,
+    every_key,
+    json_digest,
+    json_type,
+    make_converter,
+    parse_untrusted,
+    structure_untrusted,
+)
 
 __all__ = [
     "MAX_TEXT",
@@ -45,6 +53,24 @@ MAX_TEXT = 16_000
 """The most characters one memory item may hold (written or read back)."""
 ORIGIN_FIELDS = ("run_id", "conversation", "turn", "commit", "stage", "tool_call_id", "iteration")
 """What an item's origin may say: the run, conversation turn, commit (runtime stage id) and stage that wrote it."""
+_INT_FIELDS = frozenset(("turn", "iteration"))
+
+
+@attrs.frozen
+class _StoredOrigin:
+    """An origin as the one codec reads it back from a stored row (unknown keys refused)."""
+
+    run_id: str | None = None
+    conversation: str | None = None
+    turn: int | None = None
+    commit: str | None = None
+    stage: str | None = None
+    tool_call_id: str | None = None
+    iteration: int | None = None
+
+
+_CONVERTER = make_converter()
+_CONVERTER.register_structure_hook(_StoredOrigin, every_key(_StoredOrigin, _CONVERTER, optional=ORIGIN_FIELDS))
 _WORD = re.compile(r"\w+")
 _STOP = frozenset(
     re.findall(
@@ -120,11 +146,14 @@ def check_origin(origin: Any, what: str = "origin") -> dict[str, Any] | None:
     for key, value in origin.items():
         if key not in ORIGIN_FIELDS:
             raise MemoryStoreError(f"memory {what} has an unknown field {key!r}: the fields are {fields}")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int)):
-            raise MemoryStoreError(
-                f"memory {what} field {key!r} must be a string or an integer, got {json_type(value)}"
-            )
-        if isinstance(value, str):
+        if value is None:
+            continue  # an unsaid field is absent: the origin reads back as it was written
+        if key in _INT_FIELDS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise MemoryStoreError(f"memory {what} field {key!r} must be an integer, got {json_type(value)}")
+        elif not isinstance(value, str):
+            raise MemoryStoreError(f"memory {what} field {key!r} must be a string, got {json_type(value)}")
+        else:
             check_text(value, f"memory {what} field {key!r}")
         out[key] = value
     return out
@@ -183,9 +212,10 @@ def read_row(
     try:
         namespace = check_namespace(tuple(_as_list(_parsed(row[1], ident, "namespace"), ident)), "namespace")
         text = check_text(row[2], "text")
-        origin = check_origin(_parsed(row[3], ident, "origin"), "origin")
+        origin = _origin(row[3], ident)
     except MemoryStoreError as exc:
-        raise MemoryStoreError(f"stored memory item {ident}: {exc}") from None
+        said = str(exc)
+        raise MemoryStoreError(said if ident in said else f"stored memory item {ident}: {said}") from None
     created, expires = row[4], row[5]
     if isinstance(created, bool) or not isinstance(created, int | float):
         raise MemoryStoreError(f"stored memory item {ident}: created is not a number")
@@ -201,6 +231,18 @@ def read_row(
         None if raw is None else check_embedding(_parsed(raw, ident, "vector"), f"stored memory item {ident} vector")
     )
     return item, vector
+
+
+def _origin(raw: Any, ident: str) -> dict[str, Any] | None:
+    """A stored origin through the one codec: ``null``, or an object of the known fields."""
+    data = _parsed(raw, ident, "origin")
+    if data is None:
+        return None
+    try:
+        found = structure_untrusted(_CONVERTER, data, _StoredOrigin, what=f"stored memory item {ident} origin")
+    except CheckpointError as exc:
+        raise MemoryStoreError(str(exc)) from None
+    return {name: getattr(found, name) for name in ORIGIN_FIELDS if getattr(found, name) is not None}
 
 
 def _as_list(value: Any, ident: str) -> list[Any]:

@@ -162,7 +162,8 @@ def test_a_namespace_that_is_not_a_tuple_of_strings_is_refused(namespace: Any, m
         ("x" * 16_001, None, r"memory text is 16001 characters; at most 16000"),
         ("bad \ud800 text", None, r"memory text holds a lone surrogate"),
         ("ok", {"who": "me"}, r"unknown field 'who': the fields are run_id, conversation"),
-        ("ok", {"turn": 1.5}, r"field 'turn' must be a string or an integer, got a number"),
+        ("ok", {"turn": 1.5}, r"field 'turn' must be an integer, got a number"),
+        ("ok", {"run_id": 7}, r"field 'run_id' must be a string, got an integer"),
         ("ok", "r-1", r"origin must be a mapping"),
     ],
 )
@@ -186,7 +187,8 @@ def test_a_sqlite_without_fts5_is_refused_with_what_to_do() -> None:
     ("column", "value", "message"),
     [
         ("origin", '{"turn": 1, "turn": 2}', r"duplicate key 'turn'"),
-        ("origin", '{"secret": "x"}', r"unknown field 'secret'"),
+        ("origin", '{"secret": "x"}', r"origin: unknown key\(s\) secret @ \$"),
+        ("origin", '{"turn": "one"}', r"origin: .*turn"),
         ("origin", "not json", r"origin"),
         ("ns", '{"a": 1}', r"namespace is not a list"),
         ("text", "x" * 20_000, r"text is 20000 characters"),
