@@ -137,6 +137,11 @@ say "W6-context pyfootprint: $PF_PY -m bench.pyfootprint.composition"
 # Recall from 100,000 memory items in SQLite: µs per search, p95 held to 5 ms (its own file).
 say "M100K pyfootprint: $PF_PY -m bench.pyfootprint.memory_recall"
 "$PF_PY" -m bench.pyfootprint.memory_recall >"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
+if [[ $HAVE_LG == 1 ]]; then
+  say "M100K langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.memory_recall"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.memory_recall) \
+    >>"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
+fi
 
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
