@@ -9,8 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from agent_helpers import call, calls
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent import Agent, define_tool, explain_answer
 from agent.memory import InMemoryMemory, SqliteMemory
@@ -253,3 +256,35 @@ def test_agent_why_on_the_command_line_names_a_memory_items_origin(tmp_path: Pat
     ).stdout.splitlines()
     assert len(out) <= LIMIT
     named(out, r"conversation 'a' turn 1, commit tool-calls#\d+ \(tool call c1\)", r"Available but not sent: nothing")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+rows = st.lists(
+    st.fixed_dictionaries(
+        {"kind": st.sampled_from(["fact", "rag", "memory", "error", "skill", "x"])},
+        optional={"text": json_values, "origin": json_values, "source": json_values, "name": json_values},
+    )
+    | json_values,
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(injected=json_values | rows, dropped=json_values | rows, handoffs=json_values | rows, subs=json_values | rows)
+def test_why_reads_any_context_record_without_crashing(injected: Any, dropped: Any, handoffs: Any, subs: Any) -> None:
+    """A record is untrusted: whatever ``context_injected``/``context_dropped``/``handoffs``/
+    ``sub_agents`` hold, ``explain_answer`` explains (or says it cannot), never crashes."""
+    agent, _ = agent_on(["ok"])  # no context: the forged starting values are what the call's state holds
+    agent.run("hi")
+    trace = agent.last_snapshot().result.trace()
+    state = dict(trace.initial_state)
+    state.update(context_injected=injected, context_dropped=dropped, handoffs=handoffs, sub_agents=subs)
+    forged = attrs.evolve(trace, initial_state=state)
+    explained = explain_answer(forged, drivers=True, dropped=True)
+    assert explained.format().startswith("The answer")
+    if isinstance(injected, list):
+        assert len(explained.context) == sum(1 for row in injected if isinstance(row, dict))
