@@ -556,7 +556,7 @@ def explain_answer(
     steps = _fold(log, initial)
     calls = _model_calls(steps)
     if not calls:
-        inner = _mounted_agent(log, subflows)
+        inner = mounted_agent(log, subflows)
         if inner is None:
             raise ExplainError("the record holds no model call (no 'call-llm' commit): there is no answer to explain")
         mount, sub = inner
@@ -577,7 +577,7 @@ def sub_commits(sub: Any) -> list[Commit]:
     return list(getattr(sub, "commit_log", ()) or ())
 
 
-def _mounted_agent(log: Sequence[Commit], subflows: dict[str, Any]) -> tuple[str, Any] | None:
+def mounted_agent(log: Sequence[Commit], subflows: dict[str, Any]) -> tuple[str, Any] | None:
     """(mount runtime id, subflow trace) of the last subflow whose log holds a model call."""
     found = None
     for key, sub in subflows.items():

@@ -85,6 +85,7 @@
 
   const story = el("div", { class: "story" });
   const head = el("div", { class: "story-head" });
+  if (A.mount) head.append(el("p", { class: "muted mounted" }, `The agent mounted at ${A.mount} (add_agent): its run is that stage's subflow — the links open it.`));
   head.append(section("The question", A.question === null || A.question === undefined ? el("p", { class: "muted" }, "no user message in the history") : el("p", { class: "question" }, textView(A.question))));
   const answer = A.answer;
   head.append(section(answer !== null && answer !== undefined ? "The answer" : "No final answer yet",

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+import attrs
+
 from agent._chart.conversation_turns import loaded_origin
 from agent._chart.state import FINAL_CONTENT as FINAL
 from agent._chart.state import HANDOFFS, HISTORY, TOOL_ERRORS, USER_MESSAGE
@@ -35,8 +37,9 @@ from agent._chart.state import LLM_LATEST_CONTENT as REPLY
 from agent._chart.state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
 from agent._chart.state import MIDDLEWARE_DECISIONS as LEDGER
 from agent._chart.state import PAUSED_TOOL_CALL as PAUSED
-from agent._edge.explain import ExplainError, explain_answer
+from agent._edge.explain import ExplainError, explain_answer, mounted_agent
 from flowchart import Commit, Trace
+from flowchart.lowlevel import apply_commit
 from flowchart.viewer import Panel
 
 CALL_STAGE = "call-llm"
@@ -266,11 +269,41 @@ def _touches_agent_keys(trace: Trace) -> bool:
     return any(op.path[0] in _AGENT_KEYS for commit in trace.commit_log for op in commit.trace)
 
 
+def _mounted(trace: Trace) -> dict[str, Any] | None:
+    """The panel of the agent a chart run mounted (``add_agent``): its subflow's story, every link
+    pointing at the mount's commit (where the page shows the subflow's own log)."""
+    found = mounted_agent(trace.commit_log, dict(trace.subflows))
+    if found is None:
+        return None
+    rid, sub = found
+    prefix = f"{sub.mount_id}/"
+    commits = [
+        attrs.evolve(c, stage_id=c.stage_id[len(prefix) :]) if c.stage_id.startswith(prefix) else c
+        for c in sub.commit_log
+    ]
+    state = dict(sub.initial_state)
+    for commit in commits:
+        apply_commit(state, commit)
+    data = agent_panels(state, dict(sub.initial_state), commits, None)
+    if data is None:
+        return None
+    mount = next((c.idx for c in trace.commit_log if c.runtime_stage_id == rid), None)
+    for key in [k for k in data if k.endswith("_at")]:
+        data[key] = [mount if n is not None else None for n in data[key]]
+    for call in data.get("calls", []):
+        call["commit"] = mount if call.get("commit") is not None else None
+    data["mount"] = rid
+    data["question"], data["answer"] = _question_and_answer(state, state.get(HISTORY))
+    data["explanation"] = explanation(trace)
+    return data
+
+
 def build(trace: Trace) -> dict[str, Any] | None:
     """The agent panel's data for ``trace``, or ``None`` when it is not an agent run (told
-    without replaying the log when no op touches the agent's keys)."""
+    without replaying the log when no op touches the agent's keys); a chart run that mounted an
+    agent shows that agent's story."""
     if not _touches_agent_keys(trace):
-        return None
+        return _mounted(trace) if trace.subflows else None
     checkpoint = trace.checkpoint
     final = trace.final_state
     data = agent_panels(final, trace.initial_state, trace.commit_log, checkpoint.pause_data if checkpoint else None)

@@ -44,3 +44,25 @@ def test_injections_recalls_and_handoffs_are_in_the_story_collapsed(viewer: Open
     assert "to billing" in text and "reason: invoice" in text and "Invoice #7: 40 EUR." in text
     assert handoffs.locator("button.link").count() == 1  # linked to the handoff's commit
     view.check_clean()
+
+
+def test_a_chart_that_mounted_an_agent_opens_on_the_agents_story(viewer: Open) -> None:
+    """``add_agent``: the chart run's page tells the mounted agent's story (question, answer,
+    why, what it was told), its links opening the mount's commit."""
+    from flowchart import flow_chart
+
+    planner = Agent.create(provider=scripted(["1. book the venue"]), model="m").fact("Budget: 500 EUR.").build()
+    chart = (
+        flow_chart("Goal", lambda s, c: None, "goal")
+        .add_agent("Planner", planner, "planner", message=lambda s: "Plan the offsite", into="plan")
+        .build()
+    )
+    trace = chart.run().trace()
+    view = viewer(trace, "story-mounted")
+    page = view.page
+    assert "The agent mounted at planner#1" in (page.locator("#story p.mounted").text_content() or "")
+    assert page.locator("#story p.question").text_content() == "Plan the offsite"
+    assert "1. book the venue" in (page.locator("#story p.answer").text_content() or "")
+    told = page.eval_on_selector_all("#story li.context-item", "ls => ls.map(l => l.textContent)")
+    assert len(told) == 1 and "Budget: 500 EUR." in told[0]
+    view.check_clean()
