@@ -11,7 +11,8 @@ Laws:
   memory item's ``id``, ``namespace`` and ``origin``, a chunk's ``source``) in its
   call-llm commit (a commit changes it only when it differs from the previous call's), so
   the state at a call's commit names exactly what that call was sent; what was available
-  but not sent (under ``min_score``, past ``k``, a trigger that did not fire) is in
+  but not sent (under ``min_score``, past ``k``, the next two memory items past ``recall``, a
+  trigger that did not fire) is in
   ``context_dropped`` with the reason. Without context configured nothing is written.
 - A retriever that raises or returns something that is not text is a recorded failure
   (a ``context_injected`` row of kind ``"error"``) whose message the model is told, like
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 Kind = Literal["fact", "steering", "instruction", "skill", "rag", "memory"]
+_PAST_RECALL = 2  # memory items searched past recall=k, recorded as dropped
 _MAX_CHUNK = 16_000  # characters of one retrieved chunk kept (longer chunks are cut, the cut recorded)
 
 
@@ -233,24 +235,26 @@ def plan_context(
                 taken += 1
     if memory is not None and recall > 0:
         query = peek(scope, USER_MESSAGE) if query is None else query
-        try:
-            items = memory.search(namespace_of(peek(scope, IDENTITY, None)), query, k=recall)
+        try:  # two past the cut: what recall=k left out is recorded as dropped
+            items = memory.search(namespace_of(peek(scope, IDENTITY, None)), query, k=recall + _PAST_RECALL)
         except Exception as exc:  # a store that fails (or holds a tampered item) is a recorded failure
             failed = f"memory recall failed: {type(exc).__name__}: {exc}"
             sent.append({"kind": "error", "slot": "system", "trigger": "recall", "source": "memory", "text": failed})
             items = []
-        for item in items:
-            sent.append(
-                {
-                    "kind": "memory",
-                    "slot": "system",
-                    "trigger": "recall",
-                    "id": item.id,
-                    "namespace": list(item.namespace),
-                    "text": item.text,
-                    "origin": item.origin,
-                }
-            )
+        for rank, item in enumerate(items):
+            row = {
+                "kind": "memory",
+                "slot": "system",
+                "trigger": "recall",
+                "id": item.id,
+                "namespace": list(item.namespace),
+                "text": item.text,
+                "origin": item.origin,
+            }
+            if rank < recall:
+                sent.append(row)
+            else:
+                dropped.append({**row, "reason": f"past recall={recall}"})
     return sent, dropped
 
 

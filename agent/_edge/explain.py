@@ -705,7 +705,14 @@ def _dropped_lines(step: _Step) -> list[str]:
     out = []
     for row in rows if isinstance(rows, list) else ():
         if isinstance(row, dict):
-            what = f"RAG chunk {row.get('source')}" if row.get("kind") == "rag" else str(row.get("kind"))
+            kind = row.get("kind")
+            what = (
+                f"RAG chunk {row.get('source')}"
+                if kind == "rag"
+                else f"memory item {row.get('id')}"
+                if kind == "memory"
+                else str(kind)
+            )
             out.append(f"{what} {snippet(row.get('text', ''), 60)}: {row.get('reason')}")
     return out
 

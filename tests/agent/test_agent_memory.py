@@ -142,3 +142,20 @@ def test_a_rule_hiding_tool_arguments_hides_the_recalled_memory_text_in_the_reco
     shown = agent.last_snapshot().record.shown()
     (row,) = shown.final_state["context_injected"]
     assert row["text"] == "REDACTED" and row["kind"] == "memory"
+
+
+def test_items_past_recall_k_are_recorded_as_dropped_and_why_lists_them() -> None:
+    """``recall=1``: the best item is sent; the next ones found are in ``context_dropped`` with the
+    reason, and ``agent why --dropped`` lists them."""
+    from agent import explain_answer
+
+    memory = InMemoryMemory()
+    memory.put(("default",), "The cat is called Tom")
+    memory.put(("default",), "The cat likes fish")
+    agent, provider = make(["Tom."], memory, recall=1)
+    agent.run("What is the cat called?")
+    state = agent.last_snapshot().shared_state
+    assert [r["text"] for r in state["context_injected"]] == ["The cat is called Tom"]
+    assert [(r["text"], r["reason"]) for r in state["context_dropped"]] == [("The cat likes fish", "past recall=1")]
+    text = explain_answer(agent.last_snapshot().record, dropped=True).format()
+    assert 'memory item m-' in text and '"The cat likes fish": past recall=1' in text
