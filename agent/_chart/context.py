@@ -242,7 +242,7 @@ def plan_context(
             sent.append({"kind": "error", "slot": "system", "trigger": "recall", "source": "memory", "text": failed})
             items = []
         for rank, item in enumerate(items):
-            row = {
+            recalled: dict[str, Any] = {
                 "kind": "memory",
                 "slot": "system",
                 "trigger": "recall",
@@ -252,9 +252,9 @@ def plan_context(
                 "origin": item.origin,
             }
             if rank < recall:
-                sent.append(row)
+                sent.append(recalled)
             else:
-                dropped.append({**row, "reason": f"past recall={recall}"})
+                dropped.append({**recalled, "reason": f"past recall={recall}"})
     return sent, dropped
 
 

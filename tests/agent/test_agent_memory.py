@@ -152,10 +152,10 @@ def test_items_past_recall_k_are_recorded_as_dropped_and_why_lists_them() -> Non
     memory = InMemoryMemory()
     memory.put(("default",), "The cat is called Tom")
     memory.put(("default",), "The cat likes fish")
-    agent, provider = make(["Tom."], memory, recall=1)
+    agent, _ = make(["Tom."], memory, recall=1)
     agent.run("What is the cat called?")
     state = agent.last_snapshot().shared_state
     assert [r["text"] for r in state["context_injected"]] == ["The cat is called Tom"]
     assert [(r["text"], r["reason"]) for r in state["context_dropped"]] == [("The cat likes fish", "past recall=1")]
     text = explain_answer(agent.last_snapshot().record, dropped=True).format()
-    assert 'memory item m-' in text and '"The cat likes fish": past recall=1' in text
+    assert "memory item m-" in text and '"The cat likes fish": past recall=1' in text
