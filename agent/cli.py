@@ -1,6 +1,6 @@
 """The ``agent`` command: operate durable agent runs kept in a run store.
 
-    agent runs list [--status paused] [--limit N] [--conversation ID]
+    agent runs list [--status paused] [--limit N] [--conversation ID] [--after CURSOR]
                                                       runs, newest first (a conversation's turns)
     agent runs show RUN [--json]                      the question, evidence, narrative so far
     agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
@@ -13,6 +13,8 @@
                                                       (default RUN.html here; a run id that is not
                                                       a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
+    agent diff A B [--json]                           where run B (trace or id) went differently from A
+    agent runs export RUN... -o DIR                   shown trace files: fixtures for pytest --replay DIR
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
@@ -49,6 +51,7 @@ from agent._chart.config import TOOL_ERRORS
 from agent._edge.cli_common import close_opened, load_object, open_store, shown_input, shown_output
 from agent._edge.conversation_cli import add_commands as add_conversation_commands
 from agent._edge.conversation_cli import earlier_turn_lines, turn_input
+from agent._edge.replay_cli import add_commands as add_replay_commands
 from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
@@ -106,7 +109,9 @@ def decisions_of(record: RunRecord) -> list[Any]:
 def cmd_list(args: argparse.Namespace) -> str | list[str]:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
-    records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
+    records = open_store(args).list(
+        status=args.status, limit=args.limit, conversation=conversation, after=getattr(args, "after", None)
+    )
     # a run whose stored row does not load is listed as unreadable, never hides the others
     unreadable = getattr(records, "unreadable", ())
     if args.json:
@@ -128,6 +133,8 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
         )
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
+    if getattr(records, "next", None):
+        lines.append(f"more: agent runs list --after {records.next}")
     return lines
 
 
@@ -415,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--status", choices=_STATUSES, help="only runs with this status")
     sub.add_argument("--limit", type=int, default=50, metavar="N", help="at most N runs (default 50)")
     sub.add_argument("--conversation", metavar="ID", help="only the turns of this conversation, newest first")
+    sub.add_argument("--after", metavar="CURSOR", help="the page after the one that printed this cursor")
     sub.add_argument("--json", action="store_true", help="print JSON")
     sub = command("show", cmd_show, "Show a run: its question, evidence pack and narrative so far.")
     sub.add_argument("run", metavar="RUN", help="the run id")
@@ -466,6 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    add_replay_commands(groups, command, store_options)
+    from .serve.cli import add_commands as add_serve_commands
+
+    add_serve_commands(groups)
     return parser
 
 

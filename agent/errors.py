@@ -23,6 +23,9 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── CompositionError (ValueError)       agents composed wrongly: a handoff past max_handoffs, a mount's
     │                                        message that is not text, a sub-agent tool that paused
     ├── MemoryStoreError (ValueError)       bad memory input (namespace, text, origin) or an unreadable stored item
+    ├── InboxRefusal                        the approval inbox refused a decision (agent.serve.decide:
+    │                                        its HTTP status and message)
+    ├── UsersFileError (ValueError)         the inbox's users file cannot be read or written
     └── provider errors                     (agent/providers/errors.py draws their subtree)
         ├── ProviderError (RuntimeError)    any failure while talking to a model, and its kinds
         ├── ScriptError (ValueError)        scripted(...) was given a reply it cannot play

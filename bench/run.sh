@@ -14,6 +14,7 @@
 #   BENCH_PASSES=N     run the whole suite N times and pool the passes (default 1)
 #   BENCH_ONLY="W1 W3" run only these workloads (W8, a map over 1,000 items, has no footprintjs peer)
 #   BENCH_W7_BIG=1     W7 also at 150,000 commits (minutes, and a few hundred MB)
+#   BENCH_INBOX_RUNS=N paused runs behind the inbox figures (default 1000; 10000 for the flat check)
 #   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -126,6 +127,15 @@ if [[ " $ONLY " == *" W6 "* ]]; then
   fi
 fi
 
+# Replay as a test: a decision diff of two 30,000-commit runs, a replayed W6 run (its own file).
+say "REPLAY pyfootprint: $PF_PY -m bench.pyfootprint.replay"
+"$PF_PY" -m bench.pyfootprint.replay >"$ROOT/bench/results/replay.jsonl" || FAILED=1
+if [[ "$HAVE_LG" == 1 ]]; then  # LangGraph's fork of the same 50-node pipeline: its model calls
+  say "REPLAY langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.replay_fork"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.replay_fork) \
+    >>"$ROOT/bench/results/replay.jsonl" || FAILED=1
+fi
+
 # A 50-turn conversation on SQLite: µs per turn at turns 1, 10 and 50 (its own file and table).
 say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 "$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1
@@ -142,6 +152,9 @@ if [[ $HAVE_LG == 1 ]]; then
   (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.memory_recall) \
     >>"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
 fi
+# The approval inbox over real HTTP (agent serve): first page of 1,000 paused runs, approve -> done.
+say "inbox pyfootprint: $PF_PY bench/inbox.py --runs ${BENCH_INBOX_RUNS:-1000}"
+"$PF_PY" "$ROOT/bench/inbox.py" --runs "${BENCH_INBOX_RUNS:-1000}" >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
 
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"

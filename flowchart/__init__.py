@@ -32,7 +32,8 @@ from flowchart._core.scope import Scope
 from flowchart._launch import FlowChartBuilder, flow_chart
 from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
 from flowchart._record.causal import causal_chain
-from flowchart._record.record import Lineage, Record, ShownRecord
+from flowchart._record.diff import DiffError, RunDiff, diff_runs
+from flowchart._record.record import Lineage, Record, Reuse, ShownRecord
 from flowchart._record.result import RunResult
 from flowchart._record.trace import Trace
 from flowchart._version import package_version as _package_version
@@ -54,6 +55,7 @@ __all__ = [
     "CheckpointError",
     "Commit",
     "Decision",
+    "DiffError",
     "FlowChart",
     "FlowChartBuilder",
     "FlowchartError",
@@ -67,7 +69,9 @@ __all__ = [
     "Record",
     "Redaction",
     "Retry",
+    "Reuse",
     "RunCancelledError",
+    "RunDiff",
     "RunError",
     "RunFailure",
     "RunResult",
@@ -83,6 +87,7 @@ __all__ = [
     "causal_chain",
     "commit_value_at",
     "decide",
+    "diff_runs",
     "failed_checkpoint",
     "failed_run",
     "find_commit",

@@ -17,6 +17,7 @@ from flowchart._core.scope import peek, raw_read, set_owned
 from flowchart._core.serde import every_key, json_type, make_converter
 from flowchart._core.serde import structure as structure_untrusted
 from flowchart._core.tracked import append_owned
+from flowchart._core.untrusted import check as check_untrusted
 from flowchart._core.untrusted import parse as parse_untrusted
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 from flowchart._engine.entry import _run_input as validated_input
@@ -30,6 +31,7 @@ __all__ = [
     "apply_commit",
     "canonical_json",
     "check_checkpoint",
+    "check_untrusted",
     "copy_json",
     "drive",
     "emit_owned",

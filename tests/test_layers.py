@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart._cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart._pytest_plugin": 4,
     "flowchart.otel": 4,
     "flowchart._otel": 4,
     "flowchart.stream": 4,
@@ -345,7 +346,9 @@ AGENT_LAYERS: dict[str, int] = {
     "agent.viewer_panel": 4,
     "agent.cli": 4,
     "agent.celery": 4,
+    "agent.replaying": 4,
     "agent.mcp.*": 4,
+    "agent.serve.*": 4,
     # A5 the façade
     "agent": 5,
 }

@@ -8,7 +8,10 @@ Laws:
   ``history`` keeps the model's original args — except a person's edit: an approval with
   ``args={...}`` rewrites that call's args in the assistant turn the model is sent (it reads
   the call that ran next to its result), while ``llm_latest_tool_calls`` and the
-  ``human_decisions`` row (``args``/``before``) keep what the model asked.
+  ``human_decisions`` row (``args``/``before``) keep what the model asked. An edited
+  check-in call goes through the gates again as a fresh call would — permission, the whole
+  before-tool chain (its rows filed beside the first pass's: both versions in the ledger; a
+  second ``ask`` is refused), argument validation — before it runs.
 - A middleware ``ask``, a tripped check-in or ``ask_human`` pauses the run HERE, before
   the tool runs (ask, check-in) or inside it (ask_human); what happened so far in the
   batch is committed and the paused call is recorded under ``paused_tool_call``.
@@ -315,8 +318,18 @@ async def answer_paused(
             return result_text(answer), True
         return result_text(await _after_tool(site, args, answer)), True
     approved, by, note = row["approved"] is True, str(row["by"]), row.get("note")
-    if approved and "after" in row:  # the person edited the call: it must still be a valid call
+    if approved and "after" in row:  # the person edited the call: it must still be a valid, allowed call
         args = row["after"]
+        if kind == "check_in":  # the edited call is judged as a fresh one: permission, then the whole chain
+            history = _history(site)
+            stopped = await permission_gate(site, args, history)
+            if stopped is not None:
+                return str(stopped.text), False
+            if cfg.tool_middleware:
+                chain, _info = await before_tool_gate(site, args, history, ask_policy="refuse")
+                if chain.verdict != "allow":
+                    return chain.reason or ask_resumed_second_ask_reason(chain.middleware or "?", ""), False
+                args = chain.value
         refused = argument_gate(site.tool, args)
         if refused is not None:
             return str(refused.text), False

@@ -343,12 +343,15 @@ class Agent:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
 
-    def fork(self, run_id: str, at: int, patch: Mapping[str, Any] | None = None) -> str | Paused:
+    def fork(
+        self, run_id: str, at: int, patch: Mapping[str, Any] | None = None, *, reuse: bool = False
+    ) -> str | Paused:
         """A new stored run that continues ``run_id`` after its commit ``at`` with ``patch``
         (state key → JSON value) written first — e.g. a rewritten tool result in ``history``
         — so the model answers again from there. Needs the agent's store; the fork lists
-        under ``store.forks(run_id)``. See docs/durable.md."""
-        return durable.fork(self, run_id, at, patch)
+        under ``store.forks(run_id)``. ``reuse=True``: a stage whose recorded reads did not
+        change is taken from the record, its model or tool call not made again. See docs/durable.md."""
+        return durable.fork(self, run_id, at, patch, reuse=reuse)
 
     def submit(
         self,

@@ -186,7 +186,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     return value
 
 
-def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
+def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None, *, reuse: bool = False) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
     ``patch`` written first (``flowchart._rerun``); its answer, or ``Paused``."""
     from flowchart.lowlevel import RunOptions, fork_chart
@@ -194,7 +194,9 @@ def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) ->
     store = _store(agent)
     new_id = new_run_id()
     recorders = agent.segments.recorders()
-    options = RunOptions(**agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
+    options = RunOptions(
+        **agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id, reuse=reuse
+    )
     result = fork_chart(agent.chart, run_id, at, patch, options, kind=AGENT_RUN_KIND, output=_final)
     value = agent.segments.finish(result, recorders)
     if isinstance(value, Paused):

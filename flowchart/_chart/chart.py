@@ -335,13 +335,15 @@ class FlowChart:
         cancel: CancelToken | None = None,
         store: RunStore | None = None,
         run_id: str | None = None,
+        reuse: bool = False,
     ) -> RunResult:
         """A new run that continues ``source`` (a ``Trace``, a ``RunResult`` or a run id in
         ``store``) after its commit ``at`` — or, with ``at = (m, j)``, after commit ``j`` of the
         subflow whose mount committed at ``m`` — with ``patch`` (state key → JSON value)
         written as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
-        recorded there with its lineage. See docs/durable.md."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
+        recorded there with its lineage. ``reuse=True``: a stage whose recorded reads did not
+        change is taken from the record (``result.reused`` names each). See docs/durable.md."""
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, reuse=reuse)
         return self._launcher().fork(self, source, at, patch, options)
 
     async def aresume(

@@ -222,6 +222,33 @@ class Redaction:
                 out.append(op)
         return out, paths
 
+    def shown_evidence(self, value: Any) -> Any:
+        """A decision's evidence with the summaries of the keys this rule hides replaced (a diff
+        shows two runs under one rule: one run may have hidden a key the other showed)."""
+        if isinstance(value, dict):
+            key = value.get("key")
+            out = {k: self.shown_evidence(v) for k, v in value.items()}
+            if isinstance(key, str) and self.hides(key):
+                for field in ("actual_summary", "value_summary"):
+                    if field in out:
+                        out[field] = EVENT_PLACEHOLDER
+                if "redacted" in out:
+                    out["redacted"] = True
+            return out
+        if isinstance(value, list):
+            return [self.shown_evidence(v) for v in value]
+        return value
+
+    def union(self, other: Redaction) -> Redaction:
+        """A rule hiding whatever this rule or ``other`` hides."""
+        fields: dict[str, list[str]] = {}
+        for rule in (self, other):
+            for key, paths in rule.fields.items():
+                fields.setdefault(key, [])
+                fields[key].extend(p for p in paths if p not in fields[key])
+        patterns = list(self.patterns) + [p for p in other.patterns if p not in self.patterns]
+        return Redaction(keys=self.keys | other.keys, patterns=patterns, fields=fields)
+
     def scrub_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
         """A copy of ``checkpoint`` with every state it carries scrubbed (``scrub_state``): the
         shared state, the input, each subflow's state and input, a retry's restore values. Its

@@ -71,6 +71,24 @@ def _rid_order(rid: str) -> tuple[int, str]:
 
 
 @attrs.frozen
+class Reuse:
+    """One stage a reuse-fork took from the record instead of running it: its runtime id in the
+    fork, and the run and commit it was taken from (``chart.fork(..., reuse=True)``)."""
+
+    runtime_stage_id: str
+    from_run: str
+    from_commit: int
+
+    def line(self) -> str:
+        """``call-llm#4: reused from commit 4 of run R``."""
+        return f"{self.runtime_stage_id}: reused from commit {self.from_commit} of run {self.from_run}"
+
+
+def _reuses(value: Iterable[Reuse]) -> tuple[Reuse, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
 class Lineage:
     """A fork's origin: the run it continues and the commit of that run it forked at."""
 
@@ -108,6 +126,15 @@ class _Fields:
     redacted_paths: tuple[str, ...] = attrs.field(default=(), converter=_paths)
     status: Status = "done"
     lineage: Lineage | None = None
+    reused: tuple[Reuse, ...] = attrs.field(default=(), converter=_reuses, repr=False)
+    """A reuse-fork's stages taken from the record (each other stage after the fork re-ran)."""
+
+    @property
+    def rule(self) -> Redaction:
+        """The rule the run is shown under: its own, else the keys its log reports hiding."""
+        if self.redaction is not None:
+            return self.redaction
+        return Redaction(keys={path.split("/", 1)[0] for path in self.redacted_paths})
 
     @property
     def final_state(self) -> dict[str, Any]:
@@ -129,13 +156,6 @@ class _Fields:
 @attrs.frozen
 class Record(_Fields):
     """What a run is (see the module law): build readers from ``shown()``, never from this."""
-
-    @property
-    def rule(self) -> Redaction:
-        """The rule the run is shown under: its own, else the keys its log reports hiding."""
-        if self.redaction is not None:
-            return self.redaction
-        return Redaction(keys={path.split("/", 1)[0] for path in self.redacted_paths})
 
     def shown(self, rule: Redaction | None = None) -> ShownRecord:
         """The record as every reader may see it: what the run hides, hidden — once, here
@@ -162,6 +182,7 @@ class Record(_Fields):
             redacted_paths=self.redacted_paths,
             status=self.status,
             lineage=self.lineage,
+            reused=self.reused,
         )
 
     @classmethod
@@ -182,6 +203,7 @@ class Record(_Fields):
             redaction=result.redaction,
             redacted_paths=result.redacted_paths,
             status=status,
+            reused=result.reused,
         )
 
 
@@ -195,4 +217,4 @@ def _tupled(records: list[NarrativeEntry] | None) -> tuple[NarrativeEntry, ...] 
     return None if records is None else tuple(records)
 
 
-__all__ = ["Lineage", "Record", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
+__all__ = ["Lineage", "Record", "Reuse", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
