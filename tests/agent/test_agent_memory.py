@@ -20,20 +20,17 @@ def make(replies: list[Any], memory: Any, **create: Any) -> tuple[Agent, Any]:
 
 
 def test_remember_writes_an_item_with_its_origin_and_recall_injects_it_next_conversation() -> None:
-    """Conversation 1 teaches a fact through ``remember``; conversation 2's model call is sent it in
-    the system slot — not in the user's message — and the record names the item and its origin."""
+    """Conversation 1 teaches a fact through ``remember``; conversation 2's model call (another
+    process: another agent on the same memory) is sent it in the system slot — not in the user's
+    message — and the record names the item and its origin."""
     memory = InMemoryMemory()
-    agent, provider = make(
-        [calls(call("c1", "remember", text="The user's favourite colour is teal")), "Noted.", "Teal, I recall."],
-        memory,
-        recall=2,
-    )
+    agent, _ = make([calls(call("c1", "remember", text="The user's favourite colour is teal")), "Noted."], memory)
     identity = {"tenant": "acme", "user": "u-7"}
     agent.run("Remember: my favourite colour is teal", identity, conversation="c-1")
     first = agent.last_snapshot()
     (item,) = memory.search(("acme", "u-7"), "favourite colour")
     assert item.origin == {
-        "run_id": item.origin["run_id"],
+        "run_id": first.result.run_id,
         "conversation": "c-1",
         "turn": 1,
         "commit": item.origin["commit"],
@@ -42,13 +39,13 @@ def test_remember_writes_an_item_with_its_origin_and_recall_injects_it_next_conv
         "iteration": 1,
     }
     assert item.origin["commit"].startswith("tool-calls")
-    assert item.origin["run_id"] == first.result.run_id
 
-    assert agent.run("What is my favourite colour?", identity, conversation="c-2") == "Teal, I recall."
+    later, provider = make(["Teal, I recall."], memory, recall=2)
+    assert later.run("What is my favourite colour?", identity, conversation="c-2") == "Teal, I recall."
     sent = provider.requests[-1]
     assert sent.messages == [{"role": "user", "content": "What is my favourite colour?"}]
     assert sent.system_prompt == f"You help.\n\n## Context\n[memory {item.id}] The user's favourite colour is teal"
-    state = agent.last_snapshot().shared_state
+    state = later.last_snapshot().shared_state
     assert state["context_injected"] == [
         {
             "kind": "memory",
@@ -131,12 +128,10 @@ def test_a_rule_hiding_tool_arguments_hides_the_recalled_memory_text_in_the_reco
     from flowchart import Redaction
 
     memory = InMemoryMemory()
-    agent, provider = make(
-        [calls(call("c1", "remember", text="PIN 4411")), "Ok.", "Your PIN is 4411."],
-        memory,
-        redaction=Redaction(fields={"history": ["tool_calls.args"]}),
-    )
-    agent.run("Remember PIN 4411")
+    rule = Redaction(fields={"history": ["tool_calls.args"]})
+    teach, _ = make([calls(call("c1", "remember", text="PIN 4411")), "Ok."], memory, redaction=rule)
+    teach.run("Remember PIN 4411")
+    agent, provider = make(["Your PIN is 4411."], memory, redaction=rule)
     agent.run("What is my PIN?")
     assert "[memory" in provider.requests[-1].system_prompt and "PIN 4411" in provider.requests[-1].system_prompt
     shown = agent.last_snapshot().record.shown()
