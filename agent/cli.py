@@ -7,7 +7,7 @@
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs retry RUN --agent MODULE:ATTR          continue a failed run at the stage that failed
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
-    agent why TRACE|RUN [--call N] [--drivers] [--keys] [--json]
+    agent why TRACE|RUN [--call N] [--drivers] [--scorer S] [--dropped] [--keys] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
                                                       (default RUN.html here; a run id that is not
@@ -361,7 +361,9 @@ def cmd_why(args: argparse.Namespace) -> str:
         chain = causal_chain(trace.commit_log, "final_content")
         return "\n".join([chain.format(), *earlier_turn_lines(chain, trace.commit_log)])
     try:
-        explanation = explain_answer(source, call=args.call, drivers=args.drivers)
+        explanation = explain_answer(
+            source, call=args.call, drivers=args.drivers, dropped=args.dropped, scorer=args.scorer
+        )
     except ExplainError as exc:
         raise CliError(str(exc)) from None
     return json.dumps(explanation.to_dict(), ensure_ascii=False, indent=2) if args.json else explanation.format()
@@ -452,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
     why.add_argument("--call", type=int, metavar="N", help="explain model call N (1-based) instead of the answer")
     why.add_argument("--drivers", action="store_true", help="rank the messages by the words they share with it")
+    why.add_argument(
+        "--scorer",
+        choices=("jaccard", "containment"),
+        help="how --drivers scores (default: containment when the call was sent context, else jaccard)",
+    )
+    why.add_argument("--dropped", action="store_true", help="also list the context available but not sent")
     why.add_argument("--keys", action="store_true", help="print the key-level causal chain of final_content instead")
     why.add_argument("--json", action="store_true", help="print JSON")
     text = "Write the run as one self-contained HTML page: the question, the answer, why, then the chart."

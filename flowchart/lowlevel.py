@@ -18,6 +18,7 @@ from flowchart._core.serde import every_key, json_type, make_converter
 from flowchart._core.serde import structure as structure_untrusted
 from flowchart._core.tracked import append_owned
 from flowchart._core.untrusted import check as check_untrusted
+from flowchart._core.untrusted import parse as parse_untrusted
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
@@ -43,6 +44,7 @@ __all__ = [
     "json_digest",
     "json_type",
     "make_converter",
+    "parse_untrusted",
     "peek",
     "raw_read",
     "run_coroutine",

@@ -17,6 +17,8 @@ WORKLOADS = [
     "w7_big_run",
     "w8_map",
     "conversation",
+    "memory_recall",
+    "composition",
     "replay",
 ]
 

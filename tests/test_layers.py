@@ -334,6 +334,8 @@ AGENT_LAYERS: dict[str, int] = {
     "agent.providers.*": 0,
     # A1 tools as values
     "agent._tools.*": 1,
+    # A1 long-term memory: stores of remembered text and the tools that reach them
+    "agent.memory.*": 1,
     # A2 the chart: state keys, config, stages, gates, pauses, events
     "agent._chart.*": 2,
     "agent.events": 2,

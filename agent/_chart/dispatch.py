@@ -70,12 +70,13 @@ from agent._chart.tool_run import (
     look_up,
     position_of,
     record_failure,
+    record_sub_agent,
     run_of,
     tool_context,
     tool_end_payload,
     tool_ended,
 )
-from agent._tools.tools import AskHumanSignal, result_text
+from agent._tools.tools import AgentAnswer, AskHumanSignal, result_text
 from flowchart import Pausable, Scope, StageContext, pause_again
 from flowchart.lowlevel import append_owned, copy_json, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
@@ -103,6 +104,7 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     tool, call = site.tool, site.call
     tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
     attempt = 1
+    result: Any = None
     while True:
         try:
             # the tool gets its own copy: the args are the committed record of what the model asked
@@ -120,6 +122,8 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
                 continue
             result, error = str(exc) or type(exc).__name__, True
         break
+    if type(result) is AgentAnswer:
+        result = record_sub_agent(site.scope, call, site.iteration, result)
     tool_ended(site, result, error)
     if not site.cfg.has_after_tool:
         return result, error

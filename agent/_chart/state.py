@@ -46,6 +46,12 @@ USAGE_NOT_REPORTED = "usage_not_reported"
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
+CONTEXT_INJECTED = "context_injected"  # what this model call was sent besides history (agent._chart.context)
+CONTEXT_DROPPED = "context_dropped"  # what was available to it but not sent, and why
+# -- written by tool-calls when a sub-agent tool answered (agent._run.compose.agent_tool) ----
+SUB_AGENTS = "sub_agents"
+# -- written by handoff (only with handoffs: agent._chart.handoff) -------------------------
+HANDOFFS = "handoffs"
 # -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------
 OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent._chart.structured) ---------------

@@ -285,6 +285,45 @@ class FlowChartBuilder:
         )
         return self._append(node)
 
+    def add_agent(
+        self,
+        name: str,
+        agent: Any,
+        stage_id: str,
+        *,
+        message: Callable[[Any], str],
+        into: str,
+        identity: Callable[[Any], Any] | None = None,
+        description: str | None = None,
+    ) -> FlowChartBuilder:
+        """Mount an agent (anything with ``as_subflow(message=, into=, identity=)``, such as
+        ``agent.Agent``) as the next stage: its run is a subflow of this chart, sent
+        ``message(state)`` and writing its answer to ``into``. flowchart knows no agent: the
+        mounted object says which chart runs and how state goes in and out."""
+        mount = getattr(agent, "as_subflow", None)
+        if not callable(mount):
+            self._problem(
+                f"add_agent('{name}'): expected an agent (an object with as_subflow(message=, into=)), "
+                f"got {type(agent).__name__}",
+                stage_id,
+            )
+            return self
+        if not callable(message):
+            self._problem(f"add_agent('{name}'): message= must be a function state -> str", stage_id)
+            return self
+        if not isinstance(into, str) or not into:
+            self._problem(f"add_agent('{name}'): into= must name the state key the answer is written to", stage_id)
+            return self
+        parts = mount(message=message, into=into, identity=identity)
+        return self.add_subflow_chart_next(
+            stage_id,
+            parts.chart,
+            mount_name=name,
+            input_mapper=parts.input_mapper,
+            output_mapper=parts.output_mapper,
+            description=description,
+        )
+
     def add_subflow_chart(
         self,
         stage_id: str,
