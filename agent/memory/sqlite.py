@@ -59,7 +59,7 @@ def require_sqlite_module(db: sqlite3.Connection, module: str = "fts5") -> None:
             raise MemoryStoreError(
                 f"SqliteMemory needs SQLite's {module.upper()} full-text search, which this Python's SQLite "
                 f"{sqlite3.sqlite_version} was built without ({exc}): use PostgresMemory(dsn) or InMemoryMemory(), "
-                "or a Python whose SQLite has FTS5 (e.g. pip install pysqlite3-binary)"
+                "or a Python whose sqlite3 module was built with FTS5 (the python.org and Debian builds are)"
             ) from None
         raise
 
