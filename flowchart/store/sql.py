@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import attrs
+
 from flowchart._core.narrative_columns import NarrativeColumns
 from flowchart._core.redaction import Redaction
 from flowchart._core.run_ids import check_run_id
@@ -284,8 +286,9 @@ class SqlStore:
         )
 
     # -- the whole run: its head and, with a key, its seal (``sealing``) ----------------------
-    def _rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str | None]:
-        """Every stored row of ``run_id`` as the database holds it, and its seal."""
+    def _rows(self, cur: Any, run_id: str, *, tables: bool = True) -> tuple[sealing.RunRows, str | None]:
+        """Every stored row of ``run_id`` as the database holds it, and its seal (``tables=False``:
+        its ``runs`` row, chart and answers, no commits and no segments)."""
         names = ", ".join(sealing.RUN_COLUMNS)
         row = self._run(cur, f"SELECT {names}, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
@@ -297,13 +300,8 @@ class SqlStore:
             run_id=run_id,
             columns=columns,
             chart_spec=None if found is None else found[0],
-            commits=self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall(),
-            segments=self._run(
-                cur,
-                "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
-                "WHERE run_id = ? ORDER BY n",
-                (run_id,),
-            ).fetchall(),
+            commits=self._commit_rows(cur, run_id, 0) if tables else (),
+            segments=self._segment_rows(cur, run_id, 0) if tables else (),
             answers=self._run(
                 cur,
                 "SELECT request_id, answer, answered_by, answered_at FROM answers WHERE run_id = ? ORDER BY request_id",
@@ -311,6 +309,17 @@ class SqlStore:
             ).fetchall(),
         )
         return rows, row[-1]
+
+    def _commit_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = "SELECT seq, body FROM commits WHERE run_id = ? AND seq >= ? ORDER BY seq"
+        return self._run(cur, sql, (run_id, start)).fetchall()
+
+    def _segment_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = (
+            "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
+            "WHERE run_id = ? AND n >= ? ORDER BY n"
+        )
+        return self._run(cur, sql, (run_id, start)).fetchall()
 
     def _head(self, cur: Any, run_id: str) -> str:
         """The run's head; with a key, once its rows match its seal (else ``StoredRowError``)."""
@@ -333,16 +342,42 @@ class SqlStore:
             read(run_id, name, partial(codec.unseal, rows.columns[name], key, run_id, name))
 
     def _reseal(self, cur: Any, run_id: str) -> None:
-        """Seal the run as it now stands (with a key; a store without one keeps no seal)."""
+        """Seal the run whole, as it now stands (with a key; a store without one keeps no seal): a
+        new run, or a run from before seals."""
         if self._key is not None:
             rows, _ = self._rows(cur, run_id)
             self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.seal(rows, self._key), run_id))
 
-    def _checked(self, cur: Any, run_id: str) -> None:
-        """Before a write (with a key): the run still matches its seal, so a writer never seals
-        rows someone changed behind the store."""
-        if self._key is not None:
-            self._head(cur, run_id)
+    def _checked(self, cur: Any, run_id: str) -> dict[str, Any] | None:
+        """Before a write (with a key): the run's row, chart and answers match its seal and its
+        tables hold the rows it counts (``sealing.opened``; the commits are not read) — the sealed
+        parts, which ``_extended`` extends after the write."""
+        if self._key is None:
+            return None
+        rows, sealed = self._rows(cur, run_id, tables=False)
+        counts = self._run(
+            cur,
+            "SELECT (SELECT COUNT(*) FROM commits WHERE run_id = ?), (SELECT COUNT(*) FROM segments WHERE run_id = ?)",
+            (run_id, run_id),
+        ).fetchone()
+        try:
+            return sealing.opened(rows, {"commits": counts[0], "segments": counts[1]}, sealed, self._key)
+        except StoredRowError:
+            self._explain(rows)
+            raise
+
+    def _extended(self, cur: Any, run_id: str, kept: dict[str, Any] | None) -> None:
+        """After a write (with a key): the seal ``_checked`` opened, extended by the commits and
+        segments the write added (read back as the database holds them) — not the whole run again."""
+        if self._key is None or kept is None:
+            return
+        rows, _ = self._rows(cur, run_id, tables=False)
+        added = attrs.evolve(
+            rows,
+            commits=self._commit_rows(cur, run_id, int(kept["commits"][0])),
+            segments=self._segment_rows(cur, run_id, int(kept["segments"][0])),
+        )
+        self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.resealed(added, kept, self._key), run_id))
 
     def verify(self, run_id: str) -> str:
         """The run's head — a digest of every row of the run, to anchor elsewhere; with a key, only
@@ -433,9 +468,9 @@ class SqlStore:
                         f"run '{run_id}' moved on (status {status}, next seq {next_seq}) before this "
                         f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                     )
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._write_segment(cur, run_id, segment)
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise CommitConflictError(
@@ -489,13 +524,13 @@ class SqlStore:
             status, _ = self._locked_row(cur, run_id)
             row = self._run(cur, "SELECT checkpoint FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             check_retry(run_id, status, row[0] is not None)
-            self._checked(cur, run_id)
+            kept = self._checked(cur, run_id)
             self._run(
                 cur,
                 "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
             )
-            self._reseal(cur, run_id)
+            self._extended(cur, run_id, kept)
         return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
@@ -503,7 +538,7 @@ class SqlStore:
         try:
             with self._tx() as cur:
                 status, _ = self._locked_row(cur, run_id)
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._run(
                     cur,
                     "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
@@ -517,7 +552,7 @@ class SqlStore:
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
                 )
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise AlreadyAnsweredError(
