@@ -16,7 +16,7 @@ from flowchart._core.options import RunOptions
 from flowchart._core.scope import peek, raw_read, set_owned
 from flowchart._core.serde import json_type
 from flowchart._core.tracked import append_owned
-from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
 from flowchart._rerun import fork_chart
@@ -42,7 +42,6 @@ __all__ = [
     "run_coroutine",
     "same_json",
     "set_owned",
-    "slot_setters",
     "spec_fingerprint",
     "thaw",
     "validated_input",

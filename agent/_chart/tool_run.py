@@ -26,7 +26,7 @@ from agent._chart.state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseDa
 from agent._chart.tool_errors import error_row, record_tool_error
 from agent._tools.tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
 from flowchart import Scope, StageContext
-from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek
 from governance.checkin import ask_human_request_id
 
 
@@ -71,19 +71,9 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
     return {"iteration": iteration, "step": ctx.runtime_stage_id}
 
 
-# the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
-# without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
-_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY = slot_setters(ToolContext)
-
-
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    made = object.__new__(ToolContext)
-    _SET_CALL_ID(made, call["id"])
-    _SET_ITERATION(made, iteration)
-    _SET_RUN_ID(made, run_of(ctx))
-    _SET_IDENTITY(made, identity)
-    return made
+    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
 
 
 def run_tool_now(

@@ -11,7 +11,8 @@ one run costs. ``docs/performance.md`` ("Round seven: each fast path judged") re
 path is ablated in a branch and kept only when this count (and the timed ``make bench`` row)
 moves by ≥ 5 %. Not part of ``make bench`` (a minute or two per workload on two cores).
 
-Workloads: ``w1`` (200 stages), ``w1n`` (the same with the narrative recorder), ``w6`` (the
+Workloads: ``w1`` (200 stages), ``w1n`` (the same with the narrative recorder), ``w1k`` (the
+recorder attached but never read), ``w6`` (the
 real Agent, scripted provider), ``w6q`` (the same, ``narrative=False``), ``w6c`` (the SPEC
 chart on the bare engine), ``save`` / ``load`` (``Trace.save`` / ``Trace.load`` of a 3,000-commit
 W7 run), ``w4k`` (W4 into a SQLite store opened with a key).
@@ -29,7 +30,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-RUNS = {"w1": 10, "w1n": 10, "w6": 10, "w6q": 10, "w6c": 20, "save": 3, "load": 3, "w4k": 10, "w4": 10}
+RUNS = {"w1": 10, "w1n": 10, "w1k": 10, "w6": 10, "w6q": 10, "w6c": 20, "save": 3, "load": 3, "w4k": 10, "w4": 10}
 KEY = b"k" * 32
 
 
@@ -40,6 +41,12 @@ def _prepare(workload: str, count: int) -> list[Callable[[], object]]:
 
         chart = build()
         return [lambda: run_once(chart, with_narrative=workload == "w1n") for _ in range(count)]
+    if workload == "w1k":  # the narrative attached, never read: what keeping its calls costs
+        from bench.pyfootprint.w1_linear import build
+        from flowchart import narrative
+
+        chart = build()
+        return [lambda: chart.run(recorders=[narrative()]) for _ in range(count)]
     if workload in ("w6", "w6q"):
         from bench.pyfootprint.w6_agent import build_agent, run_agent
 
@@ -106,8 +113,12 @@ def main(argv: list[str]) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions needs valgrind (apt install valgrind)")
     names = argv or list(RUNS)
-    for name in names:  # byte-compile everything a child runs here, not in a counted child
-        _child(name, 1)
+    # byte-compile every module here, not in a counted child (a child that compiled a module would
+    # count that against its runs — even with PYTHONDONTWRITEBYTECODE set in this shell)
+    env = {"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}
+    for name in names:
+        cmd = [sys.executable, "-m", "bench.pyfootprint.instructions", "--child", name, "1"]
+        subprocess.run(cmd, env=env, check=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
         for name, count in zip(names, pool.map(per_run, names), strict=True):
             print(f"{name}\t{count}", flush=True)
