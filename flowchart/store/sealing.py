@@ -81,7 +81,8 @@ class RunRows:
 
 
 def _value(value: Any) -> str:
-    """A cell as canonical text (NULL, text, numbers and bytes told apart)."""
+    """A cell that is not text as canonical text (NULL, numbers and bytes told apart; none of
+    them starts as a text cell does, with ``s`` and its length)."""
     if value is None:
         return "null"
     if isinstance(value, bytes | bytearray | memoryview):
@@ -91,9 +92,15 @@ def _value(value: Any) -> str:
 
 def _hash(*cells: Any) -> str:
     digest = hashlib.sha256()
+    update = digest.update
     for cell in cells:
-        digest.update(_value(cell).encode())
-        digest.update(b"\x00")
+        if type(cell) is str:  # a commit's body, a column's JSON: its bytes behind their length
+            data = cell.encode("utf-8", "surrogatepass")
+            update(b"s%d:" % len(data))
+            update(data)
+        else:
+            update(_value(cell).encode())
+        update(b"\x00")
     return digest.hexdigest()
 
 

@@ -224,10 +224,14 @@ class SqlStore:
         read = codec.column
         if not isinstance(run_id, str) or not isinstance(fingerprint, str) or row[3] not in STATUSES:
             raise StoredRowError(str(run_id), "run_id/chart_fingerprint/status", "not a run's identity and status")
+        sealed = None
         if key is not None:  # the whole run matches its seal before any of it is read
-            self._head(cur, run_id)
+            sealed = self._sealed_rows(cur, run_id)[0]  # and its rows, as checked, are the ones read
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
-        rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        if sealed is not None:
+            rows = sealed.commits
+        else:
+            rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         bodies = [
             str(read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}")))
             for seq, body in rows
@@ -235,10 +239,14 @@ class SqlStore:
         log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = read(run_id, "answers", partial(codec.decode_answered, [rid for (rid,) in answered.fetchall()]))
-        notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
+        if sealed is not None:
+            notes = [(segment[3], segment[4]) for segment in sealed.segments]
+        else:
+            sql = "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n"
+            notes = self._run(cur, sql, (run_id,)).fetchall()
         told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
-        for text, subs in notes.fetchall():
+        for text, subs in notes:
             told.append(read(run_id, "narrative", partial(codec.decode_narrative_columns, text, run_id)))
             # runtime ids never repeat across segments
             subflows.update(read(run_id, "subflows", partial(codec.decode_subflows, subs, run_id)))
@@ -323,11 +331,17 @@ class SqlStore:
 
     def _head(self, cur: Any, run_id: str) -> str:
         """The run's head; with a key, once its rows match its seal (else ``StoredRowError``)."""
-        rows, sealed = self._rows(cur, run_id)
         if self._key is None:
-            return sealing.head(rows)
+            return sealing.head(self._rows(cur, run_id)[0])
+        return self._sealed_rows(cur, run_id)[1]
+
+    def _sealed_rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str]:
+        """Every stored row of ``run_id`` (with a key) and the run's head, once they match the
+        run's seal (else ``StoredRowError``): a reader reads these rows, not the tables again."""
+        assert self._key is not None
+        rows, sealed = self._rows(cur, run_id)
         try:
-            return sealing.check(rows, sealed, self._key)
+            return rows, sealing.check(rows, sealed, self._key)
         except StoredRowError:
             self._explain(rows)
             raise
