@@ -17,6 +17,9 @@ WORKLOADS = [
     "w7_big_run",
     "w8_map",
     "conversation",
+    "memory_recall",
+    "composition",
+    "replay",
 ]
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from agent._chart import structured
 from agent._chart.config import AgentConfig
 from agent._chart.dispatch import make_tool_calls
+from agent._chart.handoff import make_handoff
 from agent._chart.paused import AnswerBook
 from agent._chart.stages import (
     break_final,
@@ -76,6 +77,8 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     )
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
+    if cfg.handoffs:  # the receiving agent's answer is this run's: route then takes final
+        branches = branches.add_function_branch("handoff", "Handoff", make_handoff(cfg), loop_to="route")
     if cfg.output is not None:
         branches = structured.add_retry_branch(branches, cfg.output)
     return (

@@ -36,9 +36,13 @@ import attrs
 
 from agent._chart import events, structured
 from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
+from agent._chart.context import default_namespace, plan_context, with_context
 from agent._chart.conversation_turns import seed_parts
 from agent._chart.event_views import shown_entry
+from agent._chart.handoff import wants_handoff
 from agent._chart.state import (
+    CONTEXT_DROPPED,
+    CONTEXT_INJECTED,
     CONVERSATION,
     CONVERSATION_INPUT,
     FINAL_CONTENT,
@@ -195,6 +199,25 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
+    has_context = cfg.has_context
+    namespace_of = cfg.memory_namespace or default_namespace
+
+    def context_for(scope: Scope) -> list[dict[str, Any]]:
+        """Decide and record what this call is sent besides history (``agent._chart.context``)."""
+        sent, dropped = plan_context(cfg.injections, cfg.memory, cfg.recall, namespace_of, scope)
+        # what the previous call was sent is not written again (the commit would change nothing):
+        # compared unrecorded, so an unchanged context costs no write and no read in the record
+        if raw_read(scope, CONTEXT_INJECTED) != sent:
+            scope[CONTEXT_INJECTED] = sent
+        if (dropped or raw_read(scope, CONTEXT_DROPPED) is not None) and raw_read(scope, CONTEXT_DROPPED) != dropped:
+            scope[CONTEXT_DROPPED] = dropped
+        return sent
+
+    def told(request: Any, rows: list[dict[str, Any]] | None) -> Any:
+        """``request`` with the context rows in its system slot (as it is when there are none)."""
+        if not rows:
+            return request
+        return attrs.evolve(request, system_prompt=with_context(request.system_prompt, rows))
 
     def request_for(scope: Scope, ctx: StageContext) -> tuple[int, Any]:
         iteration = scope[ITERATION]  # item reads: an attribute read first fails a slot lookup (≈ 3× the cost)
@@ -213,6 +236,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         )
         if forms:  # the form the run has settled on, else the provider's best
             request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
+        if has_context:
+            request = told(request, context_for(scope))
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -258,13 +283,14 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             payload["finish_reason"] = response.finish_reason
             emit_owned(ctx, events.LLM_END, payload)
 
-    def shaped(request: Any, form: str) -> Any:
-        """``request`` asking for the answer's shape in ``form`` (see ``agent._chart.structured``)."""
+    def shaped(request: Any, form: str, rows: list[dict[str, Any]] | None = None) -> Any:
+        """``request`` asking for the answer's shape in ``form`` (see ``agent._chart.structured``);
+        ``rows``: the context the call was decided to be sent, kept in the new prompt."""
         prompt = system_prompt
         if forms[0] == "json_schema" and form != "json_schema":  # the instruction joins the prompt
             prompt = structured.system_prompt(cfg.output, system_prompt, form)  # type: ignore[arg-type]
         native = output_schema if form != "instruction" else None
-        return attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form)
+        return told(attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form), rows)
 
     def next_form(request: Any, exc: Exception) -> str | None:
         """The form to ask in after the server refused ``request``'s form, or None (not a refusal)."""
@@ -273,14 +299,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             return None
         return forms[forms.index(form) + 1]
 
-    def asked_again(request: Any, exc: ProviderError, refusals: list[dict[str, Any]]) -> Any:
+    def asked_again(request: Any, exc: ProviderError, refusals: list[dict[str, Any]], scope_rows: Any = None) -> Any:
         """The request in the next form after ``exc`` refused ``request``'s (the refusal noted in
         ``refusals``), or ``None`` when ``exc`` is no refusal of a form (it goes on up)."""
         form = next_form(request, exc)
         if form is None:
             return None
         refusals.append(structured.refusal_row(exc, request.output_form))
-        return shaped(request, form)
+        rows = thaw(peek(scope_rows, CONTEXT_INJECTED)) if has_context and scope_rows is not None else None
+        return shaped(request, form, rows)
 
     def record_form(scope: Scope, request: Any, refusals: list[dict[str, Any]]) -> None:
         """The form on the first model-call commit; a fallback's refusals (and new prompt) on its own."""
@@ -288,8 +315,10 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             earlier = thaw(peek(scope, OUTPUT_SCHEMA_FORM)) if OUTPUT_SCHEMA_FORM in scope else {}
             rows = [*earlier.get("refused", []), *refusals]
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form, "refused": rows}
-            if request.system_prompt != peek(scope, SYSTEM_PROMPT, None):
-                scope[SYSTEM_PROMPT] = request.system_prompt  # what the model is told is part of the record
+            # the prompt without the call's context (that is recorded in ``context_injected``)
+            prompt = shaped(request, request.output_form).system_prompt if has_context else request.system_prompt
+            if prompt != peek(scope, SYSTEM_PROMPT, None):
+                scope[SYSTEM_PROMPT] = prompt  # what the model is told is part of the record
         elif OUTPUT_SCHEMA_FORM not in scope:
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
 
@@ -302,7 +331,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
                 response = await _complete(cfg, request, ctx, iteration, not_streamed)
                 break
             except ProviderError as exc:
-                again = asked_again(request, exc, refusals)
+                again = asked_again(request, exc, refusals, scope)
                 if again is None:
                     raise
             # asked again outside the ``except``: a second failure chains nothing of the first
@@ -437,8 +466,13 @@ def make_route(cfg: AgentConfig) -> Any:
 
     made: dict[int, tuple[list[dict[str, Any]], dict[str, str]]] = {}  # the rules by pending count
 
+    handoff = wants_handoff(cfg) if cfg.handoffs else None
+
     def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        rules: list[dict[str, Any]] = [
+        rules: list[dict[str, Any]] = []
+        if handoff is not None and pending:
+            rules.append({"when": handoff, "then": "handoff", "label": "LLM asked to hand the conversation over"})
+        rules += [
             {
                 "when": lambda s: pending > 0 and s[ITERATION] < s[MAX_ITERATIONS],
                 "then": "tool-calls",

@@ -22,9 +22,25 @@ from agent._chart import events
 from agent._chart.config import STORE_RUN_ENV, AgentConfig
 from agent._chart.event_views import shown_field
 from agent._chart.stages import NEVER_AWAITABLE, settled
-from agent._chart.state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
+from agent._chart.state import (
+    CONVERSATION_INPUT,
+    HISTORY,
+    IDENTITY,
+    LLM_LATEST_TOOL_CALLS,
+    SUB_AGENTS,
+    PauseData,
+    PausedCall,
+)
 from agent._chart.tool_errors import error_row, record_tool_error
-from agent._tools.tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
+from agent._tools.tools import (
+    AgentAnswer,
+    AskHumanSignal,
+    Tool,
+    ToolContext,
+    format_arg_issues,
+    result_text,
+    validate_args,
+)
 from flowchart import Scope, StageContext
 from flowchart.lowlevel import copy_json, drive, emit_owned, peek
 from governance.checkin import ask_human_request_id
@@ -73,7 +89,16 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
 
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    return ToolContext(tool_call_id=call["id"], iteration=iteration, run_id=run_of(ctx), identity=identity)
+    turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn's plan: its id and number
+    return ToolContext(
+        tool_call_id=call["id"],
+        iteration=iteration,
+        run_id=run_of(ctx),
+        identity=identity,
+        step=ctx.runtime_stage_id,
+        conversation=None if turn is None else turn.get("id"),
+        turn=None if turn is None else turn.get("turn"),
+    )
 
 
 def run_tool_now(
@@ -91,6 +116,7 @@ def run_tool_now(
     ``CallSite`` the record of a failure needs is made only when the tool raises."""
     tool_ctx = tool_context(ctx, call, iteration, identity)
     attempt = 1
+    result: Any = None
     while True:
         try:
             result = tool.execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
@@ -107,9 +133,29 @@ def run_tool_now(
                 continue
             result, error = str(exc) or type(exc).__name__, True
         break
+    if type(result) is AgentAnswer:
+        result = record_sub_agent(scope, call, iteration, result)
     if ctx.listens(events.TOOL_END):
         _ended(ctx, call, tool, result, error)
     return result
+
+
+def record_sub_agent(scope: Scope, call: dict[str, Any], iteration: int, answer: AgentAnswer) -> str:
+    """Record which sub-agent run answered the call (``sub_agents``); the answer's text."""
+    row = {
+        "tool": call["name"],
+        "tool_call_id": call["id"],
+        "iteration": iteration,
+        "agent": answer.agent,
+        "run_id": answer.run_id,
+        "model_calls": answer.model_calls,
+        "answer": answer.text,
+    }
+    if SUB_AGENTS in scope:
+        scope[SUB_AGENTS].append(row)
+    else:
+        scope[SUB_AGENTS] = [row]
+    return answer.text
 
 
 def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None:

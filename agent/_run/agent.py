@@ -12,7 +12,7 @@ How one segment of a run is set up and ended is the segment runner's (``agent.se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent._chart.chart import build_agent_chart
@@ -20,11 +20,12 @@ from agent._chart.config import AgentConfig
 from agent._chart.events import Listener
 from agent._chart.paused import AnswerBook, Paused, check_answer
 from agent._chart.redaction_cover import recorded_rule
-from agent._run import conversations, durable, queueing
+from agent._run import compose, conversations, durable, queueing
 from agent._run.builder import AgentBuilder
 from agent._run.resume_checks import check_resumable
 from agent._run.segments import Segments
 from agent._run.snapshot import AgentSnapshot
+from agent._tools.tools import Tool
 from flowchart import Checkpoint, Redaction, Retry
 from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
@@ -84,6 +85,10 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
+        memory: Any = None,
+        recall: int = 3,
+        memory_namespace: Any = None,
+        max_handoffs: int = 5,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -103,6 +108,10 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
+        ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
+        recalls the ``recall`` most relevant items of the run's namespace before each model call
+        (``memory_namespace(identity) -> tuple``; default ``(tenant, user)`` from the identity;
+        docs/memory.md). ``max_handoffs`` caps a chain of handoffs (``AgentBuilder.handoff``).
         """
         return AgentBuilder(
             Agent,
@@ -123,6 +132,10 @@ class Agent:
             llm_retry=llm_retry,
             conversation_window=conversation_window,
             conversation_chars=conversation_chars,
+            memory=memory,
+            recall=recall,
+            memory_namespace=memory_namespace,
+            max_handoffs=max_handoffs,
         )
 
     def with_config(self, cfg: AgentConfig) -> Agent:
@@ -140,6 +153,22 @@ class Agent:
         other.segments.events = self.segments.events
         return other
 
+    # -- composition (agent._run.compose; docs/agents.md) ----------------------------------
+    def as_tool(self, name: str, description: str) -> Tool:
+        """This agent as a tool another agent may call: ``{"input": str}`` in, the answer out."""
+        return compose.agent_tool(self, name, description)
+
+    def resume_input(self, checkpoint: Checkpoint, answer: Any = None) -> Any:
+        """The checked answer to a pause of this agent inside a chart it is mounted in
+        (``add_agent``): ``outer_chart.resume(checkpoint, agent.resume_input(checkpoint, answer))``."""
+        return check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)[0]
+
+    def as_subflow(
+        self, *, message: Callable[[Any], str], into: str, identity: Callable[[Any], Any] | None = None
+    ) -> compose.SubflowParts:
+        """What ``flow_chart(...).add_agent(name, agent, id, message=, into=)`` mounts."""
+        return compose.subflow_parts(self, message, into, identity)
+
     # -- events -------------------------------------------------------------------------
     def on(self, name: str, listener: Listener) -> Agent:
         """Call ``listener(name, payload)`` for agent event ``name`` (``"*"`` for every event)."""
@@ -153,7 +182,14 @@ class Agent:
         rule = self.redaction
         cached = self._recorded
         if cached is None or cached[0] is not rule:
-            cached = self._recorded = (rule, recorded_rule(rule))
+            cfg = self.config
+            composed = (
+                cfg.has_context
+                or bool(cfg.handoffs)
+                or cfg.memory is not None
+                or any(getattr(tool.execute, "sub_agent", None) for tool in cfg.tools.values())
+            )
+            cached = self._recorded = (rule, recorded_rule(rule, composed))
         return cached[1]
 
     # -- running --------------------------------------------------------------------------
@@ -307,12 +343,15 @@ class Agent:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
 
-    def fork(self, run_id: str, at: int, patch: Mapping[str, Any] | None = None) -> str | Paused:
+    def fork(
+        self, run_id: str, at: int, patch: Mapping[str, Any] | None = None, *, reuse: bool = False
+    ) -> str | Paused:
         """A new stored run that continues ``run_id`` after its commit ``at`` with ``patch``
         (state key → JSON value) written first — e.g. a rewritten tool result in ``history``
         — so the model answers again from there. Needs the agent's store; the fork lists
-        under ``store.forks(run_id)``. See docs/durable.md."""
-        return durable.fork(self, run_id, at, patch)
+        under ``store.forks(run_id)``. ``reuse=True``: a stage whose recorded reads did not
+        change is taken from the record, its model or tool call not made again. See docs/durable.md."""
+        return durable.fork(self, run_id, at, patch, reuse=reuse)
 
     def submit(
         self,

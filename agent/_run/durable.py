@@ -37,10 +37,8 @@ from agent._run.resume_checks import check_resumable
 from flowchart import RunResult
 from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
-from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import CheckInDecision, ResumeDecisionError
-from governance.human import pending_request
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -49,9 +47,8 @@ if TYPE_CHECKING:
 RUN_ID_ENV = STORE_RUN_ENV
 AGENT_RUN_KIND = "agent"
 """The kind of an agent's stored runs: their ``RunRecord.question`` is the typed pending
-request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request``."""
-
-register_question_reader(AGENT_RUN_KIND, pending_request)
+request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request`` — named
+for every store in ``pyproject.toml`` (entry point ``flowchart.question_readers``: ``agent``)."""
 
 
 def _store(agent: Agent) -> Any:
@@ -189,7 +186,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     return value
 
 
-def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
+def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None, *, reuse: bool = False) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
     ``patch`` written first (``flowchart._rerun``); its answer, or ``Paused``."""
     from flowchart.lowlevel import RunOptions, fork_chart
@@ -197,7 +194,9 @@ def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) ->
     store = _store(agent)
     new_id = new_run_id()
     recorders = agent.segments.recorders()
-    options = RunOptions(**agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
+    options = RunOptions(
+        **agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id, reuse=reuse
+    )
     result = fork_chart(agent.chart, run_id, at, patch, options, kind=AGENT_RUN_KIND, output=_final)
     value = agent.segments.finish(result, recorders)
     if isinstance(value, Paused):

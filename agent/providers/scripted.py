@@ -1,8 +1,16 @@
 """The scripted and mock providers: deterministic models for tests, demos and benchmarks.
 
-Law of this file: a scripted provider plays its replies in order, one per request,
-records every request it receives, and never invents an answer — running out of
-replies is an error that says how many were scripted and which request asked for more.
+Law of this file: a scripted provider plays its replies by the conversation's position —
+a request already holding *n* assistant turns gets reply *n+1* — records every request it
+receives, and never invents an answer: running out of replies is an error that says how
+many were scripted and which request (the conversation's, 1-based) asked for more.
+Answering by position (not by how many times this object was called) means a freshly
+built agent resuming a stored run — the CLI, the inbox, a Celery worker — continues the
+script where the run is, and each turn of a conversation (whose history holds the
+earlier answers) continues it too. One reply the agent drops from the history is still a
+turn played: a request that extends the previous request this object answered, at the
+same position (the wrap-up the agent asks for once ``max_iterations`` is spent, after a
+reply whose calls it will not run), gets the reply after the one played for it.
 Both providers answer synchronously (``complete`` returns an :class:`LLMResponse`, not
 an awaitable) and never touch the network, so an agent on them is offline and
 byte-for-byte repeatable.
@@ -107,14 +115,28 @@ class ScriptedProvider:
     requests: list[LLMRequest] = attrs.field(factory=list)
     # Which replies were given as LLMResponse objects: those are played verbatim.
     verbatim: frozenset[int] = attrs.field(default=frozenset(), repr=False)
+    # (position, index played) for the last request: a request extending it at the same position
+    # is the turn after a reply the agent dropped from its history (the wrap-up)
+    _last: tuple[int, int] = attrs.field(default=(-1, -1), repr=False, alias="_last")
 
     def complete(self, req: LLMRequest) -> LLMResponse:
-        """Record ``req`` and return the next reply, synchronously.
+        """Record ``req`` and return the reply for its position, synchronously.
 
-        Raises :class:`ScriptExhaustedError` when every reply has been played.
+        A request holding *n* assistant turns gets reply *n+1*. Raises
+        :class:`ScriptExhaustedError` when the script has no reply for that position.
         """
+        messages = req.messages
+        position = 0
+        for message in messages:  # a loop, not a generator: this is the benchmark's hot path
+            if message.get("role") == "assistant":
+                position += 1
+        number = position + 1
+        last_position, last_index = self._last
+        if position == last_position and self.requests:
+            previous = self.requests[-1].messages
+            if len(messages) > len(previous) and messages[: len(previous)] == previous:
+                number = last_index + 2
         self.requests.append(req)
-        number = len(self.requests)
         if number <= len(self.replies):
             index = number - 1
         elif self.repeat and self.replies:
@@ -127,6 +149,7 @@ class ScriptedProvider:
                 f"but request #{number} asked for another; add a reply to the script",
                 provider=self.name,
             )
+        self._last = (position, number - 1)
         template = self.replies[index]
         if index in self.verbatim:
             return template
@@ -153,13 +176,17 @@ class ScriptedProvider:
 
 
 def scripted(replies: Sequence[str | Mapping[str, Any] | LLMResponse]) -> ScriptedProvider:
-    """A provider answering request *n* with ``replies[n-1]``; the script is checked up front.
+    """A provider answering a request holding *n* assistant turns with ``replies[n]``.
+
+    The script is checked up front. The position is the conversation's, not this object's
+    call count: a fresh agent resuming a paused run after two model replies gets
+    ``replies[2]``, and a conversation's second turn continues after the first's answer.
 
     Each reply is a string (the model's text), a dict
     ``{"content": str, "tool_calls": [{"id": str, "name": str, "args": dict}]}`` (both
     keys optional; ``finish_reason`` is ``tool_use`` when calls are present, else
     ``stop``), or an :class:`LLMResponse` played verbatim. A malformed reply raises
-    :class:`ScriptError` naming it (``reply #2``, 1-based). A request beyond the last
+    :class:`ScriptError` naming it (``reply #2``, 1-based). A request past the last
     reply raises :class:`ScriptExhaustedError`.
     """
     if isinstance(replies, str | bytes | Mapping) or not isinstance(replies, Sequence):
