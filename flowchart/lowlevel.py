@@ -19,7 +19,7 @@ from flowchart._core.serde import structure as structure_untrusted
 from flowchart._core.tracked import append_owned
 from flowchart._core.untrusted import check as check_untrusted
 from flowchart._core.untrusted import parse as parse_untrusted
-from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
 from flowchart._record.trace import shown_of
@@ -51,7 +51,6 @@ __all__ = [
     "same_json",
     "set_owned",
     "shown_of",
-    "slot_setters",
     "spec_fingerprint",
     "structure_untrusted",
     "thaw",

@@ -63,6 +63,7 @@ from agent._chart.state import (
     USER_MESSAGE,
     WRAP_UP_ASKED,
 )
+from agent.providers.types import LLMResponse
 from flowchart import Decision, Scope, StageContext, decide
 from flowchart.lowlevel import (
     NotJsonSafe,
@@ -189,10 +190,10 @@ def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
 
 
 def make_call_llm(cfg: AgentConfig) -> Any:
-    """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
-    when the agent needs no event loop: the provider answers synchronously)."""
+    """The ``call-llm`` stage: one provider call, usage added to the totals (driven to its end
+    without a loop when the agent needs none: the provider answers synchronously)."""
     from agent.providers.errors import ProviderError
-    from agent.providers.types import LLMRequest, LLMResponse
+    from agent.providers.types import LLMRequest
 
     output_schema = cfg.output.request if cfg.output is not None else None
     forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
@@ -344,25 +345,9 @@ def make_call_llm(cfg: AgentConfig) -> Any:
                 scope[LLM_NOT_STREAMED] = not_streamed
         record_reply(scope, ctx, iteration, response)
 
-    def call_llm_now(scope: Scope, ctx: StageContext) -> None:
-        iteration, request = request_for(scope, ctx)
-        refusals: list[dict[str, Any]] = []
-        while True:
-            try:
-                response = cfg.provider.complete(request)
-                if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
-                    response = awaited_now(response)
-                break
-            except ProviderError as exc:
-                again = asked_again(request, exc, refusals, scope)
-                if again is None:
-                    raise
-            request = again
-        if forms:
-            record_form(scope, request, refusals)
-        record_reply(scope, ctx, iteration, response)
-
-    return call_llm if cfg.needs_event_loop else call_llm_now
+    # one model-call stage: an agent that needs no event loop drives it to its end (``chart._sync``);
+    # its twin for that case bought 1.4 % of W6 and went (docs/performance.md, "Round seven")
+    return call_llm
 
 
 _RULE_SETS_KEPT = 64  # route's rule sets kept per agent (one per pending-call count seen)
@@ -435,14 +420,14 @@ async def _complete(
         )
         return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
     result = provider.complete(request)
-    if inspect.isawaitable(result):
-        result = await result
+    if type(result) is not LLMResponse and inspect.isawaitable(result):  # no ABC check of a reply
+        # a plain ``def complete`` that returned an awaitable may do real I/O: without a loop
+        # of the agent's own it is awaited in a fresh one (``awaited_now``), never driven
+        result = await result if cfg.needs_event_loop else awaited_now(result)
     return result
 
 
 async def _streamed(provider: Any, stream: Any, request: Any, ctx: StageContext, iteration: int) -> Any:
-    from agent.providers.types import LLMResponse
-
     final = None
     index = 0
     async for item in stream(request):

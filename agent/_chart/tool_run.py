@@ -42,7 +42,7 @@ from agent._tools.tools import (
     validate_args,
 )
 from flowchart import Scope, StageContext
-from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek
 from governance.checkin import ask_human_request_id
 
 
@@ -87,29 +87,18 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
     return {"iteration": iteration, "step": ctx.runtime_stage_id}
 
 
-# the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
-# without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
-_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY, _SET_STEP, _SET_CONVERSATION, _SET_TURN = slot_setters(
-    ToolContext
-)
-
-
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    made = object.__new__(ToolContext)
-    _SET_CALL_ID(made, call["id"])
-    _SET_ITERATION(made, iteration)
-    _SET_RUN_ID(made, run_of(ctx))
-    _SET_IDENTITY(made, identity)
-    _SET_STEP(made, ctx.runtime_stage_id)
     turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn's plan: its id and number
-    if turn is not None:
-        _SET_CONVERSATION(made, turn.get("id"))
-        _SET_TURN(made, turn.get("turn"))
-    else:
-        _SET_CONVERSATION(made, None)
-        _SET_TURN(made, None)
-    return made
+    return ToolContext(
+        tool_call_id=call["id"],
+        iteration=iteration,
+        run_id=run_of(ctx),
+        identity=identity,
+        step=ctx.runtime_stage_id,
+        conversation=None if turn is None else turn.get("id"),
+        turn=None if turn is None else turn.get("turn"),
+    )
 
 
 def run_tool_now(

@@ -32,19 +32,11 @@ import attrs
 
 from agent.providers.errors import ScriptError, ScriptExhaustedError
 from agent.providers.types import LLMRequest, LLMResponse, StreamEvent, Token, ToolCall, Usage
-from flowchart.lowlevel import slot_setters
 
 _REPLY_KEYS = ("content", "tool_calls")
 _CALL_KEYS = ("id", "name", "args")
 # Split before every word that follows whitespace: the pieces join back to the exact text.
 _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
-
-
-# the slots' own setters (``flowchart.lowlevel.slot_setters``): a played reply is made without
-# attrs' frozen ``__init__`` — the same value as the class call (tests/providers/test_scripted.py)
-_new = object.__new__
-_USAGE_IN, _USAGE_OUT = slot_setters(Usage)
-_CONTENT, _CALLS, _USAGE, _FINISH, _MODEL, _RETRIES = slot_setters(LLMResponse)
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -163,16 +155,15 @@ class ScriptedProvider:
             return template
         # the template with this request's usage and model: ``attrs.evolve`` spelled out, the slots
         # filled directly (the template's finish_reason passed the validator when it was scripted)
-        usage = _new(Usage)
-        _USAGE_IN(usage, _input_tokens(req))
-        _USAGE_OUT(usage, template.usage.output_tokens if template.usage else 0)
-        played = _new(LLMResponse)
-        _CONTENT(played, template.content)
-        _CALLS(played, template.tool_calls)
-        _USAGE(played, usage)
-        _FINISH(played, template.finish_reason)
-        _MODEL(played, req.model)
-        _RETRIES(played, template.retries)
+        usage = Usage(_input_tokens(req), template.usage.output_tokens if template.usage else 0)
+        played = LLMResponse(
+            content=template.content,
+            tool_calls=template.tool_calls,
+            usage=usage,
+            finish_reason=template.finish_reason,
+            model=req.model,
+            retries=template.retries,
+        )
         return played
 
     async def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:

@@ -24,7 +24,7 @@ import attrs
 
 from flowchart._core.redaction import shown_summary
 from flowchart._core.scope import Scope, ScopeObserver, transaction_of
-from flowchart._core.values import NotJsonSafe, _text, copy_json, slot_setters
+from flowchart._core.values import NotJsonSafe, _text, copy_json
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,
@@ -89,20 +89,6 @@ class _InputCapture:
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.inner is not None:
             self.inner.write(key, value, operation)
-
-
-# the slots' own setters (``values.slot_setters``): ``decide`` makes its Decision without attrs'
-# frozen ``__init__`` (the same value as ``Decision(branch, evidence)``)
-_SET_BRANCH, _SET_EVIDENCE, _SET_OWNED = slot_setters(Decision)
-
-
-def _decision(branch: str, evidence: dict[str, Any]) -> Decision:
-    """``Decision(branch, evidence)``, its slots filled directly."""
-    made = object.__new__(Decision)
-    _SET_BRANCH(made, branch)
-    _SET_EVIDENCE(made, evidence)
-    _SET_OWNED(made, False)
-    return made
 
 
 def _hides_nothing(_key: str) -> bool:
@@ -196,7 +182,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
     if default_label is not None:
         evidence["default_label"] = default_label
-    return _own(_decision(chosen, evidence), evaluated, (chosen, default), default_label)
+    return _own(Decision(chosen, evidence), evaluated, (chosen, default), default_label)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:

@@ -176,9 +176,13 @@ class Traverser:
         observers = self.run.observers
         if not observers.any:  # nobody listens: nothing to build or ask
             return
-        description = self.described(node, rid)
+        description = node.description if self.run.reuse is None else self.described(node, rid)
         if observers.executed_takers:
-            observers.take_stage_executed(self.context(node, rid), node.name, description, stage_type)
+            last = self._last_context  # the stage's context, built at its commit (``context``'s cache)
+            ctx = (
+                last[2] if last is not None and last[0] is node and last[1] == rid and rid else self.context(node, rid)
+            )
+            observers.take_stage_executed(ctx, node.name, description, stage_type)
         if "on_stage_executed" in observers.hooked:
             event = StageExecutedEvent(self.context(node, rid), node.name, description, stage_type)
             observers.emit("on_stage_executed", event)

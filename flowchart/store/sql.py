@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import attrs
+
 from flowchart._core.narrative_columns import NarrativeColumns
 from flowchart._core.redaction import Redaction
 from flowchart._core.run_ids import check_run_id
@@ -222,10 +224,14 @@ class SqlStore:
         read = codec.column
         if not isinstance(run_id, str) or not isinstance(fingerprint, str) or row[3] not in STATUSES:
             raise StoredRowError(str(run_id), "run_id/chart_fingerprint/status", "not a run's identity and status")
+        sealed = None
         if key is not None:  # the whole run matches its seal before any of it is read
-            self._head(cur, run_id)
+            sealed = self._sealed_rows(cur, run_id)[0]  # and its rows, as checked, are the ones read
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
-        rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        if sealed is not None:
+            rows = sealed.commits
+        else:
+            rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         bodies = [
             str(read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}")))
             for seq, body in rows
@@ -233,10 +239,14 @@ class SqlStore:
         log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = read(run_id, "answers", partial(codec.decode_answered, [rid for (rid,) in answered.fetchall()]))
-        notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
+        if sealed is not None:
+            notes = [(segment[3], segment[4]) for segment in sealed.segments]
+        else:
+            sql = "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n"
+            notes = self._run(cur, sql, (run_id,)).fetchall()
         told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
-        for text, subs in notes.fetchall():
+        for text, subs in notes:
             told.append(read(run_id, "narrative", partial(codec.decode_narrative_columns, text, run_id)))
             # runtime ids never repeat across segments
             subflows.update(read(run_id, "subflows", partial(codec.decode_subflows, subs, run_id)))
@@ -284,8 +294,9 @@ class SqlStore:
         )
 
     # -- the whole run: its head and, with a key, its seal (``sealing``) ----------------------
-    def _rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str | None]:
-        """Every stored row of ``run_id`` as the database holds it, and its seal."""
+    def _rows(self, cur: Any, run_id: str, *, tables: bool = True) -> tuple[sealing.RunRows, str | None]:
+        """Every stored row of ``run_id`` as the database holds it, and its seal (``tables=False``:
+        its ``runs`` row, chart and answers, no commits and no segments)."""
         names = ", ".join(sealing.RUN_COLUMNS)
         row = self._run(cur, f"SELECT {names}, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
@@ -297,13 +308,8 @@ class SqlStore:
             run_id=run_id,
             columns=columns,
             chart_spec=None if found is None else found[0],
-            commits=self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall(),
-            segments=self._run(
-                cur,
-                "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
-                "WHERE run_id = ? ORDER BY n",
-                (run_id,),
-            ).fetchall(),
+            commits=self._commit_rows(cur, run_id, 0) if tables else (),
+            segments=self._segment_rows(cur, run_id, 0) if tables else (),
             answers=self._run(
                 cur,
                 "SELECT request_id, answer, answered_by, answered_at FROM answers WHERE run_id = ? ORDER BY request_id",
@@ -312,13 +318,30 @@ class SqlStore:
         )
         return rows, row[-1]
 
+    def _commit_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = "SELECT seq, body FROM commits WHERE run_id = ? AND seq >= ? ORDER BY seq"
+        return self._run(cur, sql, (run_id, start)).fetchall()
+
+    def _segment_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = (
+            "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
+            "WHERE run_id = ? AND n >= ? ORDER BY n"
+        )
+        return self._run(cur, sql, (run_id, start)).fetchall()
+
     def _head(self, cur: Any, run_id: str) -> str:
         """The run's head; with a key, once its rows match its seal (else ``StoredRowError``)."""
-        rows, sealed = self._rows(cur, run_id)
         if self._key is None:
-            return sealing.head(rows)
+            return sealing.head(self._rows(cur, run_id)[0])
+        return self._sealed_rows(cur, run_id)[1]
+
+    def _sealed_rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str]:
+        """Every stored row of ``run_id`` (with a key) and the run's head, once they match the
+        run's seal (else ``StoredRowError``): a reader reads these rows, not the tables again."""
+        assert self._key is not None
+        rows, sealed = self._rows(cur, run_id)
         try:
-            return sealing.check(rows, sealed, self._key)
+            return rows, sealing.check(rows, sealed, self._key)
         except StoredRowError:
             self._explain(rows)
             raise
@@ -333,16 +356,42 @@ class SqlStore:
             read(run_id, name, partial(codec.unseal, rows.columns[name], key, run_id, name))
 
     def _reseal(self, cur: Any, run_id: str) -> None:
-        """Seal the run as it now stands (with a key; a store without one keeps no seal)."""
+        """Seal the run whole, as it now stands (with a key; a store without one keeps no seal): a
+        new run, or a run from before seals."""
         if self._key is not None:
             rows, _ = self._rows(cur, run_id)
             self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.seal(rows, self._key), run_id))
 
-    def _checked(self, cur: Any, run_id: str) -> None:
-        """Before a write (with a key): the run still matches its seal, so a writer never seals
-        rows someone changed behind the store."""
-        if self._key is not None:
-            self._head(cur, run_id)
+    def _checked(self, cur: Any, run_id: str) -> dict[str, Any] | None:
+        """Before a write (with a key): the run's row, chart and answers match its seal and its
+        tables hold the rows it counts (``sealing.opened``; the commits are not read) — the sealed
+        parts, which ``_extended`` extends after the write."""
+        if self._key is None:
+            return None
+        rows, sealed = self._rows(cur, run_id, tables=False)
+        counts = self._run(
+            cur,
+            "SELECT (SELECT COUNT(*) FROM commits WHERE run_id = ?), (SELECT COUNT(*) FROM segments WHERE run_id = ?)",
+            (run_id, run_id),
+        ).fetchone()
+        try:
+            return sealing.opened(rows, {"commits": counts[0], "segments": counts[1]}, sealed, self._key)
+        except StoredRowError:
+            self._explain(rows)
+            raise
+
+    def _extended(self, cur: Any, run_id: str, kept: dict[str, Any] | None) -> None:
+        """After a write (with a key): the seal ``_checked`` opened, extended by the commits and
+        segments the write added (read back as the database holds them) — not the whole run again."""
+        if self._key is None or kept is None:
+            return
+        rows, _ = self._rows(cur, run_id, tables=False)
+        added = attrs.evolve(
+            rows,
+            commits=self._commit_rows(cur, run_id, int(kept["commits"][0])),
+            segments=self._segment_rows(cur, run_id, int(kept["segments"][0])),
+        )
+        self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.resealed(added, kept, self._key), run_id))
 
     def verify(self, run_id: str) -> str:
         """The run's head — a digest of every row of the run, to anchor elsewhere; with a key, only
@@ -433,9 +482,9 @@ class SqlStore:
                         f"run '{run_id}' moved on (status {status}, next seq {next_seq}) before this "
                         f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                     )
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._write_segment(cur, run_id, segment)
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise CommitConflictError(
@@ -489,13 +538,13 @@ class SqlStore:
             status, _ = self._locked_row(cur, run_id)
             row = self._run(cur, "SELECT checkpoint FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             check_retry(run_id, status, row[0] is not None)
-            self._checked(cur, run_id)
+            kept = self._checked(cur, run_id)
             self._run(
                 cur,
                 "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
             )
-            self._reseal(cur, run_id)
+            self._extended(cur, run_id, kept)
         return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
@@ -503,7 +552,7 @@ class SqlStore:
         try:
             with self._tx() as cur:
                 status, _ = self._locked_row(cur, run_id)
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._run(
                     cur,
                     "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
@@ -517,7 +566,7 @@ class SqlStore:
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
                 )
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise AlreadyAnsweredError(
