@@ -25,7 +25,7 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -41,7 +41,7 @@ from governance.human import pending_request
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
-from .state import FINAL_CONTENT
+from .state import CONVERSATION_INPUT, FINAL_CONTENT
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -89,11 +89,27 @@ def create(
 ) -> str:
     """Record a queued (``running``, not yet started) run, as turn ``conversation=(id, turn)``
     of a conversation when given; return its id."""
+    return create_record(agent, run_input, run_id, conversation).run_id
+
+
+def create_record(
+    agent: Agent,
+    run_input: dict[str, Any],
+    run_id: str | None = None,
+    conversation: tuple[str, int] | None = None,
+    planned: dict[str, Any] | None = None,
+) -> RunRecord:
+    """``create``, returning the new run's record as written (``advance_run(..., known=)`` then
+    starts it without reading it back). ``planned``: a conversation turn's plan that this
+    process built from checked messages (``conversations``), added to the input as it is —
+    not copied again, so a long conversation's history costs no copy here."""
     run_id = run_id or new_run_id()
     run_input = validated_input(run_input)  # refused as a chart run refuses it, before a run is stored
+    if planned is not None:
+        run_input[CONVERSATION_INPUT] = planned
     chart = agent.chart
     store = _store(agent)
-    store.create(
+    return store.create(
         run_id,
         kind=AGENT_RUN_KIND,
         chart_fingerprint=chart.fingerprint,
@@ -102,7 +118,6 @@ def create(
         redaction=agent.recorded_redaction,
         **({} if conversation is None else {"conversation": conversation}),
     )
-    return run_id
 
 
 def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
@@ -162,9 +177,17 @@ def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecor
     return store.retry(run_id)
 
 
-async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:
+async def advance_run(
+    agent: Agent,
+    run_id: str,
+    attach: Any = None,
+    known: RunRecord | None = None,
+    landed: Callable[[RunResult], None] | None = None,
+) -> str | Paused:
     """Run the next segment of a stored agent run (start, or resume with the recorded answer);
-    ``attach(recorders)`` adds a stream's tap (``agent.streaming``)."""
+    ``attach(recorders)`` adds a stream's tap (``agent.streaming``); ``known`` is the run's
+    record as ``create_record`` just wrote it (not read again); ``landed(result)`` is told the
+    segment once it is stored."""
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
@@ -182,7 +205,9 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
             raise RefusedOutcome(exc, result) from None
         return result
 
-    result = await aadvance(_store(agent), run_id, agent.chart.fingerprint, step, output=_final)
+    result = await aadvance(_store(agent), run_id, agent.chart.fingerprint, step, output=_final, known=known)
+    if landed is not None:
+        landed(result)
     value = outcome[0]
     if isinstance(value, Paused):
         assert result.checkpoint is not None

@@ -136,7 +136,13 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     scope.user_message = content
     turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
     loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
-    scope.history = [*loaded, {"role": "user", "content": content}]
+    history = [*loaded, {"role": "user", "content": content}]
+    if loaded and content.isascii():
+        # the loaded messages are fresh dicts of committed or decoded values (``seed_parts`` checks
+        # and copies each), the new text plain: handed over as built, not copied again
+        set_owned(scope, HISTORY, history)
+    else:
+        scope.history = history
     scope.iteration = 1
     scope.max_iterations = cfg.max_iterations
     for key, value in _AGENT_STATE_DEFAULTS:
