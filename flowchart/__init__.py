@@ -32,7 +32,7 @@ from flowchart._core.redaction import Redaction
 from flowchart._core.retry import Retry
 from flowchart._core.scope import Scope
 from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
-from flowchart._record.causal import causal_chain
+from flowchart._record.causal import causal_chain, format_causal_chain
 from flowchart._record.record import Lineage, Record, ShownRecord
 from flowchart._record.result import RunResult
 from flowchart._record.trace import Trace
@@ -94,6 +94,7 @@ __all__ = [
     "find_commits",
     "find_last_writer",
     "flow_chart",
+    "format_causal_chain",
     "narrative",
     "pause_again",
     "replay",
