@@ -16,18 +16,21 @@ Stored rows are untrusted: a history that is not a list of messages of the known
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from flowchart import Commit
-from flowchart.lowlevel import apply_commit
+from flowchart.lowlevel import apply_commit, thaw
 
 from .errors import ConversationError
 from .state import CONVERSATION, FINAL_CONTENT, HISTORY
 
 _ROLES = ("user", "assistant", "tool")
+LOADED_ENV = "agent_conversation_loaded"
+"""The env key carrying a stored turn's loaded messages to its seed (never recorded: the turn's
+input names the turns they came from, ``sources``, and the seed's commit records them)."""
 
 
 @attrs.frozen
@@ -218,13 +221,36 @@ def _message_line(message: dict[str, Any]) -> str:
 
 
 # -- what the seed loaded: read by the seed stage, the narrative, why and the viewer ----------------
-def seed_parts(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(the loaded messages, the ``conversation`` record) from a turn's run input, checked."""
+def seed_parts(value: Any, given: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+    """(the loaded messages, the ``conversation`` record, whether both were built in this process)
+    of a turn whose run input's ``conversation`` is ``value`` (as ``ctx.args`` holds it).
+
+    A stored turn's input names its loaded turns without their messages (``sources`` and the
+    ``messages`` count); ``given`` is the plan with its messages (``history``), handed to the
+    seed outside the record (``LOADED_ENV``) by whoever read them — checked already. It must be
+    this turn's plan, with as many messages as the input says. An input that carries its
+    ``history`` itself (an unstored turn, or one stored before inputs named their turns) is
+    thawed and checked here."""
+    if isinstance(value, Mapping) and "history" not in value:
+        count = value.get("messages")
+        if (
+            not isinstance(given, dict)
+            or not isinstance(given.get("history"), list)
+            or given.get("id") != value.get("id")
+            or given.get("turn") != value.get("turn")
+            or len(given["history"]) != count
+        ):
+            raise ConversationError(
+                f"conversation turn {value.get('turn')}: the {count} loaded message(s) its input names were not "
+                "given to the run (advance it through the agent: agent.resume_run(run_id))"
+            )
+        return given["history"], {k: v for k, v in given.items() if k != "history"}, True
+    value = thaw(value)
     if not isinstance(value, dict) or not isinstance(value.get("history"), list):
         raise ConversationError("the run input's 'conversation' must be an object with a 'history' list")
     history = [check_message(m, f"conversation history message {i + 1}") for i, m in enumerate(value["history"])]
     meta = {k: v for k, v in value.items() if k != "history"}
-    return history, meta
+    return history, meta, False
 
 
 def tell(meta: Any) -> str | None:

@@ -352,7 +352,7 @@ async def arun(
 
     cid = check_id(conversation)
     if agent.store is not None:
-        record, turns = _queued(agent, run_input, cid, policy, run_id)
+        record, turns, loaded = _queued(agent, run_input, cid, policy, run_id)
         cache: StoredTurns = agent.stored_turns
         cache.drop(cid)  # until this turn is stored done
 
@@ -361,7 +361,7 @@ async def arun(
                 own = turn_from_log(result.commit_log, run_id=record.run_id, turn=record.turn, status="done")
                 cache.put(cid, [*turns, own])
 
-        return await durable.advance_run(agent, record.run_id, attach, known=record, landed=landed)
+        return await durable.advance_run(agent, record.run_id, attach, known=record, landed=landed, loaded=loaded)
     turns = agent.conversation_book.turns(cid)
     plan = plan_turn(cid, len(turns), turns, policy)
     run_input = {**run_input, INPUT_KEY: plan}
@@ -392,8 +392,12 @@ def queue(
 
 def _queued(
     agent: Agent, run_input: dict[str, Any], conversation: Any, policy: HistoryPolicy, run_id: str | None = None
-) -> tuple[Any, list[Turn]]:
-    """``queue``: the queued run's record, and the turns its history was planned from."""
+) -> tuple[Any, list[Turn], dict[str, Any]]:
+    """``queue``: the queued run's record, the turns its history was planned from, and its plan
+    with the messages it loads (``history``). The stored input names the loaded turns (``sources``) and counts their
+    messages; it does not carry them again (each turn's own record holds them): the seed is
+    handed them (``LOADED_ENV``), in another process read back through the sources
+    (``loaded_from_store``)."""
     from . import durable
 
     cid = check_id(conversation)
@@ -403,9 +407,46 @@ def _queued(
             "(Agent.create(..., store=SqliteStore(path)))"
         )
     plan, turns = stored_plan(agent.store, cid, policy, agent.stored_turns)
+    named = {k: v for k, v in plan.items() if k != "history"}  # what the record keeps: the turns, named
     agent.last_conversation = cid
     try:
-        record = durable.create_record(agent, run_input, run_id, conversation=(cid, plan["turn"]), planned=plan)
+        record = durable.create_record(agent, run_input, run_id, conversation=(cid, plan["turn"]), planned=named)
     except TurnTakenError as exc:
         raise ConversationBusyError(str(exc), cid, plan["turn"]) from None
-    return record, turns
+    return record, turns, plan
+
+
+def loaded_from_store(store: Any, plan: Any) -> dict[str, Any] | None:
+    """``plan`` with the messages a stored turn's input names (``history``; ``sources``: turn,
+    run id, the commit of each message), read from those turns' records — each checked, and as
+    many as the input says — or ``None`` for an input that carries its history itself (a turn stored before inputs named
+    their turns) or is no conversation turn. ``ConversationError`` when a source cannot give
+    what the input says it gave."""
+    if not isinstance(plan, dict) or "history" in plan or not isinstance(plan.get("sources"), list):
+        return None
+    where = f"conversation '{plan.get('id')}' turn {plan.get('turn')}"
+    sources = plan["sources"]
+    known: dict[int, Turn] = {}
+    if sources:  # the newest source's record holds the turns it loaded itself: often all of them
+        newest = sources[-1]
+        if isinstance(newest, dict) and isinstance(newest.get("run_id"), str):
+            through = turns_through(store.get(newest["run_id"]))
+            known = {t.turn: t for t in through[0]} if through is not None else {}
+    messages: list[dict[str, Any]] = []
+    for source in sources:
+        if not isinstance(source, dict) or not isinstance(source.get("run_id"), str):
+            raise ConversationError(f"{where}: its input names a loaded turn it cannot read ({source!r})")
+        turn = known.get(source.get("turn"))  # type: ignore[arg-type]
+        if turn is None or turn.run_id != source["run_id"] or turn.size is not None:
+            turn = turn_from_record(store.get(source["run_id"]))
+        if turn.status != "done" or len(turn.messages) != len(source.get("commits") or ()):
+            raise ConversationError(
+                f"{where}: turn {source.get('turn')} (run '{source['run_id']}') no longer holds "
+                "the messages its input names"
+            )
+        messages.extend(turn.messages)
+    if len(messages) != plan.get("messages"):
+        raise ConversationError(
+            f"{where}: its loaded turns hold {len(messages)} message(s), its input says {plan.get('messages')}"
+        )
+    return {**plan, "history": messages}

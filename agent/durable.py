@@ -39,6 +39,7 @@ from governance import CheckInDecision, ResumeDecisionError
 from governance.human import pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
+from .conversation_turns import LOADED_ENV
 from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
 from .state import CONVERSATION_INPUT, FINAL_CONTENT
@@ -183,16 +184,27 @@ async def advance_run(
     attach: Any = None,
     known: RunRecord | None = None,
     landed: Callable[[RunResult], None] | None = None,
+    loaded: dict[str, Any] | None = None,
 ) -> str | Paused:
     """Run the next segment of a stored agent run (start, or resume with the recorded answer);
     ``attach(recorders)`` adds a stream's tap (``agent.streaming``); ``known`` is the run's
     record as ``create_record`` just wrote it (not read again); ``landed(result)`` is told the
-    segment once it is stored."""
+    segment once it is stored. ``loaded``: a conversation turn's plan with its loaded messages
+    (``history``), as planned in this process; without it a turn whose seed is still to run
+    reads them from the store (``conversations.loaded_from_store``)."""
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
         recorders = agent.run_recorders(attach)
-        options = agent.chart_options(recorders, env={RUN_ID_ENV: run_id})
+        env: dict[str, Any] = {RUN_ID_ENV: run_id}
+        plan = loaded
+        if plan is None and not record.commit_log:  # the seed runs: it needs the turns it loads
+            from .conversations import loaded_from_store
+
+            plan = loaded_from_store(_store(agent), record.input.get(CONVERSATION_INPUT))
+        if plan is not None:
+            env[LOADED_ENV] = plan
+        options = agent.chart_options(recorders, env=env)
         with agent.failures_kept(recorders):
             if record.checkpoint is None:
                 result = await agent.chart.arun(record.input, **options)

@@ -52,7 +52,7 @@ from governance.ledger import event_payload
 
 from . import events, structured
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
-from .conversation_turns import seed_parts
+from .conversation_turns import LOADED_ENV, seed_parts
 from .event_views import shown_entry
 from .state import (
     CONVERSATION,
@@ -135,7 +135,7 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     """The seed's writes once the input chain (if any) has run: the initial agent state."""
     scope.user_message = content
     turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
-    loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
+    loaded, meta, owned = seed_parts(turn, ctx.env.get(LOADED_ENV)) if turn is not None else ([], None, False)
     history = [*loaded, {"role": "user", "content": content}]
     if loaded and content.isascii():
         # the loaded messages are fresh dicts of committed or decoded values (``seed_parts`` checks
@@ -152,8 +152,10 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     if cfg.system_prompt:
         # what the model is told is part of the record (``agent why`` quotes it)
         scope.system_prompt = cfg.system_prompt
-    if meta is not None:
-        scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
+    if meta is not None and owned:  # built for this turn by the agent that planned it: no copy
+        set_owned(scope, CONVERSATION, meta)  # where the loaded messages came from, and what was left out
+    elif meta is not None:
+        scope[CONVERSATION] = meta
     if ctx.listens(events.TURN_START):
         ctx.emit(events.TURN_START, {USER_MESSAGE: ctx.shown(USER_MESSAGE, content)})
     if denied is not None:

@@ -192,7 +192,7 @@ async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concur
     """Run ``chart`` from its root with ``options`` (checked when they were made)."""
     run_input = _run_input(input)
     run = _make_run(options, concurrent)
-    top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=run_input)
+    top = Traverser(run, chart, {}, ReadonlyArgs.owned(run_input), readonly=run_input)
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
     with young_collections_only():
@@ -292,7 +292,7 @@ async def resume_run(
     run = _make_run(options, concurrent, checkpoint)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
-    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
+    top = Traverser(run, chart, state, ReadonlyArgs.owned(run_input), readonly=run_input)
     frames = list(checkpoint.frames)
     with young_collections_only():
         return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)

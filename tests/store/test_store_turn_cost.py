@@ -15,9 +15,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from chat_agent import Recall, chat_agent
 
+from agent import conversations, durable
 from agent.cli import main as agent_cli
+from agent.errors import ConversationError
+from flowchart import replay
 from flowchart.store import SqliteStore
 from governance import check_in_approved
 
@@ -149,3 +153,54 @@ def test_the_conversation_lists_and_shows_every_turn(tmp_path: Path, capsys: Any
     out = capsys.readouterr().out
     for line in ("user: hello", "user: weather in Oslo", "tool weather", "It is sunny in Oslo", "user: thanks"):
         assert line in out
+
+
+def test_a_turn_stores_its_loaded_history_once_by_naming_its_turns(tmp_path: Path) -> None:
+    """A stored turn's input names the turns it loads (``sources``, the message count) without
+    carrying their messages again; its seed's commit records them, so its record still shows
+    the whole history the model was sent."""
+    store = SqliteStore(tmp_path / "runs.db")
+    agent = chat_agent(store)
+    agent.run("weather in Oslo", conversation="c")
+    agent.run("thanks", conversation="c")
+    second = store.list(conversation="c")[0]
+    planned = second.input["conversation_input"]
+    assert "history" not in planned and planned["messages"] == 4 and planned["loaded_turns"] == [1]
+    assert [m["role"] for m in replay(second.commit_log[:1])["history"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+
+
+def test_a_turn_queued_here_and_run_elsewhere_reads_its_loaded_turns_back(tmp_path: Path) -> None:
+    """A turn queued in one process (``conversations.queue``: what ``agent.submit`` enqueues) and
+    advanced by a fresh agent elsewhere (a worker) is sent every earlier message, read back
+    through the turns its input names."""
+    path = tmp_path / "runs.db"
+    chat_agent(SqliteStore(path)).run("weather in Oslo", conversation="c")
+    queuer = chat_agent(SqliteStore(path))
+    run_id = conversations.queue(queuer, durable.make_input("thanks"), "c", queuer.history_policy)
+    bot = Recall()
+    worker = chat_agent(SqliteStore(path), bot)
+    assert durable.advance_now(worker, run_id) == "reply 2 (saw 5 messages)"
+    assert [m["role"] for m in bot.requests[0].messages] == ["user", "assistant", "tool", "assistant", "user"]
+
+
+def test_a_queued_turn_whose_loaded_turn_is_gone_fails_by_name(tmp_path: Path) -> None:
+    """When a turn the queued input names no longer holds the messages it names (its commit rows
+    deleted behind the store), the worker refuses the turn naming it, and sends the model nothing."""
+    path = tmp_path / "runs.db"
+    chat_agent(SqliteStore(path)).run("weather in Oslo", conversation="c")
+    first = SqliteStore(path).list(conversation="c")[0].run_id
+    queuer = chat_agent(SqliteStore(path))
+    run_id = conversations.queue(queuer, durable.make_input("thanks"), "c", queuer.history_policy)
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM commits WHERE run_id = ? AND seq > 0", (first,))
+        db.execute("UPDATE runs SET next_seq = 1 WHERE run_id = ?", (first,))
+    bot = Recall()
+    with pytest.raises(ConversationError, match=rf"turn 1 \(run '{first}'\) no longer holds the messages"):
+        durable.advance_now(chat_agent(SqliteStore(path), bot), run_id)
+    assert bot.requests == []
