@@ -288,3 +288,39 @@ def loaded_origin(state: dict[str, Any], index: int) -> tuple[int, str, int | No
             return source.get("turn"), str(source.get("run_id")), idx if isinstance(idx, int) else None
         at += len(commits)
     return None
+
+
+def loaded_from_store(store: Any, plan: Any) -> dict[str, Any] | None:
+    """``plan`` with the messages a stored turn's input names (``history``; ``sources``: turn,
+    run id, the commit of each message), read from those turns' records — each checked, and as
+    many as the input says — or ``None`` for an input that carries its history itself (a turn stored before inputs named
+    their turns) or is no conversation turn. ``ConversationError`` when a source cannot give
+    what the input says it gave."""
+    if not isinstance(plan, dict) or "history" in plan or not isinstance(plan.get("sources"), list):
+        return None
+    where = f"conversation '{plan.get('id')}' turn {plan.get('turn')}"
+    sources = plan["sources"]
+    known: dict[int, Turn] = {}
+    if sources:  # the newest source's record holds the turns it loaded itself: often all of them
+        newest = sources[-1]
+        if isinstance(newest, dict) and isinstance(newest.get("run_id"), str):
+            through = turns_through(store.get(newest["run_id"]))
+            known = {t.turn: t for t in through[0]} if through is not None else {}
+    messages: list[dict[str, Any]] = []
+    for source in sources:
+        if not isinstance(source, dict) or not isinstance(source.get("run_id"), str):
+            raise ConversationError(f"{where}: its input names a loaded turn it cannot read ({source!r})")
+        turn = known.get(source.get("turn"))  # type: ignore[arg-type]
+        if turn is None or turn.run_id != source["run_id"] or turn.size is not None:
+            turn = turn_from_record(store.get(source["run_id"]))
+        if turn.status != "done" or len(turn.messages) != len(source.get("commits") or ()):
+            raise ConversationError(
+                f"{where}: turn {source.get('turn')} (run '{source['run_id']}') no longer holds "
+                "the messages its input names"
+            )
+        messages.extend(turn.messages)
+    if len(messages) != plan.get("messages"):
+        raise ConversationError(
+            f"{where}: its loaded turns hold {len(messages)} message(s), its input says {plan.get('messages')}"
+        )
+    return {**plan, "history": messages}

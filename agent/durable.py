@@ -39,7 +39,7 @@ from governance import CheckInDecision, ResumeDecisionError
 from governance.human import pending_request
 
 from .config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
-from .conversation_turns import LOADED_ENV
+from .conversation_turns import LOADED_ENV, loaded_from_store
 from .paused import Paused, check_answer, paused_from
 from .resume_checks import check_resumable
 from .state import CONVERSATION_INPUT, FINAL_CONTENT
@@ -199,8 +199,6 @@ async def advance_run(
         env: dict[str, Any] = {RUN_ID_ENV: run_id}
         plan = loaded
         if plan is None and not record.commit_log:  # the seed runs: it needs the turns it loads
-            from .conversations import loaded_from_store
-
             plan = loaded_from_store(_store(agent), record.input.get(CONVERSATION_INPUT))
         if plan is not None:
             env[LOADED_ENV] = plan

@@ -19,9 +19,11 @@ from flowchart._core.tracked import append_owned
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
+from flowchart._record.event_log import EventLog
 from flowchart._rerun import fork_chart
 
 __all__ = [
+    "EventLog",
     "NotJsonSafe",
     "RunOptions",
     "append_owned",

@@ -56,3 +56,26 @@ def test_format_causal_chain_of_a_key_never_written() -> None:
     """A key no commit wrote is said in words, not drawn."""
     run = flow_chart("A", _a, "a").build().run()
     assert "never written" in format_causal_chain(causal_chain(run.commit_log, "nope"))
+
+
+def test_event_log_numbers_what_it_records_and_folds_exclusively() -> None:
+    """``EventLog`` records commits numbered by their place (whatever ``idx`` they carried),
+    ``materialise(n)`` folds the first ``n`` onto its starting state, ``clear`` forgets the
+    commits but not the starting state."""
+    from flowchart.lowlevel import EventLog
+
+    run = flow_chart("A", _a, "a").add_function("B", _b, "b").add_function("D", _d, "d").build().run()
+    log = EventLog({"seed": 1})
+    recorded = [log.record(c) for c in reversed(run.commit_log)]  # out of order: numbered by place
+    assert [c.idx for c in recorded] == [0, 1, 2] and len(log) == 3
+    assert [c.stage_id for c in log.list()] == ["d", "b", "a"]
+    fresh = EventLog({"seed": 1})
+    for commit in run.commit_log:
+        fresh.record(commit)
+    assert fresh.materialise(0) == {"seed": 1}
+    assert fresh.materialise(2) == {"seed": 1, "x": 1, "y": 2}
+    assert fresh.materialise() == {"seed": 1, "x": 1, "y": 2, "z": 3}
+    fresh.clear()
+    assert len(fresh) == 0 and fresh.materialise() == {"seed": 1} == fresh.initial_state()
+    with pytest.raises(IndexError, match=r"EventLog.materialise\(4\): expected 0..0"):
+        fresh.materialise(4)
