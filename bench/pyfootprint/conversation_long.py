@@ -4,7 +4,8 @@ usage: ``.venv/bin/python -m bench.pyfootprint.conversation_long [TURNS]`` (defa
 
 The conversation of C50 (``bench.pyfootprint.conversation``: a tool call and an answer a
 turn, four messages, the whole history sent, each turn checked against what the model was
-sent), run for 1,000 turns on one fresh SQLite store, every turn timed end to end. Rows:
+sent), run for 1,000 turns on one fresh SQLite store, every turn timed end to end (wall time,
+and this process's CPU time: the machine's other load does not count). Rows:
 the median of the ``WINDOW`` turns up to each measured turn, and the database's bytes
 after the last turn — the same rows as LangGraph's ``bench.peers.langgraph.conversation``.
 """
@@ -27,30 +28,34 @@ MEASURED = (1, 10, 100, 1000)
 WINDOW = 5
 
 
-def conversation(turns: int) -> tuple[list[float], int]:
+def conversation(turns: int) -> tuple[list[float], list[float], int]:
     """One conversation of ``turns`` turns on a fresh store: seconds per turn, and the file's bytes."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "runs.db"
         store = SqliteStore(path)
         agent, provider = build(store, None)
         times: list[float] = []
+        cpu: list[float] = []
         for turn in range(1, turns + 1):
-            start = time.perf_counter()
+            start, started = time.perf_counter(), time.process_time()
             answer = agent.run(f"question {turn}", conversation="c")
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - started)
             if answer != f"found result for question {turn}" or provider.sent[-1] != (turn - 1) * PER_TURN + 1:
                 raise RuntimeError(f"C1000 turn {turn}: wrong answer {answer!r} or history {provider.sent[-1]}")
         store.close()
         size = sum(os.path.getsize(f"{path}{s}") for s in ("", "-wal", "-shm") if os.path.exists(f"{path}{s}"))
-    return times, size
+    return times, cpu, size
 
 
 def main(turns: int = TURNS) -> list[Record]:
     """Emit one row per measured turn, and the database's size."""
     out: list[Record] = []
-    times, size = conversation(turns)
+    times, cpu, size = conversation(turns)
     for turn in (t for t in MEASURED if t <= turns):
-        row(out, "C1000", f"whole history: turn {turn}", times[max(turn - WINDOW, 0) : turn], unit="us/turn", turn=turn)
+        around = slice(max(turn - WINDOW, 0), turn)
+        row(out, "C1000", f"whole history: turn {turn}", times[around], unit="us/turn", turn=turn)
+        row(out, "C1000", f"whole history, CPU time: turn {turn}", cpu[around], unit="us/turn", turn=turn)
     emit({"peer": "pyfootprint", "workload": "C1000", "variant": f"database after {turns} turns", "bytes": size}, out)
     return out
 
