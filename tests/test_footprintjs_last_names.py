@@ -79,3 +79,48 @@ def test_event_log_numbers_what_it_records_and_folds_exclusively() -> None:
     assert len(fresh) == 0 and fresh.materialise() == {"seed": 1} == fresh.initial_state()
     with pytest.raises(IndexError, match=r"EventLog.materialise\(4\): expected 0..0"):
         fresh.materialise(4)
+
+
+def _pausing_chart_with_a_map():  # type: ignore[no-untyped-def]
+    from flowchart import Pausable
+
+    def items(scope, ctx):  # type: ignore[no-untyped-def]
+        scope["items"] = [1, 2]
+
+    ask = Pausable(execute=lambda scope, ctx: {"question": "ok?"}, resume=lambda scope, ctx, answer: None)
+    inner = flow_chart("I", _a, "i1").build()
+    return (
+        flow_chart("A", items, "a")
+        .add_map("M", inner, "m", items=lambda scope: scope["items"], into="out")
+        .add_pausable_function("Ask", ask, "ask")
+        .build()
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "stage_id", "path"),
+    [
+        ("visit_counts", "ghost", "$.visit_counts.ghost"),
+        ("visit_counts", "m/x/i1", "$.visit_counts['m/x/i1']"),
+        ("visit_counts", "m/0/ghost", "$.visit_counts['m/0/ghost']"),
+        ("loop_counts", "ghost", "$.loop_counts.ghost"),
+    ],
+)
+def test_a_checkpoint_whose_counters_name_an_unknown_stage_is_refused_by_name(field, stage_id, path) -> None:  # type: ignore[no-untyped-def]
+    """An edited checkpoint whose ``visit_counts``/``loop_counts`` name a stage the chart has not
+    (at the top, or inside a map's chart child) is refused before anything runs, naming the id
+    and where it is; the untouched checkpoint (whose counters name ``m/0/i1``) resumes."""
+    import attrs
+
+    from flowchart import CheckpointError
+
+    chart = _pausing_chart_with_a_map()
+    checkpoint = chart.run().checkpoint
+    assert checkpoint is not None and "m/0/i1" in checkpoint.visit_counts
+    assert chart.resume(checkpoint, "yes").checkpoint is None
+    counts = {**getattr(checkpoint, field), stage_id: 1 if field == "visit_counts" else 0}
+    extra = {"execution_count": checkpoint.execution_count + 1} if field == "visit_counts" else {}
+    edited = attrs.evolve(checkpoint, **{field: counts}, **extra)
+    message = f"Cannot resume: {field} names stage '{stage_id}', which is not in chart 'A' @ {path}"
+    with pytest.raises(CheckpointError, match=re.escape(message)):
+        chart.resume(edited, "yes")
