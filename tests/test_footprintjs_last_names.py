@@ -124,3 +124,65 @@ def test_a_checkpoint_whose_counters_name_an_unknown_stage_is_refused_by_name(fi
     message = f"Cannot resume: {field} names stage '{stage_id}', which is not in chart 'A' @ {path}"
     with pytest.raises(CheckpointError, match=re.escape(message)):
         chart.resume(edited, "yes")
+
+
+def _decide_then_pause():  # type: ignore[no-untyped-def]
+    from flowchart import Pausable, decide
+
+    def seed(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.score = 700
+
+    def choose(scope, ctx):  # type: ignore[no-untyped-def]
+        return decide(scope, [{"when": {"score": {"gt": 600}}, "then": "ok", "label": "good score"}], "no")
+
+    def ok(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.result = "ok"
+
+    ask = Pausable(execute=lambda scope, ctx: {"question": "sure?"}, resume=lambda scope, ctx, answer: None)
+    return (
+        flow_chart("Seed", seed, "seed")
+        .add_decider_function("Decide", choose, "decide")
+        .add_function_branch("ok", "Ok", ok)
+        .add_function_branch("no", "No", ok)
+        .end()
+        .add_pausable_function("Ask", ask, "ask")
+        .build()
+    )
+
+
+def test_entries_for_step_as_footprintjs_reads_them() -> None:
+    """``entries_for_step`` (footprintjs ``getEntriesForStep``): an unknown runtime id gives no
+    entries; a decider's step holds its condition entry; a pause's entry is found under the
+    paused stage's runtime id."""
+    from flowchart import narrative
+
+    told = narrative()
+    _decide_then_pause().run(recorders=[told])
+    assert told.entries_for_step("nope#9") == []
+    assert [e.type for e in told.entries_for_step("decide#1")] == ["stage", "step", "condition"]
+    assert "chose Ok" in told.entries_for_step("decide#1")[-1].text
+    assert [(e.type, e.text) for e in told.entries_for_step("ask#3")] == [("pause", "Execution paused at Ask.")]
+
+
+def test_a_renderer_leaves_a_subflow_input_line_out_with_an_empty_string() -> None:
+    """footprintjs's ``renderOp`` returning ``null`` leaves a subflow's ``Input:`` line out; here
+    ``render_op`` returns ``""`` for that (``None`` keeps the default sentence)."""
+    from flowchart import narrative
+
+    def seed(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.a, scope.b = 1, 2
+
+    inner = flow_chart("Inner", lambda scope, ctx: None, "inner").build()
+    chart = (
+        flow_chart("Seed", seed, "seed")
+        .add_subflow_chart_next("sub", inner, input_mapper=lambda s: {"a": s["a"], "b": s["b"]})
+        .build()
+    )
+
+    class HideA:
+        def render_op(self, ctx):  # type: ignore[no-untyped-def]
+            return "" if ctx.key == "a" else None
+
+    told = narrative(renderer=HideA())
+    chart.run(recorders=[told])
+    assert [line for line in told.lines() if "Input:" in line] == ["Input: b = 2"]
