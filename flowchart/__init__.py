@@ -35,6 +35,7 @@ from flowchart._record.analysis import commit_value_at, find_commit, find_commit
 from flowchart._record.causal import causal_chain, format_causal_chain
 from flowchart._record.record import Lineage, Record, ShownRecord
 from flowchart._record.result import RunResult
+from flowchart._record.subtree import SubtreeSnapshot, get_subtree_snapshot, list_subflow_paths
 from flowchart._record.trace import Trace
 from flowchart._version import package_version as _package_version
 from flowchart.recorders.narrative import narrative
@@ -82,6 +83,7 @@ __all__ = [
     "Selection",
     "ShownRecord",
     "StageContext",
+    "SubtreeSnapshot",
     "Trace",
     "TraceError",
     "__version__",
@@ -95,6 +97,8 @@ __all__ = [
     "find_last_writer",
     "flow_chart",
     "format_causal_chain",
+    "get_subtree_snapshot",
+    "list_subflow_paths",
     "narrative",
     "pause_again",
     "replay",

@@ -186,3 +186,37 @@ def test_a_renderer_leaves_a_subflow_input_line_out_with_an_empty_string() -> No
     told = narrative(renderer=HideA())
     chart.run(recorders=[told])
     assert [line for line in told.lines() if "Input:" in line] == ["Input: b = 2"]
+
+
+def _nested_subflows():  # type: ignore[no-untyped-def]
+    inner = flow_chart("I2", _b_only, "i2").build()
+    middle = flow_chart("I", _a, "i1").add_subflow_chart_next("deep", inner).build()
+    return flow_chart("A", _a, "a").add_subflow_chart_next("sub", middle).build()
+
+
+def _b_only(scope, ctx):  # type: ignore[no-untyped-def]
+    scope.y = 2
+
+
+def test_get_subtree_snapshot_gives_one_subflow_with_its_own_narrative() -> None:
+    """``get_subtree_snapshot`` finds a subflow by path (slashes around it ignored) or by its
+    mount's runtime id: its own state, commit log and starting state, and the narrative
+    entries of its own stages with its entry and exit lines; ``None`` for a path no subflow
+    ran at; ``list_subflow_paths`` names the paths."""
+    from flowchart import get_subtree_snapshot, list_subflow_paths, narrative
+
+    told = narrative()
+    run = _nested_subflows().run(recorders=[told])
+    assert sorted(list_subflow_paths(run)) == ["sub", "sub/deep"]
+    deep = get_subtree_snapshot(run, "/sub/deep/", told.records())
+    assert deep is not None and (deep.subflow_id, deep.path, dict(deep.state)) == ("deep", "sub/deep", {"y": 2})
+    assert [c.stage_id for c in deep.commit_log] == ["sub/deep/i2"]
+    assert [e.text for e in deep.narrative_entries or ()] == [
+        "Entering the deep subflow.",
+        "Stage 1: The process began with sub/deep/I2.",
+        "Step 1: Write y = 2",
+        "Exiting the deep subflow.",
+    ]
+    outer = get_subtree_snapshot(run, "sub#1")
+    assert outer is not None and outer.path == "sub" and outer.narrative_entries is None
+    assert get_subtree_snapshot(run, "nope") is None and get_subtree_snapshot(run, "") is None
