@@ -220,3 +220,74 @@ def test_get_subtree_snapshot_gives_one_subflow_with_its_own_narrative() -> None
     outer = get_subtree_snapshot(run, "sub#1")
     assert outer is not None and outer.path == "sub" and outer.narrative_entries is None
     assert get_subtree_snapshot(run, "nope") is None and get_subtree_snapshot(run, "") is None
+
+
+def test_a_cancel_token_stops_a_loop_mid_iteration() -> None:
+    """A ``CancelToken`` cancelled by a stage inside a ``loop_to`` loop (footprintjs's abort
+    signal) ends the run before the next stage of that same iteration: the cancelling stage's
+    write is committed, the loop does not go round again, and the error names the stage."""
+    from flowchart import CancelToken, RunCancelledError, failed_run
+
+    token = CancelToken()
+
+    def seed(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.n = 0
+
+    def work(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.n = scope.n + 1
+        if scope.n == 3:
+            token.cancel("enough")
+
+    def check(scope, ctx):  # type: ignore[no-untyped-def]
+        scope.checked = scope.n
+
+    chart = (
+        flow_chart("Seed", seed, "seed")
+        .add_function("Work", work, "work")
+        .add_function("Check", check, "check")
+        .loop_to("work")
+        .build()
+    )
+    with pytest.raises(RunCancelledError, match=re.escape("Run cancelled before stage 'check': enough")) as caught:
+        chart.run(cancel=token, max_iterations=100)
+    failed = failed_run(caught.value)
+    assert failed is not None
+    result, _failure = failed
+    assert [c.stage_id for c in result.commit_log] == ["seed", "work", "check", "work", "check", "work"]
+    assert result.state["n"] == 3 and result.state["checked"] == 2
+
+
+def test_a_built_chart_records_its_subflow_definitions_and_mount_options() -> None:
+    """The chart keeps every subflow it mounts by mount id, nested ones as ``outer/inner``
+    (footprintjs's ``subflows``), and each mount keeps the options it was given — mappers,
+    ``propagate_break``, ``array_merge`` (footprintjs's ``subflowMountOptions``) — whether it
+    was mounted next, as a branch or as a fork child."""
+    from flowchart import decide
+
+    deep = flow_chart("Deep", _b_only, "d1").build()
+    middle = flow_chart("Middle", _a, "m1").add_subflow_chart_next("deep", deep).build()
+
+    def into(scope):  # type: ignore[no-untyped-def]
+        return {"x": scope["x"]}
+
+    def back(sub, parent):  # type: ignore[no-untyped-def]
+        return {"y": sub["y"]}
+
+    chart = (
+        flow_chart("A", _a, "a")
+        .add_subflow_chart_next("next", middle, input_mapper=into, output_mapper=back, array_merge="replace")
+        .add_subflow_chart("child", deep, propagate_break=True)
+        .add_decider_function("Pick", lambda scope, ctx: decide(scope, [], "sub"), "pick")
+        .add_subflow_chart_branch("sub", deep, input_mapper=into)
+        .end()
+        .build()
+    )
+    assert sorted(chart.subflows) == ["child", "next", "next/deep", "sub"]
+    assert chart.subflows["next/deep"] is deep and chart.subflows["next"] is middle
+    mounted = chart.find("next").mount
+    assert mounted is not None
+    assert (mounted.input_mapper, mounted.output_mapper, mounted.array_merge) == (into, back, "replace")
+    child = chart.find("child").mount
+    assert child is not None and child.propagate_break is True and child.chart is deep
+    branch = chart.find("sub").mount
+    assert branch is not None and branch.input_mapper is into
