@@ -158,7 +158,8 @@ def test_entries_for_step_as_footprintjs_reads_them() -> None:
 
     told = narrative()
     _decide_then_pause().run(recorders=[told])
-    assert told.entries_for_step("nope#9") == []
+    assert told.entries_for_step("nope#9") == [] == told.get_entries_for_step("nope#9")
+    assert told.get_entries_for_step("decide#1") == told.entries_for_step("decide#1")
     assert [e.type for e in told.entries_for_step("decide#1")] == ["stage", "step", "condition"]
     assert "chose Ok" in told.entries_for_step("decide#1")[-1].text
     assert [(e.type, e.text) for e in told.entries_for_step("ask#3")] == [("pause", "Execution paused at Ask.")]
