@@ -195,6 +195,20 @@ class StoredTurns:
             self._known.pop(conversation, None)
 
 
+def as_loaded(turns: list[Turn], rule: Any) -> list[Turn] | None:
+    """``turns`` as a later turn's record holds them once this turn loaded them: the newest one
+    (read from its own record, its answer as the run ended) with what ``rule`` hides in the
+    messages hidden, as the seed's commit recorded them; the older ones were already. ``None``
+    when the rule does not keep the messages' shape (then nothing is remembered)."""
+    if not turns or rule is None or not rule.active or turns[-1].status != "done" or turns[-1].size is not None:
+        return turns
+    newest = turns[-1]
+    shown = rule.scrub_state({HISTORY: list(newest.messages)}).get(HISTORY)
+    if not isinstance(shown, list) or len(shown) != len(newest.messages):
+        return None
+    return [*turns[:-1], attrs.evolve(newest, messages=tuple(shown))]
+
+
 def stored_plan(
     store: Any, conversation: str, policy: HistoryPolicy, cache: StoredTurns | None = None
 ) -> tuple[dict[str, Any], list[Turn]]:
@@ -359,7 +373,9 @@ async def arun(
         def landed(result: Any) -> None:
             if not result.paused and record.turn is not None:
                 own = turn_from_log(result.commit_log, run_id=record.run_id, turn=record.turn, status="done")
-                cache.put(cid, [*turns, own])
+                loaded = as_loaded(turns, agent.recorded_redaction)
+                if loaded is not None:
+                    cache.put(cid, [*loaded, own])
 
         return await durable.advance_run(agent, record.run_id, attach, known=record, landed=landed, loaded=loaded)
     turns = agent.conversation_book.turns(cid)

@@ -21,7 +21,7 @@ from chat_agent import Recall, chat_agent
 from agent import conversations, durable
 from agent.cli import main as agent_cli
 from agent.errors import ConversationError
-from flowchart import replay
+from flowchart import Redaction, replay
 from flowchart.store import SqliteStore
 from governance import check_in_approved
 
@@ -82,20 +82,24 @@ def test_a_turn_reads_no_earlier_record_and_reads_nothing_back(tmp_path: Path) -
     assert [s for s in statements if s.startswith("SELECT run_id, kind")] == []  # no whole run row decoded
 
 
-def test_the_model_is_sent_every_earlier_turn_from_memory_and_from_the_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hidden", [None, Redaction(fields={"history": ["content"]})], ids=["plain", "redacted"])
+def test_the_model_is_sent_every_earlier_turn_from_memory_and_from_the_store(
+    tmp_path: Path, hidden: Redaction | None
+) -> None:
     """The history a turn sends is the same whether this process remembers the turns (it ran
-    them) or reads them (a fresh agent on the same database): every earlier message, in order."""
+    them) or reads them (a fresh agent on the same database): every earlier message, in order
+    — with a redaction hiding the messages' texts, the same placeholders in the same places."""
     path = tmp_path / "runs.db"
     for conversation in ("remembered", "read"):
-        agent = chat_agent(SqliteStore(path))
+        agent = chat_agent(SqliteStore(path), redaction=hidden)
         agent.run("weather in Oslo", conversation=conversation)
         agent.run("thanks", conversation=conversation)
     remembering, reading = Recall(), Recall()
-    chat_agent(SqliteStore(path), reading).run("bye", conversation="read")  # a fresh process: read
-    agent = chat_agent(SqliteStore(path), remembering)
+    chat_agent(SqliteStore(path), reading, redaction=hidden).run("bye", conversation="read")  # read
+    agent = chat_agent(SqliteStore(path), remembering, redaction=hidden)
     agent.run("bye", conversation="remembered")
     agent.run("again", conversation="remembered")  # from what this process stored
-    reading_agent = chat_agent(SqliteStore(path), reading)
+    reading_agent = chat_agent(SqliteStore(path), reading, redaction=hidden)
     reading_agent.run("again", conversation="read")
     assert remembering.requests[-1].messages == reading.requests[-1].messages
     assert [m["role"] for m in reading.requests[-1].messages] == [
