@@ -290,37 +290,51 @@ def loaded_origin(state: dict[str, Any], index: int) -> tuple[int, str, int | No
     return None
 
 
+def named_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """What a stored turn's input keeps of its plan: the turns it loads named — ``loaded_turns``
+    and, beside them, their run ids (``runs``) — and counted (``messages``), what was left out,
+    but not their messages nor each message's commit (the seed's ``conversation`` record has
+    ``sources``; the turns' own records hold the messages)."""
+    named = {k: v for k, v in plan.items() if k not in ("history", "sources")}
+    named["runs"] = [source["run_id"] for source in plan["sources"]]
+    return named
+
+
 def loaded_from_store(store: Any, plan: Any) -> dict[str, Any] | None:
-    """``plan`` with the messages a stored turn's input names (``history``; ``sources``: turn,
-    run id, the commit of each message), read from those turns' records — each checked, and as
-    many as the input says — or ``None`` for an input that carries its history itself (a turn stored before inputs named
-    their turns) or is no conversation turn. ``ConversationError`` when a source cannot give
-    what the input says it gave."""
-    if not isinstance(plan, dict) or "history" in plan or not isinstance(plan.get("sources"), list):
+    """The plan a stored turn's input names (``named_plan``) with its ``sources`` and loaded
+    messages (``history``) read back from the named turns' records — each checked, as many as
+    the input says — or ``None`` for an input that carries its history itself (an unstored
+    turn, or one stored before inputs named their turns) or is no conversation turn.
+    ``ConversationError`` names a turn that no longer holds what the input says it gave."""
+    if not isinstance(plan, dict) or "history" in plan:
+        return None
+    turns, runs = plan.get("loaded_turns"), plan.get("runs")
+    if not isinstance(turns, list) or not isinstance(runs, list) or len(turns) != len(runs):
         return None
     where = f"conversation '{plan.get('id')}' turn {plan.get('turn')}"
-    sources = plan["sources"]
-    known: dict[int, Turn] = {}
-    if sources:  # the newest source's record holds the turns it loaded itself: often all of them
-        newest = sources[-1]
-        if isinstance(newest, dict) and isinstance(newest.get("run_id"), str):
-            through = turns_through(store.get(newest["run_id"]))
-            known = {t.turn: t for t in through[0]} if through is not None else {}
+    known: dict[Any, Turn] = {}
+    if runs and isinstance(runs[-1], str):  # the newest loaded turn's record holds the ones it loaded
+        through = turns_through(store.get(runs[-1]))
+        known = {t.turn: t for t in through[0]} if through is not None else {}
     messages: list[dict[str, Any]] = []
-    for source in sources:
-        if not isinstance(source, dict) or not isinstance(source.get("run_id"), str):
-            raise ConversationError(f"{where}: its input names a loaded turn it cannot read ({source!r})")
-        turn = known.get(source.get("turn"))  # type: ignore[arg-type]
-        if turn is None or turn.run_id != source["run_id"] or turn.size is not None:
-            turn = turn_from_record(store.get(source["run_id"]))
-        if turn.status != "done" or len(turn.messages) != len(source.get("commits") or ()):
+    sources: list[dict[str, Any]] = []
+    for number, run_id in zip(turns, runs, strict=True):
+        if not isinstance(run_id, str) or type(number) is not int:
+            raise ConversationError(f"{where}: its input names a loaded turn it cannot read ({number!r}, {run_id!r})")
+        turn = known.get(number)
+        if turn is None or turn.run_id != run_id or turn.size is not None:
+            turn = turn_from_record(store.get(run_id))
+        if turn.status != "done" or turn.turn != number:
             raise ConversationError(
-                f"{where}: turn {source.get('turn')} (run '{source['run_id']}') no longer holds "
-                "the messages its input names"
+                f"{where}: turn {number} (run '{run_id}') no longer holds the messages its input names"
             )
         messages.extend(turn.messages)
+        sources.append({"turn": number, "run_id": run_id, "commits": list(turn.commits)})
     if len(messages) != plan.get("messages"):
         raise ConversationError(
-            f"{where}: its loaded turns hold {len(messages)} message(s), its input says {plan.get('messages')}"
+            f"{where}: turn {turns[-1] if turns else '?'} (run '{runs[-1] if runs else '?'}') no longer holds the "
+            f"messages its input names: its loaded turns hold {len(messages)} message(s), its input says "
+            f"{plan.get('messages')}"
         )
-    return {**plan, "history": messages}
+    plan = {k: v for k, v in plan.items() if k != "runs"}
+    return {**plan, "sources": sources, "history": messages}

@@ -41,6 +41,7 @@ from .conversation_turns import (
     CONVERSATION,
     Turn,
     fold,
+    named_plan,
     turn_from_log,
     turn_from_record,
     turns_through,
@@ -423,7 +424,7 @@ def _queued(
             "(Agent.create(..., store=SqliteStore(path)))"
         )
     plan, turns = stored_plan(agent.store, cid, policy, agent.stored_turns)
-    named = {k: v for k, v in plan.items() if k != "history"}  # what the record keeps: the turns, named
+    named = named_plan(plan)  # what the input keeps: the turns, named and counted
     agent.last_conversation = cid
     try:
         record = durable.create_record(agent, run_input, run_id, conversation=(cid, plan["turn"]), planned=named)

@@ -160,16 +160,20 @@ def test_the_conversation_lists_and_shows_every_turn(tmp_path: Path, capsys: Any
 
 
 def test_a_turn_stores_its_loaded_history_once_by_naming_its_turns(tmp_path: Path) -> None:
-    """A stored turn's input names the turns it loads (``sources``, the message count) without
-    carrying their messages again; its seed's commit records them, so its record still shows
-    the whole history the model was sent."""
+    """A stored turn's input names the turns it loads (their numbers and runs, the message
+    count) without carrying their messages again; its seed's commit records them and where each
+    came from, so its record still shows the whole history the model was sent."""
     store = SqliteStore(tmp_path / "runs.db")
     agent = chat_agent(store)
     agent.run("weather in Oslo", conversation="c")
     agent.run("thanks", conversation="c")
     second = store.list(conversation="c")[0]
     planned = second.input["conversation_input"]
-    assert "history" not in planned and planned["messages"] == 4 and planned["loaded_turns"] == [1]
+    first = store.list(conversation="c")[1]
+    assert "history" not in planned and "sources" not in planned
+    assert (planned["loaded_turns"], planned["runs"], planned["messages"]) == ([1], [first.run_id], 4)
+    meta = replay(second.commit_log[:1])["conversation"]  # the seed's record names each message's commit
+    assert meta["sources"] == [{"turn": 1, "run_id": first.run_id, "commits": [0, 3, 3, 6]}]
     assert [m["role"] for m in replay(second.commit_log[:1])["history"]] == [
         "user",
         "assistant",
