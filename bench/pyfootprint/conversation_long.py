@@ -6,8 +6,9 @@ The conversation of C50 (``bench.pyfootprint.conversation``: a tool call and an 
 turn, four messages, the whole history sent, each turn checked against what the model was
 sent), run for 1,000 turns on one fresh SQLite store, every turn timed end to end (wall time,
 and this process's CPU time: the machine's other load does not count). Rows:
-the median of the ``WINDOW`` turns up to each measured turn, and the database's bytes
-after the last turn — the same rows as LangGraph's ``bench.peers.langgraph.conversation``.
+the median of the ``WINDOW`` turns up to each measured turn (after a short warm-up
+conversation on another file), and the database's bytes after the last turn — the same
+rows as LangGraph's ``bench.peers.langgraph.conversation``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from flowchart.store import SqliteStore
 TURNS = 1000
 MEASURED = (1, 10, 100, 1000)
 WINDOW = 5
+WARMUP = 5  # turns of the warm-up conversation run before the measured one
 
 
 def conversation(turns: int) -> tuple[list[float], list[float], int]:
@@ -51,6 +53,7 @@ def conversation(turns: int) -> tuple[list[float], list[float], int]:
 def main(turns: int = TURNS) -> list[Record]:
     """Emit one row per measured turn, and the database's size."""
     out: list[Record] = []
+    conversation(WARMUP)  # a short conversation first, on its own file: turn 1 is then a warm turn
     times, cpu, size = conversation(turns)
     for turn in (t for t in MEASURED if t <= turns):
         around = slice(max(turn - WINDOW, 0), turn)

@@ -7,8 +7,8 @@ The same conversation as ``bench.pyfootprint.conversation``: each turn is one
 asks ``lookup`` once, the tool answers, the model answers with the result (four messages a
 turn, plain dict messages appended with ``operator.add``, the whole history sent). Every
 turn is timed end to end (the saver's load, the run, the saver's writes); rows are µs per
-turn at turns 1, 10, 100 and 1,000 (the median of the turns around each, ``WINDOW``), and
-the database's bytes after the last turn.
+turn at turns 1, 10, 100 and 1,000 (the median of the turns around each, ``WINDOW``; a short
+warm-up conversation runs first), and the database's bytes after the last turn.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from bench.harness import Record, emit, record
 TURNS = 1000
 MEASURED = (1, 10, 100, 1000)
 WINDOW = 5  # turns measured around each measured turn (the turn itself and the ones before it)
+WARMUP = 5  # turns of the warm-up conversation run before the measured one
 
 
 class State(TypedDict, total=False):
@@ -96,6 +97,7 @@ def conversation(turns: int) -> tuple[list[float], list[float], int]:
 def main(turns: int = TURNS) -> list[Record]:
     """Emit one row per measured turn, and the database's size."""
     out: list[Record] = []
+    conversation(WARMUP)  # a short conversation first, on its own file: turn 1 is then a warm turn
     times, cpu, size = conversation(turns)
     for turn in (t for t in MEASURED if t <= turns):
         around = slice(max(turn - WINDOW, 0), turn)
