@@ -17,6 +17,7 @@ WORKLOADS = [
     "w7_big_run",
     "w8_map",
     "conversation",
+    "conversation_long",
 ]
 
 

@@ -50,8 +50,9 @@ def conversation(turns: int) -> tuple[list[float], list[float], int]:
     return times, cpu, size
 
 
-def main(turns: int = TURNS) -> list[Record]:
-    """Emit one row per measured turn, and the database's size."""
+def main(turns: int = TURNS, quick: bool = False) -> list[Record]:
+    """Emit one row per measured turn, and the database's size (``quick``: 12 turns, for tests)."""
+    turns = 12 if quick else turns
     out: list[Record] = []
     conversation(WARMUP)  # a short conversation first, on its own file: turn 1 is then a warm turn
     times, cpu, size = conversation(turns)
