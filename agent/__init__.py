@@ -4,9 +4,14 @@ Seed → CallLLM → Route → ToolCalls (loop) | WrapUp (loop) | Final. Every m
 routing decision, tool result and governance decision is a commit in the run's log.
 """
 
-from agent.agent import Agent, AgentSnapshot
-from agent.builder import AgentBuilder
-from agent.chart import build_agent_chart
+from agent._chart.chart import build_agent_chart
+from agent._chart.paused import Paused
+from agent._edge.explain import AnswerExplanation, ExplainError, explain_answer
+from agent._run.agent import Agent
+from agent._run.builder import AgentBuilder
+from agent._run.snapshot import AgentSnapshot
+from agent._tools.function_tools import define_tool, tool
+from agent._tools.tools import Tool, ToolContext, ToolDefinitionError, ask_human
 from agent.errors import (
     AgentBuildError,
     AgentError,
@@ -16,10 +21,6 @@ from agent.errors import (
     OutputSchemaError,
     PolicyHaltError,
 )
-from agent.explain import AnswerExplanation, ExplainError, explain_answer
-from agent.function_tools import define_tool, tool
-from agent.paused import Paused
-from agent.tools import Tool, ToolContext, ToolDefinitionError, ask_human
 
 __all__ = [
     "Agent",

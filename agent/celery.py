@@ -40,20 +40,27 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agent._run import durable, queueing
+from agent._run.loading import load_agent_or_chart, load_store
+
+# the queueing side is agent._run.queueing (no Celery, no loading: Agent.submit uses it); the names are
+# this module's too, where docs/scale.md and docs/durable.md use them
+from agent._run.queueing import (
+    TASK_NAME,
+    answer_and_enqueue,
+    default_app,
+    enqueue,
+    retry_and_enqueue,
+    submit,
+    submit_chart,
+)
+from agent.errors import AgentLoadError
 from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
 from flowchart.store.runs import advance_chart
 
-from . import durable, queueing
-from .errors import AgentLoadError
-from .loading import load_agent_or_chart, load_store
-
-# the queueing side is agent.queueing (no Celery, no loading: Agent.submit uses it); the names are
-# this module's too, where docs/scale.md and docs/durable.md use them
-from .queueing import TASK_NAME, answer_and_enqueue, default_app, enqueue, retry_and_enqueue, submit, submit_chart
-
 if TYPE_CHECKING:
-    from .agent import Agent
+    from agent._run.agent import Agent
 
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 log = logging.getLogger("agent.celery")

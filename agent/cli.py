@@ -13,6 +13,8 @@
                                                       (default RUN.html here; a run id that is not
                                                       a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
+    agent diff A B [--json]                           where run B (trace or id) went differently from A
+    agent runs export RUN... -o DIR                   shown trace files: fixtures for pytest --replay DIR
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
@@ -45,17 +47,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agent._chart.config import TOOL_ERRORS
+from agent._edge.cli_common import close_opened, load_object, open_store, shown_input, shown_output
+from agent._edge.conversation_cli import add_commands as add_conversation_commands
+from agent._edge.conversation_cli import earlier_turn_lines, turn_input
+from agent._edge.replay_cli import add_commands as add_replay_commands
+from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
 from flowchart.store import RunRecord, StoreError
-
-from .cli_common import close_opened, load_object, open_store, shown_input
-from .config import TOOL_ERRORS
-from .conversation_cli import add_commands as add_conversation_commands
-from .conversation_cli import earlier_turn_lines, turn_input
-from .durable import AGENT_RUN_KIND
-from .loading import load_agent
-from .state import FINAL_CONTENT
 
 _STATUSES = ("running", "paused", "done", "failed")
 
@@ -132,15 +132,6 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
     return lines
-
-
-def shown_output(record: RunRecord) -> Any:
-    """The run's output as a reader may see it: an agent's answer is its ``final_content``,
-    hidden when the rule stored with the run hides that key (the store keeps it raw: it is
-    what ``resume_run`` and a queue's caller are answered with)."""
-    if record.redaction is None or record.kind != AGENT_RUN_KIND:
-        return record.output
-    return record.redaction.scrub_state({FINAL_CONTENT: record.output})[FINAL_CONTENT]
 
 
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
@@ -232,9 +223,8 @@ def cmd_show(args: argparse.Namespace) -> str | list[str]:
             when = f" (at {row['at']})" if isinstance(row, dict) and "at" in row else ""
             out.append(f"  {decision_sentence(row) or _compact(row)}{when}")
     if record.status == "done" and any(c.stage_id == "call-llm" for c in record.commit_log):
+        from agent._edge.explain import explain_answer
         from flowchart.store.export import record_trace
-
-        from .explain import explain_answer
 
         out.append("why the answer (agent why):")
         out.extend("  " + line for line in explain_answer(record_trace(record)).format().splitlines())
@@ -270,7 +260,7 @@ def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> A
 
 
 def _answer(args: argparse.Namespace, approved: bool) -> str:
-    from agent.paused import Paused
+    from agent._chart.paused import Paused
 
     if args.queue:
         from agent.celery import answer_and_enqueue, app_store
@@ -314,8 +304,8 @@ def cmd_decline(args: argparse.Namespace) -> str:
 
 def cmd_retry(args: argparse.Namespace) -> str:
     """``runs retry``: continue a failed run at the stage that failed (once, across processes)."""
-    from agent import durable
-    from agent.paused import Paused
+    from agent._chart.paused import Paused
+    from agent._run import durable
 
     try:
         if args.queue:
@@ -352,9 +342,8 @@ def _failed_stage(record: RunRecord) -> str:
 
 def cmd_why(args: argparse.Namespace) -> str:
     """``why``: the answer's provenance (a trace file, or a run id in the store)."""
+    from agent._edge.explain import ExplainError, explain_answer
     from flowchart import causal_chain
-
-    from .explain import ExplainError, explain_answer
 
     source: Any = args.target
     if not os.path.exists(args.target):
@@ -376,11 +365,10 @@ def cmd_why(args: argparse.Namespace) -> str:
 
 def cmd_view(args: argparse.Namespace) -> str:
     """``view``: the run (a trace file, or a run id in the store) as one self-contained HTML page
-    with the agent's panel (``agent.viewer_panel``): the story first, the chart and timeline below."""
+    with the agent's panel (``agent._edge.viewer_panel``): the story first, the chart and timeline below."""
+    from agent._edge.viewer_panel import PANEL
     from flowchart import CheckpointError, Trace
     from flowchart.viewer import page_name, write_page
-
-    from .viewer_panel import PANEL
 
     if os.path.exists(args.target):
         try:
@@ -473,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    add_replay_commands(groups, command, store_options)
     return parser
 
 

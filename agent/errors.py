@@ -10,9 +10,9 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     AgentError                              anything the agent package raises on purpose
     ├── AgentBuildError (ValueError)        the builder was given something it cannot build
     ├── ToolDefinitionError (ValueError)    define_tool / @tool cannot make a tool of it
-    ├── AgentLoadError (CliError)           "MODULE:ATTR" does not name an Agent (agent.loading)
+    ├── AgentLoadError (CliError)           "MODULE:ATTR" does not name an Agent (agent._run.loading)
     ├── PolicyHaltError (RuntimeError)      the permission checker halted the run
-    ├── OutputSchemaError (ValueError)      the final answer never fit output_schema (agent.structured)
+    ├── OutputSchemaError (ValueError)      the final answer never fit output_schema (agent._chart.structured)
     ├── ExplainError (ValueError)           the record holds no model call to explain
     ├── ConversationError (ValueError)      a bad conversation id or policy, or an unreadable stored turn
     ├── ConversationBusyError (RuntimeError) the conversation's latest turn is paused or running,

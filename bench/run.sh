@@ -127,6 +127,15 @@ if [[ " $ONLY " == *" W6 "* ]]; then
   fi
 fi
 
+# Replay as a test: a decision diff of two 30,000-commit runs, a replayed W6 run (its own file).
+say "REPLAY pyfootprint: $PF_PY -m bench.pyfootprint.replay"
+"$PF_PY" -m bench.pyfootprint.replay >"$ROOT/bench/results/replay.jsonl" || FAILED=1
+if [[ "$HAVE_LG" == 1 ]]; then  # LangGraph's fork of the same 50-node pipeline: its model calls
+  say "REPLAY langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.replay_fork"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.replay_fork) \
+    >>"$ROOT/bench/results/replay.jsonl" || FAILED=1
+fi
+
 # A 50-turn conversation on SQLite: µs per turn at turns 1, 10 and 50 (its own file and table).
 say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 "$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1

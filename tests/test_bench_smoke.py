@@ -18,6 +18,7 @@ WORKLOADS = [
     "w8_map",
     "conversation",
     "conversation_long",
+    "replay",
 ]
 
 

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart._cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart._pytest_plugin": 4,
     "flowchart.otel": 4,
     "flowchart._otel": 4,
     "flowchart.stream": 4,
@@ -252,10 +253,10 @@ def test_agent_imports_only_the_user_api_from_the_governance_facade() -> None:
 
 def test_the_viewer_names_no_agent_state_key() -> None:
     """flowchart's viewer (Python, script and style) spells no key of the agent's state and no
-    agent stage id: the agent's view comes in through a ``Panel`` (``agent/viewer_panel.py``)."""
-    import agent.state
+    agent stage id: the agent's view comes in through a ``Panel`` (``agent/_edge/viewer_panel.py``)."""
+    import agent._chart.state
 
-    keys = {v for k, v in vars(agent.state).items() if k.isupper() and isinstance(v, str)} | {"call-llm"}
+    keys = {v for k, v in vars(agent._chart.state).items() if k.isupper() and isinstance(v, str)} | {"call-llm"}
     files = [p for p in sorted((REPO / "flowchart" / "viewer").rglob("*")) if p.suffix in (".py", ".js", ".css")]
     named = sorted(
         f"{path.relative_to(REPO)} names {key!r}"
@@ -323,3 +324,55 @@ def test_no_import_cycles_outside_the_package_inits() -> None:
     graph.remove_nodes_from(packages)
     cycles = sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
     assert cycles == []
+
+
+# docs/architecture.md, "The layers of agent". The folders are the layers: a module imports
+# only its own layer or below (the public modules at the top re-export or run what is below).
+AGENT_LAYERS: dict[str, int] = {
+    # A0 values every layer may use: the error tree and the providers' wire
+    "agent.errors": 0,
+    "agent.providers.*": 0,
+    # A1 tools as values
+    "agent._tools.*": 1,
+    # A2 the chart: state keys, config, stages, gates, pauses, events
+    "agent._chart.*": 2,
+    "agent.events": 2,
+    # A3 running it: Agent, builder, turns, conversations, durable runs, streams, the queue
+    "agent._run.*": 3,
+    # A4 the edge: readers of a record, the command line, workers, MCP, the viewer's panel
+    "agent._edge.*": 4,
+    "agent.viewer_panel": 4,
+    "agent.cli": 4,
+    "agent.celery": 4,
+    "agent.replaying": 4,
+    "agent.mcp.*": 4,
+    # A5 the façade
+    "agent": 5,
+}
+
+
+def agent_layer_of(name: str) -> int | None:
+    for pattern, layer in AGENT_LAYERS.items():
+        if name == pattern or (pattern.endswith(".*") and (name == pattern[:-2] or name.startswith(pattern[:-1]))):
+            return layer
+    return None
+
+
+def test_every_agent_module_has_a_layer_folder() -> None:
+    """Every module of agent/ sits in a layer (a folder, or one of the named public modules)."""
+    assert [name for name in modules("agent") if agent_layer_of(name) is None] == []
+
+
+def test_no_agent_module_imports_a_higher_layer() -> None:
+    """Inside agent/, a module imports only its own layer or below: the chart's stages never
+    import turn orchestration, tools never import the chart, and nothing imports the façade."""
+    known = modules("agent")
+    offenders = sorted(
+        f"{name} (A{agent_layer_of(name)}) imports {imported} (A{agent_layer_of(imported)})"
+        for name, path in known.items()
+        for target in imports_of(path, name)
+        if target.split(".")[0] == "agent" and (imported := _existing(target, known)) is not None
+        if imported != name and not name.startswith(imported + ".")
+        if (agent_layer_of(imported) or 0) > (agent_layer_of(name) or 0)
+    )
+    assert offenders == []

@@ -28,7 +28,7 @@ def demo_trace_page(folder: Path) -> tuple[Path, int]:
     """Run the demo into ``folder``; write its trace's page; return it and the commit to select."""
     os.environ["RUNS_DIR"] = str(folder)
     sys.path.insert(0, str(REPO))
-    from agent.viewer_panel import PANEL
+    from agent._edge.viewer_panel import PANEL
     from examples import support_agent
     from flowchart import Trace
     from flowchart.viewer import write_page

@@ -41,9 +41,10 @@ except ImportError as exc:  # without the extra: say which one to install
 
 import attrs
 
-from ..errors import McpConnectionError, McpToolError, ToolDefinitionError
-from ..function_tools import define_tool
-from ..tools import Tool
+from agent._tools.function_tools import define_tool
+from agent._tools.tools import Tool
+from agent.errors import McpConnectionError, McpToolError, ToolDefinitionError
+
 from ._loop import LoopThread, wait
 
 

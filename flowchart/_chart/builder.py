@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from flowchart._chart.branches import BranchList
 from flowchart._chart.stage_nodes import StageFn, describe, mount_node, pausable_node
 from flowchart._core.errors import BuildError
-from flowchart._core.nodes import Pausable, StageCallable, StageNode
+from flowchart._core.nodes import Pausable, StageCallable, StageNode, iter_nodes
 from flowchart._core.retry import Retry
 
 if TYPE_CHECKING:
-    from flowchart._chart.chart import FlowChart
+    from flowchart._chart.chart import FlowChart, Launcher
 
 _FORBIDDEN_ID_CHARS = ("/", "#")
 
@@ -32,7 +32,9 @@ _FORBIDDEN_ID_CHARS = ("/", "#")
 class FlowChartBuilder:
     """Builds a chart stage by stage. Start with ``flow_chart(...)`` or ``.start(...)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, launcher: Launcher | None = None) -> None:
+        #: what the built chart's entry points run through (``flowchart/_launch.py`` passes itself)
+        self._launch = launcher
         self._root: StageNode | None = None
         self._cursor: StageNode | None = None
         self._ids: dict[str, StageNode] = {}
@@ -377,14 +379,9 @@ class FlowChartBuilder:
                 )
         if self._problems:
             raise self._problems[0]
-        return FlowChart(self._root, dict(self._ids))
+        for node in iter_nodes(self._root):
+            node.seal()
+        return FlowChart(self._root, dict(self._ids), self._launch)
 
 
-def flow_chart(
-    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
-) -> FlowChartBuilder:
-    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
-    return FlowChartBuilder().start(name, fn, stage_id, description=description, retry=retry)
-
-
-__all__ = ["BranchList", "FlowChartBuilder", "StageFn", "flow_chart"]
+__all__ = ["BranchList", "FlowChartBuilder", "StageFn"]

@@ -22,9 +22,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from flowchart._core.redaction import EVENT_PLACEHOLDER
+from flowchart._core.redaction import shown_summary
 from flowchart._core.scope import Scope, ScopeObserver, transaction_of
-from flowchart._core.summary import summarize_value
 from flowchart._core.values import NotJsonSafe, _text, copy_json, slot_setters
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -74,7 +73,7 @@ class _InputCapture:
             redacted = False if self.hides is None else self.hides(key)
             self.inputs[key] = {
                 "key": key,
-                "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
+                "value_summary": shown_summary(redacted, value),
                 "redacted": redacted,
             }
         if self.inner is not None:
@@ -161,13 +160,13 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
             except TypeError:
                 result = False
             # a key that is not there is footprintjs's ``undefined``, not ``null``
-            shown = summarize_value(actual) if present else "undefined"
+            shown = shown_summary(redacted, actual) if present or redacted else "undefined"
             conditions.append(
                 {
                     "key": key,
                     "op": op,
                     "threshold": threshold,
-                    "actual_summary": EVENT_PLACEHOLDER if redacted else shown,
+                    "actual_summary": shown,
                     "result": result,
                     "redacted": redacted,
                 }

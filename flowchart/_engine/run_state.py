@@ -63,6 +63,7 @@ class Run:
         "reported_errors",
         "retry",
         "retry_log",
+        "reuse",
         "run_id",
         "subflow_results",
         "timeout",
@@ -115,6 +116,8 @@ class Run:
         #: had before its commit (the log holds placeholders for them; each attempt of a retried
         #: stage replaces the last one's), so that undoing a failed commit restores real values
         self.failed_before: dict[str, dict[str, Any]] = {}
+        #: a reuse-fork's plan (``engine.reusing.ReusePlan``); ``None`` for every other run
+        self.reuse: Any = None
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

@@ -61,7 +61,7 @@ import attrs
 from flowchart._core.commits import Commit
 from flowchart._core.errors import CheckpointError, FlowchartError
 from flowchart._core.failure import RunFailure
-from flowchart._core.narrative_columns import on_read
+from flowchart._core.narrative_columns import built_on_read, stored_slot
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.printable import printable
@@ -213,6 +213,7 @@ class Segment:
     subflows: Mapping[str, SubflowTrace] = attrs.field(factory=dict)
 
 
+@built_on_read("narrative_records", lambda columns: tuple(columns.records()))
 @attrs.frozen
 class RunRecord:
     """One stored run, as read back from a store (a snapshot; re-``get`` for news).
@@ -312,7 +313,7 @@ class RunRecord:
         return f"pause@{self.next_seq}.{count}"
 
 
-_NARRATIVE_RECORDS = on_read(RunRecord, "narrative_records", lambda columns: tuple(columns.records()))
+_NARRATIVE_RECORDS = stored_slot(RunRecord, "narrative_records")
 """``RunRecord.narrative_records``'s slot: a store puts the run's checked columns there; the
 records are built when first read (``RunRecord.narrative``, the lines, needs none of them)."""
 

@@ -8,7 +8,7 @@ from typing import Any
 import networkx as nx
 from agent_helpers import build, call, calls, stage_ids, weather_tool
 
-from agent.config import WRAP_UP_INSTRUCTION
+from agent._chart.config import WRAP_UP_INSTRUCTION
 from agent.providers import scripted
 
 WEATHER_RUN = [calls(call("c1", "weather", city="Paris")), "It is sunny in Paris."]

@@ -90,7 +90,7 @@ def test_dispatch_call_calls_one_function_per_gate_in_the_docstring_order() -> N
     import ast
     import inspect
 
-    from agent import dispatch
+    from agent._chart import dispatch
 
     tree = ast.parse(inspect.getsource(dispatch.dispatch_call))
     gates = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]

@@ -1,4 +1,4 @@
-"""The ``Agent``'s public run hooks: what durable, streaming and mcp use instead of private members."""
+"""The segment runner (``agent.segments``): what durable, streaming and conversations run an agent's chart through."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def test_with_config_keeps_the_listeners_and_settings() -> None:
 def test_chart_options_are_what_a_run_passes_the_chart() -> None:
     """One segment's chart options: the recorders, the loop cap (tool rounds + 2), timeout, redaction, env."""
     agent, _ = build(["hi"], provider=mock("hi"), max_iterations=3)
-    recorders = agent.run_recorders()
-    options = agent.chart_options(recorders, env={"agent_run_id": "r1"})
+    recorders = agent.segments.recorders()
+    options = agent.segments.options(recorders, env={"agent_run_id": "r1"})
     assert options == {
         "env": {"agent_run_id": "r1"},
         "recorders": recorders,
@@ -32,11 +32,11 @@ def test_chart_options_are_what_a_run_passes_the_chart() -> None:
         "timeout": None,
         "redaction": None,
     }
-    assert "env" not in agent.chart_options(recorders)
+    assert "env" not in agent.segments.options(recorders)
 
 
 def test_run_recorders_put_the_narrative_first_and_attach_wraps_them() -> None:
-    """The narrative recorder leads (``finish_run`` reads its lines); ``attach`` sees and may extend the list."""
+    """The narrative recorder leads (``segments.finish`` reads its lines); ``attach`` sees and may extend the list."""
     agent, _ = build(["hi"], provider=mock("hi"))
     marker = object()
     seen: list[Any] = []
@@ -45,16 +45,16 @@ def test_run_recorders_put_the_narrative_first_and_attach_wraps_them() -> None:
         seen.extend(recorders)
         return [*recorders, marker]
 
-    recorders = agent.run_recorders(attach)
+    recorders = agent.segments.recorders(attach)
     assert recorders[-1] is marker and recorders[0] is seen[0] and callable(recorders[0].lines)
 
 
 def test_arun_turn_and_finish_run_are_a_whole_turn() -> None:
-    """``arun_turn`` on a checked input runs the turn as ``run`` does, and ``finish_run`` keeps the snapshot."""
+    """``segments.arun_turn`` runs a checked input as ``run`` does; ``segments.finish`` keeps the snapshot."""
     import asyncio
 
-    from agent.durable import make_input
+    from agent._run.durable import make_input
 
     agent, _ = build([calls(call("c1", "weather", city="Paris")), "Sunny."], weather_tool())
-    assert asyncio.run(agent.arun_turn(make_input("weather?"))) == "Sunny."
+    assert asyncio.run(agent.segments.arun_turn(make_input("weather?"))) == "Sunny."
     assert agent.last_snapshot().shared_state["final_content"] == "Sunny."

@@ -1,4 +1,4 @@
-"""``agent.loading.load_agent``: the one way to load an agent by ``MODULE:ATTR`` (CLI and Celery)."""
+"""``agent._run.loading.load_agent``: the one way to load an agent by ``MODULE:ATTR`` (CLI and Celery)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, AgentError
+from agent._run.loading import load_agent
 from agent.celery import app_agent
 from agent.errors import AgentLoadError
-from agent.loading import load_agent
 from flowchart._cli_support import CliError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,9 +91,9 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_celery_does_not_import_the_command_line() -> None:
-    """The worker side never imports ``agent.cli`` (loading lives in ``agent.loading``)."""
+    """The worker side never imports ``agent.cli`` (loading lives in ``agent._run.loading``)."""
     imported = _imported_modules(REPO / "agent" / "celery.py")
-    assert ".loading" in imported
+    assert "agent._run.loading" in imported
     assert sorted(m for m in imported if m in (".cli", "agent.cli")) == []
 
 
@@ -104,7 +104,7 @@ AGENT_MODULES = sorted(
 
 @pytest.mark.parametrize("name", AGENT_MODULES)
 def test_the_agent_modules_use_only_public_members_of_agent(name: str) -> None:
-    """Nothing outside ``agent/agent.py`` calls ``agent._something``: it uses the public hooks."""
+    """Nothing outside ``agent/_run/agent.py`` calls ``agent._something``: it uses the public hooks."""
     tree = ast.parse((REPO / "agent" / name).read_text(encoding="utf-8"))
     private = sorted(
         f"{node.value.id}.{node.attr}"

@@ -1,4 +1,4 @@
-"""An agent resume trusts nothing in a checkpoint it has not cross-checked (``agent.resume_checks``).
+"""An agent resume trusts nothing in a checkpoint it has not cross-checked (``agent._run.resume_checks``).
 
 The issue's exploit first: a check-in pause whose pause data was edited to ``ask_human``
 took ``{"approved": true}`` and ran the refund with no decision. Then each field a resume

@@ -1,4 +1,4 @@
-"""``agent/state.py``: the agent's state keys named once, and the pause payloads as values."""
+"""``agent/_chart/state.py``: the agent's state keys named once, and the pause payloads as values."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from agent_helpers import build, call, calls, refund_tool, weather_tool
 from hypothesis import given
 from hypothesis import strategies as st
 
-import agent.state as state
+import agent._chart.state as state
 from agent import Paused, ask_human
-from agent.state import PAUSED_TOOL_CALL, PauseData, PausedCall
+from agent._chart.state import PAUSED_TOOL_CALL, PauseData, PausedCall
 from flowchart import CheckpointError
 from governance import allow, ask
 
@@ -74,7 +74,7 @@ def test_a_bad_paused_call_is_refused_naming_the_field(change: Any, message: str
 
 def test_pause_data_without_its_body_is_refused() -> None:
     """A check-in pause without its request is refused, naming where the request belongs."""
-    with pytest.raises(CheckpointError, match=r"a check_in pause carries its check_in @ \$\.pause_data\.check_in"):
+    with pytest.raises(CheckpointError, match=r"required key missing @ \$\.pause_data\.check_in"):
         PauseData.from_dict({"kind": "check_in", "tool_call_id": "c1", "tool_name": "refund"})
 
 
@@ -134,7 +134,7 @@ def _literal_keys(path: Path) -> list[str]:
 
 
 def test_no_agent_module_spells_a_state_key_as_a_literal() -> None:
-    """Stages, dispatch, paused, durable, explain... read and write state through ``agent.state``'s constants."""
+    """Stages, dispatch, paused, durable, explain... read and write state through ``agent._chart.state``'s constants."""
     offenders = [hit for p in sorted((REPO / "agent").glob("*.py")) if p.name != "state.py" for hit in _literal_keys(p)]
     assert offenders == []
 

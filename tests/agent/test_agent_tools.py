@@ -295,7 +295,7 @@ def test_a_tool_that_changes_its_args_does_not_rewrite_the_record() -> None:
 def test_a_property_with_only_type_and_description_is_still_type_checked() -> None:
     """The leaf fast path (a property schema of ``type`` plus wording keywords is one type test)
     refuses what the full check refused, with the same message; other keywords still apply."""
-    from agent.tools import validate_args
+    from agent._tools.tools import validate_args
 
     schema = {
         "type": "object",
@@ -329,7 +329,7 @@ def test_the_exact_type_fast_path_judges_as_the_type_checks_do(value: Any, name:
     """Round five: a value of an exact type the ``type`` name accepts passes on one set lookup (no
     check function called), at the top and for a leaf property; every value is judged as
     ``_JSON_TYPES`` judges it (subclasses, ``True`` against numbers, an unknown name that passes)."""
-    from agent.tools import _JSON_TYPES, validate_args
+    from agent._tools.tools import _JSON_TYPES, validate_args
 
     expected_ok = _JSON_TYPES[name](value) if name in _JSON_TYPES else True
     assert (validate_args(value, {"type": name}) == []) == expected_ok

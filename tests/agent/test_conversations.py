@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "store"))
 from chat_agent import Recall, chat_agent
 
 from agent import AgentBuildError, ConversationBusyError, ConversationError, NoConversationError, Paused
-from agent.conversation_turns import turn_from_log
-from agent.explain import explain_answer
+from agent._chart.conversation_turns import turn_from_log
+from agent._edge.explain import explain_answer
 from flowchart import Commit
 from flowchart._core.commits import Op
 from governance import check_in_approved

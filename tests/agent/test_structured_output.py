@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent import Agent, AgentBuildError, AgentError, OutputSchemaError, Paused
+from agent._chart.structured import answer_json, output_spec, parse_reply
+from agent._tools.tools import validate_args
 from agent.providers import OutputSchema, scripted
-from agent.structured import answer_json, output_spec, parse_reply
-from agent.tools import validate_args
 from flowchart.store import SqliteStore
 from governance import check_in_approved
 

@@ -12,8 +12,8 @@ import attrs
 import pytest
 
 from agent import Agent, Tool, ToolContext, ToolDefinitionError, define_tool, tool
+from agent._tools.tool_schema import schema_for
 from agent.providers import scripted
-from agent.tool_schema import schema_for
 
 
 class Color(enum.Enum):
@@ -131,7 +131,7 @@ UNSUPPORTED: list[tuple[Any, str]] = [
 @pytest.mark.parametrize(("annotation", "message"), UNSUPPORTED, ids=[repr(a) for a, _ in UNSUPPORTED])
 def test_an_annotation_without_a_schema_is_refused(annotation: Any, message: str) -> None:
     """Types a model cannot send (sets, tuples, int-keyed dicts, bytes, recursive classes) are refused."""
-    from agent.tool_schema import UnsupportedAnnotation
+    from agent._tools.tool_schema import UnsupportedAnnotation
 
     with pytest.raises(UnsupportedAnnotation, match=message):
         schema_for(annotation)

@@ -71,7 +71,7 @@ def test_the_agent_is_one_mcp_tool_and_a_check_in_needs_a_person_then_answers(tm
 def test_an_answer_recorded_in_the_store_is_applied_when_the_caller_asks_again(tmp_path: Path) -> None:
     """A decision recorded in the store but not applied (as a queue's approve does): asking again
     with run_id applies it in the served process and answers; a third ask reads the stored answer."""
-    from agent.durable import answer_in
+    from agent._run.durable import answer_in
 
     db = tmp_path / "runs.db"
     _, first = asyncio.run(ask_over_stdio(db, {"message": "refund order A1"}))

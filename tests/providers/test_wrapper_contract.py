@@ -121,7 +121,7 @@ def test_a_resume_error_carries_only_its_causes(server: WireServer) -> None:
 def test_a_celery_worker_advance_awaits_the_wrapper(server: WireServer, tmp_path: Path) -> None:
     """What a Celery worker's task runs (``agent.celery.advance`` on a stored run) answers through
     the wrapper too: the run is done with the model's answer."""
-    from agent import durable
+    from agent._run import durable
     from agent.celery import advance
 
     server.push(answer("Queued and answered."))

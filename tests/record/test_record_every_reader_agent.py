@@ -21,7 +21,7 @@ from record_probe import AGENT_RULE, SECRET, Everything, card_agent, cli, leakin
 
 from agent import Paused, explain_answer
 from agent import cli as agent_cli
-from agent.redaction_cover import recorded_rule
+from agent._chart.redaction_cover import recorded_rule
 from flowchart import Redaction, replay
 from flowchart import cli as flowchart_cli
 from flowchart.store import SqliteStore

@@ -1,6 +1,6 @@
 """The agent's events hide what the commit log hides: a payload that repeats the state is redacted.
 
-The law under test (``agent/event_views.py``, ``StageContext.shown``, ``engine.redacting.shown_state``):
+The law under test (``agent/_chart/event_views.py``, ``StageContext.shown``, ``engine.redacting.shown_state``):
 the user's message, the model's content, tokens and tool calls, a tool's result, a tool error,
 a ledger row, the final answer and totals carry what the run's redaction lets events show of
 the state key they repeat — in a stream, to any recorder of emits — and a subflow's mapped

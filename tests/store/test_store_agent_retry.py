@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from agent import Agent, AgentBuildError, define_tool
+from agent._tools.tools import ToolDefinitionError
 from agent.cli import main
 from agent.providers import scripted
-from agent.tools import ToolDefinitionError
 from flowchart import Retry
 from flowchart.store import SqliteStore
 
@@ -150,7 +150,7 @@ def test_a_worker_retries_a_failed_run_under_its_policy_until_it_finishes(store:
     """``advance`` (the Celery task's body) with ``retry_failed``: the provider is down twice; each
     failure is recorded, the run made running again and re-queued after the policy's delay; the
     third advance finishes it. The seed ran once; each retry re-ran only call-llm."""
-    from agent import durable
+    from agent._run import durable
     from agent.celery import advance
 
     STATE["down"] = 2
@@ -170,7 +170,7 @@ def test_a_worker_retries_a_failed_run_under_its_policy_until_it_finishes(store:
 
 def test_a_worker_leaves_a_run_failed_once_its_policy_is_spent(store: Any) -> None:
     """Down three times with ``attempts=2``: one retry, then the run stays ``failed``."""
-    from agent import durable
+    from agent._run import durable
     from agent.celery import advance
 
     STATE["down"] = 3

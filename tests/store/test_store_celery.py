@@ -16,7 +16,7 @@ from flowchart.store import PostgresStore, RunStore
 
 pytest.importorskip("celery", reason="the Celery tests need the [celery] extra")
 
-from agent import durable
+from agent._run import durable
 from agent.celery import advance, answer_and_enqueue, enqueue, make_app
 from governance import check_in_approved
 
@@ -54,7 +54,8 @@ def test_a_queued_turn_is_its_conversations_next_turn(store: RunStore) -> None:
     the next turn in the store; the worker's ``advance`` runs it as that turn, so turn 2's
     model reads turn 1's tool result. A turn queued while the previous one is still queued
     (or running) is refused with nothing stored."""
-    from agent import ConversationBusyError, conversations
+    from agent import ConversationBusyError
+    from agent._run import conversations
 
     REFUNDS.clear()
     agent = refund_agent(store)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from agent import Agent, Paused, define_tool
+from agent._edge.viewer_panel import PANEL
 from agent.cli import main
 from agent.providers import scripted
-from agent.viewer_panel import PANEL
 from examples.support_agent import QUESTION, build_agent
 from flowchart import narrative
 from flowchart.store import SqliteStore

@@ -14,7 +14,7 @@ from chat_agent import Recall, chat_agent
 from old_schema import insert_old_run, schema_database
 
 from agent import ConversationBusyError, Paused
-from agent.explain import explain_answer
+from agent._edge.explain import explain_answer
 from flowchart import replay
 from flowchart.store import RunStore, SqliteStore, TurnTakenError
 from flowchart.store.schema import SCHEMA_VERSION

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from chat_agent import Recall, chat_agent
 
-from agent import conversations, durable
+from agent._run import conversations, durable
 from agent.cli import main as agent_cli
 from agent.errors import ConversationError
 from flowchart import Redaction, replay

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chat_agent import chat_agent
 
-from agent.viewer_panel import build, run_title
+from agent._edge.viewer_panel import build, run_title
 from flowchart.store import SqliteStore
 from flowchart.store.export import record_trace
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agent import Agent, Paused, define_tool
+from agent._run.streaming import EMIT_KINDS
 from agent.providers import scripted
 from agent.providers.types import LLMRequest, LLMResponse, Usage
-from agent.streaming import EMIT_KINDS
 from flowchart.store import SqliteStore
 from governance import deny
 

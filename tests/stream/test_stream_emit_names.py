@@ -45,7 +45,7 @@ def test_a_recorder_naming_its_emits_is_given_only_those() -> None:
 def test_the_stream_tap_names_the_emits_its_modes_keep() -> None:
     """``modes=['messages']`` takes the model-call events only; plain ``emit`` events (every
     kind) take every name; a tap without a translator takes none."""
-    from agent.streaming import EMIT_KINDS, translate
+    from agent._run.streaming import EMIT_KINDS, translate
 
     def tap(kinds: set[str], **kw: Any) -> StreamTap:
         return StreamTap(lambda _e: None, frozenset(kinds), **kw)
@@ -88,11 +88,11 @@ def test_ctx_listens_says_whether_an_emit_of_that_name_would_be_delivered() -> N
 def test_a_messages_stream_builds_no_payload_for_the_agents_other_events(monkeypatch: Any) -> None:
     """Asked for model calls only, the agent builds the ``llm.end`` payloads and no other (its
     iteration, route and tool events are left unbuilt, not built and dropped)."""
-    import agent.stages
-    import agent.tool_run
+    import agent._chart.stages
+    import agent._chart.tool_run
 
     built: list[str] = []
-    for module in (agent.stages, agent.tool_run):
+    for module in (agent._chart.stages, agent._chart.tool_run):
         real = module.emit_owned
         monkeypatch.setattr(
             module, "emit_owned", lambda ctx, name, payload, real=real: (built.append(name), real(ctx, name, payload))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from viewer_harness import ARGS, CHROMIUM, View, off_loop
 
-from agent.viewer_panel import PANEL
+from agent._edge.viewer_panel import PANEL
 from flowchart import Trace
 from flowchart.viewer import write_page
 

@@ -13,8 +13,8 @@ import attrs
 import pytest
 from viewer_traces import big_trace, hostile_trace
 
-from agent.viewer_panel import PANEL
-from agent.viewer_panel import build as agent_build
+from agent._edge.viewer_panel import PANEL
+from agent._edge.viewer_panel import build as agent_build
 from flowchart import Trace, flow_chart, narrative
 from flowchart.viewer import Panel, build_payload, embed_json, render_page, write_page
 from flowchart.viewer import page as page_module

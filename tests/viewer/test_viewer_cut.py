@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import Agent, define_tool
+from agent._edge.viewer_panel import PANEL
 from agent.providers import scripted
-from agent.viewer_panel import PANEL
 from flowchart import flow_chart, narrative
 from flowchart.cli import main as flowchart_main
 from flowchart.viewer import build_payload, write_page

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from viewer_harness import off_loop
 from viewer_traces import HOSTILE, hostile_trace, loan_trace, support_traces
 
-from agent.viewer_panel import PANEL, model_calls, written_at
+from agent._edge.viewer_panel import PANEL, model_calls, written_at
 from flowchart.cli import main
 from flowchart.viewer import build_payload, embed_json, layout_spec, render_page
 from flowchart.viewer.payload import stage_kinds

@@ -76,9 +76,9 @@ def test_two_panels_of_one_name_are_refused() -> None:
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("agent.viewer_panel", r"expected MODULE:ATTR \(e\.g\. agent\.viewer_panel:PANEL\)"),
+        ("agent._edge.viewer_panel", r"expected MODULE:ATTR \(e\.g\. agent\.viewer_panel:PANEL\)"),
         ("no_such_module_x:PANEL", r"cannot load it \(No module named 'no_such_module_x'\)"),
-        ("agent.viewer_panel:build", r"is a function, not a flowchart\.viewer\.Panel"),
+        ("agent._edge.viewer_panel:build", r"is a function, not a flowchart\.viewer\.Panel"),
     ],
 )
 def test_a_panel_name_that_leads_nowhere_is_one_error_line(

@@ -9,8 +9,8 @@ import pytest
 from viewer_harness import View, off_loop
 
 from agent import Agent, define_tool
+from agent._edge.viewer_panel import PANEL
 from agent.providers import scripted
-from agent.viewer_panel import PANEL
 from flowchart import Trace, narrative
 from flowchart._core.failure import failed_run
 from flowchart.viewer import build_payload

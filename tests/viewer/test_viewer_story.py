@@ -106,7 +106,7 @@ def test_tool_output_shows_its_characters_once_escaped_never_as_markup(viewer: O
 
 def test_a_model_reply_of_any_shape_is_listed_once_as_committed() -> None:
     """A reply already in history is not listed twice; an odd-shaped or hidden reply is listed as committed."""
-    from agent.viewer_panel import model_calls, with_unlisted_replies
+    from agent._edge.viewer_panel import model_calls, with_unlisted_replies
     from flowchart import Op
 
     asked = [{"id": "c1", "name": "t", "args": {}}]
