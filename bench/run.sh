@@ -14,7 +14,7 @@
 #   BENCH_PASSES=N     run the whole suite N times and pool the passes (default 1)
 #   BENCH_ONLY="W1 W3" run only these workloads (W8, a map over 1,000 items, has no footprintjs peer)
 #   BENCH_W7_BIG=1     W7 also at 150,000 commits (minutes, and a few hundred MB)
-#   BENCH_C1000_TURNS=N  turns of the long conversation C1000 (default 1000; about a minute a peer)
+#   BENCH_C1000_TURNS=N  turns of the long conversation C1000 (default 1000, about a minute a peer; 100 with BENCH_QUICK)
 #   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -142,7 +142,7 @@ say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 
 # One long conversation (C1000, 1,000 turns, whole history) beside LangGraph + SqliteSaver on the
 # same turns: µs per turn at turns 1, 10, 100 and 1,000, and each database's size.
-C1000_TURNS=${BENCH_C1000_TURNS:-1000}
+C1000_TURNS=${BENCH_C1000_TURNS:-$([[ ${BENCH_QUICK:-0} == 1 ]] && echo 100 || echo 1000)}
 say "C1000 pyfootprint: $PF_PY -m bench.pyfootprint.conversation_long $C1000_TURNS"
 "$PF_PY" -m bench.pyfootprint.conversation_long "$C1000_TURNS" >"$ROOT/bench/results/conversation_long.jsonl" || FAILED=1
 if [[ $HAVE_LG == 1 ]]; then
