@@ -22,6 +22,12 @@ Laws (DESIGN.md: "A conversation is a chain of runs"):
   turn's record holds the earlier turns it loaded, so under a steady policy one record is
   read (else the turns in the window, one record each). Its cost follows what it loads,
   not the size of the conversation's past or of the store.
+- A stored turn first reads the index row of the newest turn (``store.latest_turn``); when
+  that is the turn this agent stored last (same number, same run id, done), the turns come
+  from memory (``StoredTurns``) and no record is read — as a later turn's record would give
+  them. The turn's stored input names the turns it loads (numbers, runs, the message count),
+  not their messages; the seed is handed them outside the record (``LOADED_ENV``) and its
+  commit records them.
 - Without ``conversation=`` nothing of this runs: the run is byte-identical to before.
 """
 
