@@ -239,25 +239,3 @@ def test_fuzz_compact_traces_load_the_same_with_and_without_orjson(version: int,
     the same message, path and detail."""
     raw = _compact(rng, version)
     assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items=st.lists(JSON_VALUES, min_size=1, max_size=8), repeat=st.integers(min_value=32, max_value=80))
-def test_property_a_stored_commit_row_is_the_same_text_with_and_without_orjson(items: list[Any], repeat: int) -> None:
-    """A commit writing a long list (a conversation's history, past the size the store hands to
-    orjson) is stored as the same row text with the ``[fast]`` extra as without it, or both
-    refuse it alike (floats, ints past 64 bits, lone surrogates included)."""
-    from flowchart.store.codec import encode_commit
-
-    history = [*items] * repeat  # at least 32 items, often past the 256 the store checks for
-    commit = Commit(0, "Seed", "seed", "seed#0", (Op(("history",), "set", history),), (), (), None)
-
-    def row() -> Any:
-        try:
-            return encode_commit(commit)
-        except (ValueError, TypeError) as exc:
-            return type(exc)
-
-    fast = row()
-    with fastjson.stdlib_only():
-        assert row() == fast

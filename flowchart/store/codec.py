@@ -26,7 +26,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from flowchart._core.commits import Commit, commit_data
 from flowchart._core.errors import CheckpointError
 from flowchart._core.failure import RunFailure
-from flowchart._core.fastjson import available, dumps_exact, loads_rows
+from flowchart._core.fastjson import loads_rows
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from flowchart._core.narrative_entry import NarrativeEntry
@@ -246,21 +246,9 @@ def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
         raise StoredRowError(run_id, name, f"{type(exc).__name__}: {exc}") from None
 
 
-_FAST_ITEMS = 256
-"""A commit writing a list or dict of at least this many items (a long conversation's history,
-written by its seed once a turn) is encoded by orjson when installed and provably the same text
-(``fastjson.dumps_exact``); a smaller one is not worth the check."""
-
-
 def encode_commit(commit: Commit) -> str:
-    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state. The
-    text is the same with or without the ``[fast]`` extra (``fastjson``)."""
-    data = commit_data(commit)
-    if available() and any(type(op.value) in (list, dict) and len(op.value) >= _FAST_ITEMS for op in commit.trace):
-        fast = dumps_exact(data)
-        if fast is not None:
-            return fast.decode()
-    return dumps(data)
+    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state."""
+    return dumps(commit_data(commit))
 
 
 def decode_commit(text: str) -> Commit:
