@@ -110,8 +110,9 @@ def fold(
         apply_commit(state, commit)
         history = state.get(HISTORY)
         if isinstance(history, list):
-            while len(origins) < len(history):
-                origins.append(offset + commit.idx)
+            grown = len(history) - len(origins)
+            if grown > 0:  # one step for the whole seed's write of a long history, not one a message
+                origins.extend([offset + commit.idx] * grown)
             del origins[len(history) :]
         if any(op.path[:1] == (FINAL_CONTENT,) for op in commit.trace):
             final_at = offset + commit.idx
