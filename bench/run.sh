@@ -15,6 +15,7 @@
 #   BENCH_ONLY="W1 W3" run only these workloads (W8, a map over 1,000 items, has no footprintjs peer)
 #   BENCH_W7_BIG=1     W7 also at 150,000 commits (minutes, and a few hundred MB)
 #   BENCH_INBOX_RUNS=N paused runs behind the inbox figures (default 1000; 10000 for the flat check)
+#   BENCH_C1000_TURNS=N  turns of the long conversation C1000 (default 1000, about a minute a peer; 100 with BENCH_QUICK)
 #   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -155,6 +156,16 @@ fi
 # The approval inbox over real HTTP (agent serve): first page of 1,000 paused runs, approve -> done.
 say "inbox pyfootprint: $PF_PY bench/inbox.py --runs ${BENCH_INBOX_RUNS:-1000}"
 "$PF_PY" "$ROOT/bench/inbox.py" --runs "${BENCH_INBOX_RUNS:-1000}" >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
+# One long conversation (C1000, 1,000 turns, whole history) beside LangGraph + SqliteSaver on the
+# same turns: µs per turn at turns 1, 10, 100 and 1,000, and each database's size.
+C1000_TURNS=${BENCH_C1000_TURNS:-$([[ ${BENCH_QUICK:-0} == 1 ]] && echo 100 || echo 1000)}
+say "C1000 pyfootprint: $PF_PY -m bench.pyfootprint.conversation_long $C1000_TURNS"
+"$PF_PY" -m bench.pyfootprint.conversation_long "$C1000_TURNS" >"$ROOT/bench/results/conversation_long.jsonl" || FAILED=1
+if [[ $HAVE_LG == 1 ]]; then
+  say "C1000 langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.conversation $C1000_TURNS"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.conversation "$C1000_TURNS") \
+    >>"$ROOT/bench/results/conversation_long.jsonl" || FAILED=1
+fi
 
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -204,6 +215,17 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "median" in r:
         print("- %s: median %.0f µs%s" % (r["variant"], r["median"], ", p95 %.2f ms" % r["p95_ms"] if "p95_ms" in r else ""))' "$ROOT/bench/results/memory_recall.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/conversation_long.jsonl" ]]; then
+    echo
+    echo "One conversation of $C1000_TURNS turns on SQLite (C1000), median µs per turn around each turn, and the database:"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "median" in r:
+        print("- %s: %s: %.0f µs" % (r["peer"], r["variant"], r["median"]))
+    elif "bytes" in r:
+        print("- %s: %s: %.1f MB" % (r["peer"], r["variant"], r["bytes"] / 1e6))' "$ROOT/bench/results/conversation_long.jsonl"
   fi
 } >"$MD"
 cat "$MD"

@@ -31,10 +31,11 @@ from flowchart._core.retry import Retry
 from flowchart._core.scope import Scope
 from flowchart._launch import FlowChartBuilder, flow_chart
 from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
-from flowchart._record.causal import causal_chain
+from flowchart._record.causal import causal_chain, format_causal_chain
 from flowchart._record.diff import DiffError, RunDiff, diff_runs
 from flowchart._record.record import Lineage, Record, Reuse, ShownRecord
 from flowchart._record.result import RunResult
+from flowchart._record.subtree import SubtreeSnapshot, get_subtree_snapshot, list_subflow_paths
 from flowchart._record.trace import Trace
 from flowchart._version import package_version as _package_version
 from flowchart.recorders.narrative import narrative
@@ -81,6 +82,7 @@ __all__ = [
     "Selection",
     "ShownRecord",
     "StageContext",
+    "SubtreeSnapshot",
     "Trace",
     "TraceError",
     "__version__",
@@ -94,6 +96,9 @@ __all__ = [
     "find_commits",
     "find_last_writer",
     "flow_chart",
+    "format_causal_chain",
+    "get_subtree_snapshot",
+    "list_subflow_paths",
     "narrative",
     "pause_again",
     "replay",

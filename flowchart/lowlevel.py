@@ -22,10 +22,12 @@ from flowchart._core.untrusted import parse as parse_untrusted
 from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
+from flowchart._record.event_log import EventLog
 from flowchart._record.trace import shown_of
 from flowchart._rerun import fork_chart
 
 __all__ = [
+    "EventLog",
     "NotJsonSafe",
     "RunOptions",
     "append_owned",

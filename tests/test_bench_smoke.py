@@ -19,6 +19,7 @@ WORKLOADS = [
     "conversation",
     "memory_recall",
     "composition",
+    "conversation_long",
     "replay",
 ]
 

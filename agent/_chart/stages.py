@@ -37,7 +37,7 @@ import attrs
 from agent._chart import events, structured
 from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
 from agent._chart.context import default_namespace, plan_context, with_context
-from agent._chart.conversation_turns import seed_parts
+from agent._chart.conversation_turns import LOADED_ENV, seed_parts
 from agent._chart.event_views import shown_entry
 from agent._chart.handoff import wants_handoff
 from agent._chart.state import (
@@ -139,8 +139,14 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     """The seed's writes once the input chain (if any) has run: the initial agent state."""
     scope.user_message = content
     turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
-    loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
-    scope.history = [*loaded, {"role": "user", "content": content}]
+    loaded, meta, owned = seed_parts(turn, ctx.env.get(LOADED_ENV)) if turn is not None else ([], None, False)
+    history = [*loaded, {"role": "user", "content": content}]
+    if loaded and content.isascii():
+        # the loaded messages are fresh dicts of committed or decoded values (``seed_parts`` checks
+        # and copies each), the new text plain: handed over as built, not copied again
+        set_owned(scope, HISTORY, history)
+    else:
+        scope.history = history
     scope.iteration = 1
     scope.max_iterations = cfg.max_iterations
     for key, value in _AGENT_STATE_DEFAULTS:
@@ -150,8 +156,10 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     if cfg.system_prompt:
         # what the model is told is part of the record (``agent why`` quotes it)
         scope.system_prompt = cfg.system_prompt
-    if meta is not None:
-        scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
+    if meta is not None and owned:  # built for this turn by the agent that planned it: no copy
+        set_owned(scope, CONVERSATION, meta)  # where the loaded messages came from, and what was left out
+    elif meta is not None:
+        scope[CONVERSATION] = meta
     if ctx.listens(events.TURN_START):
         ctx.emit(events.TURN_START, {USER_MESSAGE: ctx.shown(USER_MESSAGE, content)})
     if denied is not None:

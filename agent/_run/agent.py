@@ -62,6 +62,8 @@ class Agent:
         self.history_policy = history or conversations.HistoryPolicy()
         #: the in-memory turns of this agent's conversations (used when there is no store)
         self.conversation_book = conversations.ConversationBook()
+        #: the stored conversations' turns this process stored last (``conversations.StoredTurns``)
+        self.stored_turns = conversations.StoredTurns()
         #: the conversation ``follow_up`` continues: the last one this agent ran a turn of
         self.last_conversation: str | None = None
 

@@ -70,9 +70,12 @@ class FlowChartBuilder:
         return node
 
     def _append(self, node: StageNode) -> FlowChartBuilder:
-        if self._root is None or self._cursor is None:
-            self._problem(f"cannot add '{node.id}' before the first stage: call flow_chart(name, fn, id) first")
-            return self
+        if self._root is None or self._cursor is None:  # footprintjs refuses at once, in these words
+            raise BuildError(
+                f"cursor undefined; call start() first — cannot add '{node.id}' before the first stage: "
+                "start the chart with flow_chart(name, fn, id) or FlowChartBuilder().start(name, fn, id)",
+                stage_id=node.id,
+            )
         if self._closed_by is not None:
             self._problem(
                 f"cannot add '{node.id}' after loop_to('{self._closed_by}'): a loop ends the chain — "

@@ -27,10 +27,12 @@ from flowchart.store.protocol import (
     RunRecord,
     Segment,
     StoreError,
+    TurnHead,
     TurnTakenError,
     check_conversation,
     check_retry,
     check_status,
+    created_record,
     cursor_of,
     known_id,
     read_cursor,
@@ -220,10 +222,28 @@ class MemoryStore:
                 self._turns.setdefault(turn_key[0], {})[turn_key[1]] = run_id
             row.parent_run_id, row.forked_at = parent_run_id, forked_at
             self._runs[run_id] = row
-        return self.get(run_id)
+        cid, turn = turn_key or (None, None)
+        return created_record(
+            run_id, kind, chart_fingerprint, input, now, chart_spec, redaction, cid, turn, parent_run_id, forked_at
+        )
+
+    def latest_turn(self, conversation: str) -> TurnHead | None:
+        """The newest turn of ``conversation`` (number, run id, status), or ``None``."""
+        with self._lock:
+            turns = self._turns.get(conversation)
+            if not turns:
+                return None
+            turn = max(turns)
+            run_id = turns[turn]
+            return TurnHead(turn, run_id, self._runs[run_id].status)  # type: ignore[arg-type]
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
         """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        self.append(run_id, segment)
+        return self.get(run_id)
+
+    def append(self, run_id: str, segment: Segment) -> None:
+        """``commit`` without reading the run back."""
         with self._lock:
             row = self._row(run_id)
             if row.status != "running" or len(row.commits) != segment.start_seq:
@@ -242,7 +262,6 @@ class MemoryStore:
             row.error = codec.text(segment.error)
             row.failure = codec.encode_failure(segment.failure)
             row.updated_at = time.time()
-        return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
         """Record the answer to the run's pending pause (once) and mark it ``running``."""

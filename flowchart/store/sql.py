@@ -44,10 +44,12 @@ from flowchart.store.protocol import (
     Segment,
     StoredRowError,
     StoreError,
+    TurnHead,
     TurnTakenError,
     check_conversation,
     check_retry,
     check_status,
+    created_record,
     cursor_of,
     holdable,
     known_id,
@@ -195,6 +197,16 @@ class SqlStore:
             last = rows[-1]
             listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
         return listed
+
+    def latest_turn(self, conversation: str) -> TurnHead | None:
+        """The newest turn of ``conversation`` — its number, run id and status — read from the
+        index alone (no record decoded), or ``None`` when it has none."""
+        if not holdable(conversation):
+            return None
+        with self._tx(write=False) as cur:
+            sql = "SELECT turn, run_id, status FROM runs WHERE conversation_id = ? ORDER BY turn DESC LIMIT 1"
+            row = self._run(cur, sql, (conversation,)).fetchone()
+        return None if row is None else TurnHead.of(row, self._where)
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
@@ -470,10 +482,29 @@ class SqlStore:
                     ) from None
                 raise RunExistsError(f"run '{run_id}' already exists in run store {self._where}") from None
             raise
-        return self.get(run_id)
+        # the run as just written (no read back: a new run is what its caller gave, and nothing else)
+        return created_record(
+            run_id,
+            kind,
+            chart_fingerprint,
+            input,
+            now,
+            chart_spec,
+            redaction,
+            conversation_id,
+            turn,
+            parent_run_id,
+            forked_at,
+        )
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
         """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        self.append(run_id, segment)
+        return self.get(run_id)
+
+    def append(self, run_id: str, segment: Segment) -> None:
+        """``commit`` without reading the run back: the write path of a run that goes on (its
+        record is read when somebody asks, not after every segment)."""
         try:
             with self._tx() as cur:
                 status, next_seq = self._locked_row(cur, run_id)
@@ -491,7 +522,6 @@ class SqlStore:
                     f"run '{run_id}': seq {segment.start_seq}… was already committed by another writer"
                 ) from None
             raise
-        return self.get(run_id)
 
     def _write_segment(self, cur: Any, run_id: str, segment: Segment) -> None:
         now = time.time()
