@@ -8,6 +8,7 @@ a caller can never reach in and mutate a stored run.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from typing import Any
@@ -177,8 +178,8 @@ class MemoryStore:
         listing columns alone (``summaries``)."""
         with self._lock:
             rows = self._listed(status, limit, conversation, after)
-            found: list[RunSummary] = []
-            unreadable: list[StoredRowError] = []
+            found: builtins.list[RunSummary] = []
+            unreadable: builtins.list[StoredRowError] = []
             for rid, row in rows:
                 cells = {name: getattr(row, name) for name in SUMMARY_COLUMNS}
                 try:
@@ -189,7 +190,7 @@ class MemoryStore:
 
     def _listed(
         self, status: str | None, limit: int | None, conversation: str | None, after: str | None
-    ) -> list[tuple[str, _Row]]:
+    ) -> builtins.list[tuple[str, _Row]]:
         """The rows a listing holds, in its order (newest update first, or newest turn first)."""
         check_status(status)
         place = None if after is None else read_cursor(after, conversation is not None)
@@ -207,7 +208,7 @@ class MemoryStore:
         return [(rid, row) for rid, row in rows if status is None or row.status == status][:limit]
 
     @staticmethod
-    def _next(rows: list[tuple[str, _Row]], limit: int | None, conversation: str | None) -> str | None:
+    def _next(rows: builtins.list[tuple[str, _Row]], limit: int | None, conversation: str | None) -> str | None:
         if limit is not None and rows and len(rows) == limit:
             rid, row = rows[-1]
             return cursor_of(conversation is not None, rid, row.updated_at, row.turn)
