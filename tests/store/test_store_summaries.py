@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from charts import approval_chart
 from chat_agent import chat_agent
+from old_schema import insert_old_run, schema_database
 from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
@@ -221,3 +222,19 @@ def test_a_keyed_store_refuses_an_edited_question_or_input_in_the_list(tmp_path:
     page = SqliteStore(path, key=KEY).summaries()
     assert [(e.run_id, e.column) for e in page.unreadable] == [(paused.run_id, "status")]
     assert REFUNDS == []
+
+
+def test_a_version_7_database_gains_the_listing_indexes_and_lists_its_runs(tmp_path: Path) -> None:
+    """A store written before schema 8 opens: the listing indexes are added, its runs listed."""
+    path = tmp_path / "old.db"
+    raw = schema_database(path, 7)
+    insert_old_run(raw)
+    raw.commit()
+    raw.close()
+    store = SqliteStore(path)
+    assert store.schema_version() == 8
+    (summary,) = store.summaries("done")
+    assert (summary.run_id, summary.status, summary.question, summary.input) == ("old", "done", None, {})
+    with sqlite3.connect(path) as db:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"runs_by_status_update", "runs_by_update"} <= names
