@@ -15,13 +15,15 @@ from typing import Any
 import pytest
 from charts import approval_chart
 from chat_agent import chat_agent
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from old_schema import insert_old_run, schema_database
 from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
 from flowchart import Redaction
 from flowchart.store import RunStore, RunSummary, SqliteStore, StoredRowError, SummaryList
-from flowchart.store.summaries import summaries
+from flowchart.store.summaries import SUMMARY_COLUMNS, read_summary, summaries
 from governance import CheckInRequest
 
 KEY = b"q" * 32
@@ -238,3 +240,35 @@ def test_a_version_7_database_gains_the_listing_indexes_and_lists_its_runs(tmp_p
     with sqlite3.connect(path) as db:
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"runs_by_status_update", "runs_by_update"} <= names
+
+
+_CELL = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    st.sampled_from(['{"a": 1}', "[1, 2]", '"x"', "null", '{"keys": ["a"]}', "{not json", '{"a": 1, "a": 2}']),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    run_id=st.one_of(st.text(min_size=1, max_size=10), st.integers(), st.none()),
+    cells=st.fixed_dictionaries({name: _CELL for name in SUMMARY_COLUMNS}),
+    keyed=st.booleans(),
+    seal=st.one_of(st.none(), st.text(max_size=30)),
+)
+def test_any_stored_row_is_a_summary_or_a_stored_row_error(
+    run_id: Any, cells: dict[str, Any], keyed: bool, seal: str | None
+) -> None:
+    """Whatever a ``runs`` row holds, reading it as a summary gives a ``RunSummary`` or a
+    ``StoredRowError`` naming the run — never another exception; with a key, no seal it did not
+    write passes."""
+    if cells["status"] is not None and not isinstance(cells["status"], str):
+        cells["status"] = "paused"  # a status cell of another type is refused the same way as a bad one
+    try:
+        summary = read_summary(run_id, cells, KEY if keyed else None, seal)
+    except StoredRowError as exc:
+        assert exc.run_id == str(run_id)
+        return
+    assert not keyed and isinstance(summary, RunSummary) and summary.run_id == run_id
