@@ -33,6 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from flowchart.store import RunNotFoundError, RunStore
+from flowchart.store.summaries import summaries
 
 from .auth import (
     SESSION_COOKIE,
@@ -176,8 +177,12 @@ def inbox_app(
 
     def listing(params: dict[str, Any]) -> dict[str, Any]:
         try:
-            page = store.list(
-                params["status"], limit=params["limit"], after=params["cursor"], conversation=params["conversation"]
+            page = summaries(
+                store,
+                params["status"],
+                limit=params["limit"],
+                after=params["cursor"],
+                conversation=params["conversation"],
             )
         except ValueError as exc:
             raise InboxRefusal(400, f"parameter 'cursor': {exc}") from None
@@ -243,7 +248,7 @@ def inbox_app(
             # one store read per poll interval, however many pages are listening
             with watched["lock"]:
                 if time.monotonic() - watched["at"] >= poll:
-                    page = store.list("paused", limit=50)
+                    page = summaries(store, "paused", limit=50)
                     watched["value"] = [(r.run_id, r.updated_at) for r in page]
                     watched["at"] = time.monotonic()
                 return watched["value"]

@@ -24,7 +24,7 @@ import attrs
 
 from agent.errors import AgentError
 from flowchart.lowlevel import copy_json, is_json_safe
-from flowchart.store import RunNotFoundError, RunRecord, RunStore
+from flowchart.store import RunNotFoundError, RunRecord, RunStore, RunSummary
 from governance import CheckInRequest, MiddlewareAsk, ResumeDecisionError, check_in_approved, check_in_declined
 from governance.errors import DecisionInputError
 
@@ -67,7 +67,7 @@ class Inbox:
         return self.ledger.key("receipts")
 
 
-def pause_kind(record: RunRecord) -> str | None:
+def pause_kind(record: RunRecord | RunSummary) -> str | None:
     """``check_in``, ``ask`` or ``ask_human`` for a paused run, else ``None``."""
     if record.status != "paused":
         return None
@@ -91,7 +91,7 @@ def pending_id(record: RunRecord) -> str | None:
     return rid if isinstance(rid, str) and rid else record.pause_answer_id()
 
 
-def tool_and_args(record: RunRecord) -> tuple[str | None, Any]:
+def tool_and_args(record: RunRecord | RunSummary) -> tuple[str | None, Any]:
     """The tool and arguments the paused run asks about."""
     question = record.question
     if isinstance(question, CheckInRequest):
@@ -114,7 +114,7 @@ def evidence_of(record: RunRecord) -> Any:
     return copy_json(question) if is_json_safe(question) else None
 
 
-def expired(inbox: Inbox, record: RunRecord) -> bool:
+def expired(inbox: Inbox, record: RunRecord | RunSummary) -> bool:
     """True when the paused run is older than the expiry policy allows."""
     limit = inbox.policies.expire_after
     return record.status == "paused" and limit is not None and inbox.clock() - record.updated_at > limit

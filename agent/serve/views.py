@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from flowchart.store import RunRecord
+from flowchart.store import RunRecord, RunSummary
 from governance.human import call_text
 
 from .decide import Inbox, evidence_of, expired, pause_kind, pending_id, tool_and_args
@@ -23,14 +23,15 @@ def _iso(stamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
 
-def _message(record: RunRecord) -> str | None:
+def _message(record: RunRecord | RunSummary) -> str | None:
     # the input under the run's rule (what ``record.shown().input`` is), without showing the checkpoint
-    shown = record.record.rule.scrub_state(record.input)
+    rule = record.rule if isinstance(record, RunSummary) else record.record.rule
+    shown = rule.scrub_state(record.input)
     message = shown.get("input_message") if isinstance(shown, Mapping) else None
     return message if isinstance(message, str) else None
 
 
-def wants(record: RunRecord) -> str:
+def wants(record: RunRecord | RunSummary) -> str:
     """What the run wants, in one line: ``issue_refund(order_id=A-1001, amount=129.0)``."""
     kind = pause_kind(record)
     tool, args = tool_and_args(record)
@@ -45,26 +46,30 @@ def wants(record: RunRecord) -> str:
 _ROWS_KEPT = 5000
 
 
-def row(inbox: Inbox, record: RunRecord) -> dict[str, Any]:
-    """A run as a row of the list (kept per run version: a run's row changes only when it is updated)."""
+def row(inbox: Inbox, record: RunRecord | RunSummary) -> dict[str, Any]:
+    """A run as a row of the list (kept per run version: a run's row changes only when it is
+    updated). A summary (``store.summaries``) is enough for every row but an ``ask_human`` pause,
+    whose request id lives in the checkpoint: that run is read whole, once per version."""
     key = (record.run_id, record.updated_at, record.status)
     rows = inbox.rows
     kept = rows.get(key)
     if kept is None:
         if len(rows) >= _ROWS_KEPT:
             rows.clear()
+        if isinstance(record, RunSummary) and pause_kind(record) == "ask_human":
+            record = inbox.store.get(record.run_id)
         kept = rows[key] = _row(record)
     return {**kept, "expired": expired(inbox, record)}
 
 
-def _row(record: RunRecord) -> dict[str, Any]:
+def _row(record: RunRecord | RunSummary) -> dict[str, Any]:
     tool, _ = tool_and_args(record)
     identity = record.input.get("input_identity") if isinstance(record.input, Mapping) else None
     out: dict[str, Any] = {
         "run_id": record.run_id,
         "status": record.status,
         "kind": pause_kind(record),
-        "request_id": pending_id(record),
+        "request_id": pending_id(record) if isinstance(record, RunRecord) else getattr(record.question, "id", None),
         "tool": tool,
         "wants": wants(record),
         "for": starter_of(identity),

@@ -215,6 +215,14 @@ def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
     return head_of(rows.run_id, kept)
 
 
+def check_columns(run_id: str, columns: Mapping[str, Any], sealed: str | None, key: bytes) -> None:
+    """``columns`` (some of the run's ``runs`` columns, as the database holds them) once each
+    matches its digest in the run's seal, whose signature is checked first — else
+    ``StoredRowError`` naming the column (a listing's check: the run's other rows are not read)."""
+    kept = _kept(run_id, sealed, key)
+    _compare(run_id, kept, {name: _hash(run_id, name, value) for name, value in columns.items()})
+
+
 def opened(head_rows: RunRows, counts: Mapping[str, int], sealed: str | None, key: bytes) -> dict[str, Any]:
     """Before a write: the sealed parts, once the run's ``runs`` row, chart and answers (in
     ``head_rows``; its commits and segments are not read) match them and the commit and segment
@@ -252,6 +260,7 @@ __all__ = [
     "VERSION",
     "RunRows",
     "check",
+    "check_columns",
     "extend",
     "head",
     "opened",

@@ -58,11 +58,14 @@ from flowchart.store.protocol import (
 )
 from flowchart.store.questions import read_question
 from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
+from flowchart.store.summaries import SUMMARY_COLUMNS, RunSummary, SummaryList, read_summary
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
     "output, error, created_at, updated_at, redaction, failure, conversation_id, turn, parent_run_id, forked_at"
 )
+
+_SUMMARY_COLUMNS = ", ".join(("run_id", *SUMMARY_COLUMNS))
 
 
 class SqlStore:
@@ -170,10 +173,63 @@ class SqlStore:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first (read through its index);
         with ``limit``, a page, and ``after=page.next`` the page after it."""
+        found = self._listing(status, conversation, after)
+        if found is None:
+            return RunList()
+        where, order, params = found
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        with self._tx(write=False) as cur:
+            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
+            rows = self._run(cur, sql, params).fetchall()
+            listed = self._records(cur, rows)
+        if limit is not None and rows and len(rows) == limit:
+            last = rows[-1]
+            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
+        return listed
+
+    def summaries(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> SummaryList:
+        """``list`` as summaries (``summaries``): the same runs in the same order with the same
+        cursors, each read from its ``runs`` row alone (no commit, checkpoint or segment is read)."""
+        found = self._listing(status, conversation, after)
+        if found is None:
+            return SummaryList()
+        where, order, params = found
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        names = _SUMMARY_COLUMNS + (", seal" if self._key is not None else "")
+        with self._tx(write=False) as cur:
+            rows = self._run(cur, f"SELECT {names} FROM runs {where} ORDER BY {order}{tail}", params).fetchall()
+        kept: builtins.list[RunSummary] = []
+        unreadable: builtins.list[StoredRowError] = []
+        width = len(SUMMARY_COLUMNS) + 1
+        for row in rows:
+            cells = dict(zip(SUMMARY_COLUMNS, row[1:width], strict=True))
+            try:
+                kept.append(read_summary(row[0], cells, self._key, row[width] if self._key is not None else None))
+            except StoredRowError as exc:
+                unreadable.append(exc)
+        listed = SummaryList(kept, unreadable)
+        if limit is not None and rows and len(rows) == limit:
+            last = dict(zip(("run_id", *SUMMARY_COLUMNS), rows[-1], strict=False))
+            listed.next = cursor_of(conversation is not None, last["run_id"], last["updated_at"], last["turn"])
+        return listed
+
+    def _listing(
+        self, status: str | None, conversation: str | None, after: str | None
+    ) -> tuple[str, str, tuple[Any, ...]] | None:
+        """A listing's ``WHERE``, ``ORDER BY`` and parameters (``None``: a conversation no store
+        holds, so nothing) — index-backed: ``runs_by_status_update`` / ``runs_by_update`` for the
+        newest-first listing, ``runs_by_conversation`` for a conversation's turns."""
         check_status(status)
         place = None if after is None else read_cursor(after, conversation is not None)
         if conversation is not None and not holdable(conversation):
-            return RunList()
+            return None
         clauses: builtins.list[str] = ["status = ?"] if status else []
         params: builtins.list[Any] = [status] if status else []
         order = "updated_at DESC, run_id"
@@ -188,15 +244,7 @@ class SqlStore:
             clauses.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
             params.extend((place[0], place[0], place[1]))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
-        with self._tx(write=False) as cur:
-            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
-            rows = self._run(cur, sql, tuple(params)).fetchall()
-            listed = self._records(cur, rows)
-        if limit is not None and rows and len(rows) == limit:
-            last = rows[-1]
-            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
-        return listed
+        return where, order, tuple(params)
 
     def latest_turn(self, conversation: str) -> TurnHead | None:
         """The newest turn of ``conversation`` — its number, run id and status — read from the

@@ -19,7 +19,7 @@ from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
 from flowchart import CheckpointError, replay
-from flowchart.store import RunStore, SqliteStore, StoredRowError
+from flowchart.store import SCHEMA_VERSION, RunStore, SqliteStore, StoredRowError
 from governance import check_in_approved
 
 KEY = b"k" * 32
@@ -178,8 +178,11 @@ def test_opening_an_older_signed_database_with_its_key_seals_its_runs(tmp_path: 
     out = paused_run(path)
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE runs DROP COLUMN seal")
-        db.execute("DELETE FROM schema_version WHERE version = 7")
+        db.execute("DROP INDEX runs_by_status_update")  # and what schema 8 added
+        db.execute("DROP INDEX runs_by_update")
+        db.execute("DELETE FROM schema_version WHERE version >= 7")
     store = SqliteStore(path, key=KEY)
+    assert store.schema_version() == SCHEMA_VERSION
     assert store.get(str(out.run_id)).status == "paused"
     assert len(store.verify(str(out.run_id))) == 64
 
