@@ -13,7 +13,8 @@ moves by ≥ 5 %. Not part of ``make bench`` (a minute or two per workload on tw
 
 Workloads: ``w1`` (200 stages), ``w1n`` (the same with the narrative recorder), ``w1k`` (the
 recorder attached but never read), ``w6`` (the
-real Agent, scripted provider), ``w6q`` (the same, ``narrative=False``), ``w6c`` (the SPEC
+real Agent, scripted provider), ``w6r`` (the same agent on ``replayed`` of a recorded W6
+run: issue 34's ≤ 1.2× ``w6``), ``w6q`` (the same, ``narrative=False``), ``w6c`` (the SPEC
 chart on the bare engine), ``save`` / ``load`` (``Trace.save`` / ``Trace.load`` of a 3,000-commit
 W7 run), ``w4k`` (W4 into a SQLite store opened with a key).
 """
@@ -30,7 +31,19 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-RUNS = {"w1": 10, "w1n": 10, "w1k": 10, "w6": 10, "w6q": 10, "w6c": 20, "save": 3, "load": 3, "w4k": 10, "w4": 10}
+RUNS = {
+    "w1": 10,
+    "w1n": 10,
+    "w1k": 10,
+    "w6": 10,
+    "w6r": 10,
+    "w6q": 10,
+    "w6c": 20,
+    "save": 3,
+    "load": 3,
+    "w4k": 10,
+    "w4": 10,
+}
 KEY = b"k" * 32
 
 
@@ -52,6 +65,12 @@ def _prepare(workload: str, count: int) -> list[Callable[[], object]]:
 
         pairs = [build_agent(with_narrative=workload == "w6") for _ in range(count)]
         return [lambda pair=pair: run_agent(*pair) for pair in pairs]
+    if workload == "w6r":
+        from bench.pyfootprint.replay import recorded_w6, replaying_agent
+
+        record = recorded_w6()
+        agents = [replaying_agent(record)[0] for _ in range(count)]
+        return [lambda made=made: made.run("add numbers ten times") for made in agents]
     if workload == "w6c":
         from bench.pyfootprint.w6_agent import build_chart, run_chart
 

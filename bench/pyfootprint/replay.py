@@ -47,33 +47,39 @@ def diff_rows(out: list[Record], quick: bool) -> None:
     row(out, "REPLAY", f"diff of two {commits}-commit runs", samples, unit="us/diff", target_ms=1000)
 
 
-def replayed_rows(out: list[Record], quick: bool) -> None:
-    """The W6 agent run on the scripted provider, and on ``replayed`` (the recorded W6 run)."""
-    from agent.providers import replayed
-
+def recorded_w6() -> Any:
+    """The record of one W6 agent run on the scripted provider (what ``replayed`` serves)."""
     agent, provider = w6_agent.build_agent()
     w6_agent.run_agent(agent, provider)
-    record = agent.last_snapshot().record
+    return agent.last_snapshot().record
 
-    def fresh_replay() -> tuple[Any, Any]:
-        from agent import Agent, define_tool
 
-        served = replayed(record)
-        add = define_tool(
-            name="add",
-            description="Add two numbers.",
-            input_schema=w6_agent.ADD_SCHEMA,
-            execute=lambda args, ctx: args["a"] + args["b"],
-        )
-        made = Agent.create(provider=served, model="mock").tool(add).max_iterations(2 * w6_agent.TOOL_TURNS).build()
-        return made, served
+def replaying_agent(record: Any) -> tuple[Any, Any]:
+    """The W6 agent on ``replayed(record)``, and that provider (for one run)."""
+    from agent import Agent, define_tool
+    from agent.providers import replayed
+
+    served = replayed(record)
+    add = define_tool(
+        name="add",
+        description="Add two numbers.",
+        input_schema=w6_agent.ADD_SCHEMA,
+        execute=lambda args, ctx: args["a"] + args["b"],
+    )
+    made = Agent.create(provider=served, model="mock").tool(add).max_iterations(2 * w6_agent.TOOL_TURNS).build()
+    return made, served
+
+
+def replayed_rows(out: list[Record], quick: bool) -> None:
+    """The W6 agent run on the scripted provider, and on ``replayed`` (the recorded W6 run)."""
+    record = recorded_w6()
 
     def scripted() -> Any:
         made, provider = w6_agent.build_agent()
         return lambda: w6_agent.run_agent(made, provider)
 
     def replaying() -> Any:
-        made, served = fresh_replay()
+        made, served = replaying_agent(record)
 
         def run() -> None:
             if made.run("add numbers ten times") != w6_agent.ANSWER or len(served.served) != w6_agent.TOOL_TURNS + 1:
