@@ -5,9 +5,10 @@ Law of this package: the approver is who authentication says — never a form fi
 decision is the run store's answer-once, a ``human_decisions`` row, an audit row and a signed
 receipt bound to the run, the request, the exact arguments, the evidence shown and the run's
 chain head. ``inbox_app(store, agent=None, authenticate=None, policies=None)`` is the Starlette
-application; the modules: ``auth`` (who is asking), ``policies``, ``decide`` (the checks and the
-answer), ``receipts``, ``ledger`` (the inbox's own records), ``views`` (what a run shows),
-``app`` (routes, pages, the live list), ``cli`` (``agent serve`` / ``users`` / ``receipt``).
+application; the modules: ``auth`` (who is asking), ``throttle`` (the limit on wrong tokens),
+``policies``, ``decide`` (the checks and the answer), ``receipts``, ``ledger`` (the inbox's own
+records), ``views`` (what a run shows), ``app`` (routes, pages, the live list), ``cli``
+(``agent serve`` / ``users`` / ``receipt``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from .auth import Approver, Authenticate, UsersFile, add_user, trusted_header
 from .policies import Policies
 from .receipts import verify_receipt
+from .throttle import WrongTokenLimit
 
 
 def inbox_app(
@@ -30,6 +32,7 @@ def inbox_app(
     state: str | Path | None = None,
     queue: Any = None,
     poll: float = 0.5,
+    wrong_tokens: WrongTokenLimit | None = None,
 ) -> Any:
     """The approval inbox over ``store``, a Starlette application (``agent.serve.app.inbox_app``
     says what each argument does). Raises ``ImportError`` naming the ``[serve]`` extra when
@@ -42,7 +45,26 @@ def inbox_app(
             "pip install starlette uvicorn jinja2 "
             f"(in a pyfootprint checkout: pip install -e '.[serve]') ({exc})"
         ) from exc
-    return make(store, agent, authenticate, policies, users=users, state=state, queue=queue, poll=poll)
+    return make(
+        store,
+        agent,
+        authenticate,
+        policies,
+        users=users,
+        state=state,
+        queue=queue,
+        poll=poll,
+        wrong_tokens=wrong_tokens,
+    )
 
 
-__all__ = ["Approver", "Policies", "UsersFile", "add_user", "inbox_app", "trusted_header", "verify_receipt"]
+__all__ = [
+    "Approver",
+    "Policies",
+    "UsersFile",
+    "WrongTokenLimit",
+    "add_user",
+    "inbox_app",
+    "trusted_header",
+    "verify_receipt",
+]

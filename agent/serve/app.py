@@ -9,8 +9,14 @@ Laws:
 - Every page is sent with the viewer's kind of Content-Security-Policy: nothing from another
   origin, no inline script, scripts and styles from the app's own ``/static`` only; values are
   escaped by Jinja2's autoescape, and the script writes text with ``textContent`` only.
-- Errors are JSON ``{"error": message}`` (the API) with 400/401/403/404/409/410; a page shows
-  the same message, escaped.
+- The login form is CSRF-protected too: the login page sets a random ``inbox_login`` cookie
+  (HttpOnly, SameSite=Strict) and its form carries that cookie's HMAC; a login POST without
+  both is refused (403) before its token is looked at.
+- Wrong tokens are rate limited per client address (:mod:`.throttle`): past the burst, a token
+  is refused with 429 and ``Retry-After`` before any scrypt; the first refusal of each lockout
+  is an audit row (``authenticate``/``429``).
+- Errors are JSON ``{"error": message}`` (the API) with 400/401/403/404/409/410/429; a page
+  shows the same message, escaped.
 - Store and agent calls run in a worker thread, never on the event loop.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import threading
 import time
 import urllib.parse
@@ -36,20 +43,24 @@ from flowchart.store import RunNotFoundError, RunStore
 from flowchart.store.summaries import summaries
 
 from .auth import (
+    LOGIN_COOKIE,
     SESSION_COOKIE,
     Approver,
     Authenticate,
     UsersFile,
     bearer_token,
     check_csrf,
+    check_login_csrf,
     csrf_token,
     first_of,
+    login_csrf_token,
     make_session,
     read_session,
 )
 from .decide import MAX_BODY, Inbox, InboxRefusal, decide
 from .ledger import InboxLedger, default_path
 from .policies import Policies
+from .throttle import TooManyWrongTokens, WrongTokenLimit
 from .views import detail, row
 
 HERE = Path(__file__).parent
@@ -60,8 +71,8 @@ CSP = (
 _STATUSES = ("paused", "running", "done", "failed", "all")
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 async def _body(request: Request) -> bytes:
@@ -130,6 +141,7 @@ def inbox_app(
     state: str | Path | None = None,
     queue: Any = None,
     poll: float = 0.5,
+    wrong_tokens: WrongTokenLimit | None = None,
 ) -> Starlette:
     """The approval inbox over ``store``.
 
@@ -140,6 +152,8 @@ def inbox_app(
     bearer tokens and the login page. ``policies`` (:class:`Policies`): four-eyes, expiry, no
     self-approval. ``state``: the inbox's own SQLite file (audit rows, receipts, keys; default
     ``<store file>.inbox.db``). ``poll``: how often the live list looks for news, in seconds.
+    ``wrong_tokens``: the per-address limit on wrong tokens (default
+    ``WrongTokenLimit(burst=5, refill_seconds=12)``: five wrong guesses, then one per 12 s).
     """
     users_file = UsersFile(users) if users is not None else None
     auth = first_of(authenticate, users_file)
@@ -153,11 +167,29 @@ def inbox_app(
     watched: dict[str, Any] = {"lock": threading.Lock(), "at": float("-inf"), "value": None}
     session_key = ledger.key("sessions")
     templates = _templates()
+    limit = wrong_tokens if wrong_tokens is not None else WrongTokenLimit()
+
+    def client(request: Request) -> str:
+        return request.client.host if request.client is not None else "unknown"
+
+    def door(address: str) -> None:
+        """Raise the 429 when ``address`` may not have a token checked (audited once a lockout)."""
+        refused = limit.refuse(address)
+        if refused is not None:
+            refusal, first = refused
+            if first:
+                ledger.audit(None, None, None, "authenticate", "429", refusal.message)
+            raise refusal
 
     def who(request: Request) -> Approver | None:
+        token = bearer_token(request)
+        if token is not None:
+            door(client(request))
         found = auth(request)
-        if found is None and bearer_token(request) is None:
+        if found is None and token is None:
             found = read_session(session_key, request.cookies.get(SESSION_COOKIE))
+        elif found is None:
+            limit.wrong(client(request))
         return found
 
     def need(request: Request) -> Approver:
@@ -170,6 +202,8 @@ def inbox_app(
         async def endpoint(request: Request) -> Response:
             try:
                 return await handler(request)
+            except TooManyWrongTokens as refused:
+                return _error(refused.status, refused.message, {"retry-after": str(refused.retry_after)})
             except InboxRefusal as refused:
                 return _error(refused.status, refused.message)
 
@@ -279,19 +313,44 @@ def inbox_app(
         html = templates.get_template(name).render(request=request, **context)
         return HTMLResponse(html, status_code=status, headers={"content-security-policy": CSP})
 
+    def login_form(request: Request, status: int = 200, message: str | None = None, **headers: str) -> Response:
+        """The login page; its form carries the HMAC of the ``inbox_login`` cookie (set if absent)."""
+        nonce = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(18)
+        response = page(
+            "login.html",
+            request,
+            status=status,
+            approver=None,
+            message=message,
+            login_csrf=login_csrf_token(session_key, nonce),
+        )
+        for name, value in headers.items():
+            response.headers[name.replace("_", "-")] = value
+        if request.cookies.get(LOGIN_COOKIE) != nonce:
+            secure = request.url.scheme == "https"
+            response.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="strict", path="/", secure=secure)
+        return response
+
     async def login_page(request: Request) -> Response:
-        return page("login.html", request, approver=None, message=None)
+        return login_form(request)
 
     async def login(request: Request) -> Response:
         try:
             form = urllib.parse.parse_qs((await _body(request)).decode("utf-8", "replace"))
         except InboxRefusal as refused:
-            return page("login.html", request, status=refused.status, approver=None, message=refused.message)
+            return login_form(request, refused.status, refused.message)
+        if not check_login_csrf(session_key, request.cookies.get(LOGIN_COOKIE), (form.get("csrf") or [""])[0]):
+            return login_form(request, 403, "CSRF token missing or wrong: reload the login page and log in again")
+        try:
+            door(client(request))
+        except TooManyWrongTokens as refused:
+            return login_form(request, 429, refused.message, retry_after=str(refused.retry_after))
         token = (form.get("token") or [""])[0].strip()
         approver = users_file.check(token) if users_file is not None and token else None
         if approver is None:
+            limit.wrong(client(request))
             ledger.audit(None, None, None, "login", "401", "a token that matches no user")
-            return page("login.html", request, status=401, approver=None, message="that token matches no user")
+            return login_form(request, 401, "that token matches no user")
         ledger.audit(approver.name, None, None, "login", "ok", approver.role)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
@@ -307,7 +366,7 @@ def inbox_app(
     async def logout(request: Request) -> Response:
         form = urllib.parse.parse_qs((await _body(request)).decode("utf-8", "replace"))
         if not check_csrf(session_key, request.cookies.get(SESSION_COOKIE), (form.get("csrf") or [""])[0]):
-            return page("login.html", request, status=403, approver=None, message="CSRF token missing or wrong")
+            return login_form(request, 403, "CSRF token missing or wrong")
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
@@ -441,7 +500,13 @@ def inbox_app(
         Route("/runs/{run_id}/view", viewer_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+
+    async def locked_out(request: Request, exc: Exception) -> Response:
+        """A page asked with a bearer token from a locked-out address (the API answers JSON)."""
+        assert isinstance(exc, TooManyWrongTokens)
+        return login_form(request, 429, exc.message, retry_after=str(exc.retry_after))
+
+    app = Starlette(routes=routes, exception_handlers={TooManyWrongTokens: locked_out})
     app.state.inbox = inbox
     return app
 

@@ -11,7 +11,8 @@ Laws:
   addresses given; from any other address it is ignored.
 - A browser session is a cookie ``name|role|expiry|mac`` signed with HMAC-SHA256 under the
   server's key; its CSRF token is a second HMAC of the same session, so a form posted from
-  another site (which cannot read the cookie) carries no valid token.
+  another site (which cannot read the cookie) carries no valid token. Before a session, the
+  login form's token is the HMAC of a random pre-login cookie, the same way.
 - A users file that does not load is refused with its path and what is wrong; a bad token is
   ``None`` (401), never an exception.
 """
@@ -36,6 +37,7 @@ ROLES = ("approver", "viewer")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-@+")
 SESSION_COOKIE = "inbox_session"
+LOGIN_COOKIE = "inbox_login"
 SESSION_SECONDS = 8 * 3600
 
 
@@ -240,3 +242,13 @@ def csrf_token(key: bytes, session: str) -> str:
 def check_csrf(key: bytes, session: str | None, token: str | None) -> bool:
     """True when ``token`` is the session's CSRF token."""
     return bool(session and token) and hmac.compare_digest(csrf_token(key, str(session)), str(token))
+
+
+def login_csrf_token(key: bytes, nonce: str) -> str:
+    """The login form's CSRF token: the HMAC of the random pre-login cookie ``nonce``."""
+    return _mac(key, "login", nonce)
+
+
+def check_login_csrf(key: bytes, nonce: str | None, token: str | None) -> bool:
+    """True when ``token`` is the login form's CSRF token for the pre-login cookie ``nonce``."""
+    return bool(nonce and token) and hmac.compare_digest(login_csrf_token(key, str(nonce)), str(token))

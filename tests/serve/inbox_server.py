@@ -86,3 +86,13 @@ def make_setup(folder: Path) -> Setup:
     tokens = {name: add_user(users, name, "approver") for name in ("alice", "bob", "carol")}
     tokens["vera"] = add_user(users, "vera", "viewer")
     return Setup(folder, str(folder / "runs.db"), users, tokens)
+
+
+def login(browser: Any, token: str) -> Any:
+    """Log ``browser`` (an ``httpx.Client`` on the inbox) in as a person would: GET the login
+    page (its ``inbox_login`` cookie), read the form's CSRF field, POST the token with it."""
+    import re
+
+    page = browser.get("/login")
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+    return browser.post("/login", data={"token": token, "csrf": found.group(1) if found else ""})

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from inbox_server import Setup, cancel_agent
+from inbox_server import Setup, cancel_agent, login
 
 from agent import Paused
 from agent.cli import main as agent_main
@@ -331,7 +331,7 @@ def test_a_cookie_session_post_without_the_csrf_header_is_403(setup: Setup, serv
     paused = paused_refund(setup)
     url, _ = inbox(setup, serve)
     with httpx.Client(base_url=url) as browser:
-        assert browser.post("/login", data={"token": setup.tokens["alice"]}).status_code == 303
+        assert login(browser, setup.tokens["alice"]).status_code == 303
         body = {"request_id": paused.check_in.id, "approved": True}
         reply = browser.post(f"/api/runs/{paused.run_id}/decision", json=body)
         assert (reply.status_code, reply.json()) == (
@@ -366,7 +366,7 @@ def test_the_viewer_page_of_a_run_needs_a_login(setup: Setup, serve: Any) -> Non
     url, _ = inbox(setup, serve)
     with httpx.Client(base_url=url) as browser:
         assert browser.get(f"/runs/{paused.run_id}/view").headers["location"] == "/login"
-        browser.post("/login", data={"token": setup.tokens["vera"]})
+        login(browser, setup.tokens["vera"])
         page = browser.get(f"/runs/{paused.run_id}/view")
         assert page.status_code == 200 and "default-src 'none'" in page.text
         assert paused.run_id in page.text
