@@ -156,6 +156,11 @@ fi
 # The approval inbox over real HTTP (agent serve): first page of 1,000 paused runs, approve -> done.
 say "inbox pyfootprint: $PF_PY bench/inbox.py --runs ${BENCH_INBOX_RUNS:-1000}"
 "$PF_PY" "$ROOT/bench/inbox.py" --runs "${BENCH_INBOX_RUNS:-1000}" >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
+if [[ $HAVE_LG == 1 ]]; then  # the peer column: get_state / Command(resume=...) on an equivalent graph
+  say "inbox langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.inbox --runs ${BENCH_INBOX_RUNS:-1000}"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.inbox --runs "${BENCH_INBOX_RUNS:-1000}") \
+    >>"$ROOT/bench/results/inbox.jsonl" || FAILED=1
+fi
 # One long conversation (C1000, 1,000 turns, whole history) beside LangGraph + SqliteSaver on the
 # same turns: µs per turn at turns 1, 10, 100 and 1,000, and each database's size.
 C1000_TURNS=${BENCH_C1000_TURNS:-$([[ ${BENCH_QUICK:-0} == 1 ]] && echo 100 || echo 1000)}
@@ -215,6 +220,15 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "median" in r:
         print("- %s: median %.0f µs%s" % (r["variant"], r["median"], ", p95 %.2f ms" % r["p95_ms"] if "p95_ms" in r else ""))' "$ROOT/bench/results/memory_recall.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/inbox.jsonl" ]]; then
+    echo
+    echo "The approval inbox (pyfootprint over HTTP with agent serve; LangGraph in process), p50 / p95 ms:"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "p50_ms" in r:
+        print("- %s: %s, %d runs: %s / %s ms (target p95 <= %d ms)" % (r.get("peer", "pyfootprint"), r["figure"], r["runs"], r["p50_ms"], r["p95_ms"], r["target_p95_ms"]))' "$ROOT/bench/results/inbox.jsonl"
   fi
   if [[ -s "$ROOT/bench/results/conversation_long.jsonl" ]]; then
     echo
