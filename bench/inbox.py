@@ -11,10 +11,14 @@ agent resuming decided runs in the server's process), then measures with httpx f
    store pages through its ``(status, updated_at)`` index, never the whole store);
 2. ``POST /api/runs/{id}/decision`` approving ``--decisions`` runs with ``--approvers``
    threads deciding at once; each reply comes back when the run is resumed and done (p50 / p95,
-   milliseconds); target p95 <= 1 s with 4 approvers.
+   milliseconds); target p95 <= 1 s with 4 approvers;
+3. the first page again once the approved runs (the newest) are done, and the store's part of
+   the first page in this process (``store.summaries``, no HTTP) — the rows to set beside
+   LangGraph's, which has no server.
 
-Prints one JSON line per figure. LangGraph's ``get_state`` / ``Command(resume=...)`` peer
-column is not measured here (not built yet).
+Prints one JSON line per figure. The peer column — the same figures through LangGraph's
+``get_state`` / ``Command(resume=...)`` on an equivalent graph — is
+``bench/peers/langgraph/inbox.py`` (same options, same row shape); ``make bench`` runs both.
 """
 
 from __future__ import annotations
@@ -61,6 +65,24 @@ def make_runs(folder: Path, count: int) -> tuple[str, str, str]:
     return str(folder / "runs.db"), users, json.dumps(tokens)
 
 
+def first_page_in_process(db: str, pages: int) -> list[float]:
+    """Milliseconds per ``store.summaries(status="paused", limit=50)`` in this process — the
+    store's part of the first page (each summary carries the question the run waits on), to set
+    beside LangGraph's in-process page."""
+    from flowchart.store import SqliteStore
+    from flowchart.store.summaries import summaries
+
+    store = SqliteStore(db)
+    summaries(store, "paused", limit=50)
+    samples = []
+    for _ in range(pages):
+        t0 = time.perf_counter()
+        page = summaries(store, "paused", limit=50)
+        samples.append((time.perf_counter() - t0) * 1000)
+        assert len(page) == 50 and page[0].question is not None
+    return samples
+
+
 def main() -> int:
     """Build the store, serve it, measure, print."""
     import httpx
@@ -77,6 +99,7 @@ def main() -> int:
         db, users, tokens_text = make_runs(folder, args.runs)
         tokens = json.loads(tokens_text)
         print(f"made {args.runs} paused runs in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        in_process = first_page_in_process(db, args.pages)
         port = _port()
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         command = [
@@ -140,11 +163,19 @@ def main() -> int:
                 thread.start()
             for thread in threads:
                 thread.join()
+            after: list[float] = []  # the same page once the newest runs are done
+            with httpx.Client(base_url=url, headers=headers) as client:
+                for _ in range(args.pages):
+                    t0 = time.perf_counter()
+                    reply = client.get("/api/runs", params={"status": "paused", "limit": 50})
+                    after.append((time.perf_counter() - t0) * 1000)
+                    assert reply.status_code == 200 and len(reply.json()["runs"]) == 50
         finally:
             server.terminate()
             server.wait(10)
     figures = [
         {
+            "peer": "pyfootprint",
             "figure": "inbox first page (limit 50)",
             "runs": args.runs,
             "n": len(pages),
@@ -153,6 +184,7 @@ def main() -> int:
             "target_p95_ms": 50,
         },
         {
+            "peer": "pyfootprint",
             "figure": f"approve -> done ({args.approvers} concurrent approvers)",
             "runs": args.runs,
             "n": len(latencies),
@@ -160,6 +192,24 @@ def main() -> int:
             "p95_ms": round(_p(latencies, 0.95), 1),
             "target_p95_ms": 1000,
             "failures": len(failures),
+        },
+        {
+            "peer": "pyfootprint",
+            "figure": f"inbox first page (limit 50) after the {len(latencies)} approvals",
+            "runs": args.runs,
+            "n": len(after),
+            "p50_ms": round(statistics.median(after), 2),
+            "p95_ms": round(_p(after, 0.95), 2),
+            "target_p95_ms": 50,
+        },
+        {
+            "peer": "pyfootprint",
+            "figure": "first page in process: store.summaries(status='paused', limit=50), no HTTP",
+            "runs": args.runs,
+            "n": len(in_process),
+            "p50_ms": round(statistics.median(in_process), 2),
+            "p95_ms": round(_p(in_process, 0.95), 2),
+            "target_p95_ms": 50,
         },
     ]
     for figure in figures:
