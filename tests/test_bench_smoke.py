@@ -65,41 +65,28 @@ def test_side_by_side_prepares_each_sample_untimed_and_rotates_who_goes_first() 
     assert ratios({"base": [1.0, 2.0, 3.0], "x": [3.0, 4.0, 5.0]}, "base") == {"x": 2.0}
 
 
-INBOX_KEYS = {"peer", "figure", "runs", "n", "p50_ms", "p95_ms", "target_p95_ms"}
-
-
-def _inbox_rows(command: list[str]) -> list[dict[str, object]]:
+def test_the_langgraph_inbox_peer_prints_the_rows_of_bench_inbox() -> None:
+    """The inbox's peer column (``bench.peers.langgraph.inbox``, in the peers venv — skipped when
+    ``make bench`` has not made it) runs at a tiny size and prints bench/inbox.py's row shape and
+    figures: the first page, approve → done with no failure, the page after the approvals."""
     import json
+    import os
     import subprocess
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    tiny = ["--runs", "60", "--decisions", "8", "--pages", "2"]
-    done = subprocess.run([*command, *tiny], cwd=repo, capture_output=True, text=True, timeout=300, check=False)
+    peers = Path(os.environ.get("PEERS_VENV", repo / "bench" / ".cache" / "peers-venv")) / "bin" / "python"
+    if not peers.exists():
+        pytest.skip(f"no LangGraph peers venv at {peers.parent.parent} (make bench makes it)")
+    command = [str(peers), "-m", "bench.peers.langgraph.inbox", "--runs", "55", "--decisions", "8", "--pages", "3"]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def test_the_inbox_bench_and_its_langgraph_peer_print_the_same_rows() -> None:
-    """``bench/inbox.py`` (over HTTP) and ``bench.peers.langgraph.inbox`` (the peer column, in the
-    peers venv — skipped when ``make bench`` has not made it) run at a tiny size and print the
-    same row shape: the first page, approve → done with no failures, the page after."""
-    import os
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    ours = _inbox_rows([sys.executable, "bench/inbox.py"])
-    assert [r["figure"] for r in ours][:3] == [
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["figure"] for r in rows] == [
         "inbox first page (limit 50)",
         "approve -> done (4 concurrent approvers)",
         "inbox first page (limit 50) after the 8 approvals",
     ]
-    assert all(set(r) >= INBOX_KEYS and r["peer"] == "pyfootprint" for r in ours)
-    peers = Path(os.environ.get("PEERS_VENV", repo / "bench" / ".cache" / "peers-venv")) / "bin" / "python"
-    if not peers.exists():
-        pytest.skip(f"no LangGraph peers venv at {peers.parent.parent} (make bench makes it)")
-    theirs = _inbox_rows([str(peers), "-m", "bench.peers.langgraph.inbox"])
-    assert [r["figure"] for r in theirs] == [r["figure"] for r in ours][:3]
-    assert all(set(r) >= INBOX_KEYS and r["peer"] == "langgraph" for r in theirs)
-    assert theirs[1]["failures"] == 0 and ours[1]["failures"] == 0
+    keys = {"peer", "figure", "runs", "n", "p50_ms", "p95_ms", "target_p95_ms"}
+    assert all(set(r) >= keys and r["peer"] == "langgraph" for r in rows)
+    assert [r["n"] for r in rows] == [3, 8, 3] and rows[1]["failures"] == 0

@@ -93,7 +93,8 @@ def test_the_inbox_demo_prepares_paused_refunds_and_a_token(tmp_path: Path) -> N
 
 def test_the_inbox_benchmark_runs_at_a_tiny_size() -> None:
     """bench/inbox.py (never timed here) makes its runs, serves them, lists and approves: exit 0,
-    two figures, no failed decision."""
+    four figures (the first page, approve → done, the page after, the page in process), no
+    failed decision."""
     import json
 
     out = subprocess.run(
@@ -105,4 +106,5 @@ def test_the_inbox_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert out.returncode == 0, out.stderr
     figures = [json.loads(line) for line in out.stdout.splitlines()]
-    assert [f["n"] for f in figures] == [3, 8] and figures[1]["failures"] == 0
+    assert [f["n"] for f in figures] == [3, 8, 3, 3] and figures[1]["failures"] == 0
+    assert {f["peer"] for f in figures} == {"pyfootprint"}
