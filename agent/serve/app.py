@@ -17,7 +17,8 @@ Laws:
   is an audit row (``authenticate``/``429``).
 - Errors are JSON ``{"error": message}`` (the API) with 400/401/403/404/409/410/429; a page
   shows the same message, escaped.
-- Store and agent calls run in a worker thread, never on the event loop.
+- Store and agent calls run in a worker thread, never on the event loop; so does the token
+  check (a token this process has not seen costs one scrypt).
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ def inbox_app(
         return JSONResponse({"ok": True})
 
     async def api_runs(request: Request) -> Response:
-        need(request)
+        await run_in_threadpool(need, request)
         params = _list_params(request.query_params)
         return JSONResponse(await run_in_threadpool(listing, params))
 
@@ -249,11 +250,11 @@ def inbox_app(
             raise InboxRefusal(404, f"no run '{run_id}' in this store") from None
 
     async def api_run(request: Request) -> Response:
-        need(request)
+        await run_in_threadpool(need, request)
         return JSONResponse(await run_in_threadpool(one, request.path_params["run_id"]))
 
     async def api_decision(request: Request) -> Response:
-        approver = need(request)
+        approver = await run_in_threadpool(need, request)
         if bearer_token(request) is None and auth(request) is None:  # a browser session: CSRF header
             session = request.cookies.get(SESSION_COOKIE)
             if not check_csrf(session_key, session, request.headers.get("x-csrf-token")):
@@ -267,7 +268,7 @@ def inbox_app(
         return JSONResponse(await run_in_threadpool(decide, inbox, approver, run_id, body))
 
     async def api_receipt(request: Request) -> Response:
-        need(request)
+        await run_in_threadpool(need, request)
         run_id, request_id = request.path_params["run_id"], request.path_params["request_id"]
         kept = await run_in_threadpool(ledger.receipt, run_id, request_id)
         if kept is None:
@@ -276,7 +277,7 @@ def inbox_app(
         return JSONResponse(kept, headers={"content-disposition": f'attachment; filename="{name}"'})
 
     async def events(request: Request) -> Response:
-        need(request)
+        await run_in_threadpool(need, request)
 
         def signature() -> Any:
             # one store read per poll interval, however many pages are listening
@@ -346,7 +347,7 @@ def inbox_app(
         except TooManyWrongTokens as refused:
             return login_form(request, 429, refused.message, retry_after=str(refused.retry_after))
         token = (form.get("token") or [""])[0].strip()
-        approver = users_file.check(token) if users_file is not None and token else None
+        approver = await run_in_threadpool(users_file.check, token) if users_file is not None and token else None
         if approver is None:
             limit.wrong(client(request))
             ledger.audit(None, None, None, "login", "401", "a token that matches no user")
@@ -372,7 +373,7 @@ def inbox_app(
         return response
 
     async def list_page(request: Request) -> Response:
-        approver = who(request)
+        approver = await run_in_threadpool(who, request)
         if approver is None:
             return RedirectResponse("/login", status_code=303)
         try:
@@ -394,7 +395,7 @@ def inbox_app(
         )
 
     async def run_page(request: Request) -> Response:
-        approver = who(request)
+        approver = await run_in_threadpool(who, request)
         if approver is None:
             return RedirectResponse("/login", status_code=303)
         try:
@@ -413,7 +414,7 @@ def inbox_app(
         return page("run.html", request, approver=approver, run=run, message=None, ok=None)
 
     async def decide_page(request: Request) -> Response:
-        approver = who(request)
+        approver = await run_in_threadpool(who, request)
         if approver is None:
             return RedirectResponse("/login", status_code=303)
         run_id = request.path_params["run_id"]
@@ -465,7 +466,7 @@ def inbox_app(
         return page("run.html", request, status=status, approver=approver, run=run, message=message, ok=ok)
 
     async def viewer_page(request: Request) -> Response:
-        if who(request) is None:
+        if await run_in_threadpool(who, request) is None:
             return RedirectResponse("/login", status_code=303)
         from agent.viewer_panel import PANEL
         from flowchart.store.export import record_trace
