@@ -173,9 +173,10 @@ def inbox_app(
     def client(request: Request) -> str:
         return request.client.host if request.client is not None else "unknown"
 
-    def door(address: str) -> None:
-        """Raise the 429 when ``address`` may not have a token checked (audited once a lockout)."""
-        refused = limit.refuse(address)
+    def door(address: str, spend: bool = True) -> None:
+        """Take a guess for a token ``address`` sent (``spend=False``: a known token, only look);
+        raise the 429 when it has none left (audited once a lockout)."""
+        refused = limit.take(address, spend)
         if refused is not None:
             refusal, first = refused
             if first:
@@ -184,13 +185,14 @@ def inbox_app(
 
     def who(request: Request) -> Approver | None:
         token = bearer_token(request)
+        guessed = token is not None and (users_file is None or users_file.known(token) is None)
         if token is not None:
-            door(client(request))
+            door(client(request), spend=guessed)
         found = auth(request)
         if found is None and token is None:
             found = read_session(session_key, request.cookies.get(SESSION_COOKIE))
-        elif found is None:
-            limit.wrong(client(request))
+        elif found is not None and guessed:
+            limit.give_back(client(request))
         return found
 
     def need(request: Request) -> Approver:
@@ -342,14 +344,17 @@ def inbox_app(
             return login_form(request, refused.status, refused.message)
         if not check_login_csrf(session_key, request.cookies.get(LOGIN_COOKIE), (form.get("csrf") or [""])[0]):
             return login_form(request, 403, "CSRF token missing or wrong: reload the login page and log in again")
-        try:
-            door(client(request))
-        except TooManyWrongTokens as refused:
-            return login_form(request, 429, refused.message, retry_after=str(refused.retry_after))
         token = (form.get("token") or [""])[0].strip()
-        approver = await run_in_threadpool(users_file.check, token) if users_file is not None and token else None
+        approver = None
+        if users_file is not None and token:
+            try:
+                door(client(request))
+            except TooManyWrongTokens as refused:
+                return login_form(request, 429, refused.message, retry_after=str(refused.retry_after))
+            approver = await run_in_threadpool(users_file.check, token)
+            if approver is not None:
+                limit.give_back(client(request))
         if approver is None:
-            limit.wrong(client(request))
             ledger.audit(None, None, None, "login", "401", "a token that matches no user")
             return login_form(request, 401, "that token matches no user")
         ledger.audit(approver.name, None, None, "login", "ok", approver.role)

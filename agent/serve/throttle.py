@@ -1,13 +1,15 @@
 """How many wrong tokens a client address may try: a small token bucket per address, in memory.
 
 Laws:
-- Each wrong token (login form or ``Authorization: Bearer``) takes one guess from its address's
-  bucket; a bucket holds ``burst`` guesses and gets one back every ``refill_seconds``. A right
-  token takes nothing.
+- A token about to be checked (login form or ``Authorization: Bearer``, unless the process
+  already knows it) takes one guess from its address's bucket *before* the check — atomically,
+  so concurrent guesses cannot all slip past a bucket with one guess left — and a right token
+  gives it back (``give_back``): only wrong tokens cost. A bucket holds ``burst`` guesses and
+  gets one back every ``refill_seconds``.
 - When an address's bucket is empty, every token it sends is refused with 429 *before* it is
   checked — no scrypt is spent, and a right token is refused too (so guessing on cannot tell
   right from wrong) — and the refusal names how many seconds to wait (``Retry-After``).
-- The first refusal of each lockout is the one worth an audit row (``refuse`` says which), so
+- The first refusal of each lockout is the one worth an audit row (``take`` says which), so
   a client hammering a locked door cannot grow the audit table a row a request.
 - Memory is bounded: past ``max_addresses`` buckets, the full ones (nothing to remember) are
   dropped; if none is full, the oldest half is.
@@ -64,26 +66,32 @@ class WrongTokenLimit:
         guesses = min(float(self.burst), guesses + (now - at) / self.refill_seconds)
         return guesses, refused and guesses < 1
 
-    def refuse(self, address: str) -> tuple[TooManyWrongTokens, bool] | None:
-        """``None`` when ``address`` may have a token checked; else the refusal and whether it
-        is the first of this lockout (the one to audit)."""
+    def take(self, address: str, spend: bool = True) -> tuple[TooManyWrongTokens, bool] | None:
+        """Take one guess for a token ``address`` sent, before it is checked (``spend=False``:
+        only look — a token the process already knows costs no scrypt, but is refused like any
+        other while the address is locked out): ``None`` when it may be checked; else nothing is
+        taken, and the refusal and whether it is the first of this lockout (the one to audit)
+        come back."""
         with self._lock:
             now = self._clock()
             guesses, refused = self._level(address, now)
             if guesses >= 1:
+                if not spend:
+                    return None
+                self._buckets[address] = (guesses - 1, now, False)
+                if len(self._buckets) > self.max_addresses:
+                    self._forget(now)
                 return None
             self._buckets[address] = (guesses, now, True)
             wait = max(1, math.ceil((1 - guesses) * self.refill_seconds))
             return TooManyWrongTokens(address, wait), not refused
 
-    def wrong(self, address: str) -> None:
-        """``address`` sent a wrong token: one guess fewer."""
+    def give_back(self, address: str) -> None:
+        """The token ``address`` sent was right: its guess back."""
         with self._lock:
             now = self._clock()
-            guesses, _ = self._level(address, now)
-            self._buckets[address] = (max(0.0, guesses - 1), now, False)
-            if len(self._buckets) > self.max_addresses:
-                self._forget(now)
+            guesses, refused = self._level(address, now)
+            self._buckets[address] = (min(float(self.burst), guesses + 1), now, refused)
 
     def _forget(self, now: float) -> None:
         full = [a for a in self._buckets if self._level(a, now)[0] >= self.burst]

@@ -92,29 +92,60 @@ def test_wrong_bearer_tokens_share_the_limit_and_the_api_answers_json_429(setup:
 
 
 def test_the_bucket_refills_one_guess_per_period_and_forgets_full_buckets() -> None:
-    """On a clock of our own: ``burst`` wrong guesses, then refusals naming the wait; one guess
-    back per ``refill_seconds``; the first refusal of a lockout is flagged, later ones not;
-    past ``max_addresses`` the full buckets are dropped."""
+    """On a clock of our own: ``burst`` guesses taken, then refusals naming the wait (nothing
+    taken); a right token's guess is given back; one guess back per ``refill_seconds``; a look
+    (``spend=False``) takes nothing but is refused while locked out; the first refusal of a
+    lockout is flagged, later ones not; past ``max_addresses`` the full buckets are dropped."""
     now = [0.0]
     limit = WrongTokenLimit(burst=2, refill_seconds=10, max_addresses=2, clock=lambda: now[0])
-    assert limit.refuse("a") is None
-    limit.wrong("a")
-    limit.wrong("a")
-    first = limit.refuse("a")
+    assert limit.take("a") is None
+    limit.give_back("a")  # a right token: costs nothing
+    assert limit.take("a") is None and limit.take("a") is None
+    first = limit.take("a")
     assert first is not None and first[1] is True and first[0].retry_after == 10
     now[0] = 4.0
-    again = limit.refuse("a")
+    again = limit.take("a", spend=False)
     assert again is not None and again[1] is False and again[0].retry_after == 6
     assert again[0].message == "too many wrong tokens from a: try again in 6 s"
     now[0] = 10.0
-    assert limit.refuse("a") is None
-    limit.wrong("a")
-    relocked = limit.refuse("a")
+    assert limit.take("a", spend=False) is None and limit.take("a", spend=False) is None
+    assert limit.take("a") is None
+    relocked = limit.take("a")
     assert relocked is not None and relocked[1] is True
     now[0] = 100.0
-    limit.wrong("b")
-    limit.wrong("c")  # three addresses > 2: "a" has refilled (full) and is forgotten
+    assert limit.take("b") is None
+    assert limit.take("c") is None  # three addresses > 2: "a" has refilled (full) and is forgotten
     assert set(limit._buckets) == {"b", "c"}
+
+
+def test_concurrent_wrong_tokens_cannot_slip_past_the_last_guess(setup: Setup, serve: Any) -> None:
+    """Eight wrong bearer tokens at once from one address with a burst of 2: each takes its guess
+    before its scrypt, atomically, so exactly two are checked (401) and six refused (429)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, _ = inbox(setup, serve, wrong_tokens=WrongTokenLimit(burst=2, refill_seconds=60))
+
+    def guess(n: int) -> int:
+        return httpx.get(f"{url}/api/runs", headers={"authorization": f"Bearer alice.guess-{n}"}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = sorted(pool.map(guess, range(8)))
+    assert codes == [401, 401, 429, 429, 429, 429, 429, 429]
+
+
+def test_right_tokens_cost_no_guess_and_a_known_token_is_refused_while_locked_out(setup: Setup, serve: Any) -> None:
+    """With a burst of 1, right tokens pass again and again (each gives its guess back); after one
+    wrong token the address is locked out, and even a token the server already verified is
+    refused — so a locked-out guesser learns nothing."""
+    url, _ = inbox(setup, serve, wrong_tokens=WrongTokenLimit(burst=1, refill_seconds=60))
+    for name in ("alice", "bob", "alice"):
+        assert httpx.get(f"{url}/api/runs", headers=setup.headers(name)).status_code == 200
+    assert httpx.get(f"{url}/api/runs", headers={"authorization": "Bearer bob.wrong"}).status_code == 401
+    refused = httpx.get(f"{url}/api/runs", headers=setup.headers("alice"))
+    assert (refused.status_code, refused.json()) == (
+        429,
+        {"error": "too many wrong tokens from 127.0.0.1: try again in 60 s"},
+    )
 
 
 def test_a_limit_that_cannot_work_is_refused_with_what_to_change() -> None:
