@@ -53,6 +53,7 @@ from agent._chart.state import (
     LLM_LATEST_TOOL_CALLS,
     LLM_MODEL,
     LLM_NOT_STREAMED,
+    LLM_OFFER,
     LLM_RETRIES,
     MAX_ITERATIONS,
     OUTPUT_SCHEMA_FORM,
@@ -201,7 +202,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (driven to its end
     without a loop when the agent needs none: the provider answers synchronously)."""
     from agent.providers.errors import ProviderError
-    from agent.providers.types import LLMRequest
+    from agent.providers.types import LLMRequest, offer_of
 
     output_schema = cfg.output.request if cfg.output is not None else None
     forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
@@ -209,6 +210,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
     has_context = cfg.has_context
     namespace_of = cfg.memory_namespace or default_namespace
+    offers: dict[tuple[int, int, str], tuple[Any, Any, dict[str, Any]]] = {}
 
     def context_for(scope: Scope) -> list[dict[str, Any]]:
         """Decide and record what this call is sent besides history (``agent._chart.context``)."""
@@ -246,6 +248,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
         if has_context:
             request = told(request, context_for(scope))
+        # what the call offers besides the messages (tools, answer shape), written when it differs
+        # from the last call's: on the first call, and again only when a wrap-up drops the tools
+        # (made once per offer; inline: the agent layer's per-call budget, test_agent_loop_cost)
+        tools, schema = request.tools, request.output_schema
+        held = offers.get((id(tools), id(schema), request.output_form))
+        if held is None or held[0] is not tools or held[1] is not schema:
+            held = offers[(id(tools), id(schema), request.output_form)] = (tools, schema, offer_of(request))
+        if raw_read(scope, LLM_OFFER) != held[2]:
+            set_owned(scope, LLM_OFFER, {"tools": list(held[2]["tools"]), "digest": held[2]["digest"]})
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):

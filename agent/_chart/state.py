@@ -37,6 +37,9 @@ SYSTEM_PROMPT = "system_prompt"
 LLM_LATEST_CONTENT = "llm_latest_content"
 LLM_LATEST_TOOL_CALLS = "llm_latest_tool_calls"
 LLM_MODEL = "llm_model"
+#: what the model was offered besides the messages (``offer_of``: tool names and one digest of the
+#: tools, output schema and form); written by call-llm when it differs from the previous call's
+LLM_OFFER = "llm_offer"
 LLM_RETRIES = "llm_retries"
 LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though stream=True, and why
 TOTAL_INPUT_TOKENS = "total_input_tokens"

@@ -19,9 +19,12 @@ Tools are ``{"name", "description", "input_schema"}`` dicts, in registration ord
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
+from hashlib import sha256
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
+
+from flowchart.lowlevel import canonical_json
 
 FinishReason: TypeAlias = Literal["stop", "tool_use", "max_tokens", "content_filter"]
 """Why the model stopped: normalised across providers (``end_turn`` → ``stop``, ...)."""
@@ -174,6 +177,17 @@ class LLMRequest:
     max_tokens: int | None = None
     output_schema: OutputSchema | None = None
     output_form: OutputForm = "json_schema"
+
+
+def offer_of(request: LLMRequest) -> dict[str, Any]:
+    """What ``request`` offers the model besides its messages, as a record keeps it: the tools'
+    names and one digest of the tools' schemas, the output schema and the form it is asked in
+    (``{"tools": [...], "digest": "<16 hex>"}``) — so a replay can tell a request whose tools or
+    answer shape changed from the recorded one."""
+    schema = request.output_schema
+    shape = None if schema is None else [schema.name, schema.schema, schema.strict, request.output_form]
+    text = canonical_json([request.tools, shape])
+    return {"tools": [tool.get("name") for tool in request.tools], "digest": sha256(text.encode()).hexdigest()[:16]}
 
 
 @attrs.frozen
