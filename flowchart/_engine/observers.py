@@ -155,36 +155,54 @@ class Observers:
     def take(self, hook: str, ctx: TraversalContext, *fields: Any) -> None:
         """Call every field hook ``hook`` (``take_emit``, ...) with ``ctx`` and the point's
         ``fields``, in attach order; a failing one is reported to the others, as for events."""
-        for recorder, fn in self._fields[hook]:
-            try:
-                fn(ctx, *fields)
-            except Exception as exc:
-                self._report(recorder, hook, exc, ctx)
+        _take_each(self._fields[hook], hook, partial(_report, self._hooks), ctx, *fields)
 
     def _caller(self, hook: str, takers: tuple[tuple[Any, Hook], ...]) -> Hook:
+        # the callers hold the hooks, never ``self``: an ``Observers`` its own callers point back
+        # to is a reference cycle, and every recorder of the run (a narrative's whole entry list)
+        # would wait for the cycle collector to be freed
+        report = partial(_report, self._hooks)
         if len(takers) == 1:
             recorder, fn = takers[0]
-            return _LONE[FIELD_ARITY[hook]](recorder, fn, hook, self._report)
-        return partial(self.take, hook)
+            return _LONE[FIELD_ARITY[hook]](recorder, fn, hook, report)
+        return partial(_take_each, takers, hook, report)
 
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
-        others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]
-        if not others or ctx is None:
-            return
-        event = ErrorEvent(
-            ctx=ctx,
-            stage_name=ctx.stage_name,
-            message=f"recorder {type(failed).__name__}.{hook_name} raised {type(exc).__name__}: {exc}",
-            error=exc,
-            channel="recorder",
-        )
-        for hook in others:
-            # an error hook that fails has nobody left to tell
-            with contextlib.suppress(Exception):
-                hook(event)
+        _report(self._hooks, failed, hook_name, exc, ctx)
 
 
-Report = Callable[[Any, str, Exception, TraversalContext], None]
+def _take_each(
+    takers: tuple[tuple[Any, Hook], ...], hook: str, report: Report, ctx: TraversalContext, *fields: Any
+) -> None:
+    """``Observers.take`` over the takers of one point (bound per point by ``_caller``)."""
+    for recorder, fn in takers:
+        try:
+            fn(ctx, *fields)
+        except Exception as exc:
+            report(recorder, hook, exc, ctx)
+
+
+def _report(
+    hooks: dict[str, list[tuple[Any, Hook]]], failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None
+) -> None:
+    """Tell the ``on_error`` hooks in ``hooks`` other than ``failed``'s that its ``hook_name`` raised."""
+    others = [h for r, h in hooks.get("on_error", ()) if r is not failed]
+    if not others or ctx is None:
+        return
+    event = ErrorEvent(
+        ctx=ctx,
+        stage_name=ctx.stage_name,
+        message=f"recorder {type(failed).__name__}.{hook_name} raised {type(exc).__name__}: {exc}",
+        error=exc,
+        channel="recorder",
+    )
+    for hook in others:
+        # an error hook that fails has nobody left to tell
+        with contextlib.suppress(Exception):
+            hook(event)
+
+
+Report = Callable[[Any, str, Exception, TraversalContext | None], None]
 
 
 # One closure per arity, not one with ``*fields``: packing and unpacking the fields costs
