@@ -129,7 +129,7 @@ class StepTelling(NarrativeState):
             if told:
                 text = describe(kind, operation, key, summary, values, step if numbered else None)
                 push(("step", 1, text, stage_name, ctx, key, step))
-            if kind == "write" and notes and operation != "delete":
+            if notes and kind == "write" and operation != "delete":  # no notes: one test
                 tell = notes.get(key)
                 if tell is not None:
                     try:

@@ -40,15 +40,18 @@ _CROSS = "\u2717"
 
 def stage(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
     """``Stage N: ...`` — the first stage began, a revisited stage looped back, else next."""
+    # each line in one string (no inner sentence joined to its prefix: this runs for every stage)
     if first:
-        inner = f"The process began: {description}." if description else f"The process began with {name}."
-    elif passes > 0:
-        inner = (
-            f"Looped back: {description} (pass {passes})." if description else f"Looped back to {name} (pass {passes})."
-        )
-    else:
-        inner = f"Next step: {description}." if description else f"Next, it moved on to {name}."
-    return f"Stage {number}: {inner}"
+        if description:
+            return f"Stage {number}: The process began: {description}."
+        return f"Stage {number}: The process began with {name}."
+    if passes > 0:
+        if description:
+            return f"Stage {number}: Looped back: {description} (pass {passes})."
+        return f"Stage {number}: Looped back to {name} (pass {passes})."
+    if description:
+        return f"Stage {number}: Next step: {description}."
+    return f"Stage {number}: Next, it moved on to {name}."
 
 
 def operation(
