@@ -105,11 +105,12 @@ def list_summary(count: int) -> str:
 
 def summarize_value(value: Any, max_len: int = 80) -> str:
     """Summarise a JSON value for one narrative line, as footprintjs's ``summarizeValue``."""
-    if isinstance(value, str):  # the commonest kind first (a str is never None nor a bool)
+    kind = type(value)
+    if kind is str or (kind is not int and isinstance(value, str)):  # the commonest kinds first
         if _utf16_len(value) <= max_len:
             return f'"{value}"'
         return f'"{_utf16_slice(value, max_len - 3)}..."'
-    if type(value) is int:  # exactly int: a bool is an int subclass, handled below
+    if kind is int:  # exactly int: a bool is an int subclass, handled below
         # the common small int inline, as js_number prints it; the rest through js_number
         return str(value) if _PLAIN_DIGITS_ABOVE < value < _PLAIN_DIGITS_BELOW else js_number(value)
     if value is None:

@@ -64,7 +64,7 @@ def operation(
     else:
         if kind == "read":
             # footprintjs drops "= v" from a read whose summary is empty, not from a write
-            show = include_values and bool(summary)
+            show = include_values and summary != ""
             verb = "Read"
         else:
             show = include_values
