@@ -4,7 +4,9 @@ Seed → CallLLM → Route → ToolCalls (loop) | WrapUp (loop) | Final. Every m
 routing decision, tool result and governance decision is a commit in the run's log.
 """
 
+from agent._chart.budget import Budget
 from agent._chart.chart import build_agent_chart
+from agent._chart.cost import Price
 from agent._chart.paused import Paused
 from agent._edge.explain import AnswerExplanation, ExplainError, explain_answer
 from agent._run.agent import Agent
@@ -29,6 +31,7 @@ __all__ = [
     "AgentError",
     "AgentSnapshot",
     "AnswerExplanation",
+    "Budget",
     "ConversationBusyError",
     "ConversationError",
     "ExplainError",
@@ -36,6 +39,7 @@ __all__ = [
     "OutputSchemaError",
     "Paused",
     "PolicyHaltError",
+    "Price",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",

@@ -62,6 +62,11 @@ class AgentConfig:
     output: Any = None
     #: the forms the answer's shape may be asked in, best first (``Capabilities.output_forms``); () without one
     output_forms: tuple[str, ...] = ()
+    #: model name → ``Price`` (the built-in table under ``pricing=``): each call's cost is recorded
+    #: (``agent._chart.spend``); None: no cost accounting (absent means byte-identical)
+    prices: Any = None
+    #: the ``Budget`` checked before each model call (``agent._chart.budget``); None: no budget
+    budget: Any = None
 
     @property
     def loop_limit(self) -> int:

@@ -84,6 +84,8 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
+        pricing: Mapping[str, Any] | None = None,
+        budget: Any = None,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -103,6 +105,9 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
+        ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
+        usage and cost on its commit and the run's totals (``llm_calls``, ``run_cost``);
+        ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
         """
         return AgentBuilder(
             Agent,
@@ -123,6 +128,8 @@ class Agent:
             llm_retry=llm_retry,
             conversation_window=conversation_window,
             conversation_chars=conversation_chars,
+            pricing=pricing,
+            budget=budget,
         )
 
     def with_config(self, cfg: AgentConfig) -> Agent:

@@ -122,6 +122,7 @@ class AgentBuilder:
                     f"Agent.create(recorders=...): {type(recorder).__name__} has no recorder hook "
                     "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
                 )
+        prices, budget = _spend_settings(settings["pricing"], settings["budget"])
         forms = structured.output_forms(output, provider)
         cfg = AgentConfig(
             provider=provider,
@@ -141,6 +142,8 @@ class AgentBuilder:
             permission_checker=settings["permission_checker"],
             stream=settings["stream"],
             llm_retry=settings["llm_retry"],
+            prices=prices,
+            budget=budget,
         )
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
@@ -155,3 +158,20 @@ class AgentBuilder:
             recorders=settings["recorders"],
             history=history,
         )
+
+
+def _spend_settings(pricing: Any, budget: Any) -> tuple[Any, Any]:
+    """The price table (None without ``pricing=`` or ``budget=``) and the checked budget."""
+    from agent._chart.budget import Budget
+    from agent._chart.cost import price_table
+
+    if budget is not None and not isinstance(budget, Budget):
+        raise AgentBuildError(
+            f"Agent.create(budget=...): expected a Budget(usd=..., tokens=..., calls=...), got {type(budget).__name__}"
+        )
+    if pricing is None and budget is None:
+        return None, None
+    try:
+        return price_table({} if pricing is None else pricing), budget
+    except ValueError as exc:
+        raise AgentBuildError(str(exc)) from None

@@ -35,7 +35,7 @@ _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
 # the slots' own setters (``flowchart.lowlevel.slot_setters``): a played reply is made without
 # attrs' frozen ``__init__`` — the same value as the class call (tests/providers/test_scripted.py)
 _new = object.__new__
-_USAGE_IN, _USAGE_OUT = slot_setters(Usage)
+_USAGE_IN, _USAGE_OUT, _USAGE_CACHED, _USAGE_REASONING = slot_setters(Usage)
 _CONTENT, _CALLS, _USAGE, _FINISH, _MODEL, _RETRIES = slot_setters(LLMResponse)
 
 
@@ -143,6 +143,8 @@ class ScriptedProvider:
         usage = _new(Usage)
         _USAGE_IN(usage, _input_tokens(req))
         _USAGE_OUT(usage, template.usage.output_tokens if template.usage else 0)
+        _USAGE_CACHED(usage, None)  # a script reports no cache nor reasoning: unknown, not 0
+        _USAGE_REASONING(usage, None)
         played = _new(LLMResponse)
         _CONTENT(played, template.content)
         _CALLS(played, template.tool_calls)

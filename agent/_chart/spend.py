@@ -1,0 +1,214 @@
+"""The run's spend: each model call's cost on its commit, the totals, and the budget check.
+
+Laws:
+- Only an agent with ``pricing=`` or ``budget=`` writes here (absent means byte-identical).
+- The model-call commit appends one row to ``llm_calls``: ``{"iteration", "model", "usage",
+  "cost_usd", "request"}`` (``usage`` as the server reported it — an unreported count is absent,
+  an unreported usage is ``"unknown"``; ``cost_usd`` a decimal string or ``"unknown"``;
+  ``request`` the digest of what was sent), plus ``"retries"`` (the provider's retries before the
+  answer) and ``"repeat_of"`` (the first earlier call sent the identical request) when there are
+  any. ``run_cost`` holds the totals: ``calls``, ``usd`` (the exact sum of the priced calls),
+  ``input_tokens``/``output_tokens`` (the calls that reported usage), and ``unpriced`` (the
+  iterations whose cost is unknown) when there are any.
+- The budget is checked BEFORE each model call, against what the run (or the conversation)
+  has spent plus the next call's estimate — the dearest call so far (the first call is
+  estimated at 0): a call that would take the spend past a limit is not made.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from agent._chart.budget import Budget, BudgetState, Overrun
+from agent._chart.cost import call_cost, request_digest, usd_text
+from agent._chart.state import BUDGET_STATE, LLM_CALLS, RUN_COST
+from flowchart import Scope
+from flowchart.lowlevel import peek, thaw
+
+__all__ = ["over_budget", "record_call_cost", "spent"]
+
+
+def record_call_cost(cfg: Any, scope: Scope, iteration: int, request: Any, response: Any) -> None:
+    """Append the call's cost row to ``llm_calls`` and update ``run_cost`` (in the model-call commit)."""
+    usage = response.usage
+    model, cost = call_cost(cfg.prices, (cfg.model, getattr(response, "model", None)), usage)
+    digest = request_digest(request)
+    row: dict[str, Any] = {
+        "iteration": iteration,
+        "model": model or getattr(response, "model", None) or cfg.model,
+        "usage": usage.to_dict() if usage is not None else "unknown",
+        "cost_usd": cost,
+        "request": digest,
+    }
+    retries = getattr(response, "retries", ())
+    if retries:
+        row["retries"] = len(retries)
+    earlier = thaw(peek(scope, LLM_CALLS)) if LLM_CALLS in scope else []
+    for seen in earlier:
+        if seen.get("request") == digest:
+            row["repeat_of"] = seen["iteration"]
+            break
+    totals: dict[str, Any] = thaw(peek(scope, RUN_COST)) if RUN_COST in scope else {"calls": 0, "usd": "0"}
+    totals["calls"] += 1
+    if cost != "unknown":
+        totals["usd"] = usd_text(Decimal(totals["usd"]) + Decimal(cost))
+    else:
+        totals["unpriced"] = [*totals.get("unpriced", []), iteration]
+    if usage is not None:
+        totals["input_tokens"] = totals.get("input_tokens", 0) + usage.input_tokens
+        totals["output_tokens"] = totals.get("output_tokens", 0) + usage.output_tokens
+    if LLM_CALLS in scope:
+        scope[LLM_CALLS].append(row)
+    else:
+        scope[LLM_CALLS] = [row]
+    scope[RUN_COST] = totals
+
+
+def spent(scope: Scope, before: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the run has spent (``run_cost``), plus ``before`` (earlier turns of a conversation)."""
+    totals = thaw(peek(scope, RUN_COST)) if RUN_COST in scope else {}
+    out = {
+        "usd": Decimal(totals.get("usd", "0")),
+        "tokens": totals.get("input_tokens", 0) + totals.get("output_tokens", 0),
+        "calls": totals.get("calls", 0),
+    }
+    if before:
+        out["usd"] += Decimal(str(before.get("usd", "0")))
+        out["tokens"] += int(before.get("tokens", 0))
+        out["calls"] += int(before.get("calls", 0))
+    return out
+
+
+def _next_call_estimate(scope: Scope) -> dict[str, Any]:
+    """The dearest call so far (dollars and tokens), the estimate of the next one's cost."""
+    rows = thaw(peek(scope, LLM_CALLS)) if LLM_CALLS in scope else []
+    usd, tokens = Decimal(0), 0
+    for row in rows:
+        if row["cost_usd"] != "unknown":
+            usd = max(usd, Decimal(row["cost_usd"]))
+        if isinstance(row["usage"], dict):
+            tokens = max(tokens, row["usage"]["input_tokens"] + row["usage"]["output_tokens"])
+    return {"usd": usd, "tokens": tokens, "calls": 1}
+
+
+def budget_in_force(cfg: Any, scope: Scope) -> Budget | None:
+    """The budget the next call is checked against: a person's raise (``budget`` state) over the agent's."""
+    budget: Budget | None = cfg.budget
+    if budget is None:
+        return None
+    if BUDGET_STATE in scope:
+        return BudgetState.from_dict(thaw(peek(scope, BUDGET_STATE))).apply(budget)
+    return budget
+
+
+def over_budget(cfg: Any, scope: Scope, before: dict[str, Any] | None = None) -> Overrun | None:
+    """The limit the next model call would break (checked before it is made), or ``None``."""
+    budget = budget_in_force(cfg, scope)
+    if budget is None:
+        return None
+    so_far = spent(scope, before)
+    estimate = _next_call_estimate(scope)
+    for field in ("usd", "tokens", "calls"):
+        limit = getattr(budget, field)
+        if limit is None:
+            continue
+        limit = Decimal(str(limit)) if field == "usd" else limit
+        if so_far[field] + estimate[field] > limit:
+            return Overrun(field=field, spent=so_far[field], limit=limit, estimate=estimate[field], per=budget.per)
+    return None
+
+
+def _record_decision(scope: Scope, decision: dict[str, Any]) -> None:
+    state = thaw(peek(scope, BUDGET_STATE)) if BUDGET_STATE in scope else {"raised": {}, "decisions": []}
+    state["decisions"].append(decision)
+    scope[BUDGET_STATE] = state
+
+
+def budget_gate(cfg: Any, scope: Scope, ctx: Any, iteration: int) -> tuple[str, Any]:
+    """Before a model call: ``("go", None)`` to make it (a ``wrap_up`` budget has just asked for the
+    last, tool-less answer), ``("stop", None)`` (the run ends: ``BudgetExceededError``), or
+    ``("pause", data)`` (a person is asked to raise the budget). The decision and the spend are
+    recorded in ``budget``."""
+    from agent._chart.config import WRAP_UP_INSTRUCTION
+    from agent._chart.state import HISTORY, WRAP_UP_ASKED
+
+    overrun = over_budget(cfg, scope)
+    if overrun is None:
+        return "go", None
+    action = cfg.budget.on_exceed
+    decisions = thaw(peek(scope, BUDGET_STATE))["decisions"] if BUDGET_STATE in scope else []
+    wrapped = any(d.get("decision") == "wrap_up" for d in decisions)
+    row = {"iteration": iteration, **overrun.to_dict()}
+    if action == "wrap_up" and not wrapped:
+        _record_decision(scope, {**row, "decision": "wrap_up"})
+        scope[HISTORY].append({"role": "user", "content": WRAP_UP_INSTRUCTION})
+        scope[WRAP_UP_ASKED] = True
+        return "go", None
+    if action == "pause":
+        question = f"{overrun.describe()}; raise the budget to {_suggested_text(overrun)}?"
+        data = {
+            "kind": "budget",
+            "question": question,
+            "overrun": overrun.to_dict(),
+            "suggested": {overrun.field: _json_limit(overrun.field, overrun.suggestion())},
+            "iteration": iteration,
+        }
+        _record_decision(scope, {**row, "decision": "paused"})
+        return "pause", data
+    _record_decision(scope, {**row, "decision": "stopped"})
+    ctx.stop(f"budget exceeded: {overrun.describe()}")
+    return "stop", None
+
+
+def _json_limit(field: str, value: Any) -> Any:
+    return usd_text(Decimal(str(value))) if field == "usd" else int(value)
+
+
+def _suggested_text(overrun: Overrun) -> str:
+    value = overrun.suggestion()
+    if overrun.field == "usd":
+        return f"${Decimal(str(value)).quantize(Decimal('0.01'))}"
+    return f"{value} {'tokens' if overrun.field == 'tokens' else 'model calls'}"
+
+
+def raise_budget(cfg: Any, scope: Scope, answer: Any) -> None:
+    """Record a person's answer to a budget pause: ``{"approved": True, "usd": 1.0}`` (the new
+    limits; none given: the suggested ones) raises it; ``{"approved": False}`` stops the run."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("approved"), bool):
+        raise ValueError(
+            'a budget pause is answered with {"approved": true|false} and, to raise it, the new limits '
+            '({"approved": true, "usd": 1.0}); got ' + repr(answer)
+        )
+    state = thaw(peek(scope, BUDGET_STATE))
+    pending = state["decisions"][-1]
+    raised = dict(state["raised"])
+    if answer["approved"]:
+        new = {k: answer[k] for k in ("usd", "tokens", "calls") if k in answer}
+        if not new:
+            new = {pending["field"]: pending["limit"] * 2 if pending["field"] != "usd" else None}
+            if pending["field"] == "usd":
+                new = {"usd": float(Decimal(pending["limit"]) * 2)}
+        checked = attrs_evolve_budget(cfg.budget, state, new)
+        for key in new:
+            value = getattr(checked, key)
+            raised[key] = usd_text(Decimal(str(value))) if key == "usd" else value
+    state["raised"] = raised
+    decision: dict[str, Any] = {
+        "decision": "raised" if answer["approved"] else "declined",
+        "by": str(answer.get("by", "human")),
+    }
+    if answer["approved"]:
+        decision["to"] = {k: raised[k] for k in raised}
+    if answer.get("note"):
+        decision["note"] = str(answer["note"])
+    state["decisions"].append(decision)
+    scope[BUDGET_STATE] = state
+
+
+def attrs_evolve_budget(budget: Budget, state: dict[str, Any], new: dict[str, Any]) -> Budget:
+    """The budget with ``new`` limits, checked by ``Budget`` itself (``ValueError`` naming the field)."""
+    import attrs
+
+    current = BudgetState.from_dict(state).apply(budget)
+    return attrs.evolve(current, **new)
