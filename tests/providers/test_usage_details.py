@@ -1,0 +1,28 @@
+"""openai_compatible reads cached and reasoning tokens as the server reports them (unknown is None)."""
+
+from __future__ import annotations
+
+from agent.providers import LLMRequest, Usage, openai_compatible
+
+from .wire import Reply, WireServer
+
+
+async def test_openai_cached_and_reasoning_tokens_are_read_from_the_wire(server: WireServer) -> None:
+    """``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens``
+    are read as reported; a server that sends neither leaves them unknown (None)."""
+    usage = {
+        "prompt_tokens": 40,
+        "completion_tokens": 9,
+        "prompt_tokens_details": {"cached_tokens": 32},
+        "completion_tokens_details": {"reasoning_tokens": 4},
+    }
+    body = {
+        "model": "x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+    }
+    server.push(Reply(json={**body, "usage": usage}))
+    server.push(Reply(json={**body, "usage": {"prompt_tokens": 40, "completion_tokens": 9}}))
+    request = LLMRequest(None, [{"role": "user", "content": "hi"}], [], "x")
+    provider = openai_compatible(f"{server.url}/v1")
+    assert (await provider.complete(request)).usage == Usage(40, 9, 32, 4)
+    assert (await provider.complete(request)).usage == Usage(40, 9, None, None)
