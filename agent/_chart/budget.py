@@ -107,7 +107,12 @@ class Overrun:
 
 
 def _money(amount: Any) -> str:
-    return format(Decimal(str(amount)).quantize(Decimal("0.01")), "f")
+    """Dollars as a person reads them: cents (``0.48``), or every digit when cents would hide them."""
+    value = Decimal(str(amount))
+    cents = value.quantize(Decimal("0.01"))
+    if cents == value:
+        return format(cents, "f")
+    return format(value.normalize(), "f")
 
 
 @attrs.frozen

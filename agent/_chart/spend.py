@@ -168,7 +168,9 @@ def _json_limit(field: str, value: Any) -> Any:
 def _suggested_text(overrun: Overrun) -> str:
     value = overrun.suggestion()
     if overrun.field == "usd":
-        return f"${Decimal(str(value)).quantize(Decimal('0.01'))}"
+        from agent._chart.budget import _money
+
+        return f"${_money(value)}"
     return f"{value} {'tokens' if overrun.field == 'tokens' else 'model calls'}"
 
 
