@@ -174,5 +174,5 @@ def test_randomised_budgets_pause_before_the_exceeding_call_and_rerun_nothing(
         result = agent.resume(result.checkpoint, {"approved": True, "usd": 10.0})
     assert result == "done"
     assert len(agent.config.provider.requests) == rounds + 1
-    assert RAN == [f"c{n}" for n in range(1, rounds + 1)]
+    assert [f"c{n}" for n in range(1, rounds + 1)] == RAN
     assert before > 0
