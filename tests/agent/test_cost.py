@@ -186,3 +186,49 @@ def test_per_commit_costs_sum_exactly_to_the_reported_usage(
     assert Decimal(state["run_cost"]["usd"]) == total
     expected = sum(Decimal(i) * price_in + Decimal(o) * price_out for i, o, _ in usages) / Decimal(10**6)
     assert total == expected
+
+
+def test_agent_why_cost_and_runs_show_say_where_the_money_went(tmp_path: Any, capsys: Any) -> None:
+    """``agent why --cost`` (a trace file or a stored run) prints each call's recorded cost, the
+    provider's retries and the totals; ``agent runs show`` carries the same lines."""
+    from agent.cli import main as agent_main
+    from agent.providers import RetryRecord
+    from flowchart.store import SqliteStore
+
+    script = [
+        call(1, Usage(1000, 100, 200, None)),
+        LLMResponse("done", usage=Usage(1500, 50), retries=(RetryRecord(1, "HTTP 429", 0.5),)),
+    ]
+    store = SqliteStore(str(tmp_path / "runs.db"))
+    agent = Agent.create(provider=scripted(script), model="m", pricing={"m": PRICE}, store=store).tool(LOOKUP).build()
+    assert agent.run("hi") == "done"
+    snapshot = agent.last_snapshot()
+    assert snapshot is not None
+    path = snapshot.result.trace().save(tmp_path / "run.trace.json")
+    expected = [
+        "cost: $0.0075 over 2 model call(s)",
+        "  call 1 (m): $0.00325 — 1000 in, 100 out, 200 cached",
+        "  call 2 (m): $0.00425 — 1500 in, 50 out; 1 provider retry before it",
+        "dearest call: 2 ($0.00425)",
+    ]
+    assert agent_main(["why", str(path), "--cost"]) == 0
+    assert capsys.readouterr().out.splitlines() == expected
+    run_id = store.list()[0].run_id
+    assert agent_main(["why", run_id, "--cost", "--db", str(tmp_path / "runs.db")]) == 0
+    assert capsys.readouterr().out.splitlines() == expected
+    assert agent_main(["runs", "show", run_id, "--db", str(tmp_path / "runs.db")]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert all(line in shown for line in expected)
+
+
+def test_agent_why_cost_without_cost_accounting_says_how_to_turn_it_on(tmp_path: Any, capsys: Any) -> None:
+    """A record without ``llm_calls`` says cost was not recorded, and how to record it."""
+    from agent.cli import main as agent_main
+
+    agent = Agent.create(provider=scripted(["done"])).build()
+    agent.run("hi")
+    snapshot = agent.last_snapshot()
+    assert snapshot is not None
+    path = snapshot.result.trace().save(tmp_path / "run.trace.json")
+    assert agent_main(["why", str(path), "--cost"]) == 0
+    assert "pricing= or budget=" in capsys.readouterr().out
