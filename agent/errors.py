@@ -87,8 +87,9 @@ class BudgetExceededError(AgentError, RuntimeError):
         field = overrun.get("field")
         unit = "$" if field == "usd" else ""
         noun = "" if field == "usd" else (" tokens" if field == "tokens" else " model calls")
+        who = "conversation" if overrun.get("per") == "conversation" else "run"
         super().__init__(
-            f"budget exceeded: the run has spent {unit}{overrun.get('spent')} of {unit}{overrun.get('limit')}{noun} "
+            f"budget exceeded: the {who} has spent {unit}{overrun.get('spent')} of {unit}{overrun.get('limit')}{noun} "
             f"and the next call would go past it; raise Budget({field}=...) or use on_exceed='pause' to ask a person"
         )
         self.overrun = dict(overrun)

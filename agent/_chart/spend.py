@@ -22,7 +22,7 @@ from typing import Any
 
 from agent._chart.budget import Budget, BudgetState, Overrun
 from agent._chart.cost import call_cost, request_digest, usd_text
-from agent._chart.state import BUDGET_STATE, LLM_CALLS, RUN_COST
+from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_CALLS, RUN_COST
 from flowchart import Scope
 from flowchart.lowlevel import peek, thaw
 
@@ -133,7 +133,11 @@ def budget_gate(cfg: Any, scope: Scope, ctx: Any, iteration: int) -> tuple[str, 
     from agent._chart.config import WRAP_UP_INSTRUCTION
     from agent._chart.state import HISTORY, WRAP_UP_ASKED
 
-    overrun = over_budget(cfg, scope)
+    before = None
+    if cfg.budget.per == "conversation" and CONVERSATION in scope:
+        meta = thaw(peek(scope, CONVERSATION))
+        before = meta.get("spent_before") if isinstance(meta, dict) else None
+    overrun = over_budget(cfg, scope, before)
     if overrun is None:
         return "go", None
     action = cfg.budget.on_exceed

@@ -176,3 +176,33 @@ def test_randomised_budgets_pause_before_the_exceeding_call_and_rerun_nothing(
     assert len(agent.config.provider.requests) == rounds + 1
     assert [f"c{n}" for n in range(1, rounds + 1)] == RAN
     assert before > 0
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_conversation_budget_counts_every_turn(tmp_path: Any, stored: bool) -> None:
+    """``per="conversation"``: turn 3 starts with what turns 1 and 2 spent (the plan's
+    ``spent_before``, in memory and in a store), so its first call would pass 2 calls and is
+    not made; a ``per="run"`` budget of 2 calls lets every turn through."""
+    from flowchart.store import SqliteStore
+
+    def build(per: str) -> Agent:
+        store = SqliteStore(str(tmp_path / f"{per}.db")) if stored else None
+        script = [LLMResponse(f"answer {n}", usage=Usage(10, 1)) for n in (1, 2, 3)]
+        return Agent.create(
+            provider=scripted(script),
+            model="m",
+            pricing=PRICE,
+            budget=Budget(calls=2, per=per, on_exceed="stop"),
+            store=store,
+        ).build()
+
+    agent = build("conversation")
+    assert agent.run("one", conversation="c-1") == "answer 1"
+    assert agent.run("two", conversation="c-1") == "answer 2"
+    with pytest.raises(BudgetExceededError, match=r"the conversation has spent 2 of 2 model calls"):
+        agent.run("three", conversation="c-1")
+    snapshot = agent.last_snapshot()
+    assert snapshot is not None
+    assert snapshot.shared_state["conversation"]["spent_before"] == {"usd": "0.000022", "tokens": 22, "calls": 2}
+    per_run = build("run")
+    assert [per_run.run(m, conversation="c-1") for m in ("one", "two", "three")] == ["answer 1", "answer 2", "answer 3"]
