@@ -12,6 +12,7 @@ from agent._edge.explain import AnswerExplanation, ExplainError, explain_answer
 from agent._run.agent import Agent
 from agent._run.builder import AgentBuilder
 from agent._run.snapshot import AgentSnapshot
+from agent._tools.effects import checkable
 from agent._tools.function_tools import define_tool, tool
 from agent._tools.tools import Tool, ToolContext, ToolDefinitionError, ask_human
 from agent.errors import (
@@ -45,6 +46,7 @@ __all__ = [
     "ToolDefinitionError",
     "ask_human",
     "build_agent_chart",
+    "checkable",
     "define_tool",
     "explain_answer",
     "tool",

@@ -67,6 +67,9 @@ class AgentConfig:
     prices: Any = None
     #: the ``Budget`` checked before each model call (``agent._chart.budget``); None: no budget
     budget: Any = None
+    #: where intents and receipts of tools with an effect go (``flowchart.store.effects``); None
+    #: when every tool only reads
+    effect_ledger: Any = None
 
     @property
     def loop_limit(self) -> int:

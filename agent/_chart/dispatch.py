@@ -45,6 +45,7 @@ import attrs
 from agent._chart import events
 from agent._chart.answers import make_record_answer
 from agent._chart.config import AgentConfig
+from agent._chart.effects_run import guarded
 from agent._chart.paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from agent._chart.stages import record_rows
 from agent._chart.state import (
@@ -99,11 +100,14 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
     tool, call = site.tool, site.call
     tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
+    execute = (
+        tool.execute if tool.effect == "read" else guarded(site.cfg.effect_ledger, site.scope, tool, site.iteration)
+    )
     attempt = 1
     while True:
         try:
             # the tool gets its own copy: the args are the committed record of what the model asked
-            result = tool.execute(copy_json(args), tool_ctx)
+            result = execute(copy_json(args), tool_ctx)
             if inspect.isawaitable(result):
                 result = await result
             error = False

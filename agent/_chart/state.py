@@ -58,6 +58,7 @@ OUTPUT_SCHEMA_ERROR = "output_schema_error"
 MIDDLEWARE_DECISIONS = "middleware_decisions"  # governance.LEDGER_KEY
 HUMAN_DECISIONS = "human_decisions"  # governance.HUMAN_DECISIONS
 TOOL_ERRORS = "tool_errors"
+TOOL_EFFECTS = "tool_effects"  # calls of tools with an effect: how each ran or was recovered (agent._chart.effects_run)
 POLICY_HALT = "policy_halt"
 MESSAGE_DENIED_REASON = "message_denied_reason"
 MESSAGE_DENIED_PHASE = "message_denied_phase"

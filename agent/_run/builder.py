@@ -144,6 +144,7 @@ class AgentBuilder:
             llm_retry=settings["llm_retry"],
             prices=prices,
             budget=budget,
+            effect_ledger=_ledger(settings["store"], self._tools),
         )
         try:
             history = HistoryPolicy.of(settings["conversation_window"], settings["conversation_chars"])
@@ -175,3 +176,12 @@ def _spend_settings(pricing: Any, budget: Any) -> tuple[Any, Any]:
         return price_table({} if pricing is None else pricing), budget
     except ValueError as exc:
         raise AgentBuildError(str(exc)) from None
+
+
+def _ledger(store: Any, tools: dict[str, Tool]) -> Any:
+    """The effect ledger (the store's, else this agent's memory) when some tool has an effect."""
+    if all(tool.effect == "read" for tool in tools.values()):
+        return None
+    from flowchart.store.effects import MemoryLedger, ledger_of
+
+    return ledger_of(store) if store is not None else MemoryLedger()
