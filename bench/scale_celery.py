@@ -92,7 +92,7 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
             for record in store.list(status="paused"):
                 if record.run_id not in answered:
                     answer_and_enqueue(
-                        app, store, record.run_id, check_in_approved(request=record.question["check_in"], by="bench")
+                        app, store, record.run_id, check_in_approved(request=record.question, by="bench")
                     )
                     answered.add(record.run_id)
             done, failed = counts.execute(
