@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from agent._chart.cost import usd_text
-from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY, RUN_COST
+from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY, LLM_COST
 from agent.errors import ConversationError
 from flowchart import Commit
 from flowchart.lowlevel import apply_commit
@@ -149,12 +149,18 @@ def turn_from_log(
 
 def spent_through(state: dict[str, Any]) -> dict[str, Any] | None:
     """What the conversation had spent by the end of the turn ``state`` is the end of: the
-    ``spent_before`` its seed loaded plus its own ``run_cost`` (None when it recorded no cost)."""
+    ``spent_before`` its seed loaded plus its own ``llm_cost`` totals (None when it recorded no cost)."""
     from decimal import Decimal, InvalidOperation
 
     meta = state.get(CONVERSATION)
     before = meta.get("spent_before") if isinstance(meta, dict) else None
-    own = state.get(RUN_COST)
+    from agent._chart.spend import run_totals
+
+    cost = state.get(LLM_COST)
+    try:
+        own = run_totals(cost) if isinstance(cost, dict) else None
+    except (KeyError, TypeError, AttributeError):
+        raise ConversationError("a turn's recorded llm_cost is malformed: cannot tell what it spent") from None
     if not isinstance(own, dict) and not isinstance(before, dict):
         return None
     usd, counts = Decimal(0), {"tokens": 0, "calls": 0}

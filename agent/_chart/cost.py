@@ -79,17 +79,85 @@ class Price:
 
     def cost(self, usage: Any) -> Decimal:
         """The exact cost in dollars of ``usage`` (a ``Usage``) at this price."""
-        inputs = Decimal(str(self.input_per_mtok))
-        cached_price = _price(self.cached_input_per_mtok, "cached_input_per_mtok")
-        cached = usage.cached_input_tokens
-        fresh = usage.input_tokens
-        total = Decimal(0)
-        if cached is not None and cached_price is not None:
-            cached = min(cached, usage.input_tokens)
-            fresh = usage.input_tokens - cached
-            total += Decimal(cached) * cached_price
-        total += Decimal(fresh) * inputs + Decimal(usage.output_tokens) * Decimal(str(self.output_per_mtok))
-        return total / _MILLION
+        return Decimal(cost_text(self, usage))
+
+
+# -- exact money in integers: a cost is ``units × 10**-exponent`` dollars ---------------------------
+# (a call's cost is on the hot path: integer arithmetic is exact and several times cheaper than
+# Decimal's, and the text is written without ``format``)
+Money = tuple[int, int]
+
+
+def _money_of(value: Any) -> Money:
+    """``value`` (a price) as (units, exponent)."""
+    sign, digits, exponent = Decimal(str(value)).as_tuple()
+    units = int("".join(map(str, digits)) or "0")
+    assert isinstance(exponent, int)
+    if exponent > 0:
+        return units * 10**exponent, 0
+    return (-units if sign else units), -exponent
+
+
+def parse_money(text: str) -> Money:
+    """A decimal text the record wrote (``"0.00325"``) as (units, exponent)."""
+    whole, _, fraction = text.partition(".")
+    return int(whole + fraction), len(fraction)
+
+
+def add_money(a: Money, b: Money) -> Money:
+    """``a + b``, exactly."""
+    if a[1] < b[1]:
+        a, b = b, a
+    return a[0] + b[0] * 10 ** (a[1] - b[1]), a[1]
+
+
+def money_text(money: Money) -> str:
+    """The record's text of ``money``: a plain decimal, no trailing zeros, no exponent."""
+    units, exponent = money
+    if exponent == 0:
+        return str(units)
+    digits = str(abs(units)).rjust(exponent + 1, "0")
+    text = (digits[:-exponent] + "." + digits[-exponent:]).rstrip("0").rstrip(".")
+    return ("-" if units < 0 else "") + text
+
+
+_FIGURES: dict[int, tuple[Price, tuple[int, int, int | None, int]]] = {}
+
+
+def _figures(price: Price) -> tuple[int, int, int | None, int]:
+    """A price's figures as integer units per million tokens at one common exponent, made once."""
+    found = _FIGURES.get(id(price))
+    if found is not None and found[0] is price:
+        return found[1]
+    parts = [_money_of(price.input_per_mtok), _money_of(price.output_per_mtok)]
+    if price.cached_input_per_mtok is not None:
+        parts.append(_money_of(price.cached_input_per_mtok))
+    exponent = max(part[1] for part in parts)
+    units = [part[0] * 10 ** (exponent - part[1]) for part in parts]
+    figures = (units[0], units[1], units[2] if len(units) > 2 else None, exponent + 6)  # per million
+    if len(_FIGURES) > 1024:
+        _FIGURES.clear()
+    _FIGURES[id(price)] = (price, figures)
+    return figures
+
+
+def cost_money(price: Price, usage: Any) -> Money:
+    """The exact cost of ``usage`` at ``price``: fresh input tokens at the input price, cached ones
+    at the cached price (when both the count and the price exist), output at the output price."""
+    inputs, outputs, cached_price, exponent = _figures(price)
+    fresh = usage.input_tokens
+    units = 0
+    cached = usage.cached_input_tokens
+    if cached is not None and cached_price is not None:
+        cached = min(cached, fresh)
+        fresh -= cached
+        units = cached * cached_price
+    return units + fresh * inputs + usage.output_tokens * outputs, exponent
+
+
+def cost_text(price: Price, usage: Any) -> str:
+    """``cost_money`` as the record writes it."""
+    return money_text(cost_money(price, usage))
 
 
 PRICES_DATED = "2025-06-01"
@@ -153,15 +221,21 @@ def call_cost(table: Mapping[str, Price], models: tuple[str | None, ...], usage:
         if price is not None:
             if usage is None:
                 return model, "unknown"
-            return model, usd_text(price.cost(usage))
+            return model, cost_text(price, usage)
     return None, "unknown"
 
 
-def request_digest(request: Any) -> str:
+def request_digest(request: Any, before: str = "", sent_before: int = 0) -> str:
     """A short digest of what a model call was sent (system prompt, messages, tools, model): two
-    calls with the same digest were identical requests — a repeat paid for twice."""
+    calls with the same digest were identical requests — a repeat paid for twice.
+
+    Chained, so a call hashes only what is new: ``before`` is the digest of the run's previous call
+    and ``sent_before`` how many messages it was sent; the messages from there on are hashed with
+    it (a history only grows within a run). The first call of a run hashes everything."""
+    messages = request.messages
+    tools = [tool.get("name") for tool in request.tools]
     body = json.dumps(
-        [request.system_prompt, request.messages, request.tools, request.model],
+        [before, sent_before, request.system_prompt, messages[sent_before:], tools, request.model],
         sort_keys=True,
         ensure_ascii=True,
         default=str,

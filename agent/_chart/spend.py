@@ -2,14 +2,14 @@
 
 Laws:
 - Only an agent with ``pricing=`` or ``budget=`` writes here (absent means byte-identical).
-- The model-call commit appends one row to ``llm_calls``: ``{"iteration", "model", "usage",
-  "cost_usd", "request"}`` (``usage`` as the server reported it — an unreported count is absent,
-  an unreported usage is ``"unknown"``; ``cost_usd`` a decimal string or ``"unknown"``;
-  ``request`` the digest of what was sent), plus ``"retries"`` (the provider's retries before the
-  answer) and ``"repeat_of"`` (the first earlier call sent the identical request) when there are
-  any. ``run_cost`` holds the totals: ``calls``, ``usd`` (the exact sum of the priced calls),
-  ``input_tokens``/``output_tokens`` (the calls that reported usage), and ``unpriced`` (the
-  iterations whose cost is unknown) when there are any.
+- The model-call commit writes ``llm_cost``: the call — ``{"iteration", "model", "usage",
+  "cost_usd"}`` (``usage`` as the server reported it: an unreported count is absent, an unreported
+  usage is ``"unknown"``; ``cost_usd`` a decimal string or ``"unknown"``), ``"retries"`` (the
+  provider's retries before the answer) when there were any — and ``"run"``, the run's totals
+  with this call: ``{"calls", "usd", "input_tokens", "output_tokens", "dearest_usd",
+  "dearest_tokens"}`` (and ``"unpriced"``: the iterations whose cost is unknown). One small write
+  per call, overwritten by the next: every call's row is on its own commit (``calls_of``), and
+  ``usd`` is their exact decimal sum.
 - The budget is checked BEFORE each model call, against what the run (or the conversation)
   has spent plus the next call's estimate — the dearest call so far (the first call is
   estimated at 0): a call that would take the spend past a limit is not made.
@@ -21,57 +21,88 @@ from decimal import Decimal
 from typing import Any
 
 from agent._chart.budget import Budget, BudgetState, Overrun
-from agent._chart.cost import call_cost, request_digest, usd_text
-from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_CALLS, RUN_COST
+from agent._chart.cost import add_money, call_cost, money_text, parse_money, usd_text
+from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_COST
 from flowchart import Scope
-from flowchart.lowlevel import peek, thaw
+from flowchart.lowlevel import peek, raw_read, set_owned, thaw
 
-__all__ = ["over_budget", "record_call_cost", "spent"]
+__all__ = ["calls_of", "over_budget", "record_call_cost", "run_totals", "spent"]
+
+_NO_TOTALS: dict[str, Any] = {
+    "calls": 0,
+    "usd": "0",
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "dearest_usd": "0",
+    "dearest_tokens": 0,
+}
 
 
 def record_call_cost(cfg: Any, scope: Scope, iteration: int, request: Any, response: Any) -> None:
-    """Append the call's cost row to ``llm_calls`` and update ``run_cost`` (in the model-call commit)."""
+    """Write the call's ``llm_cost`` (the call and the run's totals with it) in the model-call commit."""
     usage = response.usage
-    model, cost = call_cost(cfg.prices, (cfg.model, getattr(response, "model", None)), usage)
-    digest = request_digest(request)
+    model, cost = call_cost(cfg.prices, (cfg.model, response.model), usage)
+    before = raw_read(scope, LLM_COST)
+    run = dict(before["run"]) if before is not None else dict(_NO_TOTALS)
+    run["calls"] += 1
+    if cost == "unknown":
+        run["unpriced"] = [*run.get("unpriced", ()), iteration]
+    else:
+        this = parse_money(cost)
+        run["usd"] = money_text(add_money(parse_money(run["usd"]), this))
+        dearest = parse_money(run["dearest_usd"])
+        if add_money(this, (-dearest[0], dearest[1]))[0] > 0:
+            run["dearest_usd"] = cost
     row: dict[str, Any] = {
         "iteration": iteration,
-        "model": model or getattr(response, "model", None) or cfg.model,
-        "usage": usage.to_dict() if usage is not None else "unknown",
+        "model": model or response.model or cfg.model,
+        "usage": "unknown",
         "cost_usd": cost,
-        "request": digest,
     }
-    retries = getattr(response, "retries", ())
-    if retries:
-        row["retries"] = len(retries)
-    earlier = thaw(peek(scope, LLM_CALLS)) if LLM_CALLS in scope else []
-    for seen in earlier:
-        if seen.get("request") == digest:
-            row["repeat_of"] = seen["iteration"]
-            break
-    totals: dict[str, Any] = thaw(peek(scope, RUN_COST)) if RUN_COST in scope else {"calls": 0, "usd": "0"}
-    totals["calls"] += 1
-    if cost != "unknown":
-        totals["usd"] = usd_text(Decimal(totals["usd"]) + Decimal(cost))
-    else:
-        totals["unpriced"] = [*totals.get("unpriced", []), iteration]
     if usage is not None:
-        totals["input_tokens"] = totals.get("input_tokens", 0) + usage.input_tokens
-        totals["output_tokens"] = totals.get("output_tokens", 0) + usage.output_tokens
-    if LLM_CALLS in scope:
-        scope[LLM_CALLS].append(row)
+        row["usage"] = usage.to_dict()
+        run["input_tokens"] += usage.input_tokens
+        run["output_tokens"] += usage.output_tokens
+        run["dearest_tokens"] = max(run["dearest_tokens"], usage.input_tokens + usage.output_tokens)
+    if response.retries:
+        row["retries"] = len(response.retries)
+    row["run"] = run
+    # built here of fresh dicts, ints and strings, handed over without a copy — unless a model name
+    # is not ASCII: then the ordinary, checking write
+    if isinstance(row["model"], str) and row["model"].isascii():
+        set_owned(scope, LLM_COST, row)
     else:
-        scope[LLM_CALLS] = [row]
-    scope[RUN_COST] = totals
+        scope[LLM_COST] = row
+
+
+def run_totals(cost: Any) -> dict[str, Any]:
+    """The run's totals from its last ``llm_cost``: ``{"calls", "usd", "input_tokens",
+    "output_tokens"}`` (and ``unpriced``); zeros when no call was made."""
+    run = cost["run"] if isinstance(cost, dict) else _NO_TOTALS
+    totals = {key: run[key] for key in ("calls", "usd", "input_tokens", "output_tokens")}
+    if run.get("unpriced"):
+        totals["unpriced"] = list(run["unpriced"])
+    return totals
+
+
+def calls_of(commit_log: Any) -> list[dict[str, Any]]:
+    """Every model call's ``llm_cost`` row (without the running totals), in order, from the commits
+    that wrote them."""
+    rows = []
+    for commit in commit_log:
+        for op in commit.trace:
+            if op.path == (LLM_COST,) and isinstance(op.value, dict):
+                rows.append({k: v for k, v in op.value.items() if k != "run"})
+    return rows
 
 
 def spent(scope: Scope, before: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What the run has spent (``run_cost``), plus ``before`` (earlier turns of a conversation)."""
-    totals = thaw(peek(scope, RUN_COST)) if RUN_COST in scope else {}
+    """What the run has spent (its ``llm_cost`` totals), plus ``before`` (earlier turns of a conversation)."""
+    totals = run_totals(peek(scope, LLM_COST))
     out = {
-        "usd": Decimal(totals.get("usd", "0")),
-        "tokens": totals.get("input_tokens", 0) + totals.get("output_tokens", 0),
-        "calls": totals.get("calls", 0),
+        "usd": Decimal(totals["usd"]),
+        "tokens": totals["input_tokens"] + totals["output_tokens"],
+        "calls": totals["calls"],
     }
     if before:
         out["usd"] += Decimal(str(before.get("usd", "0")))
@@ -82,14 +113,9 @@ def spent(scope: Scope, before: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def _next_call_estimate(scope: Scope) -> dict[str, Any]:
     """The dearest call so far (dollars and tokens), the estimate of the next one's cost."""
-    rows = thaw(peek(scope, LLM_CALLS)) if LLM_CALLS in scope else []
-    usd, tokens = Decimal(0), 0
-    for row in rows:
-        if row["cost_usd"] != "unknown":
-            usd = max(usd, Decimal(row["cost_usd"]))
-        if isinstance(row["usage"], dict):
-            tokens = max(tokens, row["usage"]["input_tokens"] + row["usage"]["output_tokens"])
-    return {"usd": usd, "tokens": tokens, "calls": 1}
+    cost = peek(scope, LLM_COST)
+    run = cost["run"] if isinstance(cost, dict) else _NO_TOTALS
+    return {"usd": Decimal(run["dearest_usd"]), "tokens": run["dearest_tokens"], "calls": 1}
 
 
 def budget_in_force(cfg: Any, scope: Scope) -> Budget | None:

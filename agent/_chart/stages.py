@@ -24,7 +24,7 @@ Laws:
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
   rows and transformed answer commit in the main state (the decider commits first).
 - With ``pricing=`` or ``budget=``, each model call's usage and cost are on its commit
-  (``llm_calls``, ``run_cost``: agent._chart.spend); with ``budget=`` the budget is checked
+  (``llm_cost``: agent._chart.spend); with ``budget=`` the budget is checked
   BEFORE the call (a ``pause`` budget makes ``call-llm`` a two-phase stage).
 - Optional features write nothing when not configured ("absent means byte-identical").
 """

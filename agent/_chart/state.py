@@ -42,8 +42,7 @@ TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
 # -- written by call-llm (only with pricing= or budget=: agent._chart.spend) ------------------------
-LLM_CALLS = "llm_calls"  # one row per model call: usage as reported, cost, request digest
-RUN_COST = "run_cost"  # the run's totals: calls, dollars, tokens (and the calls no price covers)
+LLM_COST = "llm_cost"  # the latest model call's usage as reported and cost, and the run's totals
 BUDGET_STATE = "budget"  # the budget in force and the decisions taken on it (raised, stopped, wrapped up)
 # -- written by wrap-up and final ---------------------------------------------------------
 WRAP_UP_ASKED = "wrap_up_asked"

@@ -106,7 +106,7 @@ class Agent:
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
         ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
-        usage and cost on its commit and the run's totals (``llm_calls``, ``run_cost``);
+        usage and cost on its commit (``llm_cost``; ``last_snapshot().calls`` / ``.cost``);
         ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
         """
         return AgentBuilder(

@@ -1,7 +1,7 @@
 """Cost on every model call: usage as reported, an exact cost from a price table, totals.
 
 Each test runs a real agent on the scripted provider (or openai_compatible against the local
-wire server) and reads the record: the model-call commit's ``llm_calls`` row, ``run_cost``.
+wire server) and reads the record: the model-call commit's ``llm_cost``, the totals.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent import Agent, AgentBuildError, Price, define_tool
+from agent import Agent, AgentBuildError, AgentSnapshot, Price, define_tool
 from agent._chart.cost import BUILT_IN_PRICES, PRICES_DATED
 from agent.providers import LLMResponse, ToolCall, Usage, scripted
 
@@ -30,17 +30,17 @@ def call(n: int, usage: Usage | None) -> LLMResponse:
     return LLMResponse(content="", tool_calls=(ToolCall(f"c{n}", "lookup", {}),), usage=usage, finish_reason="tool_use")
 
 
-def run(replies: list[Any], **create: Any) -> dict[str, Any]:
+def run(replies: list[Any], **create: Any) -> AgentSnapshot:
     agent = Agent.create(provider=scripted(replies), **create).tool(LOOKUP).build()
     assert agent.run("hi") == "done"
     snapshot = agent.last_snapshot()
     assert snapshot is not None
-    return snapshot.shared_state
+    return snapshot
 
 
 def test_each_model_call_commit_carries_its_usage_and_exact_cost() -> None:
-    """The call-llm commit writes the call's row: usage as reported (cached tokens priced at the
-    cached price), its cost as an exact decimal string, and the run's totals so far."""
+    """The call-llm commit writes the call's ``llm_cost``: usage as reported (cached tokens priced at
+    the cached price), its cost as an exact decimal string, and the run's totals with it."""
     agent = (
         Agent.create(
             provider=scripted([call(1, Usage(1000, 100, 200, 30)), LLMResponse("done", usage=Usage(1500, 50))]),
@@ -55,8 +55,7 @@ def test_each_model_call_commit_carries_its_usage_and_exact_cost() -> None:
     assert snapshot is not None
     calls = [c for c in snapshot.commit_log if c.stage_id == "call-llm"]
     assert len(calls) == 2
-    written = [op.value for op in calls[0].trace if op.path == ("llm_calls",)]
-    first = written[0][0]
+    [first] = [op.value for op in calls[0].trace if op.path == ("llm_cost",)]  # the model-call commit's write
     assert first["usage"] == {
         "input_tokens": 1000,
         "output_tokens": 100,
@@ -66,10 +65,11 @@ def test_each_model_call_commit_carries_its_usage_and_exact_cost() -> None:
     # 800 fresh x 2.5 + 200 cached x 1.25 + 100 out x 10, per million
     assert first["cost_usd"] == "0.00325"
     assert first["model"] == "m" and first["iteration"] == 1
-    second = snapshot.shared_state["llm_calls"][1]
+    assert first["run"]["usd"] == "0.00325" and first["run"]["calls"] == 1
+    second = snapshot.calls[1]
     assert second["usage"] == {"input_tokens": 1500, "output_tokens": 50}  # unreported counts absent, not 0
     assert second["cost_usd"] == "0.00425"
-    assert snapshot.shared_state["run_cost"] == {
+    assert snapshot.cost == {
         "calls": 2,
         "usd": "0.0075",
         "input_tokens": 2500,
@@ -79,50 +79,63 @@ def test_each_model_call_commit_carries_its_usage_and_exact_cost() -> None:
 
 def test_an_unpriced_model_costs_unknown_never_a_guess() -> None:
     """A model in no table costs "unknown", and the totals say which calls they miss."""
-    state = run([call(1, Usage(10, 5)), LLMResponse("done", usage=Usage(10, 5))], model="nobody-prices-me", pricing={})
-    assert [row["cost_usd"] for row in state["llm_calls"]] == ["unknown", "unknown"]
-    assert state["run_cost"]["usd"] == "0"
-    assert state["run_cost"]["unpriced"] == [1, 2]
+    snapshot = run(
+        [call(1, Usage(10, 5)), LLMResponse("done", usage=Usage(10, 5))], model="nobody-prices-me", pricing={}
+    )
+    assert [row["cost_usd"] for row in snapshot.calls] == ["unknown", "unknown"]
+    assert snapshot.cost["usd"] == "0"
+    assert snapshot.cost["unpriced"] == [1, 2]
 
 
 def test_unreported_usage_is_unknown_not_zero() -> None:
     """A call whose server reported no usage records usage and cost "unknown", and its tokens are
     not in the totals."""
-    state = run([call(1, None), LLMResponse("done", usage=Usage(10, 5))], model="m", pricing={"m": PRICE})
-    assert state["llm_calls"][0]["usage"] == "unknown"
-    assert state["llm_calls"][0]["cost_usd"] == "unknown"
-    assert state["run_cost"]["input_tokens"] == 10 and state["run_cost"]["unpriced"] == [1]
+    snapshot = run([call(1, None), LLMResponse("done", usage=Usage(10, 5))], model="m", pricing={"m": PRICE})
+    assert snapshot.calls[0]["usage"] == "unknown"
+    assert snapshot.calls[0]["cost_usd"] == "unknown"
+    assert snapshot.cost["input_tokens"] == 10 and snapshot.cost["unpriced"] == [1]
 
 
 def test_the_built_in_table_is_dated_and_overridable() -> None:
     """``gpt-4o`` is priced from the built-in table; a ``pricing=`` entry wins over it."""
     assert PRICES_DATED and "gpt-4o" in BUILT_IN_PRICES
     built_in = run([LLMResponse("done", usage=Usage(1_000_000, 0))], model="gpt-4o", pricing={})
-    assert built_in["llm_calls"][0]["cost_usd"] == "2.5"
+    assert built_in.calls[0]["cost_usd"] == "2.5"
     mine = run(
         [LLMResponse("done", usage=Usage(1_000_000, 0))],
         model="gpt-4o",
         pricing={"gpt-4o": Price(input_per_mtok=1, output_per_mtok=1)},
     )
-    assert mine["llm_calls"][0]["cost_usd"] == "1"
+    assert mine.calls[0]["cost_usd"] == "1"
 
 
 def test_without_pricing_or_budget_nothing_is_written() -> None:
     """Absent means byte-identical: an agent without pricing= or budget= writes no cost keys."""
-    state = run([LLMResponse("done", usage=Usage(10, 5))], model="gpt-4o")
-    assert "llm_calls" not in state and "run_cost" not in state
+    snapshot = run([LLMResponse("done", usage=Usage(10, 5))], model="gpt-4o")
+    assert "llm_cost" not in snapshot.shared_state and snapshot.calls == []
 
 
 def test_identical_requests_share_a_digest_and_retries_are_counted() -> None:
-    """Two calls sent the same request have the same ``request`` digest (``agent why --cost``
-    groups them as repeats); a provider's retries before an answer are on its row."""
+    """The report gives each call a digest of what it was sent: two runs sent the same request
+    have the same one (``agent why --cost`` names repeats by it); a provider's retries before an
+    answer are on the call's row."""
+    from agent._edge.cost_report import cost_of
     from agent.providers import RetryRecord
 
-    retried = LLMResponse("done", usage=Usage(10, 5), retries=(RetryRecord(1, "HTTP 429", 0.5),))
-    one = run([retried], model="m", pricing={"m": PRICE})
-    two = run([LLMResponse("done", usage=Usage(10, 5))], model="m", pricing={"m": PRICE})
-    assert one["llm_calls"][0]["request"] == two["llm_calls"][0]["request"]
-    assert one["llm_calls"][0]["retries"] == 1 and "retries" not in two["llm_calls"][0]
+    digests = []
+    for retries in ((RetryRecord(1, "HTTP 429", 0.5),), ()):
+        agent = Agent.create(
+            provider=scripted([LLMResponse("done", usage=Usage(10, 5), retries=retries)]),
+            model="m",
+            pricing={"m": PRICE},
+        ).build()
+        agent.run("same question")
+        snapshot = agent.last_snapshot()
+        assert snapshot is not None
+        [row] = cost_of(snapshot.commit_log)["calls"]
+        digests.append(row["request"])
+        assert row.get("retries") == (1 if retries else None)
+    assert digests[0] == digests[1]
 
 
 @pytest.mark.parametrize(
@@ -175,15 +188,15 @@ def test_per_commit_costs_sum_exactly_to_the_reported_usage(
     ]
     last_in, last_out, _ = usages[-1]
     replies.append(LLMResponse("done", usage=Usage(last_in, last_out)))
-    state = run(
+    snapshot = run(
         replies,
         model="m",
         pricing={"m": Price(input_per_mtok=str(price_in), output_per_mtok=str(price_out))},
     )
-    assert sum(row["usage"]["input_tokens"] for row in state["llm_calls"]) == sum(u[0] for u in usages)
-    assert sum(row["usage"]["output_tokens"] for row in state["llm_calls"]) == sum(u[1] for u in usages)
-    total = sum(Decimal(row["cost_usd"]) for row in state["llm_calls"])
-    assert Decimal(state["run_cost"]["usd"]) == total
+    assert sum(row["usage"]["input_tokens"] for row in snapshot.calls) == sum(u[0] for u in usages)
+    assert sum(row["usage"]["output_tokens"] for row in snapshot.calls) == sum(u[1] for u in usages)
+    total = sum(Decimal(row["cost_usd"]) for row in snapshot.calls)
+    assert Decimal(snapshot.cost["usd"]) == total
     expected = sum(Decimal(i) * price_in + Decimal(o) * price_out for i, o, _ in usages) / Decimal(10**6)
     assert total == expected
 
@@ -222,7 +235,7 @@ def test_agent_why_cost_and_runs_show_say_where_the_money_went(tmp_path: Any, ca
 
 
 def test_agent_why_cost_without_cost_accounting_says_how_to_turn_it_on(tmp_path: Any, capsys: Any) -> None:
-    """A record without ``llm_calls`` says cost was not recorded, and how to record it."""
+    """A record without ``llm_cost`` says cost was not recorded, and how to record it."""
     from agent.cli import main as agent_main
 
     agent = Agent.create(provider=scripted(["done"])).build()

@@ -482,7 +482,7 @@ def test_a_conversation_of_three_turns_sends_every_earlier_turn(wire: RecordingP
 
 def test_per_call_costs_sum_exactly_to_the_usage_the_server_reported(wire: RecordingProxy) -> None:
     """Two turns against the real server with a price for its model: each model-call row holds
-    the usage the server's JSON reported, and the rows' costs sum exactly to ``run_cost``."""
+    the usage the server's JSON reported, and the rows' costs sum exactly to the run's total."""
     from decimal import Decimal
 
     from agent import Price
@@ -496,10 +496,8 @@ def test_per_call_costs_sum_exactly_to_the_usage_the_server_reported(wire: Recor
         built.run(text)
         snapshot = built.last_snapshot()
         assert snapshot is not None
-        rows.extend(snapshot.shared_state["llm_calls"])
-        assert Decimal(snapshot.shared_state["run_cost"]["usd"]) == sum(
-            Decimal(r["cost_usd"]) for r in snapshot.shared_state["llm_calls"]
-        )
+        rows.extend(snapshot.calls)
+        assert Decimal(snapshot.cost["usd"]) == sum(Decimal(r["cost_usd"]) for r in snapshot.calls)
     posts = chat_posts(wire.take())
     reported = [p.json["usage"] for p in posts]
     assert [(r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in rows] == [
