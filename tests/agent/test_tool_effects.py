@@ -46,7 +46,7 @@ def test_the_decorator_takes_an_effect() -> None:
 
 def test_a_read_tool_records_nothing_and_an_effect_records_its_outcome() -> None:
     """Absent means byte-identical: a read tool writes no ``tool_effects``; an unsafe one writes
-    one row per call, with its idempotency key and args digest."""
+    one row per call, with its idempotency key."""
     script = [{"tool_calls": [{"id": "c1", "name": "issue_refund", "args": {"order": "A-1"}}]}, "done"]
     for effect in ("read", "unsafe"):
         made = define_tool(

@@ -32,7 +32,8 @@ class RefundBot:
         results = [m["content"] for m in req.messages if m["role"] == "tool"]
         if results:
             return LLMResponse(content=f"Done: {results[-1]}")
-        call = ToolCall("call-1", "issue_refund", {"order_id": "A-1001", "amount": 129.0})
+        name = os.environ.get("CALL_ID", "call-1")  # a model may name the call differently on a re-run
+        call = ToolCall(name, "issue_refund", {"order_id": "A-1001", "amount": 129.0})
         return LLMResponse(content="", tool_calls=(call,), finish_reason="tool_use")
 
 

@@ -33,8 +33,8 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
 
 
-def worker(*argv: str, crash: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent.parent)])}
+def worker(*argv: str, crash: bool = False, call_id: str = "call-1") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent.parent)]), "CALL_ID": call_id}
     if crash:
         env["CRASH_AFTER_EFFECT"] = "1"
     return subprocess.run(
@@ -132,3 +132,32 @@ def test_without_a_crash_each_effect_has_an_intent_and_a_receipt(tmp_path: Path)
     [entry] = ledger_of(agent.store).entries(run_id)
     assert entry["receipt"] == {"result": "refunded 129.00 on A-1001"}
     assert counts(where) == (1, 1)
+
+
+def test_a_call_renamed_on_the_re_run_is_still_found_in_doubt(where: str) -> None:
+    """The re-run's model names the same call ``call-2``: the unsettled intent with the same tool
+    and arguments is found, and the idempotent call is re-sent under its first name and key (one
+    refund)."""
+    run_id = crashed_run(where, "idempotent")
+    finished = worker("advance", where, "idempotent", run_id, call_id="call-2")
+    assert finished.stdout.strip() == "done: Done: refunded 129.00 on A-1001", finished.stderr
+    assert counts(where) == (1, 2)
+    [row] = effects_of(where, run_id)
+    assert row["outcome"] == "re-sent" and row["key"] == f"{run_id}:call-1" and row["tool_call_id"] == "call-1"
+
+
+def test_a_malformed_ledger_row_is_refused_naming_the_run_and_key(tmp_path: Path) -> None:
+    """Stored rows are untrusted: an intent that is not a JSON object raises ``StoreError``."""
+    import sqlite3
+
+    from flowchart.store import StoreError
+
+    where = str(tmp_path / "runs.db")
+    ledger = ledger_of(store_of(where))
+    ledger.intend("r-1", "r-1:c1", {"tool": "t"}, {})
+    db = sqlite3.connect(where)
+    db.execute("UPDATE effects SET body = '[1, 2]'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match=r"run 'r-1' key 'r-1:c1': the stored intent is not a JSON object"):
+        ledger.entries("r-1")
