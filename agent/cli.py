@@ -79,7 +79,11 @@ def question_line(record: RunRecord) -> str:
         return f"check-in: {question.tool} {_compact(question.args)}"
     if isinstance(question, MiddlewareAsk):
         return f"ask ({question.middleware}): {question.question}"
+    if isinstance(question, dict) and question.get("kind") == "budget":
+        return f"budget: {question.get('question')}"
     data = question.get("data", question) if isinstance(question, dict) else question
+    if isinstance(data, dict) and "reconcile" in data:
+        return f"reconcile: {data.get('question')} (approve: it happened; decline: it did not)"
     return f"ask_human: {_compact(data)}"
 
 
@@ -264,6 +268,11 @@ def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> A
     if record.status != "paused":
         raise CliError(f"run '{record.run_id}' is {record.status}: it is not waiting for an answer")
     request = record.question
+    data = request.get("data", request) if isinstance(request, dict) else None
+    if isinstance(request, dict) and request.get("kind") == "budget":  # raise the budget (as suggested) or not
+        return {"approved": approved, "by": by, **({"note": note} if note else {})}
+    if isinstance(data, dict) and "reconcile" in data:  # an effect in doubt: did it happen?
+        return {"happened": approved, "by": by, **({"note": note} if note else {})}
     if not isinstance(request, CheckInRequest | MiddlewareAsk):
         raise CliError(
             f"run '{record.run_id}' waits for an ask_human answer, not an approval: answer it from code "

@@ -24,7 +24,7 @@ from agent._chart.budget import Budget, BudgetState, Overrun
 from agent._chart.cost import add_money, call_cost, money_text, parse_money, usd_text
 from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_COST
 from flowchart import Scope
-from flowchart.lowlevel import peek, raw_read, set_owned, thaw
+from flowchart.lowlevel import copy_json, peek, raw_read, set_owned, thaw
 
 __all__ = ["calls_of", "over_budget", "record_call_cost", "run_totals", "spent"]
 
@@ -146,7 +146,8 @@ def over_budget(cfg: Any, scope: Scope, before: dict[str, Any] | None = None) ->
 
 
 def _record_decision(scope: Scope, decision: dict[str, Any]) -> None:
-    state = thaw(peek(scope, BUDGET_STATE)) if BUDGET_STATE in scope else {"raised": {}, "decisions": []}
+    # a copy: a committed value is never changed in place (the record's earlier commits hold it)
+    state = copy_json(peek(scope, BUDGET_STATE)) if BUDGET_STATE in scope else {"raised": {}, "decisions": []}
     state["decisions"].append(decision)
     scope[BUDGET_STATE] = state
 
@@ -212,7 +213,7 @@ def raise_budget(cfg: Any, scope: Scope, answer: Any) -> None:
             'a budget pause is answered with {"approved": true|false} and, to raise it, the new limits '
             '({"approved": true, "usd": 1.0}); got ' + repr(answer)
         )
-    state = thaw(peek(scope, BUDGET_STATE))
+    state = copy_json(peek(scope, BUDGET_STATE))  # a copy: the committed value is never changed in place
     pending = state["decisions"][-1]
     raised = dict(state["raised"])
     if answer["approved"]:

@@ -76,6 +76,11 @@ def test_pause_asks_a_person_before_the_call_that_would_exceed() -> None:
     decisions = snapshot.shared_state["budget"]["decisions"]
     assert [d["decision"] for d in decisions] == ["paused", "raised"]
     assert snapshot.shared_state["budget"]["raised"] == {"usd": "1"}
+    # the record says it too, commit by commit: the answer's own commit writes the raise, and the
+    # pause's value was not changed in place afterwards
+    [answer] = [op.value for c in snapshot.commit_log for op in c.trace if op.path == ("budget",)][:1]
+    assert [d["decision"] for d in answer["decisions"]] == ["paused", "raised"]
+    assert [d["decision"] for d in paused.checkpoint.shared_state["budget"]["decisions"]] == ["paused"]
 
 
 def test_pause_declined_ends_with_the_typed_error() -> None:
@@ -206,3 +211,52 @@ def test_a_conversation_budget_counts_every_turn(tmp_path: Any, stored: bool) ->
     assert snapshot.shared_state["conversation"]["spent_before"] == {"usd": "0.000022", "tokens": 22, "calls": 2}
     per_run = build("run")
     assert [per_run.run(m, conversation="c-1") for m in ("one", "two", "three")] == ["answer 1", "answer 2", "answer 3"]
+
+
+def test_a_budget_pause_is_answered_from_the_command_line(tmp_path: Any, capsys: Any) -> None:
+    """A stored run paused by its budget: ``agent runs show`` asks the question, ``agent runs
+    approve`` raises the budget as suggested and the run finishes."""
+    from agent.cli import main as agent_main
+    from flowchart.store import SqliteStore
+
+    db = str(tmp_path / "runs.db")
+    (tmp_path / "budget_app.py").write_text(
+        "from agent import Agent, Budget, Price, define_tool\n"
+        "from agent.providers import LLMResponse, ToolCall, Usage\n"
+        "from flowchart.store import SqliteStore\n\n\n"
+        "class Bot:  # answers from the messages alone: the same in every process\n"
+        "    name = 'bot'\n\n"
+        "    def complete(self, req):\n"
+        "        if any(m['role'] == 'tool' for m in req.messages):\n"
+        "            return LLMResponse('done', usage=Usage(1000, 0))\n"
+        "        return LLMResponse('', (ToolCall('c1', 'lookup', {}),), Usage(1000, 0), 'tool_use')\n\n\n"
+        "def make():\n"
+        "    look = define_tool(name='lookup', description='Look.', input_schema={'type': 'object'},\n"
+        "                       execute=lambda a, c: 'found')\n"
+        f"    return Agent.create(provider=Bot(), model='m', store=SqliteStore({db!r}),\n"
+        "        pricing={'m': Price(input_per_mtok=1, output_per_mtok=1)},\n"
+        "        budget=Budget(calls=1)).tool(look).build()\n"
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import budget_app  # type: ignore[import-not-found]
+
+        paused = budget_app.make().run("go")
+        assert isinstance(paused, Paused) and paused.run_id is not None
+        assert agent_main(["runs", "show", paused.run_id, "--db", db]) == 0
+        assert "question: budget: this run has spent 1 of 1 model calls; raise the budget to 2 model calls?" in (
+            capsys.readouterr().out
+        )
+        args = ["runs", "approve", paused.run_id, "--by", "ada", "--db", db, "--agent", "budget_app:make"]
+        assert agent_main([*args, "--app-dir", str(tmp_path)]) == 0
+        assert capsys.readouterr().out.strip() == f"run {paused.run_id}: approved by ada; done: done"
+        from flowchart import replay
+
+        state = replay(SqliteStore(db).get(paused.run_id).commit_log)
+        assert [d["decision"] for d in state["budget"]["decisions"]] == ["paused", "raised"]
+        assert state["budget"]["decisions"][1]["by"] == "ada"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("budget_app", None)

@@ -161,3 +161,29 @@ def test_a_malformed_ledger_row_is_refused_naming_the_run_and_key(tmp_path: Path
     db.close()
     with pytest.raises(StoreError, match=r"run 'r-1' key 'r-1:c1': the stored intent is not a JSON object"):
         ledger.entries("r-1")
+
+
+def test_a_person_answers_the_reconciliation_from_the_command_line(tmp_path: Path, capsys: Any) -> None:
+    """``agent runs show`` names the effect in doubt; ``agent runs approve`` answers "it happened"
+    (decline: it did not), and the run finishes without running the tool again."""
+    from agent.cli import main as agent_main
+
+    where = str(tmp_path / "runs.db")
+    run_id = crashed_run(where, "unsafe")
+    assert worker("advance", where, "unsafe", run_id).stdout.strip() == "paused"
+    (tmp_path / "refunds_app.py").write_text(
+        f"from effect_agent import build\n\n\ndef make():\n    return build({where!r}, 'unsafe')\n"
+    )
+    sys.path.insert(0, str(HERE))
+    try:
+        assert agent_main(["runs", "show", run_id, "--db", where]) == 0
+        shown = capsys.readouterr().out
+        assert 'question: reconcile: issue_refund("A-1001", 129.0) may have run; did it?' in shown
+        args = ["runs", "approve", run_id, "--by", "ada", "--note", "R-77", "--db", where]
+        assert agent_main([*args, "--agent", "refunds_app:make", "--app-dir", str(tmp_path)]) == 0
+        said = capsys.readouterr().out
+        assert said.startswith(f"run {run_id}: approved by ada; done: Done: ")
+        assert said.strip().endswith('Done: {"happened":true,"by":"ada","note":"R-77"}')
+    finally:
+        sys.path.remove(str(HERE))
+    assert counts(where) == (1, 1)
