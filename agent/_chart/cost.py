@@ -2,7 +2,8 @@
 
 Laws:
 - A call's cost is computed from the usage the server reported and the price of the model
-  that answered, in exact decimal arithmetic, and recorded as a decimal string of US dollars
+  that answered, in exact arithmetic (integers scaled by a power of ten: ``cost_money``), and
+  recorded as a decimal string of US dollars
   (``"0.0001275"``) on the model-call commit — so the run's total is the exact sum of its
   calls' costs, never a float's approximation.
 - Unknown is never a guess: a model that is in no price table, or a call whose usage was not
@@ -17,9 +18,6 @@ Laws:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -32,11 +30,8 @@ __all__ = [
     "Price",
     "call_cost",
     "price_table",
-    "request_digest",
     "usd_text",
 ]
-
-_MILLION = Decimal(1_000_000)
 
 
 def _price(value: Any, field: str) -> Decimal | None:
@@ -223,27 +218,3 @@ def call_cost(table: Mapping[str, Price], models: tuple[str | None, ...], usage:
                 return model, "unknown"
             return model, cost_text(price, usage)
     return None, "unknown"
-
-
-def request_digest(request: Any, before: str = "", sent_before: int = 0) -> str:
-    """A short digest of what a model call was sent (system prompt, messages, tools, model): two
-    calls with the same digest were identical requests — a repeat paid for twice.
-
-    Chained, so a call hashes only what is new: ``before`` is the digest of the run's previous call
-    and ``sent_before`` how many messages it was sent; the messages from there on are hashed with
-    it (a history only grows within a run). The first call of a run hashes everything."""
-    messages = request.messages
-    tools = [tool.get("name") for tool in request.tools]
-    body = json.dumps(
-        [before, sent_before, request.system_prompt, messages[sent_before:], tools, request.model],
-        sort_keys=True,
-        ensure_ascii=True,
-        default=str,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(body.encode()).hexdigest()[:16]
-
-
-def is_number(value: Any) -> bool:
-    """True for a finite int/float (not a bool)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

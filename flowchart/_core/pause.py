@@ -387,7 +387,7 @@ def _check_recovery(recovery: Recovery, leaf: str) -> None:
     if both:
         raise _refuse(f"key '{both[0]}' is both restored and discarded", "$.recovery.discard")
     for index in recovery.finished:
-        if not index.isdigit() or str(int(index)) != index:
+        if not (index.isascii() and index.isdigit() and str(int(index)) == index):
             raise _refuse(f"a finished map child's key must be its item index, got {index!r}", "$.recovery.finished")
 
 
