@@ -15,6 +15,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from typing import Any
 
 from agent import Agent, Paused, checkable, define_tool
@@ -71,6 +72,11 @@ def build(where: str, effect: str) -> Agent:
     """The refund agent with ``effect`` ("idempotent", "unsafe", "checkable", "checkable-raises")."""
 
     def issue_refund(args: dict[str, Any], ctx: Any) -> str:
+        delay = float(os.environ.get("EFFECT_DELAY", "0"))  # the SIGKILL loop's window around the effect
+        if os.environ.get("TOOL_STARTED"):
+            open(os.environ["TOOL_STARTED"], "a").close()  # tells the SIGKILL loop the tool began
+        if delay:
+            time.sleep(delay)
         db = _effects_db(where)
         on_conflict = " ON CONFLICT DO NOTHING"
         insert = (
@@ -81,6 +87,8 @@ def build(where: str, effect: str) -> Agent:
         db.close()
         if os.environ.get("CRASH_AFTER_EFFECT") == "1":
             os.kill(os.getpid(), signal.SIGKILL)  # dies between the intent and the receipt
+        if delay:
+            time.sleep(delay)
         return f"refunded {args['amount']:.2f} on {args['order_id']}"
 
     def was_it_done(key: str, args: dict[str, Any]) -> str | None:
