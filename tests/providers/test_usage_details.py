@@ -26,3 +26,25 @@ async def test_openai_cached_and_reasoning_tokens_are_read_from_the_wire(server:
     provider = openai_compatible(f"{server.url}/v1")
     assert (await provider.complete(request)).usage == Usage(40, 9, 32, 4)
     assert (await provider.complete(request)).usage == Usage(40, 9, None, None)
+
+
+async def test_anthropic_cache_tokens_count_as_prompt_tokens_and_reads_as_cached(server: WireServer) -> None:
+    """Anthropic reports cache reads and writes apart from ``input_tokens``: the usage counts them
+    as prompt tokens, the reads as ``cached_input_tokens``; without them the usage is as before."""
+    from agent.providers import anthropic
+
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+    }
+    cached = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}
+    server.push(Reply(json={**answer, "usage": cached}))
+    server.push(Reply(json={**answer, "usage": {"input_tokens": 10, "output_tokens": 5}}))
+    request = LLMRequest(None, [{"role": "user", "content": "hi"}], [], "claude-test")
+    provider = anthropic(api_key="sk-ant-test", base_url=server.url)
+    assert (await provider.complete(request)).usage == Usage(130, 5, 100, None)
+    assert (await provider.complete(request)).usage == Usage(10, 5, None, None)
