@@ -218,10 +218,9 @@ def raise_budget(cfg: Any, scope: Scope, answer: Any) -> None:
     raised = dict(state["raised"])
     if answer["approved"]:
         new = {k: answer[k] for k in ("usd", "tokens", "calls") if k in answer}
-        if not new:
-            new = {pending["field"]: pending["limit"] * 2 if pending["field"] != "usd" else None}
-            if pending["field"] == "usd":
-                new = {"usd": float(Decimal(pending["limit"]) * 2)}
+        if not new:  # the suggested raise: twice the limit that was reached
+            field = pending["field"]
+            new = {field: float(Decimal(pending["limit"]) * 2) if field == "usd" else pending["limit"] * 2}
         checked = attrs_evolve_budget(cfg.budget, state, new)
         for key in new:
             value = getattr(checked, key)
