@@ -35,7 +35,7 @@ HERE = ROOT / "tests" / "store"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from effect_agent import build  # noqa: E402
+from effect_agent import _effects_db, build  # noqa: E402
 
 from flowchart.store.effects import ledger_of  # noqa: E402
 
@@ -85,6 +85,7 @@ def one_effect(effect: str, args: argparse.Namespace, rng: random.Random) -> dic
     from agent._run import durable
 
     kills = asked = unasked = 0
+    answered: Counter[bool] = Counter()
     recover_s: list[float] = []
     run_ids = []
     for _ in range(args.runs):
@@ -106,9 +107,10 @@ def one_effect(effect: str, args: argparse.Namespace, rng: random.Random) -> dic
                 if "reconcile" in data:
                     asked += 1
                     key = data["reconcile"]["key"]
-                    db = __import__("sqlite3").connect(where + ".effects")
+                    db = _effects_db(where)  # the payment system, as a person would look it up
                     happened = db.execute("SELECT 1 FROM refunds WHERE key = ?", (key,)).fetchone() is not None
                     db.close()
+                    answered[happened] += 1
                     began = time.monotonic()
                     build(where, effect).resume_run(run_id, {"happened": happened, "by": "bench"})
                     recover_s.append(time.monotonic() - began)
@@ -124,7 +126,7 @@ def one_effect(effect: str, args: argparse.Namespace, rng: random.Random) -> dic
         # an intent left without a receipt for an unsafe tool that nobody was asked about
         if effect == "unsafe":
             unasked += sum(1 for e in ledger_of(store).entries(run_id) if e["receipt"] is None)
-    db = __import__("sqlite3").connect(where + ".effects")
+    db = _effects_db(where)
     refunds = Counter(k for (k,) in db.execute("SELECT key FROM refunds"))
     raw = Counter(k for (k,) in db.execute("SELECT key FROM raw_calls"))
     db.close()
@@ -138,6 +140,8 @@ def one_effect(effect: str, args: argparse.Namespace, rng: random.Random) -> dic
         "keys_with_two_refunds": sum(1 for n in refunds.values() if n > 1),
         "keys_run_twice": sum(1 for n in raw.values() if n > 1),
         "reconciliations_asked": asked,
+        "answered_it_happened": answered[True],
+        "answered_it_did_not": answered[False],
         "in_doubt_not_asked": unasked,
     }
     if effect in ("checkable", "unsafe"):

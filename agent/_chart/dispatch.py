@@ -45,7 +45,7 @@ import attrs
 from agent._chart import events
 from agent._chart.answers import make_record_answer
 from agent._chart.config import AgentConfig
-from agent._chart.effects_run import guarded
+from agent._chart.effects_run import guarded, settle_answered
 from agent._chart.paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from agent._chart.stages import record_rows
 from agent._chart.state import (
@@ -310,6 +310,8 @@ async def answer_paused(
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
         answer = row["answer"]
+        if tool.effect != "read":  # a reconciliation answered (or an effect tool's own ask): its receipt
+            settle_answered(cfg.effect_ledger, run_of(ctx), tool, call["id"], args, answer)
         ctx.emit(events.TOOL_END, tool_end_payload(ctx, call["id"], tool.name, result_text(answer), False))
         if not cfg.has_after_tool:
             return result_text(answer), True

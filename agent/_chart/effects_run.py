@@ -13,7 +13,8 @@ Laws (docs/durable.md "Effects that happen once"):
     receipt (``checked: happened``), ``None`` sends the call (``checked: not sent before``), and a
     ``fn`` that raises leaves it in doubt and escalates to a person; ``unsafe`` → the run pauses
     with a reconciliation check-in (an ``ask_human`` pause: "issue_refund(...) may have run; did
-    it?") whose answer becomes the call's result (``asked a person``).
+    it?") whose answer becomes the call's result (``asked a person``) and, when it is given, the
+    call's receipt (``settle_answered``).
   An unsettled intent of the same run with the same tool and arguments under another call id (a
   model that named the call differently on the re-run) is found too (in a store's ledger: the
   memory ledger keeps no arguments, and no crash survives it anyway).
@@ -37,7 +38,7 @@ from agent._tools.tools import ask_human, result_text
 from flowchart import Scope
 from flowchart.lowlevel import append_owned, raw_read, set_owned
 
-__all__ = ["guarded"]
+__all__ = ["guarded", "settle_answered"]
 
 
 def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
@@ -177,3 +178,16 @@ def _ask(scope: Scope, tool: Any, args: Any, call_id: str, key: str, error: Exce
         data["check_failed"] = f"{type(error).__name__}: {error}"
     _row(scope, tool, call_id, key, "asked a person")
     return ask_human(data)
+
+
+def settle_answered(ledger: Any, run_id: str, tool: Any, call_id: str, args: Any, answer: Any) -> None:
+    """A person answered the pause of an effect's call (a reconciliation, or the tool's own
+    ``ask_human``): the answer is the call's receipt, so the intent is in doubt no more."""
+    if ledger is None:
+        return
+    for entry in ledger.entries(run_id):
+        body = entry["body"]
+        same = body.get("tool_call_id") == call_id or body.get("args") == args
+        if entry["receipt"] is None and body.get("tool") == tool.name and same:
+            ledger.settle(run_id, entry["key"], {"result": result_text(answer), "answered": True})
+            return

@@ -102,6 +102,8 @@ def test_an_unsafe_effect_in_doubt_pauses_for_a_person_and_is_not_repeated(where
     assert counts(where) == (1, 1)
     [row] = effects_of(where, run_id)
     assert row["outcome"] == "asked a person"
+    [entry] = ledger_of(store_of(where)).entries(run_id)  # the answer is the receipt: in doubt no more
+    assert entry["receipt"] == {"result": "yes: refund R-77 went through", "answered": True}
 
 
 def test_a_checkable_that_raises_stays_in_doubt_and_escalates(where: str) -> None:
