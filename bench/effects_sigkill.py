@@ -112,7 +112,10 @@ def one_effect(effect: str, args: argparse.Namespace, rng: random.Random) -> dic
                     db.close()
                     answered[happened] += 1
                     began = time.monotonic()
-                    build(where, effect).resume_run(run_id, {"happened": happened, "by": "bench"})
+                    # the driver's one agent (one store object per process: a second SqliteStore opened
+                    # here would read the file's header through a plain descriptor, and closing it drops
+                    # this process's POSIX locks on the database — see the report)
+                    agent.resume_run(run_id, {"happened": happened, "by": "bench"})
                     recover_s.append(time.monotonic() - began)
                     continue
                 if in_doubt:
