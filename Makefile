@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # the prebuilt llama-cpp-python wheel `make demo-local` installs when present (else it builds from source)
 LLAMA_WHEEL_DIR ?= ../shared/wheels
 
-.PHONY: demo demo-local test lint pytest bench docs screenshot clean
+.PHONY: demo demo-local demo-inbox screenshot-inbox test lint pytest bench docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) examples/support_agent.py
+
+# the approval inbox on the demo's store: three paused refunds, alice's token, http://127.0.0.1:8000/
+demo-inbox: $(STAMP)
+	$(PY) examples/inbox_demo.py
 
 # the same demo on a real local model server (llama.cpp + SmolLM2-135M, in .cache/local-llm)
 demo-local: $(STAMP)
@@ -42,6 +46,10 @@ docs: $(STAMP)
 # docs/img/viewer.png from the current demo (headless /usr/bin/chromium through Playwright)
 screenshot: $(STAMP)
 	$(PY) tools/viewer_screenshot.py
+
+# docs/img/inbox-list.png and docs/img/inbox-run.png from the inbox demo (headless Chromium)
+screenshot-inbox: $(STAMP)
+	$(PY) tools/inbox_screenshot.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,18 +1,20 @@
 """The ``agent`` command: operate durable agent runs kept in a run store.
 
-    agent runs list [--status paused] [--limit N] [--conversation ID]
+    agent runs list [--status paused] [--limit N] [--conversation ID] [--after CURSOR]
                                                       runs, newest first (a conversation's turns)
     agent runs show RUN [--json]                      the question, evidence, narrative so far
     agent runs approve RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs retry RUN --agent MODULE:ATTR          continue a failed run at the stage that failed
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
-    agent why TRACE|RUN [--call N] [--drivers] [--keys] [--cost] [--json]
+    agent why TRACE|RUN [--call N] [--drivers] [--scorer S] [--dropped] [--keys] [--cost] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
                                                       (default RUN.html here; a run id that is not
                                                       a plain file name gets a safe one)
     agent conversations show ID [--json]              a conversation's transcript, turn by turn
+    agent diff A B [--json]                           where run B (trace or id) went differently from A
+    agent runs export RUN... -o DIR                   shown trace files: fixtures for pytest --replay DIR
 
 Every command takes ``--db PATH`` (SQLite; default ``$AGENT_RUNS_DB`` or ``runs.db``) or
 ``--dsn DSN`` (PostgreSQL; default ``$AGENT_RUNS_DSN``). ``--db`` opens a run store and
@@ -46,11 +48,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent._chart.config import TOOL_ERRORS
-from agent._chart.state import FINAL_CONTENT
-from agent._edge.cli_common import close_opened, load_object, open_store, shown_input
+from agent._edge.cli_common import close_opened, load_object, open_store, shown_input, shown_output
 from agent._edge.conversation_cli import add_commands as add_conversation_commands
 from agent._edge.conversation_cli import earlier_turn_lines, turn_input
-from agent._run.durable import AGENT_RUN_KIND
+from agent._edge.replay_cli import add_commands as add_replay_commands
 from agent._run.loading import load_agent
 from flowchart import replay
 from flowchart._cli_support import CliError, OneLineParser, add_app_dir_option, run_cli
@@ -112,7 +113,9 @@ def decisions_of(record: RunRecord) -> list[Any]:
 def cmd_list(args: argparse.Namespace) -> str | list[str]:
     """``runs list``: one line per run, newest first."""
     conversation = getattr(args, "conversation", None)
-    records = open_store(args).list(status=args.status, limit=args.limit, conversation=conversation)
+    records = open_store(args).list(
+        status=args.status, limit=args.limit, conversation=conversation, after=getattr(args, "after", None)
+    )
     # a run whose stored row does not load is listed as unreadable, never hides the others
     unreadable = getattr(records, "unreadable", ())
     if args.json:
@@ -134,16 +137,9 @@ def cmd_list(args: argparse.Namespace) -> str | list[str]:
         )
     for error in unreadable:
         lines.append(f"{turn}{error.run_id:32}  UNREADABLE  {error}")
+    if getattr(records, "next", None):
+        lines.append(f"more: agent runs list --after {records.next}")
     return lines
-
-
-def shown_output(record: RunRecord) -> Any:
-    """The run's output as a reader may see it: an agent's answer is its ``final_content``,
-    hidden when the rule stored with the run hides that key (the store keeps it raw: it is
-    what ``resume_run`` and a queue's caller are answered with)."""
-    if record.redaction is None or record.kind != AGENT_RUN_KIND:
-        return record.output
-    return record.redaction.scrub_state({FINAL_CONTENT: record.output})[FINAL_CONTENT]
 
 
 def tool_errors(record: RunRecord) -> list[dict[str, Any]]:
@@ -378,7 +374,7 @@ def cmd_why(args: argparse.Namespace) -> str:
         from agent._edge.explain import _load
 
         try:
-            _run, commits, initial = _load(source)
+            _run, commits, initial, _subflows = _load(source)
         except (OSError, ValueError) as exc:
             raise CliError(f"{args.target}: {exc}") from None
         if args.json:
@@ -391,7 +387,9 @@ def cmd_why(args: argparse.Namespace) -> str:
         chain = causal_chain(trace.commit_log, "final_content")
         return "\n".join([chain.format(), *earlier_turn_lines(chain, trace.commit_log)])
     try:
-        explanation = explain_answer(source, call=args.call, drivers=args.drivers)
+        explanation = explain_answer(
+            source, call=args.call, drivers=args.drivers, dropped=args.dropped, scorer=args.scorer
+        )
     except ExplainError as exc:
         raise CliError(str(exc)) from None
     return json.dumps(explanation.to_dict(), ensure_ascii=False, indent=2) if args.json else explanation.format()
@@ -450,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--status", choices=_STATUSES, help="only runs with this status")
     sub.add_argument("--limit", type=int, default=50, metavar="N", help="at most N runs (default 50)")
     sub.add_argument("--conversation", metavar="ID", help="only the turns of this conversation, newest first")
+    sub.add_argument("--after", metavar="CURSOR", help="the page after the one that printed this cursor")
     sub.add_argument("--json", action="store_true", help="print JSON")
     sub = command("show", cmd_show, "Show a run: its question, evidence pack and narrative so far.")
     sub.add_argument("run", metavar="RUN", help="the run id")
@@ -481,6 +480,12 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("target", metavar="TRACE|RUN", help="a trace file, or a run id in the store")
     why.add_argument("--call", type=int, metavar="N", help="explain model call N (1-based) instead of the answer")
     why.add_argument("--drivers", action="store_true", help="rank the messages by the words they share with it")
+    why.add_argument(
+        "--scorer",
+        choices=("jaccard", "containment"),
+        help="how --drivers scores (default: containment when the call was sent context, else jaccard)",
+    )
+    why.add_argument("--dropped", action="store_true", help="also list the context available but not sent")
     why.add_argument("--keys", action="store_true", help="print the key-level causal chain of final_content instead")
     why.add_argument(
         "--cost", action="store_true", help="where the money went: each model call's cost, repeats, retries, budget"
@@ -498,6 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
         "is not a plain file name gets a safe one, printed)",
     )
     add_conversation_commands(groups, store_options)
+    add_replay_commands(groups, command, store_options)
+    from .serve.cli import add_commands as add_serve_commands
+
+    add_serve_commands(groups)
     return parser
 
 

@@ -21,6 +21,12 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── NoConversationError (RuntimeError)  follow_up before any conversation turn
     ├── McpConnectionError (RuntimeError)   an MCP server could not be started or reached
     ├── McpToolError (RuntimeError)         an MCP tool answered with isError
+    ├── CompositionError (ValueError)       agents composed wrongly: a handoff past max_handoffs, a mount's
+    │                                        message that is not text, a sub-agent tool that paused
+    ├── MemoryStoreError (ValueError)       bad memory input (namespace, text, origin) or an unreadable stored item
+    ├── InboxRefusal                        the approval inbox refused a decision (agent.serve.decide:
+    │                                        its HTTP status and message)
+    ├── UsersFileError (ValueError)         the inbox's users file cannot be read or written
     └── provider errors                     (agent/providers/errors.py draws their subtree)
         ├── ProviderError (RuntimeError)    any failure while talking to a model, and its kinds
         ├── ScriptError (ValueError)        scripted(...) was given a reply it cannot play
@@ -156,3 +162,15 @@ class ConversationBusyError(AgentError, RuntimeError):
 
 class NoConversationError(AgentError, RuntimeError):
     """``follow_up`` was called before this agent ran any conversation turn."""
+
+
+class MemoryStoreError(AgentError, ValueError):
+    """Long-term memory (``agent.memory``) was given something it cannot keep — a namespace that
+    is not a tuple of strings, blank or oversized text, an unknown origin field — or read a stored
+    item back that is not what it wrote (``agent.memory.items.read_row``), or lacks FTS5."""
+
+
+class CompositionError(AgentError, ValueError):
+    """Agents were composed wrongly (``agent._run.compose``, ``agent._chart.handoff``): a handoff past
+    ``max_handoffs`` (a ping-pong between agents), a mount whose ``message(state)`` is not text, a
+    sub-agent used as a tool that paused (a tool call cannot wait for a person)."""

@@ -14,6 +14,8 @@
 #   BENCH_PASSES=N     run the whole suite N times and pool the passes (default 1)
 #   BENCH_ONLY="W1 W3" run only these workloads (W8, a map over 1,000 items, has no footprintjs peer)
 #   BENCH_W7_BIG=1     W7 also at 150,000 commits (minutes, and a few hundred MB)
+#   BENCH_INBOX_RUNS=N paused runs behind the inbox figures (default 1000; 10000 for the flat check)
+#   BENCH_C1000_TURNS=N  turns of the long conversation C1000 (default 1000, about a minute a peer; 100 with BENCH_QUICK)
 #   PF_PY, PEERS_VENV, FP_DIR   override the pyfootprint python / peers venv / footprintjs dir
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -132,9 +134,44 @@ if [[ " $ONLY " == *" W6 "* ]]; then
   "$PF_PY" -m bench.pyfootprint.effects_overhead >"$ROOT/bench/results/effects_overhead.jsonl" || FAILED=1
 fi
 
+# Replay as a test: a decision diff of two 30,000-commit runs, a replayed W6 run (its own file).
+say "REPLAY pyfootprint: $PF_PY -m bench.pyfootprint.replay"
+"$PF_PY" -m bench.pyfootprint.replay >"$ROOT/bench/results/replay.jsonl" || FAILED=1
+if [[ "$HAVE_LG" == 1 ]]; then  # LangGraph's fork of the same 50-node pipeline: its model calls
+  say "REPLAY langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.replay_fork"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.replay_fork) \
+    >>"$ROOT/bench/results/replay.jsonl" || FAILED=1
+fi
+
 # A 50-turn conversation on SQLite: µs per turn at turns 1, 10 and 50 (its own file and table).
 say "C50 pyfootprint: $PF_PY -m bench.pyfootprint.conversation"
 "$PF_PY" -m bench.pyfootprint.conversation >"$ROOT/bench/results/conversation.jsonl" || FAILED=1
+
+# Context injections and a mounted agent on W6: ratios to the plain agent (its own file).
+say "W6-context pyfootprint: $PF_PY -m bench.pyfootprint.composition"
+"$PF_PY" -m bench.pyfootprint.composition >"$ROOT/bench/results/composition.jsonl" || FAILED=1
+
+# Recall from 100,000 memory items in SQLite: µs per search, p95 held to 5 ms (its own file).
+say "M100K pyfootprint: $PF_PY -m bench.pyfootprint.memory_recall"
+"$PF_PY" -m bench.pyfootprint.memory_recall >"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
+if [[ $HAVE_LG == 1 ]]; then
+  say "M100K langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.memory_recall"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.memory_recall) \
+    >>"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
+fi
+# The approval inbox over real HTTP (agent serve): first page of 1,000 paused runs, approve -> done.
+say "inbox pyfootprint: $PF_PY bench/inbox.py --runs ${BENCH_INBOX_RUNS:-1000}"
+"$PF_PY" "$ROOT/bench/inbox.py" --runs "${BENCH_INBOX_RUNS:-1000}" >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
+# One long conversation (C1000, 1,000 turns, whole history) beside LangGraph + SqliteSaver on the
+# same turns: µs per turn at turns 1, 10, 100 and 1,000, and each database's size.
+C1000_TURNS=${BENCH_C1000_TURNS:-$([[ ${BENCH_QUICK:-0} == 1 ]] && echo 100 || echo 1000)}
+say "C1000 pyfootprint: $PF_PY -m bench.pyfootprint.conversation_long $C1000_TURNS"
+"$PF_PY" -m bench.pyfootprint.conversation_long "$C1000_TURNS" >"$ROOT/bench/results/conversation_long.jsonl" || FAILED=1
+if [[ $HAVE_LG == 1 ]]; then
+  say "C1000 langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.conversation $C1000_TURNS"
+  (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.conversation "$C1000_TURNS") \
+    >>"$ROOT/bench/results/conversation_long.jsonl" || FAILED=1
+fi
 
 {
   echo "# make bench — $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -175,6 +212,30 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "median" in r:
         print("- %s: %.0f µs" % (r["variant"], r["median"]))' "$ROOT/bench/results/conversation.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/composition.jsonl" ]]; then
+    echo
+    echo "W6 with context (2 facts, 1 skill, 1 recall per call; bar 1.3) and mounted with add_agent (bar 1.1): $(tail -n 1 "$ROOT/bench/results/composition.jsonl")"
+  fi
+  if [[ -s "$ROOT/bench/results/memory_recall.jsonl" ]]; then
+    echo
+    echo "Recall from 100,000 memory items (M100K), µs per search (target: p95 ≤ 5 ms per user namespace):"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "median" in r:
+        print("- %s: median %.0f µs%s" % (r["variant"], r["median"], ", p95 %.2f ms" % r["p95_ms"] if "p95_ms" in r else ""))' "$ROOT/bench/results/memory_recall.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/conversation_long.jsonl" ]]; then
+    echo
+    echo "One conversation of $C1000_TURNS turns on SQLite (C1000), median µs per turn around each turn, and the database:"
+    "$PF_PY" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "median" in r:
+        print("- %s: %s: %.0f µs" % (r["peer"], r["variant"], r["median"]))
+    elif "bytes" in r:
+        print("- %s: %s: %.1f MB" % (r["peer"], r["variant"], r["bytes"] / 1e6))' "$ROOT/bench/results/conversation_long.jsonl"
   fi
 } >"$MD"
 cat "$MD"

@@ -104,11 +104,14 @@ SCRIPT: list[Any] = [
 ]
 
 
-def make_provider(turn: int) -> Any:
-    """The scripted provider (offline, deterministic) or a real one chosen by PROVIDER."""
+def make_provider() -> Any:
+    """The scripted provider (offline, deterministic) or a real one chosen by PROVIDER.
+
+    The scripted one answers by the conversation's position, so a freshly built agent
+    resuming the stored run (this demo, ``agent runs approve``, the inbox) continues it."""
     kind = os.environ.get("PROVIDER", "scripted")
     if kind == "scripted":
-        return scripted(SCRIPT[turn:])
+        return scripted(SCRIPT)
     from agent.providers import anthropic, ollama, openai_compatible
 
     model = os.environ.get("MODEL")
@@ -127,15 +130,15 @@ def make_provider(turn: int) -> Any:
     raise SystemExit(f"PROVIDER must be scripted, openai, anthropic or ollama, got {kind!r}")
 
 
-def build_agent(store: SqliteStore | None = None, turn: int = 0) -> Agent:
-    """The support agent (``turn`` skips the script replies already used before a pause).
+def build_agent(store: SqliteStore | None = None) -> Agent:
+    """The support agent.
 
     With a ``store`` every run is recorded there and a pause is resumed by run id;
     without one, a pause is resumed from its checkpoint (``agent.resume``).
     """
     return (
         Agent.create(
-            provider=make_provider(turn),
+            provider=make_provider(),
             model=os.environ.get("MODEL", "scripted"),
             store=store,
             max_tokens=int(os.environ.get("MAX_TOKENS", "0")) or None,  # a small local model rambles
@@ -219,7 +222,7 @@ def main() -> int:
     print(f"stored run : {record.run_id} ({record.status}) in {RUNS / 'runs.db'}")
 
     heading("APPROVED by alice — a fresh agent resumes the stored run")
-    resumed_agent = watch(build_agent(SqliteStore(RUNS / "runs.db"), turn=2))
+    resumed_agent = watch(build_agent(SqliteStore(RUNS / "runs.db")))
     decision = check_in_approved(
         request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
     )

@@ -4,10 +4,8 @@ Every executed stage commits its net change as one entry of the run's commit log
 run can be replayed, narrated, backtracked and snapshot-tested. See docs/concepts.md.
 """
 
-from flowchart import _launch as _launch
-from flowchart._chart.builder import BranchList, FlowChartBuilder, flow_chart
+from flowchart._chart.branches import BranchList
 from flowchart._chart.chart import FlowChart
-from flowchart._chart.chart import bind_launcher as _bind_launcher
 from flowchart._core.cancel import CancelToken, RunCancelledError
 from flowchart._core.commits import Commit, Op, replay
 from flowchart._core.context import StageContext
@@ -31,17 +29,16 @@ from flowchart._core.pause import Checkpoint, pause_again
 from flowchart._core.redaction import Redaction
 from flowchart._core.retry import Retry
 from flowchart._core.scope import Scope
+from flowchart._launch import FlowChartBuilder, flow_chart
 from flowchart._record.analysis import commit_value_at, find_commit, find_commits, find_last_writer
-from flowchart._record.causal import causal_chain
-from flowchart._record.record import Lineage, Record, ShownRecord
+from flowchart._record.causal import causal_chain, format_causal_chain
+from flowchart._record.diff import DiffError, RunDiff, diff_runs
+from flowchart._record.record import Lineage, Record, Reuse, ShownRecord
 from flowchart._record.result import RunResult
+from flowchart._record.subtree import SubtreeSnapshot, get_subtree_snapshot, list_subflow_paths
 from flowchart._record.trace import Trace
 from flowchart._version import package_version as _package_version
 from flowchart.recorders.narrative import narrative
-
-# The structure (flowchart._chart.chart) sits below the engine, the store and the streams, so its
-# entry points run through flowchart._launch, which the façade binds into it here, once.
-_bind_launcher(_launch)
 
 
 def __getattr__(name: str) -> str:
@@ -59,6 +56,7 @@ __all__ = [
     "CheckpointError",
     "Commit",
     "Decision",
+    "DiffError",
     "FlowChart",
     "FlowChartBuilder",
     "FlowchartError",
@@ -72,7 +70,9 @@ __all__ = [
     "Record",
     "Redaction",
     "Retry",
+    "Reuse",
     "RunCancelledError",
+    "RunDiff",
     "RunError",
     "RunFailure",
     "RunResult",
@@ -82,18 +82,23 @@ __all__ = [
     "Selection",
     "ShownRecord",
     "StageContext",
+    "SubtreeSnapshot",
     "Trace",
     "TraceError",
     "__version__",
     "causal_chain",
     "commit_value_at",
     "decide",
+    "diff_runs",
     "failed_checkpoint",
     "failed_run",
     "find_commit",
     "find_commits",
     "find_last_writer",
     "flow_chart",
+    "format_causal_chain",
+    "get_subtree_snapshot",
+    "list_subflow_paths",
     "narrative",
     "pause_again",
     "replay",

@@ -4,10 +4,11 @@ Law: ``FlowChart.run`` / ``arun`` / ``resume`` / ``aresume`` / ``resume_run`` /
 ``stream`` / ``astream`` / ``fork`` check their ``RunOptions`` and hand them here, and each is one
 decision: a run with ``options.store`` is recorded in the store (``store/runs.py``), a
 stream is planned (``stream.py``), anything else runs in memory (``_engine/entry.py``).
-The structure (``chart.py``) is below all three, so it does not import this module: the
-façade (``flowchart/__init__.py``) binds it into ``FlowChart`` once with
-``bind_launcher``. ``resume_run`` without ``store=`` finds the store by run id
-(``store_of``), never on the chart.
+The structure (``chart.py``) is below all three, so it does not import this module: this
+module hands itself to every chart it builds — the public ``flow_chart`` and
+``FlowChartBuilder`` are defined here, and pass ``launcher=`` to the structure's builder
+(no import-time binding). ``resume_run`` without ``store=`` finds the store by run id
+(``store_of``, the store layer's memory of which store recorded which run), never on the chart.
 
 A stage's write mistake (``ScopeWriteError``: a run-input key, a value that is not JSON)
 reaches the caller with a traceback that ends at the stage's line that wrote: the engine's
@@ -19,14 +20,19 @@ of traversal.
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from flowchart._chart import builder as _structure
+from flowchart._chart.stage_nodes import StageFn
 from flowchart._core.errors import RunError, ScopeWriteError
+from flowchart._core.nodes import Pausable
 from flowchart._core.options import RunOptions
+from flowchart._core.retry import Retry
 from flowchart._engine.entry import resume_run as _resume_coroutine
 from flowchart._engine.entry import resume_sync, run_sync, start_run
 from flowchart._rerun import fork_chart
@@ -34,11 +40,22 @@ from flowchart.store.runs import resume_chart, run_chart, store_of
 from flowchart.stream import AsyncRunStream, RunStream, chart_plan
 
 if TYPE_CHECKING:
-    from flowchart._chart.chart import FlowChart
+    from flowchart._chart.chart import FlowChart, Launcher
     from flowchart._core.pause import Checkpoint
     from flowchart._record.result import RunResult
 
-__all__ = ["aresume", "arun", "astream", "fork", "resume", "resume_run", "run", "stream"]
+__all__ = [
+    "FlowChartBuilder",
+    "aresume",
+    "arun",
+    "astream",
+    "flow_chart",
+    "fork",
+    "resume",
+    "resume_run",
+    "run",
+    "stream",
+]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -144,3 +161,20 @@ def fork(chart: FlowChart, source: Any, at: int | tuple[int, ...], patch: Any, o
     """``chart.fork``: continue a recorded run after commit ``at`` (``forking.py``), recorded in
     ``options.store`` with its lineage when there is one."""
     return fork_chart(chart, source, at, patch, options)
+
+
+class FlowChartBuilder(_structure.FlowChartBuilder):
+    """Builds a chart stage by stage (``flowchart.FlowChartBuilder``): the structure's builder,
+    whose charts run through this module's entry points."""
+
+    def __init__(self) -> None:
+        super().__init__(launcher=cast("Launcher", sys.modules[__name__]))
+
+
+def flow_chart(
+    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
+) -> FlowChartBuilder:
+    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
+    builder = FlowChartBuilder()
+    builder.start(name, fn, stage_id, description=description, retry=retry)
+    return builder

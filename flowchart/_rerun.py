@@ -11,6 +11,9 @@ Laws:
   that subflow's state, ``replay(subflow log, upto=j, initial=its mapped input)``.
 - A source whose log does not start at the chart's root (a resumed segment, a fork's own
   result) is refused naming what to fork instead; a stored run has the whole log.
+- ``reuse=True`` (``options.reuse``): every stage after ``at`` whose recorded reads hold the
+  values they held in the parent is taken from the record (``flowchart._engine.reusing``); a
+  patch to a key no later stage read is refused.
 - With a store the fork is recorded there as a run of its own whose log is the parent's
   commits ``0..at`` followed by the fork's (so it folds from ``{}`` like every stored
   run), with its lineage (``parent_run_id``, ``forked_at``); ``store.forks(run_id)``
@@ -157,6 +160,24 @@ def prepare(chart: FlowChart, source: Any, at: Any, store: RunStore | None) -> t
     return src, position, state
 
 
+def reuse_plan(src: ForkSource, at: int | tuple[int, ...], patch: Mapping[str, Any] | None) -> Any:
+    """The plan of a reuse-fork (``engine.reusing``): refused inside a subflow, and for a patch
+    to a key no stage after ``at`` read (the fork would change nothing a stage sees)."""
+    from flowchart._engine.reusing import ReusePlan
+
+    if isinstance(at, tuple):
+        raise ForkError("fork(..., reuse=True) forks at a top-level commit: a fork inside a subflow re-runs it")
+    later = {key for commit in src.commit_log[at + 1 :] for key in commit.reads}
+    unread = sorted(key for key in (patch or {}) if key not in later)
+    if unread:
+        raise ForkError(
+            f"fork(..., reuse=True): no stage after commit {at} of run '{src.run_id}' read "
+            f"{', '.join(repr(k) for k in unread)}: the patch changes nothing a stage sees (every stage would be "
+            "reused); patch a key the chart reads, or fork without reuse"
+        )
+    return ReusePlan(src.run_id, src.commit_log, at, src.initial_state)
+
+
 def fork_chart(
     chart: FlowChart,
     source: Any,
@@ -175,8 +196,12 @@ def fork_chart(
     at = address(at)
     src, position, state = prepare(chart, source, at, store)
 
+    plan = reuse_plan(src, at, patch) if options.reuse else None
+
     def make(concurrent: bool) -> Any:
-        return fork_run(chart, position, state, src.run_input, patch, src.run_id, options, concurrent=concurrent)
+        return fork_run(
+            chart, position, state, src.run_input, patch, src.run_id, options, concurrent=concurrent, reuse=plan
+        )
 
     needs_loop = chart.needs_loop or options.timeout is not None
     if store is None:

@@ -4,11 +4,13 @@
     flowchart narrate TRACE                the run's narrative, one line each
     flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
     flowchart diff TRACE A B               what changed between commits A and B
+    flowchart diff TRACE_A TRACE_B [--json]
+                                           where run B went differently from run A
     flowchart show MODULE:ATTR [--mermaid] [--app-dir DIR]
                                            a chart's description (or mermaid)
     flowchart view TRACE [-o PAGE] [--open] [--panel MODULE:ATTR]
                                            one self-contained HTML page of the run
-    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--out FILE] [--app-dir DIR]
+    flowchart fork TRACE --chart MODULE:ATTR --at K|M,J [--set KEY=JSON ...] [--reuse] [--out FILE] [--app-dir DIR]
                                            run on from commit K with edited values
 
 Law: a mistake (missing or unreadable file, bad JSON, an invalid trace, an unknown key,
@@ -82,10 +84,13 @@ def cmd_why(args: argparse.Namespace) -> str:
     return chain.format()
 
 
-def cmd_diff(args: argparse.Namespace) -> list[str]:
-    """``diff``: top-level keys added, removed and changed between commits ``A`` and ``B``."""
+def cmd_diff(args: argparse.Namespace) -> str | list[str]:
+    """``diff``: top-level keys added, removed and changed between commits ``A`` and ``B`` of one
+    trace; with two traces, the decision diff of the two runs (``diff_runs``)."""
+    if args.b is None:
+        return _diff_runs(args.trace, args.a, args.json)
     trace = _load(args.trace)
-    a, b = _index(trace, args.a), _index(trace, args.b)
+    a, b = _index(trace, _commit_index(args.a, "A")), _index(trace, _commit_index(args.b, "B"))
     assert a is not None and b is not None
     lines = [f"state after commit {a} → state after commit {b}:"]
     for change in trace.diff(a, b):
@@ -98,6 +103,24 @@ def cmd_diff(args: argparse.Namespace) -> list[str]:
     if len(lines) == 1:
         lines.append("(no changes)")
     return lines
+
+
+def _commit_index(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise CliError(f"{name} {text!r}: expected a commit index (an int; -1: the initial state)") from None
+
+
+def _diff_runs(first: str, second: str, as_json: bool) -> str | list[str]:
+    """``diff TRACE_A TRACE_B``: where run B went differently from run A."""
+    from flowchart._record.diff import diff_runs
+
+    try:
+        diff = diff_runs(_load(first), _load(second))
+    except FlowchartError as exc:
+        raise CliError(str(exc)) from None
+    return json.dumps(diff.to_dict(), ensure_ascii=False, indent=2) if as_json else diff.lines()
 
 
 def cmd_view(args: argparse.Namespace) -> str:
@@ -169,7 +192,7 @@ def cmd_fork(args: argparse.Namespace) -> str:
     patch = dict(parse_set(item) for item in args.set or ())
     chart = load_chart(args.chart, args.app_dir)
     try:
-        result = chart.fork(trace, at=_at(args.at), patch=patch or None)
+        result = chart.fork(trace, at=_at(args.at), patch=patch or None, reuse=args.reuse)
     except FlowchartError as exc:
         raise CliError(str(exc)) from None
     if args.out:
@@ -177,6 +200,8 @@ def cmd_fork(args: argparse.Namespace) -> str:
             result.trace().save(args.out)
         except OSError as exc:
             raise CliError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    for reuse in result.reused:  # stderr: stdout stays the state's JSON
+        warn("flowchart fork", reuse.line())
     return json.dumps(result.state, ensure_ascii=False, indent=2)
 
 
@@ -203,10 +228,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("key", metavar="KEY", help="a top-level state key")
     sub.add_argument("--at", type=int, metavar="N", help="explain the value as of commit N")
 
-    sub = command("diff", cmd_diff, "Show what changed between two commits.")
-    sub.add_argument("trace", metavar="TRACE", help="a trace file")
-    sub.add_argument("a", metavar="A", type=int, help="the earlier commit index (-1: initial state)")
-    sub.add_argument("b", metavar="B", type=int, help="the later commit index")
+    sub = command(
+        "diff",
+        cmd_diff,
+        "Show what changed between two commits of a trace (TRACE A B), or where run B went differently "
+        "from run A (TRACE_A TRACE_B): the first divergent commit, the decisions that moved, the final values.",
+    )
+    sub.add_argument("trace", metavar="TRACE", help="a trace file (run A with two traces)")
+    sub.add_argument("a", metavar="A", help="the earlier commit index (-1: initial state), or run B's trace file")
+    sub.add_argument("b", metavar="B", nargs="?", help="the later commit index (absent: diff two runs)")
+    sub.add_argument("--json", action="store_true", help="print the run diff as JSON")
 
     sub = command("show", cmd_show, "Describe a chart defined in your code.")
     sub.add_argument("target", metavar="MODULE:ATTR", help="a FlowChart, or a function returning one")
@@ -239,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the commit to fork at (-1: the start); M,J: commit J of the subflow mounted at commit M",
     )
     sub.add_argument("--set", action="append", metavar="KEY=JSON", help="write KEY = JSON first (repeatable)")
+    sub.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take from the trace every stage whose recorded reads did not change (instead of running it)",
+    )
     sub.add_argument("--out", metavar="FILE", help="save the forked run's trace there")
     add_app_dir_option(sub)
     return parser

@@ -14,36 +14,47 @@ from flowchart._core.coroutines import drive, run_coroutine
 from flowchart._core.fingerprint import canonical_json, json_digest, spec_fingerprint
 from flowchart._core.options import RunOptions
 from flowchart._core.scope import peek, raw_read, set_owned
-from flowchart._core.serde import json_type
+from flowchart._core.serde import every_key, json_type, make_converter
+from flowchart._core.serde import structure as structure_untrusted
 from flowchart._core.tracked import append_owned
-from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json, slot_setters
+from flowchart._core.untrusted import check as check_untrusted
+from flowchart._core.untrusted import parse as parse_untrusted
+from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates, is_json_safe, same_json
 from flowchart._engine.entry import _run_input as validated_input
 from flowchart._engine.entry import check_checkpoint
+from flowchart._record.event_log import EventLog
+from flowchart._record.trace import shown_of
 from flowchart._rerun import fork_chart
 
 __all__ = [
+    "EventLog",
     "NotJsonSafe",
     "RunOptions",
     "append_owned",
     "apply_commit",
     "canonical_json",
     "check_checkpoint",
+    "check_untrusted",
     "copy_json",
     "drive",
     "emit_owned",
     "escape_surrogates",
+    "every_key",
     "fork_chart",
     "freeze",
     "is_json_safe",
     "json_digest",
     "json_type",
+    "make_converter",
+    "parse_untrusted",
     "peek",
     "raw_read",
     "run_coroutine",
     "same_json",
     "set_owned",
-    "slot_setters",
+    "shown_of",
     "spec_fingerprint",
+    "structure_untrusted",
     "thaw",
     "validated_input",
 ]

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import attrs
 
-from governance import _wire
+from governance import _codec
 from governance._json import as_tuple, describe_shape, fingerprint, json_safe
 from governance.chains import ChainResult
 from governance.errors import CheckInConfigError
@@ -121,14 +121,7 @@ class CheckInRequest:
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInRequest:
         """Read a request back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(data, path, required=("id", "tool", "args", "evidence"), optional=("intent",))
-        return cls(
-            id=_wire.required_string(d, "id", path),
-            tool=_wire.required_string(d, "tool", path),
-            args=_wire.json_object(d, "args", path),
-            intent=_wire.string(d, "intent", path, optional=True),
-            evidence=CheckInEvidence.from_dict(d["evidence"], f"{path}.evidence"),
-        )
+        return _codec.load(cls, data, path)
 
 
 @attrs.frozen
@@ -160,18 +153,12 @@ class MiddlewareAsk:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> MiddlewareAsk:
-        """Read an ask back (strict)."""
-        required = ("id", "question", "middleware", "tool", "args", "tool_call_id")
-        d = _wire.as_dict(data, path, required=required, optional=("detail",))
-        return cls(
-            id=_wire.required_string(d, "id", path),
-            question=_wire.required_string(d, "question", path),
-            detail=_wire.json_value(d, "detail", path) if "detail" in d else None,
-            middleware=_wire.required_string(d, "middleware", path),
-            tool=_wire.required_string(d, "tool", path),
-            args=_wire.json_object(d, "args", path),
-            tool_call_id=_wire.required_string(d, "tool_call_id", path),
-        )
+        """Read an ask back (strict: the one codec, ``WireFormatError`` naming the bad field)."""
+        return _codec.load(cls, data, path)
+
+
+_codec.register(CheckInRequest, optional=("intent",))
+_codec.register(MiddlewareAsk, optional=("detail",))
 
 
 def build_middleware_ask(

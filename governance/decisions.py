@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from flowchart._core.values import NotJsonSafe, copy_json
-from governance import _wire
+from governance import _codec
 from governance._json import describe_shape
 from governance.checkin import CheckInRequest
 from governance.errors import DecisionInputError, DecisionRequiredError, Gate, ResumeDecisionError
@@ -75,22 +75,10 @@ class CheckInDecision:
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInDecision:
         """Read a decision back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(
-            data,
-            path,
-            required=("request_id", "approved", "by", "at"),
-            optional=("note", "value", "args", "store_head"),
-        )
-        return cls(
-            request_id=_wire.required_string(d, "request_id", path),
-            approved=_wire.boolean(d, "approved", path),
-            by=_wire.required_string(d, "by", path),
-            note=_wire.string(d, "note", path, optional=True),
-            at=_wire.required_string(d, "at", path),
-            value=_wire.json_value(d, "value", path) if "value" in d else None,
-            args=_wire.json_object(d, "args", path) if "args" in d else None,
-            store_head=_wire.string(d, "store_head", path, optional=True),
-        )
+        return _codec.load(cls, data, path)
+
+
+_codec.register(CheckInDecision, optional=("note", "value", "args", "store_head"))
 
 
 def now_iso() -> str:

@@ -5,7 +5,9 @@
     ├── MiddlewareDefinitionError(TypeError)     a middleware has no name or no hook
     ├── CheckInConfigError(ValueError)           check-in evidence/scorer options conflict
     ├── DecisionInputError(TypeError)            check_in_approved/declined got a bad argument
-    ├── WireFormatError(ValueError)              from_dict got a malformed dict (has .path)
+    ├── WireFormatError(CheckpointError)         from_dict got a malformed dict (has .path);
+    │                                            flowchart's CheckpointError (a ValueError):
+    │                                            the one tree of untrusted input
     ├── PermissionDefinitionError(TypeError)     a permission checker has no check()
     ├── MessageDeniedError(RuntimeError)         a message middleware refused input/output
     ├── ResumeDecisionError(ValueError)          a decision for another request, a changed
@@ -26,6 +28,8 @@ validators the agent builder calls, and by the agent's run/resume boundary.
 from __future__ import annotations
 
 from typing import Any, Literal
+
+from flowchart._core.errors import CheckpointError
 
 
 class GovernanceError(Exception):
@@ -49,13 +53,14 @@ class DecisionInputError(GovernanceError, TypeError):
     a non-string note or a value that is not JSON-safe."""
 
 
-class WireFormatError(GovernanceError, ValueError):
+class WireFormatError(GovernanceError, CheckpointError):
     """A dict given to a ``from_dict`` is malformed; ``path`` names the bad field
-    (``$.evidence.will_do``)."""
+    (``$.evidence.will_do``). A ``CheckpointError`` (and so a ``ValueError``): what governance
+    reads back is untrusted input like a checkpoint, refused by the same codec."""
 
     def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
+        super().__init__(message, path=path)
+        self.path: str = path
 
 
 class PermissionDefinitionError(GovernanceError, TypeError):

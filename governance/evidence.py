@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from governance import _wire
+from governance import _codec
 from governance._json import as_tuple
 from governance.scorer import ContextUnit, Driver, ScoreInput, Scorer
 
@@ -62,13 +62,8 @@ class ContextFrame:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> ContextFrame:
-        """Read a frame back (strict)."""
-        d = _wire.as_dict(data, path, required=("id", "channel", "summary"))
-        return cls(
-            _wire.required_string(d, "id", path),
-            _wire.required_string(d, "channel", path),
-            _wire.required_string(d, "summary", path),
-        )
+        """Read a frame back (strict: the one codec, ``WireFormatError`` naming the bad field)."""
+        return _codec.load(cls, data, path)
 
 
 @attrs.frozen
@@ -84,9 +79,8 @@ class TrailCall:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> TrailCall:
-        """Read a trail entry back (strict)."""
-        d = _wire.as_dict(data, path, required=("name", "ok"))
-        return cls(_wire.required_string(d, "name", path), _wire.boolean(d, "ok", path))
+        """Read a trail entry back (strict: the one codec)."""
+        return _codec.load(cls, data, path)
 
 
 @attrs.frozen
@@ -108,14 +102,8 @@ class Trail:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> Trail:
-        """Read a trail back (strict)."""
-        d = _wire.as_dict(data, path, required=("iteration", "tool_calls", "summary"))
-        calls = _wire.listing(d, "tool_calls", path)
-        return cls(
-            iteration=_wire.integer(d, "iteration", path),
-            tool_calls=[TrailCall.from_dict(c, f"{path}.tool_calls[{i}]") for i, c in enumerate(calls)],
-            summary=_wire.required_string(d, "summary", path),
-        )
+        """Read a trail back (strict: the one codec)."""
+        return _codec.load(cls, data, path)
 
 
 def _optional_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -145,17 +133,14 @@ class CheckInEvidence:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> CheckInEvidence:
-        """Read evidence back (strict)."""
-        d = _wire.as_dict(data, path, required=("will_do",), optional=("read", "drivers", "trail"))
-        read = drivers = None
-        if "read" in d:
-            frames = _wire.listing(d, "read", path)
-            read = [ContextFrame.from_dict(f, f"{path}.read[{i}]") for i, f in enumerate(frames)]
-        if "drivers" in d:
-            items = _wire.listing(d, "drivers", path)
-            drivers = [Driver.from_dict(x, f"{path}.drivers[{i}]") for i, x in enumerate(items)]
-        trail = Trail.from_dict(d["trail"], f"{path}.trail") if "trail" in d else None
-        return cls(_wire.required_string(d, "will_do", path), read, drivers, trail)
+        """Read evidence back (strict: the one codec; absent fields stay ``None``)."""
+        return _codec.load(cls, data, path)
+
+
+_codec.register(ContextFrame)
+_codec.register(TrailCall)
+_codec.register(Trail)
+_codec.register(CheckInEvidence, optional=("read", "drivers", "trail"))
 
 
 def truncate(text: str, limit: int = SUMMARY_LIMIT) -> str:

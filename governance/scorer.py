@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from governance import _wire
+from governance import _codec
 from governance._json import as_tuple
 
 STOP_WORDS: Final = frozenset(
@@ -58,13 +58,10 @@ class Driver:
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> Driver:
         """Read a driver back (strict; ``WireFormatError`` names the bad field)."""
-        d = _wire.as_dict(data, path, required=("id", "channel", "text", "score"))
-        return cls(
-            id=_wire.required_string(d, "id", path),
-            channel=_wire.required_string(d, "channel", path),
-            text=_wire.required_string(d, "text", path),
-            score=_wire.number(d, "score", path),
-        )
+        return _codec.load(cls, data, path)
+
+
+_codec.register(Driver)
 
 
 @attrs.frozen

@@ -18,6 +18,10 @@ WORKLOADS = [
     "w7_big_run",
     "w8_map",
     "conversation",
+    "memory_recall",
+    "composition",
+    "conversation_long",
+    "replay",
 ]
 
 

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "flowchart.cli": 4,
     "flowchart._cli_support": 4,
     "flowchart.testing": 4,
+    "flowchart._pytest_plugin": 4,
     "flowchart.otel": 4,
     "flowchart._otel": 4,
     "flowchart.stream": 4,
@@ -333,6 +334,8 @@ AGENT_LAYERS: dict[str, int] = {
     "agent.providers.*": 0,
     # A1 tools as values
     "agent._tools.*": 1,
+    # A1 long-term memory: stores of remembered text and the tools that reach them
+    "agent.memory.*": 1,
     # A2 the chart: state keys, config, stages, gates, pauses, events
     "agent._chart.*": 2,
     "agent.events": 2,
@@ -343,7 +346,9 @@ AGENT_LAYERS: dict[str, int] = {
     "agent.viewer_panel": 4,
     "agent.cli": 4,
     "agent.celery": 4,
+    "agent.replaying": 4,
     "agent.mcp.*": 4,
+    "agent.serve.*": 4,
     # A5 the façade
     "agent": 5,
 }

@@ -19,13 +19,23 @@ from types import ModuleType
 import pytest
 
 API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.md"
-MODULES = ("flowchart", "flowchart.lowlevel", "flowchart.otel", "agent", "agent.providers", "agent.mcp", "governance")
+MODULES = (
+    "flowchart",
+    "flowchart.lowlevel",
+    "flowchart.otel",
+    "agent",
+    "agent.memory",
+    "agent.providers",
+    "agent.mcp",
+    "governance",
+)
 CONTRACT = {
     "flowchart": (
         "flow_chart Pausable decide select narrative replay causal_chain Redaction FlowChart RunResult "
         "Commit Checkpoint Trace StageContext FlowchartError BuildError RunError CheckpointError"
     ),
     "agent": "Agent define_tool Paused ask_human tool explain_answer",
+    "agent.memory": "SqliteMemory PostgresMemory InMemoryMemory",
     "agent.providers": "scripted mock openai_compatible anthropic ollama",
     "agent.mcp": "mcp_tools mcp_server",
     "flowchart.otel": "otel_recorder",

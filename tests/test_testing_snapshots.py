@@ -88,8 +88,10 @@ def test_snapshots_land_in_the_top_level_snapshots_folder(request: pytest.Fixtur
 
 
 def test_the_extension_refuses_what_is_not_a_run() -> None:
-    """Only a ``RunResult`` or a ``Trace`` can be snapshotted."""
-    with pytest.raises(TypeError, match=r"^trace_snapshot compares a RunResult or a Trace, got dict$"):
+    """Only a ``RunResult``, a ``Trace``, a record or what carries one can be snapshotted."""
+    with pytest.raises(
+        TypeError, match=r"^trace_snapshot compares a RunResult, a Trace, a Record or what carries one, got dict$"
+    ):
         TraceSnapshotExtension().serialize({})
 
 

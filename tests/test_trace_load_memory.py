@@ -10,6 +10,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from flowchart import Trace, flow_chart, narrative
@@ -124,13 +125,13 @@ def test_a_save_runs_no_collection_and_leaves_the_collector_as_it_was(tmp_path: 
     finally:
         gc.callbacks.remove(count)
     assert started == [] and gc.isenabled()
-    trace.initial_state = {"bad": float("nan")}
+    trace = attrs.evolve(trace, initial_state={"bad": float("nan")})
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         trace.save(tmp_path / "t.json")
     assert gc.isenabled()
     gc.disable()
     try:
-        trace.initial_state = {}
+        trace = attrs.evolve(trace, initial_state={})
         trace.save(tmp_path / "t.json")
         assert not gc.isenabled()
     finally:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,9 +40,7 @@ RECORDS = st.lists(narrative_entries(NAMES, max_depth=3, steps=st.integers(-(2**
 
 
 def _with(records: list[NarrativeEntry] | None) -> Trace:
-    trace = Trace.from_dict(BASE.to_dict())
-    trace.narrative = records
-    return trace
+    return attrs.evolve(Trace.from_dict(BASE.to_dict()), narrative=records)
 
 
 @pytest.mark.parametrize("stdlib", [True, False], ids=["json", "orjson"])

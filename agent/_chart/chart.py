@@ -23,6 +23,7 @@ from typing import Any
 from agent._chart import structured
 from agent._chart.config import AgentConfig
 from agent._chart.dispatch import make_tool_calls
+from agent._chart.handoff import make_handoff
 from agent._chart.paused import AnswerBook
 from agent._chart.stages import (
     break_final,
@@ -69,19 +70,21 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
         .add_function("BreakFinal", break_final, "break-final")
         .build()
     )
-    start = flow_chart("Seed", fit(make_seed(cfg)), "seed")
-    if cfg.budget is not None and cfg.budget.on_exceed == "pause":
+    seed = flow_chart("Seed", fit(make_seed(cfg)), "seed")
+    if cfg.budget is not None and cfg.budget.on_exceed == "pause":  # the call may pause for a person
         budgeted = make_budget_call_llm(cfg)
         if not asynchronous:
-            budgeted = Pausable(execute=budgeted.execute, resume=_sync(budgeted.resume), answer=budgeted.answer)
-        start = start.add_pausable_function("CallLLM", budgeted, "call-llm", retry=cfg.llm_retry)
+            budgeted = Pausable(execute=fit(budgeted.execute), resume=fit(budgeted.resume), answer=budgeted.answer)
+        start = seed.add_pausable_function("CallLLM", budgeted, "call-llm", retry=cfg.llm_retry)
     else:
-        start = start.add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
+        start = seed.add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
     branches = start.add_decider_function("Route", fit(make_route(cfg)), "route").add_pausable_function_branch(
         "tool-calls", "ToolCalls", tool_calls, loop_to="call-llm"
     )
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
+    if cfg.handoffs:  # the receiving agent's answer is this run's: route then takes final
+        branches = branches.add_function_branch("handoff", "Handoff", make_handoff(cfg), loop_to="route")
     if cfg.output is not None:
         branches = structured.add_retry_branch(branches, cfg.output)
     return (

@@ -70,6 +70,24 @@ class AgentConfig:
     #: where intents and receipts of tools with an effect go (``flowchart.store.effects``); None
     #: when every tool only reads
     effect_ledger: Any = None
+    #: what the agent is told besides the conversation (``agent._chart.context.Injection``), in order
+    injections: tuple[Any, ...] = ()
+    #: long-term memory (``agent.memory``) recalled from before each model call; None: none
+    memory: Any = None
+    #: how many memory items each model call recalls (``Agent.create(recall=...)``)
+    recall: int = 0
+    #: identity -> the memory namespace of a run (``agent._chart.context.default_namespace``)
+    memory_namespace: Any = None
+
+    #: the agents this one may hand the conversation to (``agent._chart.handoff.Handoff``)
+    handoffs: tuple[Any, ...] = ()
+    #: how many handoffs one chain may make before it is refused (``Agent.create(max_handoffs=...)``)
+    max_handoffs: int = 5
+
+    @property
+    def has_context(self) -> bool:
+        """True when some model call may be sent injected context (injections or recall)."""
+        return bool(self.injections) or (self.memory is not None and self.recall > 0)
 
     @property
     def loop_limit(self) -> int:
@@ -111,5 +129,6 @@ class AgentConfig:
             self.provider_is_async
             or any(tool.is_async for tool in self.tools.values())
             or self.governed
+            or bool(self.handoffs)
             or any(tool.check_in is not None for tool in self.tools.values())
         )

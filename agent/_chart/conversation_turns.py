@@ -16,7 +16,7 @@ Stored rows are untrusted: a history that is not a list of messages of the known
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,9 +25,12 @@ from agent._chart.cost import usd_text
 from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY, LLM_COST
 from agent.errors import ConversationError
 from flowchart import Commit
-from flowchart.lowlevel import apply_commit
+from flowchart.lowlevel import apply_commit, thaw
 
 _ROLES = ("user", "assistant", "tool")
+LOADED_ENV = "agent_conversation_loaded"
+"""The env key carrying a stored turn's loaded messages to its seed (never recorded: the turn's
+input names the turns they came from, ``sources``, and the seed's commit records them)."""
 
 
 @attrs.frozen
@@ -111,8 +114,9 @@ def fold(
         apply_commit(state, commit)
         history = state.get(HISTORY)
         if isinstance(history, list):
-            while len(origins) < len(history):
-                origins.append(offset + commit.idx)
+            grown = len(history) - len(origins)
+            if grown > 0:  # one step for the whole seed's write of a long history, not one a message
+                origins.extend([offset + commit.idx] * grown)
             del origins[len(history) :]
         if any(op.path[:1] == (FINAL_CONTENT,) for op in commit.trace):
             final_at = offset + commit.idx
@@ -253,13 +257,36 @@ def _message_line(message: dict[str, Any]) -> str:
 
 
 # -- what the seed loaded: read by the seed stage, the narrative, why and the viewer ----------------
-def seed_parts(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(the loaded messages, the ``conversation`` record) from a turn's run input, checked."""
+def seed_parts(value: Any, given: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+    """(the loaded messages, the ``conversation`` record, whether both were built in this process)
+    of a turn whose run input's ``conversation`` is ``value`` (as ``ctx.args`` holds it).
+
+    A stored turn's input names its loaded turns without their messages (``sources`` and the
+    ``messages`` count); ``given`` is the plan with its messages (``history``), handed to the
+    seed outside the record (``LOADED_ENV``) by whoever read them — checked already. It must be
+    this turn's plan, with as many messages as the input says. An input that carries its
+    ``history`` itself (an unstored turn, or one stored before inputs named their turns) is
+    thawed and checked here."""
+    if isinstance(value, Mapping) and "history" not in value:
+        count = value.get("messages")
+        if (
+            not isinstance(given, dict)
+            or not isinstance(given.get("history"), list)
+            or given.get("id") != value.get("id")
+            or given.get("turn") != value.get("turn")
+            or len(given["history"]) != count
+        ):
+            raise ConversationError(
+                f"conversation turn {value.get('turn')}: the {count} loaded message(s) its input names were not "
+                "given to the run (advance it through the agent: agent.resume_run(run_id))"
+            )
+        return given["history"], {k: v for k, v in given.items() if k != "history"}, True
+    value = thaw(value)
     if not isinstance(value, dict) or not isinstance(value.get("history"), list):
         raise ConversationError("the run input's 'conversation' must be an object with a 'history' list")
     history = [check_message(m, f"conversation history message {i + 1}") for i, m in enumerate(value["history"])]
     meta = {k: v for k, v in value.items() if k != "history"}
-    return history, meta
+    return history, meta, False
 
 
 def tell(meta: Any) -> str | None:
@@ -297,3 +324,53 @@ def loaded_origin(state: dict[str, Any], index: int) -> tuple[int, str, int | No
             return source.get("turn"), str(source.get("run_id")), idx if isinstance(idx, int) else None
         at += len(commits)
     return None
+
+
+def named_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """What a stored turn's input keeps of its plan: the turns it loads named — ``loaded_turns``
+    and, beside them, their run ids (``runs``) — and counted (``messages``), what was left out,
+    but not their messages nor each message's commit (the seed's ``conversation`` record has
+    ``sources``; the turns' own records hold the messages)."""
+    named = {k: v for k, v in plan.items() if k not in ("history", "sources")}
+    named["runs"] = [source["run_id"] for source in plan["sources"]]
+    return named
+
+
+def loaded_from_store(store: Any, plan: Any) -> dict[str, Any] | None:
+    """The plan a stored turn's input names (``named_plan``) with its ``sources`` and loaded
+    messages (``history``) read back from the named turns' records — each checked, as many as
+    the input says — or ``None`` for an input that carries its history itself (an unstored
+    turn, or one stored before inputs named their turns) or is no conversation turn.
+    ``ConversationError`` names a turn that no longer holds what the input says it gave."""
+    if not isinstance(plan, dict) or "history" in plan:
+        return None
+    turns, runs = plan.get("loaded_turns"), plan.get("runs")
+    if not isinstance(turns, list) or not isinstance(runs, list) or len(turns) != len(runs):
+        return None
+    where = f"conversation '{plan.get('id')}' turn {plan.get('turn')}"
+    known: dict[Any, Turn] = {}
+    if runs and isinstance(runs[-1], str):  # the newest loaded turn's record holds the ones it loaded
+        through = turns_through(store.get(runs[-1]))
+        known = {t.turn: t for t in through[0]} if through is not None else {}
+    messages: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    for number, run_id in zip(turns, runs, strict=True):
+        if not isinstance(run_id, str) or type(number) is not int:
+            raise ConversationError(f"{where}: its input names a loaded turn it cannot read ({number!r}, {run_id!r})")
+        turn = known.get(number)
+        if turn is None or turn.run_id != run_id or turn.size is not None:
+            turn = turn_from_record(store.get(run_id))
+        if turn.status != "done" or turn.turn != number:
+            raise ConversationError(
+                f"{where}: turn {number} (run '{run_id}') no longer holds the messages its input names"
+            )
+        messages.extend(turn.messages)
+        sources.append({"turn": number, "run_id": run_id, "commits": list(turn.commits)})
+    if len(messages) != plan.get("messages"):
+        raise ConversationError(
+            f"{where}: turn {turns[-1] if turns else '?'} (run '{runs[-1] if runs else '?'}') no longer holds the "
+            f"messages its input names: its loaded turns hold {len(messages)} message(s), its input says "
+            f"{plan.get('messages')}"
+        )
+    plan = {k: v for k, v in plan.items() if k != "runs"}
+    return {**plan, "sources": sources, "history": messages}

@@ -8,7 +8,10 @@ Laws:
   ``history`` keeps the model's original args — except a person's edit: an approval with
   ``args={...}`` rewrites that call's args in the assistant turn the model is sent (it reads
   the call that ran next to its result), while ``llm_latest_tool_calls`` and the
-  ``human_decisions`` row (``args``/``before``) keep what the model asked.
+  ``human_decisions`` row (``args``/``before``) keep what the model asked. An edited
+  check-in call goes through the gates again as a fresh call would — permission, the whole
+  before-tool chain (its rows filed beside the first pass's: both versions in the ledger; a
+  second ``ask`` is refused), argument validation — before it runs.
 - A middleware ``ask``, a tripped check-in or ``ask_human`` pauses the run HERE, before
   the tool runs (ask, check-in) or inside it (ask_human); what happened so far in the
   batch is committed and the paused call is recorded under ``paused_tool_call``.
@@ -68,12 +71,13 @@ from agent._chart.tool_run import (
     look_up,
     position_of,
     record_failure,
+    record_sub_agent,
     run_of,
     tool_context,
     tool_end_payload,
     tool_ended,
 )
-from agent._tools.tools import AskHumanSignal, result_text
+from agent._tools.tools import AgentAnswer, AskHumanSignal, result_text
 from flowchart import Pausable, Scope, StageContext, pause_again
 from flowchart.lowlevel import append_owned, copy_json, emit_owned, peek
 from governance import HUMAN_DECISIONS, ChainResult, CheckInPredicateContext, PermissionRequest, ToolCallInfo
@@ -104,6 +108,7 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
         tool.execute if tool.effect == "read" else guarded(site.cfg.effect_ledger, site.scope, tool, site.iteration)
     )
     attempt = 1
+    result: Any = None
     while True:
         try:
             # the tool gets its own copy: the args are the committed record of what the model asked
@@ -121,6 +126,8 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
                 continue
             result, error = str(exc) or type(exc).__name__, True
         break
+    if type(result) is AgentAnswer:
+        result = record_sub_agent(site.scope, call, site.iteration, result)
     tool_ended(site, result, error)
     if not site.cfg.has_after_tool:
         return result, error
@@ -317,8 +324,18 @@ async def answer_paused(
             return result_text(answer), True
         return result_text(await _after_tool(site, args, answer)), True
     approved, by, note = row["approved"] is True, str(row["by"]), row.get("note")
-    if approved and "after" in row:  # the person edited the call: it must still be a valid call
+    if approved and "after" in row:  # the person edited the call: it must still be a valid, allowed call
         args = row["after"]
+        if kind == "check_in":  # the edited call is judged as a fresh one: permission, then the whole chain
+            history = _history(site)
+            stopped = await permission_gate(site, args, history)
+            if stopped is not None:
+                return str(stopped.text), False
+            if cfg.tool_middleware:
+                chain, _info = await before_tool_gate(site, args, history, ask_policy="refuse")
+                if chain.verdict != "allow":
+                    return chain.reason or ask_resumed_second_ask_reason(chain.middleware or "?", ""), False
+                args = chain.value
         refused = argument_gate(site.tool, args)
         if refused is not None:
             return str(refused.text), False
@@ -454,7 +471,7 @@ def make_tool_calls(cfg: AgentConfig, book: AnswerBook | None = None) -> Pausabl
         return _run_batch_now(cfg, scope, ctx, calls, history, 0)
 
     async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
-        paused = PausedCall.from_dict(scope[PAUSED_TOOL_CALL])
+        paused = PausedCall.from_dict(copy_json(scope[PAUSED_TOOL_CALL]))  # the scope's view, as plain JSON
         del scope[PAUSED_TOOL_CALL]
         ctx.emit(
             events.PAUSE_RESUME,

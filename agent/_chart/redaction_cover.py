@@ -23,7 +23,14 @@ so hiding a value once hides it in every record of the run:
   ``after``: a message (the user's, the answer), a call's args, a tool's result. A rule that
   hides a text — ``user_message``, ``llm_latest_content``, ``final_content``, or the history's
   ``content`` — hides every row's ``before`` and ``after`` (a row's kind is not a path); one
-  that hides only tool arguments hides them inside ``before`` and ``after``.
+  that hides only tool arguments hides them inside ``before`` and ``after``;
+- what the agent repeats into its context and composition records (only for an agent that
+  has context, memory, handoffs or sub-agent tools: ``composed``): a rule that hides the
+  history's texts or any tool argument hides the text of every injected and dropped context
+  row (``context_injected`` / ``context_dropped`` ``text``: a recalled memory item is what a
+  ``remember`` call's argument said) and the sub-agent answers (``sub_agents`` ``answer``, the
+  tool result the history holds); one that hides the answer (``llm_latest_content`` or
+  ``final_content``) hides a handoff's ``answer`` (``handoffs``).
 
 The live state, the checkpoint and what ``run`` returns keep the real values, as for any
 rule. A rule that hides nothing of these is returned as it is (``None`` stays ``None``).
@@ -32,7 +39,10 @@ rule. A rule that hides nothing of these is returned as it is (``None`` stays ``
 from __future__ import annotations
 
 from agent._chart.state import (
+    CONTEXT_DROPPED,
+    CONTEXT_INJECTED,
     FINAL_CONTENT,
+    HANDOFFS,
     HISTORY,
     HUMAN_DECISIONS,
     IDENTITY,
@@ -43,6 +53,7 @@ from agent._chart.state import (
     MIDDLEWARE_DECISIONS,
     OUTPUT_SCHEMA_ERROR,
     PAUSED_TOOL_CALL,
+    SUB_AGENTS,
     TOOL_ERRORS,
     USER_MESSAGE,
 )
@@ -73,8 +84,10 @@ def _under(prefix: str, paths: list[str]) -> list[str]:
     return [prefix if not path else f"{prefix}.{path}" for path in paths]
 
 
-def recorded_rule(rule: Redaction | None) -> Redaction | None:
-    """``rule`` extended to the agent's own copies of what it hides (see the module law)."""
+def recorded_rule(rule: Redaction | None, composed: bool = False) -> Redaction | None:
+    """``rule`` extended to the agent's own copies of what it hides (see the module law);
+    ``composed``: the agent has context, memory, handoffs or sub-agent tools (their records are
+    covered too; an agent without them records under the same rule as before)."""
     if rule is None or not rule.active:
         return rule
     keys = set(rule.keys)
@@ -100,6 +113,13 @@ def recorded_rule(rule: Redaction | None) -> Redaction | None:
     if history_texts:
         wanted[TOOL_ERRORS] = ["message"]
         wanted.setdefault(HUMAN_DECISIONS, []).append("answer")
+    if composed and (history_texts or arguments):
+        wanted[CONTEXT_INJECTED] = ["text"]
+        wanted[CONTEXT_DROPPED] = ["text"]
+    if composed and history_texts:
+        wanted[SUB_AGENTS] = ["answer"]
+    if composed and (rule.hides(LLM_LATEST_CONTENT) or rule.hides(FINAL_CONTENT)):
+        wanted[HANDOFFS] = ["answer"]
     texts = any(rule.hides(key) for key in (USER_MESSAGE, LLM_LATEST_CONTENT, FINAL_CONTENT))
     if texts or history_texts:
         wanted[MIDDLEWARE_DECISIONS] = ["before", "after"]

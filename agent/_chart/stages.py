@@ -39,11 +39,15 @@ import attrs
 
 from agent._chart import events, structured
 from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, WRAP_UP_INSTRUCTION, AgentConfig
-from agent._chart.conversation_turns import seed_parts
+from agent._chart.context import default_namespace, plan_context, with_context
+from agent._chart.conversation_turns import LOADED_ENV, seed_parts
 from agent._chart.event_views import shown_entry
+from agent._chart.handoff import wants_handoff
 from agent._chart.spend import budget_gate, raise_budget, record_call_cost
 from agent._chart.state import (
     BUDGET_STATE,
+    CONTEXT_DROPPED,
+    CONTEXT_INJECTED,
     CONVERSATION,
     CONVERSATION_INPUT,
     FINAL_CONTENT,
@@ -64,6 +68,7 @@ from agent._chart.state import (
     USER_MESSAGE,
     WRAP_UP_ASKED,
 )
+from agent.providers.types import LLMResponse
 from flowchart import Decision, Pausable, Scope, StageContext, decide, pause_again
 from flowchart.lowlevel import (
     NotJsonSafe,
@@ -139,8 +144,14 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     """The seed's writes once the input chain (if any) has run: the initial agent state."""
     scope.user_message = content
     turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn: the earlier turns' messages come first
-    loaded, meta = seed_parts(thaw(turn)) if turn is not None else ([], None)
-    scope.history = [*loaded, {"role": "user", "content": content}]
+    loaded, meta, owned = seed_parts(turn, ctx.env.get(LOADED_ENV)) if turn is not None else ([], None, False)
+    history = [*loaded, {"role": "user", "content": content}]
+    if loaded and content.isascii():
+        # the loaded messages are fresh dicts of committed or decoded values (``seed_parts`` checks
+        # and copies each), the new text plain: handed over as built, not copied again
+        set_owned(scope, HISTORY, history)
+    else:
+        scope.history = history
     scope.iteration = 1
     scope.max_iterations = cfg.max_iterations
     for key, value in _AGENT_STATE_DEFAULTS:
@@ -150,8 +161,10 @@ def seed_state(cfg: AgentConfig, scope: Scope, ctx: StageContext, content: str, 
     if cfg.system_prompt:
         # what the model is told is part of the record (``agent why`` quotes it)
         scope.system_prompt = cfg.system_prompt
-    if meta is not None:
-        scope[CONVERSATION] = meta  # where the loaded messages came from, and what was left out
+    if meta is not None and owned:  # built for this turn by the agent that planned it: no copy
+        set_owned(scope, CONVERSATION, meta)  # where the loaded messages came from, and what was left out
+    elif meta is not None:
+        scope[CONVERSATION] = meta
     if ctx.listens(events.TURN_START):
         ctx.emit(events.TURN_START, {USER_MESSAGE: ctx.shown(USER_MESSAGE, content)})
     if denied is not None:
@@ -190,15 +203,34 @@ def _owned_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
 
 
 def make_call_llm(cfg: AgentConfig) -> Any:
-    """The ``call-llm`` stage: one provider call, usage added to the totals (a plain function
-    when the agent needs no event loop: the provider answers synchronously)."""
+    """The ``call-llm`` stage: one provider call, usage added to the totals (driven to its end
+    without a loop when the agent needs none: the provider answers synchronously)."""
     from agent.providers.errors import ProviderError
-    from agent.providers.types import LLMRequest, LLMResponse
+    from agent.providers.types import LLMRequest
 
     output_schema = cfg.output.request if cfg.output is not None else None
     forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
     offered = cfg.tool_schemas  # built once: a request never mutates its lists (LLMRequest)
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
+    has_context = cfg.has_context
+    namespace_of = cfg.memory_namespace or default_namespace
+
+    def context_for(scope: Scope) -> list[dict[str, Any]]:
+        """Decide and record what this call is sent besides history (``agent._chart.context``)."""
+        sent, dropped = plan_context(cfg.injections, cfg.memory, cfg.recall, namespace_of, scope)
+        # what the previous call was sent is not written again (the commit would change nothing):
+        # compared unrecorded, so an unchanged context costs no write and no read in the record
+        if raw_read(scope, CONTEXT_INJECTED) != sent:
+            scope[CONTEXT_INJECTED] = sent
+        if (dropped or raw_read(scope, CONTEXT_DROPPED) is not None) and raw_read(scope, CONTEXT_DROPPED) != dropped:
+            scope[CONTEXT_DROPPED] = dropped
+        return sent
+
+    def told(request: Any, rows: list[dict[str, Any]] | None) -> Any:
+        """``request`` with the context rows in its system slot (as it is when there are none)."""
+        if not rows:
+            return request
+        return attrs.evolve(request, system_prompt=with_context(request.system_prompt, rows))
 
     def request_for(scope: Scope, ctx: StageContext) -> tuple[int, Any]:
         iteration = scope[ITERATION]  # item reads: an attribute read first fails a slot lookup (≈ 3× the cost)
@@ -217,6 +249,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         )
         if forms:  # the form the run has settled on, else the provider's best
             request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
+        if has_context:
+            request = told(request, context_for(scope))
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -262,13 +296,14 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             payload["finish_reason"] = response.finish_reason
             emit_owned(ctx, events.LLM_END, payload)
 
-    def shaped(request: Any, form: str) -> Any:
-        """``request`` asking for the answer's shape in ``form`` (see ``agent._chart.structured``)."""
+    def shaped(request: Any, form: str, rows: list[dict[str, Any]] | None = None) -> Any:
+        """``request`` asking for the answer's shape in ``form`` (see ``agent._chart.structured``);
+        ``rows``: the context the call was decided to be sent, kept in the new prompt."""
         prompt = system_prompt
         if forms[0] == "json_schema" and form != "json_schema":  # the instruction joins the prompt
             prompt = structured.system_prompt(cfg.output, system_prompt, form)  # type: ignore[arg-type]
         native = output_schema if form != "instruction" else None
-        return attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form)
+        return told(attrs.evolve(request, system_prompt=prompt, output_schema=native, output_form=form), rows)
 
     def next_form(request: Any, exc: Exception) -> str | None:
         """The form to ask in after the server refused ``request``'s form, or None (not a refusal)."""
@@ -277,14 +312,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             return None
         return forms[forms.index(form) + 1]
 
-    def asked_again(request: Any, exc: ProviderError, refusals: list[dict[str, Any]]) -> Any:
+    def asked_again(request: Any, exc: ProviderError, refusals: list[dict[str, Any]], scope_rows: Any = None) -> Any:
         """The request in the next form after ``exc`` refused ``request``'s (the refusal noted in
         ``refusals``), or ``None`` when ``exc`` is no refusal of a form (it goes on up)."""
         form = next_form(request, exc)
         if form is None:
             return None
         refusals.append(structured.refusal_row(exc, request.output_form))
-        return shaped(request, form)
+        rows = thaw(peek(scope_rows, CONTEXT_INJECTED)) if has_context and scope_rows is not None else None
+        return shaped(request, form, rows)
 
     def record_form(scope: Scope, request: Any, refusals: list[dict[str, Any]]) -> None:
         """The form on the first model-call commit; a fallback's refusals (and new prompt) on its own."""
@@ -292,8 +328,10 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             earlier = thaw(peek(scope, OUTPUT_SCHEMA_FORM)) if OUTPUT_SCHEMA_FORM in scope else {}
             rows = [*earlier.get("refused", []), *refusals]
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form, "refused": rows}
-            if request.system_prompt != peek(scope, SYSTEM_PROMPT, None):
-                scope[SYSTEM_PROMPT] = request.system_prompt  # what the model is told is part of the record
+            # the prompt without the call's context (that is recorded in ``context_injected``)
+            prompt = shaped(request, request.output_form).system_prompt if has_context else request.system_prompt
+            if prompt != peek(scope, SYSTEM_PROMPT, None):
+                scope[SYSTEM_PROMPT] = prompt  # what the model is told is part of the record
         elif OUTPUT_SCHEMA_FORM not in scope:
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
 
@@ -312,7 +350,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
                 response = await _complete(cfg, request, ctx, iteration, not_streamed)
                 break
             except ProviderError as exc:
-                again = asked_again(request, exc, refusals)
+                again = asked_again(request, exc, refusals, scope)
                 if again is None:
                     raise
             # asked again outside the ``except``: a second failure chains nothing of the first
@@ -329,32 +367,9 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             record_call_cost(cfg, scope, iteration, request, response)
         return None
 
-    def call_llm_now(scope: Scope, ctx: StageContext) -> Any:
-        if budget is not None:
-            gate, data = budget_gate(cfg, scope, ctx, scope[ITERATION])
-            if gate != "go":
-                return data
-        iteration, request = request_for(scope, ctx)
-        refusals: list[dict[str, Any]] = []
-        while True:
-            try:
-                response = cfg.provider.complete(request)
-                if type(response) is not LLMResponse:  # a plain ``def complete`` that returned an awaitable
-                    response = awaited_now(response)
-                break
-            except ProviderError as exc:
-                again = asked_again(request, exc, refusals)
-                if again is None:
-                    raise
-            request = again
-        if forms:
-            record_form(scope, request, refusals)
-        record_reply(scope, ctx, iteration, response)
-        if prices is not None:
-            record_call_cost(cfg, scope, iteration, request, response)
-        return None
-
-    return call_llm if cfg.needs_event_loop else call_llm_now
+    # one model-call stage: an agent that needs no event loop drives it to its end (``chart._sync``);
+    # its twin for that case bought 1.4 % of W6 and went (docs/performance.md, "Round seven")
+    return call_llm
 
 
 def make_budget_call_llm(cfg: AgentConfig) -> Pausable:
@@ -450,14 +465,14 @@ async def _complete(
         )
         return await _made_whole(provider, request, ctx, iteration, not_streamed, reason)
     result = provider.complete(request)
-    if inspect.isawaitable(result):
-        result = await result
+    if type(result) is not LLMResponse and inspect.isawaitable(result):  # no ABC check of a reply
+        # a plain ``def complete`` that returned an awaitable may do real I/O: without a loop
+        # of the agent's own it is awaited in a fresh one (``awaited_now``), never driven
+        result = await result if cfg.needs_event_loop else awaited_now(result)
     return result
 
 
 async def _streamed(provider: Any, stream: Any, request: Any, ctx: StageContext, iteration: int) -> Any:
-    from agent.providers.types import LLMResponse
-
     final = None
     index = 0
     async for item in stream(request):
@@ -496,8 +511,13 @@ def make_route(cfg: AgentConfig) -> Any:
 
     made: dict[int, tuple[list[dict[str, Any]], dict[str, str]]] = {}  # the rules by pending count
 
+    handoff = wants_handoff(cfg) if cfg.handoffs else None
+
     def rules_for(pending: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        rules: list[dict[str, Any]] = [
+        rules: list[dict[str, Any]] = []
+        if handoff is not None and pending:
+            rules.append({"when": handoff, "then": "handoff", "label": "LLM asked to hand the conversation over"})
+        rules += [
             {
                 "when": lambda s: pending > 0 and s[ITERATION] < s[MAX_ITERATIONS],
                 "then": "tool-calls",

@@ -6,19 +6,20 @@ every module of ``agent`` reads and writes it through the constant (``scope[HIST
 docs/api.md ("Agent state keys"), so a constant is never renamed. The two payloads a
 pause leaves — ``paused_tool_call`` in the state and the checkpoint's ``pause_data`` —
 are attrs values whose ``to_dict`` writes the wire shape byte for byte as before (same
-keys, same order) and whose ``from_dict`` reads untrusted data fail-closed: a missing
-key or a value of the wrong type is a ``CheckpointError`` naming the field's path.
+keys, same order) and whose ``from_dict`` reads untrusted data fail-closed through the one
+codec (``flowchart.lowlevel.structure_untrusted``: the untrusted-input limits, then a strict
+converter): a missing or unknown key or a value of the wrong type is a ``CheckpointError``
+naming the field's path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
 from flowchart import CheckpointError
-from flowchart.lowlevel import json_type
+from flowchart.lowlevel import every_key, make_converter, structure_untrusted
 
 # -- the run input (``durable.make_input``) ---------------------------------------------
 INPUT_MESSAGE = "input_message"
@@ -48,6 +49,12 @@ BUDGET_STATE = "budget"  # the budget in force and the decisions taken on it (ra
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
 FINAL_CONTENT = "final_content"
+CONTEXT_INJECTED = "context_injected"  # what this model call was sent besides history (agent._chart.context)
+CONTEXT_DROPPED = "context_dropped"  # what was available to it but not sent, and why
+# -- written by tool-calls when a sub-agent tool answered (agent._run.compose.agent_tool) ----
+SUB_AGENTS = "sub_agents"
+# -- written by handoff (only with handoffs: agent._chart.handoff) -------------------------
+HANDOFFS = "handoffs"
 # -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------
 OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent._chart.structured) ---------------
@@ -70,30 +77,11 @@ PAUSE_KINDS: tuple[str, ...] = ("check_in", "ask", "ask_human")
 PAUSE_BODY = {"check_in": "check_in", "ask": "ask", "ask_human": "data"}
 
 
+_WHAT = "agent checkpoint"
+
+
 def _refuse(problem: str, path: str) -> CheckpointError:
-    return CheckpointError(f"Invalid agent checkpoint: {problem} @ {path}", path=path)
-
-
-def _json_type(value: Any) -> str:
-    return json_type(value)
-
-
-def _take(data: Mapping[str, Any], key: str, kinds: tuple[type, ...], path: str, what: str) -> Any:
-    if key not in data:
-        raise _refuse("required key missing", f"{path}.{key}")
-    value = data[key]
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise _refuse(f"expected {what}, got {_json_type(value)}", f"{path}.{key}")
-    return value
-
-
-def _kind(data: Any, path: str) -> PauseKind:
-    if not isinstance(data, Mapping):
-        raise _refuse(f"expected an object, got {_json_type(data)}", path)
-    kind = _take(data, "kind", (str,), path, "a string")
-    if kind not in PAUSE_KINDS:
-        raise _refuse(f"expected one of {', '.join(map(repr, PAUSE_KINDS))}, got {kind!r}", f"{path}.kind")
-    return kind
+    return CheckpointError(f"Invalid {_WHAT}: {problem} @ {path}", path=path)
 
 
 @attrs.frozen
@@ -108,9 +96,9 @@ class PausedCall:
     kind: PauseKind
     tool_call_id: str
     tool_name: str
-    args: Any
+    args: dict[str, Any]
     request_id: str
-    position: Any = None
+    position: dict[str, Any] | None = None
     ask_index: int | None = None
     middleware: str | None = None
     index: int | None = None
@@ -135,20 +123,15 @@ class PausedCall:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = f"$.shared_state.{PAUSED_TOOL_CALL}") -> PausedCall:
-        """Read the state value back (untrusted): ``CheckpointError`` naming the bad field."""
-        kind = _kind(data, path)
-        ask = kind == "ask"
-        return cls(
-            kind=kind,
-            tool_call_id=_take(data, "tool_call_id", (str,), path, "a string"),
-            tool_name=_take(data, "tool_name", (str,), path, "a string"),
-            args=_take(data, "args", (Mapping,), path, "an object"),
-            request_id=_take(data, "request_id", (str,), path, "a string"),
-            position=_take(data, "position", (Mapping,), path, "an object") if "position" in data else None,
-            ask_index=_take(data, "ask_index", (int,), path, "an integer") if ask else None,
-            middleware=_take(data, "middleware", (str,), path, "a string") if ask else None,
-            index=_take(data, "index", (int,), path, "an integer") if "index" in data else None,
-        )
+        """Read the state value back (untrusted) through the one codec
+        (``flowchart.lowlevel.structure_untrusted``): ``CheckpointError`` naming the bad field.
+        ``ask_index`` and ``middleware`` are an ask's, required there and refused elsewhere."""
+        paused = structure_untrusted(_CONVERTER, data, PausedCall, what=_WHAT, path=path)
+        for name in ("ask_index", "middleware"):
+            if (paused.kind == "ask") != (getattr(paused, name) is not None):
+                problem = "required key missing" if paused.kind == "ask" else f"only an ask pause has {name}"
+                raise _refuse(problem, f"{path}.{name}")
+        return paused
 
 
 @attrs.frozen
@@ -172,14 +155,54 @@ class PauseData:
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$.pause_data") -> PauseData:
-        """Read pause data back (untrusted): ``CheckpointError`` naming the bad field."""
-        kind = _kind(data, path)
-        body = PAUSE_BODY[kind]
-        if body not in data:
-            raise _refuse(f"a {kind} pause carries its {body}", f"{path}.{body}")
-        return cls(
-            kind=kind,
-            tool_call_id=_take(data, "tool_call_id", (str,), path, "a string"),
-            tool_name=_take(data, "tool_name", (str,), path, "a string"),
-            body=data[body],
+        """Read pause data back (untrusted) through the one codec: ``CheckpointError`` naming the
+        bad field (the body's key is the kind's: ``check_in``, ``ask`` or ``data``)."""
+        head = (
+            {"kind": data["kind"]} if type(data) is dict and "kind" in data else data if type(data) is not dict else {}
         )
+        kind = structure_untrusted(_CONVERTER, head, _PauseKind, what=_WHAT, path=path).kind
+        wire = structure_untrusted(_CONVERTER, data, _PAUSE_WIRE[kind], what=_WHAT, path=path)
+        return cls(kind, wire.tool_call_id, wire.tool_name, getattr(wire, PAUSE_BODY[kind]))
+
+
+# -- the pause payloads as JSON: the one codec (flowchart.lowlevel.make_converter) -----------------
+@attrs.frozen
+class _PauseKind:
+    kind: PauseKind
+
+
+@attrs.frozen
+class _CheckInPause:
+    kind: PauseKind
+    tool_call_id: str
+    tool_name: str
+    check_in: Any
+
+
+@attrs.frozen
+class _AskPause:
+    kind: PauseKind
+    tool_call_id: str
+    tool_name: str
+    ask: Any
+
+
+@attrs.frozen
+class _HumanPause:
+    kind: PauseKind
+    tool_call_id: str
+    tool_name: str
+    data: Any
+
+
+_PAUSE_WIRE: dict[str, type[_CheckInPause | _AskPause | _HumanPause]] = {
+    "check_in": _CheckInPause,
+    "ask": _AskPause,
+    "ask_human": _HumanPause,
+}
+_CONVERTER = make_converter()
+_CONVERTER.register_structure_hook(
+    PausedCall, every_key(PausedCall, _CONVERTER, optional=("position", "ask_index", "middleware", "index"))
+)
+for _wire in (_PauseKind, _CheckInPause, _AskPause, _HumanPause):
+    _CONVERTER.register_structure_hook(_wire, every_key(_wire, _CONVERTER))

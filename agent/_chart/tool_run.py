@@ -23,11 +23,27 @@ from agent._chart.config import STORE_RUN_ENV, AgentConfig
 from agent._chart.effects_run import guarded
 from agent._chart.event_views import shown_field
 from agent._chart.stages import NEVER_AWAITABLE, settled
-from agent._chart.state import HISTORY, IDENTITY, LLM_LATEST_TOOL_CALLS, PauseData, PausedCall
+from agent._chart.state import (
+    CONVERSATION_INPUT,
+    HISTORY,
+    IDENTITY,
+    LLM_LATEST_TOOL_CALLS,
+    SUB_AGENTS,
+    PauseData,
+    PausedCall,
+)
 from agent._chart.tool_errors import error_row, record_tool_error
-from agent._tools.tools import AskHumanSignal, Tool, ToolContext, format_arg_issues, result_text, validate_args
+from agent._tools.tools import (
+    AgentAnswer,
+    AskHumanSignal,
+    Tool,
+    ToolContext,
+    format_arg_issues,
+    result_text,
+    validate_args,
+)
 from flowchart import Scope, StageContext
-from flowchart.lowlevel import copy_json, drive, emit_owned, peek, slot_setters
+from flowchart.lowlevel import copy_json, drive, emit_owned, peek
 from governance.checkin import ask_human_request_id
 
 
@@ -72,19 +88,18 @@ def position_of(ctx: StageContext, iteration: int) -> dict[str, Any]:
     return {"iteration": iteration, "step": ctx.runtime_stage_id}
 
 
-# the slots' own setters (``flowchart.lowlevel.slot_setters``): one context a tool call, made
-# without attrs' frozen ``__init__`` (the same value as ``ToolContext(...)``)
-_SET_CALL_ID, _SET_ITERATION, _SET_RUN_ID, _SET_IDENTITY = slot_setters(ToolContext)
-
-
 def tool_context(ctx: StageContext, call: dict[str, Any], iteration: int, identity: Any) -> ToolContext:
     """What the tool's ``execute(args, ctx)`` is told about the call."""
-    made = object.__new__(ToolContext)
-    _SET_CALL_ID(made, call["id"])
-    _SET_ITERATION(made, iteration)
-    _SET_RUN_ID(made, run_of(ctx))
-    _SET_IDENTITY(made, identity)
-    return made
+    turn = ctx.args.get(CONVERSATION_INPUT)  # a conversation turn's plan: its id and number
+    return ToolContext(
+        tool_call_id=call["id"],
+        iteration=iteration,
+        run_id=run_of(ctx),
+        identity=identity,
+        step=ctx.runtime_stage_id,
+        conversation=None if turn is None else turn.get("id"),
+        turn=None if turn is None else turn.get("turn"),
+    )
 
 
 def run_tool_now(
@@ -103,6 +118,7 @@ def run_tool_now(
     tool_ctx = tool_context(ctx, call, iteration, identity)
     execute = tool.execute if tool.effect == "read" else guarded(cfg.effect_ledger, scope, tool, iteration)
     attempt = 1
+    result: Any = None
     while True:
         try:
             result = execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
@@ -119,9 +135,29 @@ def run_tool_now(
                 continue
             result, error = str(exc) or type(exc).__name__, True
         break
+    if type(result) is AgentAnswer:
+        result = record_sub_agent(scope, call, iteration, result)
     if ctx.listens(events.TOOL_END):
         _ended(ctx, call, tool, result, error)
     return result
+
+
+def record_sub_agent(scope: Scope, call: dict[str, Any], iteration: int, answer: AgentAnswer) -> str:
+    """Record which sub-agent run answered the call (``sub_agents``); the answer's text."""
+    row = {
+        "tool": call["name"],
+        "tool_call_id": call["id"],
+        "iteration": iteration,
+        "agent": answer.agent,
+        "run_id": answer.run_id,
+        "model_calls": answer.model_calls,
+        "answer": answer.text,
+    }
+    if SUB_AGENTS in scope:
+        scope[SUB_AGENTS].append(row)
+    else:
+        scope[SUB_AGENTS] = [row]
+    return answer.text
 
 
 def record_failure(site: CallSite, exc: Exception, attempt: int) -> float | None:

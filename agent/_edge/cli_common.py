@@ -12,6 +12,8 @@ import argparse
 import os
 from typing import Any
 
+from agent._chart.state import FINAL_CONTENT
+from agent._run.durable import AGENT_RUN_KIND
 from flowchart._cli_support import CliError, import_target
 from flowchart.store import PostgresStore, RunRecord, RunStore, SqliteStore, StoreError
 
@@ -63,4 +65,17 @@ def shown_input(record: RunRecord) -> dict[str, Any]:
     return dict(record.record.shown().input)
 
 
-__all__ = ["close_opened", "load_object", "open_store", "shown_input"]
+def shown_output(record: RunRecord) -> Any:
+    """The run's output as a reader may see it (``agent runs show`` / ``approve``, an MCP result
+    of a stored run): an agent's answer is its ``final_content``, read from the run's shown
+    record — hidden (``"REDACTED"``) when its log hid that key. The store keeps the output raw:
+    it is what ``resume_run`` and a queue's caller are answered with."""
+    if record.kind != AGENT_RUN_KIND:
+        return record.output
+    shown = record.record.shown()
+    if any(path.split("/", 1)[0] == FINAL_CONTENT for path in shown.redacted_paths):
+        return shown.final_state.get(FINAL_CONTENT, record.output)
+    return record.output
+
+
+__all__ = ["close_opened", "load_object", "open_store", "shown_input", "shown_output"]

@@ -69,9 +69,15 @@ def add_commands(groups: Any, store_options: Any) -> None:
 def turn_input(shown: dict[str, Any]) -> dict[str, Any]:
     """A conversation turn's input as ``runs show`` prints it: the loaded history counted, not repeated."""
     loaded = shown.get(CONVERSATION_INPUT)
-    if not isinstance(loaded, dict) or not isinstance(loaded.get("history"), list):
+    if not isinstance(loaded, dict):
         return shown
-    history = f"({len(loaded['history'])} messages: agent conversations show {loaded.get('id')})"
+    if isinstance(loaded.get("history"), list):  # a turn stored before inputs named their turns
+        count = len(loaded["history"])
+    elif "history" not in loaded and type(loaded.get("messages")) is int:  # named by ``sources``
+        count = loaded["messages"]
+    else:
+        return shown
+    history = f"({count} messages: agent conversations show {loaded.get('id')})"
     return {**shown, CONVERSATION_INPUT: {**loaded, "history": history}}
 
 

@@ -20,6 +20,17 @@ For one model call (the one whose reply became the final answer, or ``call=N``):
 4. optionally (``drivers=True``) the deterministic lexical Jaccard ranking of the sent
    messages by the words they share with the answer — the same scorer check-in uses.
 
+5. what the call was TOLD besides its messages (``context_injected``, agent._chart.context):
+   each injected fact, steering, instruction, skill, RAG chunk (with its source id) and
+   memory item (with the run, conversation turn and commit that wrote it), and, with
+   ``dropped=True``, what was available but not sent (``context_dropped``) and why;
+6. an answer a handoff brought back: the receiving agent, the model's reason, its run; an
+   answer of an agent mounted in a chart (``add_agent``): the mount, explained inside.
+The driver ranking's scorer: ``"jaccard"`` (the check-in evidence's, agentfootprint's numbers)
+or ``"containment"`` (the share of the answer's words a candidate holds: names the passage a
+RAG answer restates, however short the question); by default containment when the call was
+sent context, Jaccard otherwise.
+
 Bookkeeping (iteration counters, token totals, ``llm_latest_*``) is never listed: the
 explanation is about content. ``flowchart why`` keeps the key-level causal chain.
 """
@@ -61,6 +72,8 @@ class SentMessage:
     from_turn: int | None = None
     from_run: str | None = None
     from_commit: int | None = None
+    #: the commit of this run that put the message in the history (``tool-calls#4 (commit 5)``)
+    commit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (``score`` only when drivers were ranked; ``from_*`` only for an
@@ -122,6 +135,28 @@ class ModelCall:
 
 
 @attrs.frozen
+class ContextItem:
+    """One thing a model call was told besides its messages (an injection, a recalled item)."""
+
+    index: int
+    kind: str
+    label: str
+    snippet: str
+    details: tuple[str, ...] = ()
+    score: float | None = None
+    text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        out: dict[str, Any] = {"index": self.index, "kind": self.kind, "label": self.label, "snippet": self.snippet}
+        if self.details:
+            out["details"] = list(self.details)
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+@attrs.frozen
 class AnswerExplanation:
     """Why a model call said what it said: the call, what it was sent, the decisions."""
 
@@ -133,24 +168,49 @@ class AnswerExplanation:
     sent: tuple[SentMessage, ...]
     decisions: tuple[str, ...]
     drivers: bool = False
+    #: what the call was told besides its messages, and (``dropped=True``) what it was not
+    context: tuple[ContextItem, ...] = ()
+    dropped: tuple[str, ...] | None = None
+    #: the answer came from a handoff: lines naming the receiving agent, reason and run
+    handoff: tuple[str, ...] = ()
+    #: the run explained is an agent mounted in a chart (``add_agent``): the mount
+    mount: str | None = None
 
     def format(self) -> str:
         """The explanation as text (what ``agent why`` prints)."""
         what = "The answer" if self.is_final else f"Model call {self.call.number}"
-        lines = [f"{what}: {quote(self.answer)}", f"  written by {self.call.headline(self.calls)}"]
+        lines = [f"Inside the agent mounted at {self.mount}:"] if self.mount else []
+        lines += [f"{what}: {quote(self.answer)}"]
+        lines.extend(f"  {line}" for line in self.handoff)
+        lines.append(f"  {'asked for by' if self.handoff else 'written by'} {self.call.headline(self.calls)}")
         lines.append(f"It was sent {len(self.sent)} message(s):")
         for msg in self.sent:
             score = f" [{msg.score:.3f}]" if msg.score is not None else ""
             lines.append(f"  {msg.index}. {msg.origin}{score}: {msg.snippet}")
             lines.extend(f"       {detail}" for detail in msg.details)
+        if self.context:
+            lines.append(f"It was told {len(self.context)} thing(s) in the system slot:")
+            for item in self.context:
+                score = f" [{item.score:.3f}]" if item.score is not None else ""
+                lines.append(f"  c{item.index}. {item.label}{score}: {item.snippet}")
+                lines.extend(f"       {detail}" for detail in item.details)
+        if self.dropped is not None:
+            lines.append(f"Available but not sent: {len(self.dropped) or 'nothing'}")
+            lines.extend(f"  - {line}" for line in self.dropped)
         if self.decisions:
             lines.append("Decisions on the way:")
             lines.extend(f"  - {line}" for line in self.decisions)
         if self.drivers:
             ranked = sorted((m for m in self.sent if m.score), key=lambda m: -(m.score or 0.0))
-            if ranked:
+            told = sorted((c for c in self.context if c.score), key=lambda c: -(c.score or 0.0))
+            if told and (not ranked or (told[0].score or 0.0) > (ranked[0].score or 0.0)):
+                item = told[0]
+                lines.append(f"Most likely driver: context c{item.index} ({item.label}), overlap {item.score:.3f}")
+            elif ranked:
                 top = ranked[0]
                 lines.append(f"Most likely driver: message {top.index} ({top.origin}), overlap {top.score:.3f}")
+                if top.commit is not None:
+                    lines.append(f"  written at {top.commit}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,7 +223,19 @@ class AnswerExplanation:
             "answer": self.answer,
             "sent": [m.to_dict() for m in self.sent],
             "decisions": list(self.decisions),
-        }
+        } | self._extras()
+
+    def _extras(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.context:
+            out["context"] = [c.to_dict() for c in self.context]
+        if self.dropped is not None:
+            out["dropped"] = list(self.dropped)
+        if self.handoff:
+            out["handoff"] = list(self.handoff)
+        if self.mount:
+            out["mount"] = self.mount
+        return out
 
 
 # -- text helpers -------------------------------------------------------------------------------
@@ -199,13 +271,13 @@ def _fold(log: Sequence[Commit], initial: dict[str, Any]) -> list[_Step]:
     return steps
 
 
-def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any]]:
+def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any], dict[str, Any]]:
     """The run id, commit log and initial state of a ``Trace``, a trace path, a ``RunRecord`` or a
     ``RunResult`` (a resumed segment starts from the paused state: its ``initial_state``)."""
     if isinstance(source, str | Path):
         source = Trace.load(source)
     if isinstance(source, Trace):  # a file holds a shown record already
-        return source.run_id, list(source.commit_log), dict(source.initial_state)
+        return source.run_id, list(source.commit_log), dict(source.initial_state), dict(source.subflows)
     record: Record | ShownRecord
     if isinstance(source, Record | ShownRecord):
         record = source
@@ -219,7 +291,7 @@ def _load(source: Any) -> tuple[str | None, list[Commit], dict[str, Any]]:
         record = found
     # a resumed segment starts from the live paused state: shown as the run records it
     shown = record if isinstance(record, ShownRecord) else record.shown()
-    return shown.run_id, list(shown.commits), dict(shown.initial_state)
+    return shown.run_id, list(shown.commits), dict(shown.initial_state), dict(shown.subflows)
 
 
 def _int(value: Any) -> int | None:
@@ -382,6 +454,12 @@ def _describe(
         humans = _rows_between(HUMAN_DECISIONS, asking, origin, state)
         details = [human_line(row) for row in _human_for(humans, str(call_id))]
         details += _ledger_lines(_rows_between(LEDGER_KEY, asking, origin, state), call_id=str(call_id))
+        details += [
+            f"the answer of sub-agent {row.get('agent')!r}, its run {row.get('run_id')} "
+            f"({row.get('model_calls')} model call(s); agent why {row.get('run_id')})"
+            for row in _rows(state.get("sub_agents"))
+            if isinstance(row, dict) and row.get("tool_call_id") == call_id
+        ][:1]
         label = f"tool result of {call_text(str(name), call.get('args', {}))} [{call_id}]"
         return SentMessage(index, role, label, snippet(content), tuple(details), tool_call_id=str(call_id))
     where = origin.commit.runtime_stage_id if origin is not None else "before this trace"
@@ -455,14 +533,73 @@ def _rationale(decision: dict[str, Any]) -> str:
     return str(evidence.get("default_label") or "default")
 
 
-def explain_answer(source: Any, *, call: int | None = None, drivers: bool = False) -> AnswerExplanation:
+def explain_answer(
+    source: Any,
+    *,
+    call: int | None = None,
+    drivers: bool = False,
+    dropped: bool = False,
+    scorer: str | None = None,
+) -> AnswerExplanation:
     """Explain the final answer of the run in ``source`` (or model call ``call``, 1-based).
 
     ``source`` is a ``Trace``, a trace file path, a stored ``RunRecord`` (through
     ``record_trace``'s redaction when you pass its trace instead) or a ``RunResult``.
+    ``dropped=True`` lists the context available to the call but not sent; ``scorer``
+    (``"jaccard"`` or ``"containment"``) ranks the drivers (see the module notes).
+    A chart run whose model calls are inside an agent mounted with ``add_agent`` is explained
+    inside its last such mount.
     """
-    run_id, log, initial = _load(source)
+    if scorer not in (None, "jaccard", "containment"):
+        raise ExplainError(f"scorer must be 'jaccard' or 'containment', got {scorer!r}")
+    run_id, log, initial, subflows = _load(source)
     steps = _fold(log, initial)
+    calls = _model_calls(steps)
+    if not calls:
+        inner = mounted_agent(log, subflows)
+        if inner is None:
+            raise ExplainError("the record holds no model call (no 'call-llm' commit): there is no answer to explain")
+        mount, sub = inner
+        # the mounted chart's stage ids carry the mount's path ("planner/call-llm"): read as the agent's own
+        prefix = f"{getattr(sub, 'mount_id', '')}/"
+        sub_log = [
+            attrs.evolve(c, stage_id=c.stage_id[len(prefix) :]) if c.stage_id.startswith(prefix) else c
+            for c in sub_commits(sub)
+        ]
+        sub_initial = dict(getattr(sub, "initial_state", {}) or {})
+        explained = _explain(run_id, _fold(sub_log, sub_initial), sub_initial, call, drivers, dropped, scorer)
+        return attrs.evolve(explained, mount=mount)
+    return _explain(run_id, steps, initial, call, drivers, dropped, scorer)
+
+
+def sub_commits(sub: Any) -> list[Commit]:
+    """A subflow trace's commits (``commit_log``)."""
+    return list(getattr(sub, "commit_log", ()) or ())
+
+
+def mounted_agent(log: Sequence[Commit], subflows: dict[str, Any]) -> tuple[str, Any] | None:
+    """(mount runtime id, subflow trace) of the last subflow whose log holds a model call."""
+    found = None
+    for key, sub in subflows.items():
+        if "/" in key:  # a subflow inside the mount (the agent's own ``final``): not an agent run
+            continue
+        if any(c.stage_id == "call-llm" or c.stage_id.endswith("/call-llm") for c in sub_commits(sub)):
+            rid = str(getattr(sub, "runtime_stage_id", key))
+            order = next((c.idx for c in log if c.runtime_stage_id == rid), -1)
+            if found is None or order >= found[0]:
+                found = (order, rid, sub)
+    return (found[1], found[2]) if found is not None else None
+
+
+def _explain(
+    run_id: str | None,
+    steps: list[_Step],
+    initial: dict[str, Any],
+    call: int | None,
+    drivers: bool,
+    dropped: bool,
+    scorer: str | None,
+) -> AnswerExplanation:
     calls = _model_calls(steps)
     if not calls:
         raise ExplainError("the record holds no model call (no 'call-llm' commit): there is no answer to explain")
@@ -487,12 +624,20 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
     for index, message in enumerate(history):
         if isinstance(message, dict) and index < len(origins):
             described = _describe(index + 1, message, origins, final_state, calls_by_idx, history)
+            origin = origins[index]
+            if origin is not None:
+                where = f"{origin.commit.runtime_stage_id} (commit {origin.commit.idx})"
+                described = attrs.evolve(described, commit=where)
             sent.append(from_earlier_turn(described, final_state, index))
+    context = _context_items(step)
     if drivers:
+        rank = containment if (scorer or ("containment" if context else "jaccard")) == "containment" else jaccard
         answer_tokens = tokens(str(answer_text))
         texts = {0: prompt if isinstance(prompt, str) else ""}
         texts.update({i + 1: _text(m.get("content", "")) for i, m in enumerate(history) if isinstance(m, dict)})
-        sent = [attrs.evolve(m, score=jaccard(answer_tokens, tokens(texts.get(m.index, "")))) for m in sent]
+        sent = [attrs.evolve(m, score=rank(answer_tokens, tokens(texts.get(m.index, "")))) for m in sent]
+        context = [attrs.evolve(c, score=rank(answer_tokens, tokens(c.text))) for c in context]
+    handoff = _handoff_lines(steps, final_state, str(answer_text)) if call is None else ()
     return AnswerExplanation(
         run_id=run_id,
         call=chosen,
@@ -502,7 +647,90 @@ def explain_answer(source: Any, *, call: int | None = None, drivers: bool = Fals
         sent=tuple(sent),
         decisions=tuple(_decisions(steps, steps.index(step) if call is not None else len(steps) - 1)),
         drivers=drivers,
+        context=tuple(context),
+        dropped=tuple(_dropped_lines(step)) if dropped else None,
+        handoff=handoff,
     )
+
+
+def containment(answer: frozenset[str], candidate: frozenset[str]) -> float:
+    """The share of the answer's words the candidate holds (``|a ∩ c| / |a|``; 0.0 for no words):
+    the passage an answer restates scores high however long it is, a short question low."""
+    return len(answer & candidate) / len(answer) if answer else 0.0
+
+
+def _origin_line(origin: Any) -> str:
+    """``written by run R, conversation 'c-1' turn 1, commit tool-calls#3 (tool call c1)``."""
+    if not isinstance(origin, dict) or not origin:
+        return "its origin was not recorded (written outside a run)"
+    parts = [f"written by run {origin.get('run_id', '?')}"]
+    if origin.get("conversation") is not None:
+        parts.append(f"conversation {origin['conversation']!r} turn {origin.get('turn')}")
+    if origin.get("commit") is not None:
+        where = f"commit {origin['commit']}"
+        if origin.get("tool_call_id") is not None:
+            where += f" (tool call {origin['tool_call_id']})"
+        parts.append(where)
+    return ", ".join(parts)
+
+
+def _context_items(step: _Step) -> list[ContextItem]:
+    """What the call at ``step`` was told besides its messages (``context_injected`` after it)."""
+    rows = step.after.get("context_injected")
+    items: list[ContextItem] = []
+    where = f"sent at {step.commit.runtime_stage_id} (commit {step.commit.idx})"
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict):
+            continue
+        kind, text = str(row.get("kind")), row.get("text")
+        text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+        details = [where] if kind != "memory" else [_origin_line(row.get("origin")), where]
+        if kind == "memory":
+            label = f"memory item {row.get('id')}"
+        elif kind == "rag":
+            score = row.get("score")
+            label = f"RAG chunk {row.get('source') or '(no source id)'}" + (
+                f" (retriever score {score})" if score is not None else ""
+            )
+        elif kind == "error":
+            label = f"a failure of the {row.get('source') or 'context'}"
+        else:
+            label = f"{kind}{' ' + repr(row['name']) if row.get('name') else ''} ({row.get('trigger')})"
+        items.append(ContextItem(len(items) + 1, kind, label, snippet(text), tuple(details), text=text))
+    return items
+
+
+def _dropped_lines(step: _Step) -> list[str]:
+    rows = step.after.get("context_dropped")
+    out = []
+    for row in rows if isinstance(rows, list) else ():
+        if isinstance(row, dict):
+            kind = row.get("kind")
+            what = (
+                f"RAG chunk {row.get('source')}"
+                if kind == "rag"
+                else f"memory item {row.get('id')}"
+                if kind == "memory"
+                else str(kind)
+            )
+            out.append(f"{what} {snippet(row.get('text', ''), 60)}: {row.get('reason')}")
+    return out
+
+
+def _handoff_lines(steps: Sequence[_Step], final_state: dict[str, Any], answer: str) -> tuple[str, ...]:
+    """When the answer is what a handoff brought back: who answered, why, where it is recorded."""
+    rows = final_state.get("handoffs")
+    if not isinstance(rows, list) or not rows or not isinstance(rows[-1], dict) or rows[-1].get("answer") != answer:
+        return ()
+    row = rows[-1]
+    at = next((s.commit for s in reversed(steps) if s.commit.stage_id == "handoff"), None)
+    where = f" at {at.runtime_stage_id} (commit {at.idx})" if at is not None else ""
+    lines = [f"came from agent {row.get('to')!r} after a handoff{where}, reason {snippet(row.get('reason') or '')}"]
+    sent = f"it was sent {row.get('messages_sent')} message(s)"
+    if row.get("messages_left_out"):
+        sent += f", {row['messages_left_out']} left out by the input_filter"
+    lines.append(f"{sent}; its run: {row.get('run_id', '?')} (agent why {row.get('run_id', 'RUN')})")
+    return tuple(lines)
 
 
 def _text(content: Any) -> str:

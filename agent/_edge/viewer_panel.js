@@ -85,6 +85,7 @@
 
   const story = el("div", { class: "story" });
   const head = el("div", { class: "story-head" });
+  if (A.mount) head.append(el("p", { class: "muted mounted" }, `The agent mounted at ${A.mount} (add_agent): its run is that stage's subflow — the links open it.`));
   head.append(section("The question", A.question === null || A.question === undefined ? el("p", { class: "muted" }, "no user message in the history") : el("p", { class: "question" }, textView(A.question))));
   const answer = A.answer;
   head.append(section(answer !== null && answer !== undefined ? "The answer" : "No final answer yet",
@@ -120,6 +121,19 @@
   if (A.decisions) second.append(section(`Human decisions (${A.decisions.length})`,
     el("ol", { class: "human-decisions" }, A.decisions.map((d, i) => el("li", null, isObj(d) ? humanView(d, A.decisions_at[i]) : valueView(d))))));
   if (A.ledger) second.append(section(`Ledger (${A.ledger.length} rows)`, ledgerView(A.ledger, A.ledger_at)));
+  // what the answering call was told besides its messages, and the handoffs: collapsed, each linked to its commit
+  const told = A.explanation && Array.isArray(A.explanation.context) ? A.explanation.context : [];
+  if (told.length) second.append(el("details", { class: "context" },
+    el("summary", null, `Told in the system slot (${told.length})`, at(A.explanation.call.idx)),
+    el("ol", { class: "context-items" }, told.map((c) => el("li", { class: `context-item kind-${c.kind}` }, el("b", null, c.label), ": ",
+      el("span", { class: "snippet" }, c.snippet), Array.isArray(c.details) ? c.details.map((d) => el("div", { class: "detail" }, d)) : "")))));
+  if (Array.isArray(A.handoffs) && A.handoffs.length) second.append(el("details", { class: "handoffs" },
+    el("summary", null, `Handoffs (${A.handoffs.length})`),
+    el("ol", { class: "handoff-rows" }, A.handoffs.map((h, i) => isObj(h)
+      ? el("li", { class: "handoff" }, el("b", null, `to ${h.to}`), ` — reason: ${h.reason ?? "?"}`, at(A.handoffs_at && A.handoffs_at[i]),
+        el("div", { class: "detail" }, `sent ${h.messages_sent} message(s)${h.messages_left_out ? `, ${h.messages_left_out} left out` : ""}; run ${h.run_id ?? "?"}`),
+        el("div", { class: "result" }, "→ ", textView(h.answer)))
+      : el("li", null, valueView(h))))));
   story.append(first, second, el("p", { class: "muted story-foot" }, "The chart and every commit follow below: click a link (#n) to open that commit."));
   api.story.append(story);
 };

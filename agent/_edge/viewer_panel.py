@@ -15,7 +15,10 @@ This module is the agent's ``flowchart.viewer.Panel`` (``PANEL``): the viewer kn
 state key. ``agent view`` passes it; so does ``flowchart view --panel agent.viewer_panel:PANEL``.
 The page opens on the story — the question, the answer, why (the explanation), the model
 calls in order with what each was sent and returned, the tools with their results, the
-human decisions (who approved, when), the ledger — and the chart and timeline follow.
+human decisions (who approved, when), the ledger; what the answering call was told besides
+its messages (injected facts, skills, RAG chunks, recalled memory with their origins) and the
+handoffs (``handoffs``), each collapsed and linked to its commit — and the chart and timeline
+follow.
 """
 
 from __future__ import annotations
@@ -24,16 +27,19 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+import attrs
+
 from agent._chart.conversation_turns import loaded_origin
 from agent._chart.state import FINAL_CONTENT as FINAL
-from agent._chart.state import HISTORY, TOOL_ERRORS, USER_MESSAGE
+from agent._chart.state import HANDOFFS, HISTORY, TOOL_ERRORS, USER_MESSAGE
 from agent._chart.state import HUMAN_DECISIONS as HUMAN
 from agent._chart.state import LLM_LATEST_CONTENT as REPLY
 from agent._chart.state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
 from agent._chart.state import MIDDLEWARE_DECISIONS as LEDGER
 from agent._chart.state import PAUSED_TOOL_CALL as PAUSED
-from agent._edge.explain import ExplainError, explain_answer
+from agent._edge.explain import ExplainError, explain_answer, mounted_agent
 from flowchart import Commit, Trace
+from flowchart.lowlevel import apply_commit
 from flowchart.viewer import Panel
 
 CALL_STAGE = "call-llm"
@@ -176,7 +182,7 @@ def agent_panels(
         out["calls"] = calls
     elif HISTORY in final_state:
         out["notes"].append(f"history is not a list in this trace: {str(history)[:80]}")
-    for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions")):
+    for key, name in ((LEDGER, "ledger"), (TOOL_ERRORS, "tool_errors"), (HUMAN, "decisions"), (HANDOFFS, "handoffs")):
         rows = final_state.get(key)
         if isinstance(rows, list):
             out[name] = rows
@@ -263,11 +269,41 @@ def _touches_agent_keys(trace: Trace) -> bool:
     return any(op.path[0] in _AGENT_KEYS for commit in trace.commit_log for op in commit.trace)
 
 
+def _mounted(trace: Trace) -> dict[str, Any] | None:
+    """The panel of the agent a chart run mounted (``add_agent``): its subflow's story, every link
+    pointing at the mount's commit (where the page shows the subflow's own log)."""
+    found = mounted_agent(trace.commit_log, dict(trace.subflows))
+    if found is None:
+        return None
+    rid, sub = found
+    prefix = f"{sub.mount_id}/"
+    commits = [
+        attrs.evolve(c, stage_id=c.stage_id[len(prefix) :]) if c.stage_id.startswith(prefix) else c
+        for c in sub.commit_log
+    ]
+    state = dict(sub.initial_state)
+    for commit in commits:
+        apply_commit(state, commit)
+    data = agent_panels(state, dict(sub.initial_state), commits, None)
+    if data is None:
+        return None
+    mount = next((c.idx for c in trace.commit_log if c.runtime_stage_id == rid), None)
+    for key in [k for k in data if k.endswith("_at")]:
+        data[key] = [mount if n is not None else None for n in data[key]]
+    for call in data.get("calls", []):
+        call["commit"] = mount if call.get("commit") is not None else None
+    data["mount"] = rid
+    data["question"], data["answer"] = _question_and_answer(state, state.get(HISTORY))
+    data["explanation"] = explanation(trace)
+    return data
+
+
 def build(trace: Trace) -> dict[str, Any] | None:
     """The agent panel's data for ``trace``, or ``None`` when it is not an agent run (told
-    without replaying the log when no op touches the agent's keys)."""
+    without replaying the log when no op touches the agent's keys); a chart run that mounted an
+    agent shows that agent's story."""
     if not _touches_agent_keys(trace):
-        return None
+        return _mounted(trace) if trace.subflows else None
     checkpoint = trace.checkpoint
     final = trace.final_state
     data = agent_panels(final, trace.initial_state, trace.commit_log, checkpoint.pause_data if checkpoint else None)

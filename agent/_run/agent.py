@@ -12,7 +12,7 @@ How one segment of a run is set up and ended is the segment runner's (``agent.se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent._chart.chart import build_agent_chart
@@ -20,11 +20,12 @@ from agent._chart.config import AgentConfig
 from agent._chart.events import Listener
 from agent._chart.paused import AnswerBook, Paused, check_answer
 from agent._chart.redaction_cover import recorded_rule
-from agent._run import conversations, durable, queueing
+from agent._run import compose, conversations, durable, queueing
 from agent._run.builder import AgentBuilder
 from agent._run.resume_checks import check_resumable
 from agent._run.segments import Segments
 from agent._run.snapshot import AgentSnapshot
+from agent._tools.tools import Tool
 from flowchart import Checkpoint, Redaction, Retry
 from flowchart.lowlevel import drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
@@ -61,6 +62,8 @@ class Agent:
         self.history_policy = history or conversations.HistoryPolicy()
         #: the in-memory turns of this agent's conversations (used when there is no store)
         self.conversation_book = conversations.ConversationBook()
+        #: the stored conversations' turns this process stored last (``conversations.StoredTurns``)
+        self.stored_turns = conversations.StoredTurns()
         #: the conversation ``follow_up`` continues: the last one this agent ran a turn of
         self.last_conversation: str | None = None
 
@@ -86,6 +89,10 @@ class Agent:
         llm_retry: Retry | None = None,
         pricing: Mapping[str, Any] | None = None,
         budget: Any = None,
+        memory: Any = None,
+        recall: int = 3,
+        memory_namespace: Any = None,
+        max_handoffs: int = 5,
     ) -> AgentBuilder:
         """Start building an agent on ``provider`` (see ``agent.providers``).
 
@@ -108,6 +115,10 @@ class Agent:
         ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
         usage and cost on its commit (``llm_cost``; ``last_snapshot().calls`` / ``.cost``);
         ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
+        ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
+        recalls the ``recall`` most relevant items of the run's namespace before each model call
+        (``memory_namespace(identity) -> tuple``; default ``(tenant, user)`` from the identity;
+        docs/memory.md). ``max_handoffs`` caps a chain of handoffs (``AgentBuilder.handoff``).
         """
         return AgentBuilder(
             Agent,
@@ -130,6 +141,10 @@ class Agent:
             conversation_chars=conversation_chars,
             pricing=pricing,
             budget=budget,
+            memory=memory,
+            recall=recall,
+            memory_namespace=memory_namespace,
+            max_handoffs=max_handoffs,
         )
 
     def with_config(self, cfg: AgentConfig) -> Agent:
@@ -147,6 +162,22 @@ class Agent:
         other.segments.events = self.segments.events
         return other
 
+    # -- composition (agent._run.compose; docs/agents.md) ----------------------------------
+    def as_tool(self, name: str, description: str) -> Tool:
+        """This agent as a tool another agent may call: ``{"input": str}`` in, the answer out."""
+        return compose.agent_tool(self, name, description)
+
+    def resume_input(self, checkpoint: Checkpoint, answer: Any = None) -> Any:
+        """The checked answer to a pause of this agent inside a chart it is mounted in
+        (``add_agent``): ``outer_chart.resume(checkpoint, agent.resume_input(checkpoint, answer))``."""
+        return check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)[0]
+
+    def as_subflow(
+        self, *, message: Callable[[Any], str], into: str, identity: Callable[[Any], Any] | None = None
+    ) -> compose.SubflowParts:
+        """What ``flow_chart(...).add_agent(name, agent, id, message=, into=)`` mounts."""
+        return compose.subflow_parts(self, message, into, identity)
+
     # -- events -------------------------------------------------------------------------
     def on(self, name: str, listener: Listener) -> Agent:
         """Call ``listener(name, payload)`` for agent event ``name`` (``"*"`` for every event)."""
@@ -160,7 +191,14 @@ class Agent:
         rule = self.redaction
         cached = self._recorded
         if cached is None or cached[0] is not rule:
-            cached = self._recorded = (rule, recorded_rule(rule))
+            cfg = self.config
+            composed = (
+                cfg.has_context
+                or bool(cfg.handoffs)
+                or cfg.memory is not None
+                or any(getattr(tool.execute, "sub_agent", None) for tool in cfg.tools.values())
+            )
+            cached = self._recorded = (rule, recorded_rule(rule, composed))
         return cached[1]
 
     # -- running --------------------------------------------------------------------------
@@ -314,12 +352,15 @@ class Agent:
             return run_coroutine(lambda _c: self.aresume_run(run_id, decision), True)
         return drive(self.aresume_run(run_id, decision))
 
-    def fork(self, run_id: str, at: int, patch: Mapping[str, Any] | None = None) -> str | Paused:
+    def fork(
+        self, run_id: str, at: int, patch: Mapping[str, Any] | None = None, *, reuse: bool = False
+    ) -> str | Paused:
         """A new stored run that continues ``run_id`` after its commit ``at`` with ``patch``
         (state key → JSON value) written first — e.g. a rewritten tool result in ``history``
         — so the model answers again from there. Needs the agent's store; the fork lists
-        under ``store.forks(run_id)``. See docs/durable.md."""
-        return durable.fork(self, run_id, at, patch)
+        under ``store.forks(run_id)``. ``reuse=True``: a stage whose recorded reads did not
+        change is taken from the record, its model or tool call not made again. See docs/durable.md."""
+        return durable.fork(self, run_id, at, patch, reuse=reuse)
 
     def submit(
         self,

@@ -22,6 +22,12 @@ Laws (DESIGN.md: "A conversation is a chain of runs"):
   turn's record holds the earlier turns it loaded, so under a steady policy one record is
   read (else the turns in the window, one record each). Its cost follows what it loads,
   not the size of the conversation's past or of the store.
+- A stored turn first reads the index row of the newest turn (``store.latest_turn``); when
+  that is the turn this agent stored last (same number, same run id, done), the turns come
+  from memory (``StoredTurns``) and no record is read — as a later turn's record would give
+  them. The turn's stored input names the turns it loads (numbers, runs, the message count),
+  not their messages; the seed is handed them outside the record (``LOADED_ENV``) and its
+  commit records them.
 - Without ``conversation=`` nothing of this runs: the run is byte-identical to before.
 """
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -37,6 +44,7 @@ from agent._chart.conversation_turns import (
     CONVERSATION,
     Turn,
     fold,
+    named_plan,
     turn_from_log,
     turn_from_record,
     turns_through,
@@ -44,6 +52,7 @@ from agent._chart.conversation_turns import (
 from agent._chart.state import CONVERSATION_INPUT, HISTORY, MESSAGE_DENIED_PHASE, POLICY_HALT
 from agent.errors import ConversationBusyError, ConversationError, NoConversationError
 from flowchart.store import TurnTakenError
+from flowchart.store.protocol import TurnHead, latest_turn
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -152,30 +161,104 @@ class ConversationBook:
                 turns[turn - 1] = Turn(turn, turns[turn - 1].run_id, "failed")
 
 
-def stored_plan(store: Any, conversation: str, policy: HistoryPolicy) -> dict[str, Any]:
-    """The next turn's plan from the store. Fast path: the latest turn's record alone holds
-    the earlier turns it loaded, so when those cover what ``policy`` asks for (the same or a
-    narrower policy), nothing else is read. Otherwise the turns in the window are read one
-    record each (all turns when there is no window)."""
-    head = _turns(store, conversation, 1)
-    if not head:
-        return plan_turn(conversation, 0, [], policy)
-    latest = head[0]
-    if latest.status in ("paused", "running"):
-        return plan_turn(conversation, latest.turn, [Turn(latest.turn, latest.run_id, latest.status)], policy)
+class StoredTurns:
+    """The turns of the stored conversations this agent ran a turn of, kept in this process
+    (the newest ``LIMIT`` conversations): what the next turn loads without reading a record.
+
+    Law: an entry is the conversation as it stood after a turn this process ran and stored
+    (its messages are the ones the run committed, as a read of the records would give them).
+    It is used only while the store's index still names that turn, by number and run id, as
+    the newest (``latest_turn``): a turn another process ran, a turn that failed or paused,
+    and anything newer make the next turn read the records again.
+    """
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: OrderedDict[str, tuple[int, str, tuple[Turn, ...]]] = OrderedDict()
+
+    def get(self, conversation: str, head: TurnHead) -> list[Turn] | None:
+        """The conversation's turns when the entry is still the store's newest turn, else ``None``."""
+        with self._lock:
+            entry = self._known.get(conversation)
+            if entry is None or entry[0] != head.turn or entry[1] != head.run_id or head.status != "done":
+                return None
+            self._known.move_to_end(conversation)
+            return list(entry[2])
+
+    def put(self, conversation: str, turns: list[Turn]) -> None:
+        """Keep ``turns`` (oldest first; the last one is the turn just stored)."""
+        with self._lock:
+            self._known[conversation] = (turns[-1].turn, turns[-1].run_id, tuple(turns))
+            self._known.move_to_end(conversation)
+            while len(self._known) > self.LIMIT:
+                self._known.popitem(last=False)
+
+    def drop(self, conversation: str) -> None:
+        """Forget the conversation (its next turn reads the records)."""
+        with self._lock:
+            self._known.pop(conversation, None)
+
+
+def as_loaded(turns: list[Turn], rule: Any) -> list[Turn] | None:
+    """``turns`` as a later turn's record holds them once this turn loaded them: the newest one
+    (read from its own record, its answer as the run ended) with what ``rule`` hides in the
+    messages hidden, as the seed's commit recorded them; the older ones were already. ``None``
+    when the rule does not keep the messages' shape (then nothing is remembered)."""
+    if not turns or rule is None or not rule.active or turns[-1].status != "done" or turns[-1].size is not None:
+        return turns
+    newest = turns[-1]
+    shown = rule.scrub_state({HISTORY: list(newest.messages)}).get(HISTORY)
+    if not isinstance(shown, list) or len(shown) != len(newest.messages):
+        return None
+    return [*turns[:-1], attrs.evolve(newest, messages=tuple(shown))]
+
+
+def stored_plan(
+    store: Any, conversation: str, policy: HistoryPolicy, cache: StoredTurns | None = None
+) -> tuple[dict[str, Any], list[Turn]]:
+    """The next turn's plan from the store, and the turns it was planned from. Fastest path:
+    the newest turn in the store's index is the one ``cache`` holds (this process stored it):
+    no record is read. Fast path: the latest turn's record alone holds the earlier turns it
+    loaded, so when those cover what ``policy`` asks for (the same or a narrower policy),
+    nothing else is read. Otherwise the turns in the window are read one record each (all
+    turns when there is no window)."""
+    head = latest_turn(store, conversation)
+    if head is None:
+        return plan_turn(conversation, 0, [], policy), []
+    if head.status in ("paused", "running"):
+        return plan_turn(conversation, head.turn, [Turn(head.turn, head.run_id, head.status)], policy), []
+    cached = None if cache is None else cache.get(conversation, head)
+    if cached is not None:
+        planned = _covering(conversation, head.turn, cached, policy)
+        if planned is not None:
+            return planned, cached
+    latest = _turns(store, conversation, 1)[0]
+    if latest.status in ("paused", "running"):  # it moved on since the index was read
+        return plan_turn(conversation, latest.turn, [Turn(latest.turn, latest.run_id, latest.status)], policy), []
     through = turns_through(latest)
     if through is not None:
         turns, _meta = through
-        first = 1 if policy.window is None else latest.turn - policy.window + 1
-        known = {t.turn for t in turns}
-        if all(n in known for n in range(max(first, 1), latest.turn + 1)):
-            try:
-                return plan_turn(conversation, latest.turn, [t for t in turns if t.turn >= first], policy)
-            except _NotLoaded:
-                pass  # the policy wants a turn the latest one left out: read turn by turn
+        planned = _covering(conversation, latest.turn, turns, policy)
+        if planned is not None:
+            return planned, turns
     limit = None if policy.window is None else max(policy.window, 1)
     records = _turns(store, conversation, limit)
-    return plan_turn(conversation, int(records[0].turn), [turn_from_record(r) for r in reversed(records)], policy)
+    turns = [turn_from_record(r) for r in reversed(records)]
+    return plan_turn(conversation, int(records[0].turn), turns, policy), turns
+
+
+def _covering(conversation: str, latest: int, turns: list[Turn], policy: HistoryPolicy) -> dict[str, Any] | None:
+    """The plan from ``turns`` when they hold every turn ``policy`` may send, else ``None``."""
+    first = 1 if policy.window is None else latest - policy.window + 1
+    known = {t.turn for t in turns}
+    if not all(n in known for n in range(max(first, 1), latest + 1)):
+        return None
+    try:
+        return plan_turn(conversation, latest, [t for t in turns if t.turn >= first], policy)
+    except _NotLoaded:
+        return None  # the policy wants a turn known only by its size: read turn by turn
 
 
 def _turns(store: Any, conversation: str, limit: int | None) -> list[Any]:
@@ -292,7 +375,18 @@ async def arun(
 
     cid = check_id(conversation)
     if agent.store is not None:
-        return await durable.advance_run(agent, queue(agent, run_input, cid, policy, run_id), attach)
+        record, turns, loaded = _queued(agent, run_input, cid, policy, run_id)
+        cache: StoredTurns = agent.stored_turns
+        cache.drop(cid)  # until this turn is stored done
+
+        def landed(result: Any) -> None:
+            if not result.paused and record.turn is not None:
+                own = turn_from_log(result.commit_log, run_id=record.run_id, turn=record.turn, status="done")
+                loaded = as_loaded(turns, agent.recorded_redaction)
+                if loaded is not None:
+                    cache.put(cid, [*loaded, own])
+
+        return await durable.advance_run(agent, record.run_id, attach, known=record, landed=landed, loaded=loaded)
     turns = agent.conversation_book.turns(cid)
     plan = plan_turn(cid, len(turns), turns, policy)
     run_input = {**run_input, INPUT_KEY: plan}
@@ -318,6 +412,17 @@ def queue(
     ``(conversation, turn)`` lets one win (``ConversationBusyError`` for the other, nothing
     of its turn stored).
     """
+    return _queued(agent, run_input, conversation, policy, run_id)[0].run_id
+
+
+def _queued(
+    agent: Agent, run_input: dict[str, Any], conversation: Any, policy: HistoryPolicy, run_id: str | None = None
+) -> tuple[Any, list[Turn], dict[str, Any]]:
+    """``queue``: the queued run's record, the turns its history was planned from, and its plan
+    with the messages it loads (``history``). The stored input names the loaded turns (``sources``) and counts their
+    messages; it does not carry them again (each turn's own record holds them): the seed is
+    handed them (``LOADED_ENV``), in another process read back through the sources
+    (``loaded_from_store``)."""
     from agent._run import durable
 
     cid = check_id(conversation)
@@ -326,9 +431,11 @@ def queue(
             f"conversation '{cid}': a queued turn is a stored run: build the agent with a store "
             "(Agent.create(..., store=SqliteStore(path)))"
         )
-    plan = stored_plan(agent.store, cid, policy)
+    plan, turns = stored_plan(agent.store, cid, policy, agent.stored_turns)
+    named = named_plan(plan)  # what the input keeps: the turns, named and counted
     agent.last_conversation = cid
     try:
-        return durable.create(agent, {**run_input, INPUT_KEY: plan}, run_id, conversation=(cid, plan["turn"]))
+        record = durable.create_record(agent, run_input, run_id, conversation=(cid, plan["turn"]), planned=named)
     except TurnTakenError as exc:
         raise ConversationBusyError(str(exc), cid, plan["turn"]) from None
+    return record, turns, plan

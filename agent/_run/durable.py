@@ -25,22 +25,21 @@ Laws:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
+from agent._chart.conversation_turns import LOADED_ENV, loaded_from_store
 from agent._chart.paused import Paused, check_answer, paused_from
-from agent._chart.state import FINAL_CONTENT
+from agent._chart.state import CONVERSATION_INPUT, FINAL_CONTENT
 from agent._run.resume_checks import check_resumable
 from flowchart import RunResult
 from flowchart.lowlevel import drive, run_coroutine, validated_input
 from flowchart.store import AlreadyAnsweredError, RunRecord, RunStore
-from flowchart.store.questions import register_question_reader
 from flowchart.store.runs import RefusedOutcome, aadvance, new_run_id
 from governance import CheckInDecision, ResumeDecisionError
-from governance.human import pending_request
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -49,9 +48,8 @@ if TYPE_CHECKING:
 RUN_ID_ENV = STORE_RUN_ENV
 AGENT_RUN_KIND = "agent"
 """The kind of an agent's stored runs: their ``RunRecord.question`` is the typed pending
-request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request``."""
-
-register_question_reader(AGENT_RUN_KIND, pending_request)
+request (``CheckInRequest`` or ``MiddlewareAsk``), read back by ``pending_request`` — named
+for every store in ``pyproject.toml`` (entry point ``flowchart.question_readers``: ``agent``)."""
 
 
 def _store(agent: Agent) -> Any:
@@ -88,11 +86,27 @@ def create(
 ) -> str:
     """Record a queued (``running``, not yet started) run, as turn ``conversation=(id, turn)``
     of a conversation when given; return its id."""
+    return create_record(agent, run_input, run_id, conversation).run_id
+
+
+def create_record(
+    agent: Agent,
+    run_input: dict[str, Any],
+    run_id: str | None = None,
+    conversation: tuple[str, int] | None = None,
+    planned: dict[str, Any] | None = None,
+) -> RunRecord:
+    """``create``, returning the new run's record as written (``advance_run(..., known=)`` then
+    starts it without reading it back). ``planned``: a conversation turn's plan that this
+    process built from checked messages (``conversations``), added to the input as it is —
+    not copied again, so a long conversation's history costs no copy here."""
     run_id = run_id or new_run_id()
     run_input = validated_input(run_input)  # refused as a chart run refuses it, before a run is stored
+    if planned is not None:
+        run_input[CONVERSATION_INPUT] = planned
     chart = agent.chart
     store = _store(agent)
-    store.create(
+    return store.create(
         run_id,
         kind=AGENT_RUN_KIND,
         chart_fingerprint=chart.fingerprint,
@@ -101,7 +115,6 @@ def create(
         redaction=agent.recorded_redaction,
         **({} if conversation is None else {"conversation": conversation}),
     )
-    return run_id
 
 
 def answer(agent: Agent, run_id: str, decision: Any) -> RunRecord:
@@ -161,14 +174,31 @@ def retry_failed(store: RunStore, run_id: str, decision: Any = None) -> RunRecor
     return store.retry(run_id)
 
 
-async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Paused:
+async def advance_run(
+    agent: Agent,
+    run_id: str,
+    attach: Any = None,
+    known: RunRecord | None = None,
+    landed: Callable[[RunResult], None] | None = None,
+    loaded: dict[str, Any] | None = None,
+) -> str | Paused:
     """Run the next segment of a stored agent run (start, or resume with the recorded answer);
-    ``attach(recorders)`` adds a stream's tap (``agent._run.streaming``)."""
+    ``attach(recorders)`` adds a stream's tap (``agent._run.streaming``); ``known`` is the run's
+    record as ``create_record`` just wrote it (not read again); ``landed(result)`` is told the
+    segment once it is stored. ``loaded``: a conversation turn's plan with its loaded messages
+    (``history``), as planned in this process; without it a turn whose seed is still to run
+    reads them from the store (``conversation_turns.loaded_from_store``)."""
     outcome: list[str | Paused] = []
 
     async def step(record: RunRecord) -> RunResult:
         recorders = agent.segments.recorders(attach)
-        options = agent.segments.options(recorders, env={RUN_ID_ENV: run_id})
+        env: dict[str, Any] = {RUN_ID_ENV: run_id}
+        plan = loaded
+        if plan is None and not record.commit_log:  # the seed runs: it needs the turns it loads
+            plan = loaded_from_store(_store(agent), record.input.get(CONVERSATION_INPUT))
+        if plan is not None:
+            env[LOADED_ENV] = plan
+        options = agent.segments.options(recorders, env=env)
         with agent.segments.failures_kept(recorders):
             if record.checkpoint is None:
                 result = await agent.chart.arun(record.input, **options)
@@ -181,7 +211,9 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
             raise RefusedOutcome(exc, result) from None
         return result
 
-    result = await aadvance(_store(agent), run_id, agent.chart.fingerprint, step, output=_final)
+    result = await aadvance(_store(agent), run_id, agent.chart.fingerprint, step, output=_final, known=known)
+    if landed is not None:
+        landed(result)
     value = outcome[0]
     if isinstance(value, Paused):
         assert result.checkpoint is not None
@@ -189,7 +221,7 @@ async def advance_run(agent: Agent, run_id: str, attach: Any = None) -> str | Pa
     return value
 
 
-def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) -> str | Paused:
+def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None, *, reuse: bool = False) -> str | Paused:
     """``agent.fork``: a new stored agent run continuing ``run_id`` after commit ``at`` with
     ``patch`` written first (``flowchart._rerun``); its answer, or ``Paused``."""
     from flowchart.lowlevel import RunOptions, fork_chart
@@ -197,7 +229,9 @@ def fork(agent: Agent, run_id: str, at: int, patch: Mapping[str, Any] | None) ->
     store = _store(agent)
     new_id = new_run_id()
     recorders = agent.segments.recorders()
-    options = RunOptions(**agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id)
+    options = RunOptions(
+        **agent.segments.options(recorders, env={RUN_ID_ENV: new_id}), store=store, run_id=new_id, reuse=reuse
+    )
     result = fork_chart(agent.chart, run_id, at, patch, options, kind=AGENT_RUN_KIND, output=_final)
     value = agent.segments.finish(result, recorders)
     if isinstance(value, Paused):

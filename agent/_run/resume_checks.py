@@ -30,10 +30,11 @@ from agent._chart.state import (
     LLM_LATEST_TOOL_CALLS,
     MAX_ITERATIONS,
     PAUSE_BODY,
-    PAUSE_KINDS,
     TOTAL_INPUT_TOKENS,
     TOTAL_OUTPUT_TOKENS,
     USAGE_NOT_REPORTED,
+    PauseData,
+    PausedCall,
 )
 from flowchart import Checkpoint, CheckpointError
 from flowchart.lowlevel import check_checkpoint, json_type
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 _STATE = "$.shared_state"
 _PAUSED = f"{_STATE}.{PAUSED_KEY}"
-_KINDS = PAUSE_KINDS
 _PAUSE_KEYS = PAUSE_BODY
 
 
@@ -81,17 +81,13 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
         check_budget_pause(state)  # a budget pause (agent._chart.budget): no tool call is waiting
         return
     paused = _field(state, PAUSED_KEY, dict, _STATE)
-    kind = _field(paused, "kind", str, _PAUSED)
-    if kind not in _KINDS:
-        raise _refuse(f"expected one of {', '.join(map(repr, _KINDS))}, got {kind!r}", f"{_PAUSED}.kind")
-    call_id = _field(paused, "tool_call_id", str, _PAUSED)
-    tool = _field(paused, "tool_name", str, _PAUSED)
-    _field(paused, "args", dict, _PAUSED)
-    index = _field(paused, "index", int, _PAUSED)
-    if "position" in paused:  # where the pause happened: bound into the request id
-        position = _field(paused, "position", dict, _PAUSED)
-        _field(position, "iteration", int, f"{_PAUSED}.position")
-        _field(position, "step", str, f"{_PAUSED}.position")
+    call = PausedCall.from_dict(paused, _PAUSED)  # its shape: the one codec (kind, call, tool, args, an ask's asker)
+    kind, call_id, tool, index = call.kind, call.tool_call_id, call.tool_name, call.index
+    if index is None:  # the stage commits it with the pause: a resume needs it
+        raise _refuse("required key missing", f"{_PAUSED}.index")
+    if call.position is not None:  # where the pause happened: bound into the request id
+        _field(call.position, "iteration", int, f"{_PAUSED}.position")
+        _field(call.position, "step", str, f"{_PAUSED}.position")
     _check_pause_data(checkpoint.pause_data, kind, call_id, tool)
     calls = _field(state, LLM_LATEST_TOOL_CALLS, list, _STATE)
     for n, each in enumerate(calls):  # every call of the batch is dispatched after the resume
@@ -112,9 +108,6 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
     for key in (FINAL_CONTENT, USAGE_NOT_REPORTED):  # read as text when written (when present)
         if key in state:
             _field(state, key, str, _STATE)
-    if kind == "ask":
-        _field(paused, "ask_index", int, _PAUSED)
-        _field(paused, "middleware", str, _PAUSED)
     if cfg is not None:
         _check_against_agent(checkpoint, paused, cfg)
 
@@ -133,8 +126,7 @@ def _check_pause_data(data: Any, kind: str, call_id: str, tool: str) -> None:
         if data.get(key) != expected:
             raise _refuse(f"expected the paused call's {expected!r}, got {data.get(key)!r}", f"$.pause_data.{key}")
     body = _PAUSE_KEYS[kind]
-    if body not in data:
-        raise _refuse(f"a {kind} pause carries its {body}", f"$.pause_data.{body}")
+    PauseData.from_dict(data)  # its shape: the one codec (the kind's body present, no other key)
     try:
         if kind == "check_in":
             request: CheckInRequest | MiddlewareAsk = CheckInRequest.from_dict(data[body], f"$.pause_data.{body}")

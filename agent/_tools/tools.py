@@ -41,6 +41,11 @@ class ToolContext:
     iteration: int
     run_id: str
     identity: Any = None
+    #: the runtime id of the commit the call runs in (``tool-calls#4``): where what it does is recorded
+    step: str | None = None
+    #: the conversation and turn the run is (``None`` outside a conversation)
+    conversation: str | None = None
+    turn: int | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -69,6 +74,17 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         """What the model is offered: ``{"name", "description", "input_schema"}``."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@attrs.frozen
+class AgentAnswer:
+    """What a sub-agent tool (``Agent.as_tool``) returns: the answer the model reads, and the
+    sub-agent's run, which the caller's tool-calls commit records (``sub_agents``)."""
+
+    text: str
+    agent: str
+    run_id: str | None
+    model_calls: int = 0
 
 
 def make_tool(

@@ -12,6 +12,10 @@ Laws:
   be answered at all; ``mcp_server`` says so before anything is served.
 - Errors of the run (a denied message, a policy halt, a failed stage) are the tool's
   error result, with the run's own message.
+- A stored run's answer (asked again with ``run_id``) is read as every reader of a stored
+  run reads it, from its shown record (``shown_output``): what the run's rule hides is
+  hidden, as ``agent runs show`` and ``agent runs approve`` print it. There is no
+  redaction code here (``flowchart/_core/redaction.py`` is where it happens).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ except ImportError as exc:  # without the extra: say which one to install
 import attrs
 
 from agent._chart.paused import Paused
+from agent._edge.cli_common import shown_output
 from agent._run.agent import Agent
 from flowchart import FlowChart
 
@@ -83,8 +88,8 @@ class McpServer:
         if agent.store is None:
             raise ValueError(f"{self.name}: run_id needs an agent with a run store (Agent.create(store=...))")
         record = agent.store.get(run_id)
-        if record.status == "done":
-            return str(record.output)
+        if record.status == "done":  # a stored run, read as every reader reads it: its shown record
+            return str(shown_output(record))
         if record.status == "failed":
             raise RuntimeError(f"run {run_id} failed: {record.error}")
         if record.status == "paused" and not record.has_answer:

@@ -28,6 +28,7 @@ from agent.providers.errors import (
 )
 from agent.providers.ollama import OllamaProvider, ollama
 from agent.providers.openai_compatible import OpenAICompatibleProvider, openai_compatible
+from agent.providers.replayed import ReplayedProvider, ReplayedTools, ReplayMissError, replayed, replayed_tools
 from agent.providers.scripted import ScriptedProvider, mock, scripted
 from agent.providers.types import (
     Capabilities,
@@ -65,6 +66,9 @@ __all__ = [
     "ProviderProtocolError",
     "ProviderResponseError",
     "ProviderTimeoutError",
+    "ReplayMissError",
+    "ReplayedProvider",
+    "ReplayedTools",
     "RetryPolicy",
     "RetryRecord",
     "ScriptError",
@@ -79,5 +83,7 @@ __all__ = [
     "mock",
     "ollama",
     "openai_compatible",
+    "replayed",
+    "replayed_tools",
     "scripted",
 ]

@@ -1,8 +1,16 @@
 """The scripted and mock providers: deterministic models for tests, demos and benchmarks.
 
-Law of this file: a scripted provider plays its replies in order, one per request,
-records every request it receives, and never invents an answer — running out of
-replies is an error that says how many were scripted and which request asked for more.
+Law of this file: a scripted provider plays its replies by the conversation's position —
+a request already holding *n* assistant turns gets reply *n+1* — records every request it
+receives, and never invents an answer: running out of replies is an error that says how
+many were scripted and which request (the conversation's, 1-based) asked for more.
+Answering by position (not by how many times this object was called) means a freshly
+built agent resuming a stored run — the CLI, the inbox, a Celery worker — continues the
+script where the run is, and each turn of a conversation (whose history holds the
+earlier answers) continues it too. One reply the agent drops from the history is still a
+turn played: a request that extends the previous request this object answered, at the
+same position (the wrap-up the agent asks for once ``max_iterations`` is spent, after a
+reply whose calls it will not run), gets the reply after the one played for it.
 Both providers answer synchronously (``complete`` returns an :class:`LLMResponse`, not
 an awaitable) and never touch the network, so an agent on them is offline and
 byte-for-byte repeatable.
@@ -24,19 +32,11 @@ import attrs
 
 from agent.providers.errors import ScriptError, ScriptExhaustedError
 from agent.providers.types import LLMRequest, LLMResponse, StreamEvent, Token, ToolCall, Usage
-from flowchart.lowlevel import slot_setters
 
 _REPLY_KEYS = ("content", "tool_calls")
 _CALL_KEYS = ("id", "name", "args")
 # Split before every word that follows whitespace: the pieces join back to the exact text.
 _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
-
-
-# the slots' own setters (``flowchart.lowlevel.slot_setters``): a played reply is made without
-# attrs' frozen ``__init__`` — the same value as the class call (tests/providers/test_scripted.py)
-_new = object.__new__
-_USAGE_IN, _USAGE_OUT, _USAGE_CACHED, _USAGE_REASONING = slot_setters(Usage)
-_CONTENT, _CALLS, _USAGE, _FINISH, _MODEL, _RETRIES = slot_setters(LLMResponse)
 
 
 def _keys(keys: Sequence[str]) -> str:
@@ -115,14 +115,28 @@ class ScriptedProvider:
     requests: list[LLMRequest] = attrs.field(factory=list)
     # Which replies were given as LLMResponse objects: those are played verbatim.
     verbatim: frozenset[int] = attrs.field(default=frozenset(), repr=False)
+    # (position, index played) for the last request: a request extending it at the same position
+    # is the turn after a reply the agent dropped from its history (the wrap-up)
+    _last: tuple[int, int] = attrs.field(default=(-1, -1), repr=False, alias="_last")
 
     def complete(self, req: LLMRequest) -> LLMResponse:
-        """Record ``req`` and return the next reply, synchronously.
+        """Record ``req`` and return the reply for its position, synchronously.
 
-        Raises :class:`ScriptExhaustedError` when every reply has been played.
+        A request holding *n* assistant turns gets reply *n+1*. Raises
+        :class:`ScriptExhaustedError` when the script has no reply for that position.
         """
+        messages = req.messages
+        position = 0
+        for message in messages:  # a loop, not a generator: this is the benchmark's hot path
+            if message.get("role") == "assistant":
+                position += 1
+        number = position + 1
+        last_position, last_index = self._last
+        if position == last_position and self.requests:
+            previous = self.requests[-1].messages
+            if len(messages) > len(previous) and messages[: len(previous)] == previous:
+                number = last_index + 2
         self.requests.append(req)
-        number = len(self.requests)
         if number <= len(self.replies):
             index = number - 1
         elif self.repeat and self.replies:
@@ -135,23 +149,21 @@ class ScriptedProvider:
                 f"but request #{number} asked for another; add a reply to the script",
                 provider=self.name,
             )
+        self._last = (position, number - 1)
         template = self.replies[index]
         if index in self.verbatim:
             return template
         # the template with this request's usage and model: ``attrs.evolve`` spelled out, the slots
         # filled directly (the template's finish_reason passed the validator when it was scripted)
-        usage = _new(Usage)
-        _USAGE_IN(usage, _input_tokens(req))
-        _USAGE_OUT(usage, template.usage.output_tokens if template.usage else 0)
-        _USAGE_CACHED(usage, None)  # a script reports no cache nor reasoning: unknown, not 0
-        _USAGE_REASONING(usage, None)
-        played = _new(LLMResponse)
-        _CONTENT(played, template.content)
-        _CALLS(played, template.tool_calls)
-        _USAGE(played, usage)
-        _FINISH(played, template.finish_reason)
-        _MODEL(played, req.model)
-        _RETRIES(played, template.retries)
+        usage = Usage(_input_tokens(req), template.usage.output_tokens if template.usage else 0)
+        played = LLMResponse(
+            content=template.content,
+            tool_calls=template.tool_calls,
+            usage=usage,
+            finish_reason=template.finish_reason,
+            model=req.model,
+            retries=template.retries,
+        )
         return played
 
     async def stream(self, req: LLMRequest) -> AsyncIterator[StreamEvent]:
@@ -164,13 +176,17 @@ class ScriptedProvider:
 
 
 def scripted(replies: Sequence[str | Mapping[str, Any] | LLMResponse]) -> ScriptedProvider:
-    """A provider answering request *n* with ``replies[n-1]``; the script is checked up front.
+    """A provider answering a request holding *n* assistant turns with ``replies[n]``.
+
+    The script is checked up front. The position is the conversation's, not this object's
+    call count: a fresh agent resuming a paused run after two model replies gets
+    ``replies[2]``, and a conversation's second turn continues after the first's answer.
 
     Each reply is a string (the model's text), a dict
     ``{"content": str, "tool_calls": [{"id": str, "name": str, "args": dict}]}`` (both
     keys optional; ``finish_reason`` is ``tool_use`` when calls are present, else
     ``stop``), or an :class:`LLMResponse` played verbatim. A malformed reply raises
-    :class:`ScriptError` naming it (``reply #2``, 1-based). A request beyond the last
+    :class:`ScriptError` naming it (``reply #2``, 1-based). A request past the last
     reply raises :class:`ScriptExhaustedError`.
     """
     if isinstance(replies, str | bytes | Mapping) or not isinstance(replies, Sequence):

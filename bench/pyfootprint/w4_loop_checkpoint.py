@@ -11,7 +11,9 @@ Rows:
   ``flowchart.store.SqliteStore`` exists (a skip note otherwise). The store lands a run
   segment (its whole commit log) in one atomic write at the segment's end, not one write
   per step as LangGraph's savers do: the row says so. The run's rows are deleted after each
-  sample when the store offers a ``delete``; otherwise the file grows across samples.
+  sample when the store offers a ``delete``; otherwise the file grows across samples;
+- *SQLite run store, key=*: the same store opened with a key (every run sealed whole; a
+  write checks the seal and extends it, a read checks the whole run).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from bench.pyfootprint.w2_loop import ITERS, build, run_loop
 
 SQLITE_PATH = os.environ.get("W4_SQLITE", os.path.join(tempfile.gettempdir(), "bench-pf-w4.db"))
 STORE_ROW = "SQLite run store (file), one write per run segment"
+KEYED_ROW = "SQLite run store (file, key=: sealed), one write per run segment"
+KEY = b"k" * 32
 
 
 def log_bytes(result: Any) -> int:
@@ -76,15 +80,15 @@ def drop_files() -> None:
         Path(SQLITE_PATH + suffix).unlink(missing_ok=True)
 
 
-def sqlite_store(cfg: Settings, out: list[Record]) -> None:
-    """The durable-store row, or a skip note when there is no store yet."""
+def sqlite_store(cfg: Settings, out: list[Record], key: bytes | None = None) -> None:
+    """The durable-store row (``key``: the sealed store's), or a skip note when there is no store yet."""
     try:
         from flowchart.store import SqliteStore
     except ImportError as exc:
         skip(out, "W4", STORE_ROW, f"flowchart.store.SqliteStore is not importable ({exc})")
         return
     drop_files()
-    store = SqliteStore(SQLITE_PATH)
+    store = SqliteStore(SQLITE_PATH) if key is None else SqliteStore(SQLITE_PATH, key=key)
     chart = build()
     gc.collect()
     rss0 = rss_bytes()
@@ -113,7 +117,7 @@ def sqlite_store(cfg: Settings, out: list[Record]) -> None:
 
     samples = cfg.bench(run_once, warmup=2, min_reps=8, after=after)
     extra = {} if delete is not None else {"note": "store has no delete(): it grows across samples"}
-    row(out, "W4", STORE_ROW, samples, per=ITERS, unit="us/iter", **mem, **extra)
+    row(out, "W4", STORE_ROW if key is None else KEYED_ROW, samples, per=ITERS, unit="us/iter", **mem, **extra)
     close = getattr(store, "close", None)
     if close is not None:
         close()
@@ -126,6 +130,7 @@ def main(quick: bool = False) -> list[Record]:
     out: list[Record] = []
     in_memory(cfg, out)
     sqlite_store(cfg, out)
+    sqlite_store(cfg, out, key=KEY)
     return out
 
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from flowchart._chart.branches import BranchList
 from flowchart._chart.stage_nodes import StageFn, describe, mount_node, pausable_node
 from flowchart._core.errors import BuildError
-from flowchart._core.nodes import Pausable, StageCallable, StageNode
+from flowchart._core.nodes import Pausable, StageCallable, StageNode, iter_nodes
 from flowchart._core.retry import Retry
 
 if TYPE_CHECKING:
-    from flowchart._chart.chart import FlowChart
+    from flowchart._chart.chart import FlowChart, Launcher
 
 _FORBIDDEN_ID_CHARS = ("/", "#")
 
@@ -32,7 +32,9 @@ _FORBIDDEN_ID_CHARS = ("/", "#")
 class FlowChartBuilder:
     """Builds a chart stage by stage. Start with ``flow_chart(...)`` or ``.start(...)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, launcher: Launcher | None = None) -> None:
+        #: what the built chart's entry points run through (``flowchart/_launch.py`` passes itself)
+        self._launch = launcher
         self._root: StageNode | None = None
         self._cursor: StageNode | None = None
         self._ids: dict[str, StageNode] = {}
@@ -68,9 +70,12 @@ class FlowChartBuilder:
         return node
 
     def _append(self, node: StageNode) -> FlowChartBuilder:
-        if self._root is None or self._cursor is None:
-            self._problem(f"cannot add '{node.id}' before the first stage: call flow_chart(name, fn, id) first")
-            return self
+        if self._root is None or self._cursor is None:  # footprintjs refuses at once, in these words
+            raise BuildError(
+                f"cursor undefined; call start() first — cannot add '{node.id}' before the first stage: "
+                "start the chart with flow_chart(name, fn, id) or FlowChartBuilder().start(name, fn, id)",
+                stage_id=node.id,
+            )
         if self._closed_by is not None:
             self._problem(
                 f"cannot add '{node.id}' after loop_to('{self._closed_by}'): a loop ends the chain — "
@@ -283,6 +288,45 @@ class FlowChartBuilder:
         )
         return self._append(node)
 
+    def add_agent(
+        self,
+        name: str,
+        agent: Any,
+        stage_id: str,
+        *,
+        message: Callable[[Any], str],
+        into: str,
+        identity: Callable[[Any], Any] | None = None,
+        description: str | None = None,
+    ) -> FlowChartBuilder:
+        """Mount an agent (anything with ``as_subflow(message=, into=, identity=)``, such as
+        ``agent.Agent``) as the next stage: its run is a subflow of this chart, sent
+        ``message(state)`` and writing its answer to ``into``. flowchart knows no agent: the
+        mounted object says which chart runs and how state goes in and out."""
+        mount = getattr(agent, "as_subflow", None)
+        if not callable(mount):
+            self._problem(
+                f"add_agent('{name}'): expected an agent (an object with as_subflow(message=, into=)), "
+                f"got {type(agent).__name__}",
+                stage_id,
+            )
+            return self
+        if not callable(message):
+            self._problem(f"add_agent('{name}'): message= must be a function state -> str", stage_id)
+            return self
+        if not isinstance(into, str) or not into:
+            self._problem(f"add_agent('{name}'): into= must name the state key the answer is written to", stage_id)
+            return self
+        parts = mount(message=message, into=into, identity=identity)
+        return self.add_subflow_chart_next(
+            stage_id,
+            parts.chart,
+            mount_name=name,
+            input_mapper=parts.input_mapper,
+            output_mapper=parts.output_mapper,
+            description=description,
+        )
+
     def add_subflow_chart(
         self,
         stage_id: str,
@@ -374,14 +418,9 @@ class FlowChartBuilder:
                 )
         if self._problems:
             raise self._problems[0]
-        return FlowChart(self._root, dict(self._ids))
+        for node in iter_nodes(self._root):
+            node.seal()
+        return FlowChart(self._root, dict(self._ids), self._launch)
 
 
-def flow_chart(
-    name: str, fn: StageFn | Pausable, stage_id: str, *, description: str | None = None, retry: Retry | None = None
-) -> FlowChartBuilder:
-    """Start a chart at its root stage: ``flow_chart("Seed", seed, "seed")`` (``retry``: its ``Retry``)."""
-    return FlowChartBuilder().start(name, fn, stage_id, description=description, retry=retry)
-
-
-__all__ = ["BranchList", "FlowChartBuilder", "StageFn", "flow_chart"]
+__all__ = ["BranchList", "FlowChartBuilder", "StageFn"]

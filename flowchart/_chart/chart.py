@@ -36,16 +36,17 @@ if TYPE_CHECKING:
     from flowchart.store.protocol import RunStore
     from flowchart.stream import AsyncRunStream, RunStream
 
-__all__ = ["FlowChart", "Launcher", "bind_launcher"]
+__all__ = ["FlowChart", "Launcher"]
 
 
 class Launcher(Protocol):
     """How a chart's entry points start a run: ``flowchart/_launch.py``, bound by the façade.
 
     The structure sits below the engine, the store and the streams, so it cannot import
-    them; the layer above that can (``launch``) implements these, and
-    ``flowchart/__init__.py`` binds it once with ``bind_launcher``. Each takes the chart
-    and the ``RunOptions`` its entry point checked.
+    them; the layer above that can (``flowchart/_launch.py``) implements these and hands
+    itself to each chart it builds: the public ``flow_chart`` / ``FlowChartBuilder`` live
+    there and pass ``launcher=`` to the structure's builder. Each takes the chart and the
+    ``RunOptions`` its entry point checked.
     """
 
     def run(self, chart: FlowChart, input: Any, options: RunOptions) -> RunResult: ...
@@ -62,27 +63,22 @@ class Launcher(Protocol):
     ) -> RunResult: ...
 
 
-_bound: list[Launcher] = []
-
-
-def bind_launcher(launcher: Launcher) -> None:
-    """Give every chart its entry points (called once, by ``flowchart/__init__.py``)."""
-    _bound[:] = [launcher]
-
-
-def _launcher() -> Launcher:
-    if not _bound:  # only reachable by a module that bypasses the package's __init__
-        raise RunError("internal: the chart's entry points are not bound; import flowchart first")
-    return _bound[0]
-
-
 class FlowChart:
     """A built chart. Make one with ``flow_chart(...)...build()``."""
 
-    def __init__(self, root: StageNode, nodes: dict[str, StageNode]) -> None:
+    def __init__(self, root: StageNode, nodes: dict[str, StageNode], launcher: Launcher | None = None) -> None:
         self._root = root
         self._nodes = nodes
+        self._launch = launcher
         self._loop_stubs: dict[str, StageNode] = {}
+
+    def _launcher(self) -> Launcher:
+        if self._launch is None:
+            raise RunError(
+                f"chart '{self.name}' has no entry points: it was built with flowchart._chart.builder's "
+                "FlowChartBuilder; build it with flowchart.flow_chart(...) or flowchart.FlowChartBuilder()"
+            )
+        return self._launch
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -220,7 +216,7 @@ class FlowChart:
         and its trace carry it. Either way it follows the run-id rule (``flowchart._core.run_ids``).
         """
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, retry)
-        return _launcher().run(self, input, options)
+        return self._launcher().run(self, input, options)
 
     async def arun(
         self,
@@ -244,7 +240,7 @@ class FlowChart:
         default ``Retry`` policy of every stage that has none of its own (docs/durable.md).
         """
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
-        return await _launcher().arun(self, input, options)
+        return await self._launcher().arun(self, input, options)
 
     def stream(
         self,
@@ -261,7 +257,7 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        return _launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
+        return self._launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
 
     def astream(
         self,
@@ -273,7 +269,7 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        return _launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
+        return self._launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
 
     def resume(
         self,
@@ -294,7 +290,7 @@ class FlowChart:
         state before its partial commit, and goes on (docs/durable.md).
         """
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
-        return _launcher().resume(self, checkpoint, input, options)
+        return self._launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
         self,
@@ -323,7 +319,7 @@ class FlowChart:
         options = RunOptions(
             env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id, retry=retry
         )
-        return _launcher().resume_run(self, run_id, input, options)
+        return self._launcher().resume_run(self, run_id, input, options)
 
     def fork(
         self,
@@ -339,14 +335,16 @@ class FlowChart:
         cancel: CancelToken | None = None,
         store: RunStore | None = None,
         run_id: str | None = None,
+        reuse: bool = False,
     ) -> RunResult:
         """A new run that continues ``source`` (a ``Trace``, a ``RunResult`` or a run id in
         ``store``) after its commit ``at`` — or, with ``at = (m, j)``, after commit ``j`` of the
         subflow whose mount committed at ``m`` — with ``patch`` (state key → JSON value)
         written as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
-        recorded there with its lineage. See docs/durable.md."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id)
-        return _launcher().fork(self, source, at, patch, options)
+        recorded there with its lineage. ``reuse=True``: a stage whose recorded reads did not
+        change is taken from the record (``result.reused`` names each). See docs/durable.md."""
+        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, reuse=reuse)
+        return self._launcher().fork(self, source, at, patch, options)
 
     async def aresume(
         self,
@@ -363,4 +361,4 @@ class FlowChart:
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
         options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
-        return await _launcher().aresume(self, checkpoint, input, options)
+        return await self._launcher().aresume(self, checkpoint, input, options)

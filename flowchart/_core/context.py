@@ -20,19 +20,37 @@ if TYPE_CHECKING:
 class ReadonlyArgs(Mapping[str, Any]):
     """A read-only mapping over the run input; nested dicts are read-only too, lists are tuples."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_raw")
 
     def __init__(self, data: Mapping[str, Any] | None) -> None:
         object.__setattr__(self, "_data", {k: freeze(v) for k, v in (data or {}).items()})
+        object.__setattr__(self, "_raw", None)
+
+    @classmethod
+    def owned(cls, data: dict[str, Any]) -> ReadonlyArgs:
+        """Read-only args over ``data``, a JSON-safe dict the caller made for them alone and never
+        changes (the engine's own copy of a run input): each value is frozen when first read, so an
+        input no stage reads whole (a long conversation's named turns) costs nothing to hold."""
+        args = cls.__new__(cls)
+        object.__setattr__(args, "_data", {})
+        object.__setattr__(args, "_raw", data)
+        return args
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        data = self._data
+        if key in data or self._raw is None:
+            return data[key]
+        value = data[key] = _freeze_owned(self._raw[key])
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in (self._data if self._raw is None else self._raw)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._data if self._raw is None else self._raw)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._data if self._raw is None else self._raw)
 
     def __setitem__(self, key: str, value: Any) -> None:
         raise TypeError(f"ctx.args is read-only: cannot set '{key}'. Write state through the scope instead")
@@ -50,19 +68,19 @@ class ReadonlyArgs(Mapping[str, Any]):
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self._data[name]
+            return self[name]
         except KeyError:
             raise AttributeError(f"'{name}' is not in ctx.args") from None
 
     def __repr__(self) -> str:
-        return f"ReadonlyArgs({self._data!r})"
+        return f"ReadonlyArgs({ {k: self[k] for k in self}!r})"
 
     def __reduce__(self) -> Any:
         return (ReadonlyArgs, (self.to_dict(),))
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, mutable deep copy of the input."""
-        return {k: thaw(v) for k, v in self._data.items()}
+        return {k: thaw(self[k]) for k in self}
 
 
 def freeze(value: Any) -> Any:
@@ -71,6 +89,15 @@ def freeze(value: Any) -> Any:
         return ReadonlyArgs(value)
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
+    return value
+
+
+def _freeze_owned(value: Any) -> Any:
+    """``freeze`` of a value inside owned args: a dict stays lazy too (``ReadonlyArgs.owned``)."""
+    if isinstance(value, dict):
+        return ReadonlyArgs.owned(value)
+    if isinstance(value, list | tuple):
+        return tuple(_freeze_owned(v) for v in value)
     return value
 
 

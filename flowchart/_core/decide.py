@@ -22,10 +22,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from flowchart._core.redaction import EVENT_PLACEHOLDER
+from flowchart._core.redaction import shown_summary
 from flowchart._core.scope import Scope, ScopeObserver, transaction_of
-from flowchart._core.summary import summarize_value
-from flowchart._core.values import NotJsonSafe, _text, copy_json, slot_setters
+from flowchart._core.values import NotJsonSafe, _text, copy_json
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "eq": lambda a, b: a == b,
@@ -74,7 +73,7 @@ class _InputCapture:
             redacted = False if self.hides is None else self.hides(key)
             self.inputs[key] = {
                 "key": key,
-                "value_summary": EVENT_PLACEHOLDER if redacted else summarize_value(value),
+                "value_summary": shown_summary(redacted, value),
                 "redacted": redacted,
             }
         if self.inner is not None:
@@ -90,20 +89,6 @@ class _InputCapture:
     def write(self, key: str, value: Any, operation: str) -> None:
         if self.inner is not None:
             self.inner.write(key, value, operation)
-
-
-# the slots' own setters (``values.slot_setters``): ``decide`` makes its Decision without attrs'
-# frozen ``__init__`` (the same value as ``Decision(branch, evidence)``)
-_SET_BRANCH, _SET_EVIDENCE, _SET_OWNED = slot_setters(Decision)
-
-
-def _decision(branch: str, evidence: dict[str, Any]) -> Decision:
-    """``Decision(branch, evidence)``, its slots filled directly."""
-    made = object.__new__(Decision)
-    _SET_BRANCH(made, branch)
-    _SET_EVIDENCE(made, evidence)
-    _SET_OWNED(made, False)
-    return made
 
 
 def _hides_nothing(_key: str) -> bool:
@@ -161,13 +146,13 @@ def _evaluate(scope: Scope, index: int, rule: Mapping[str, Any]) -> dict[str, An
             except TypeError:
                 result = False
             # a key that is not there is footprintjs's ``undefined``, not ``null``
-            shown = summarize_value(actual) if present else "undefined"
+            shown = shown_summary(redacted, actual) if present or redacted else "undefined"
             conditions.append(
                 {
                     "key": key,
                     "op": op,
                     "threshold": threshold,
-                    "actual_summary": EVENT_PLACEHOLDER if redacted else shown,
+                    "actual_summary": shown,
                     "result": result,
                     "redacted": redacted,
                 }
@@ -197,7 +182,7 @@ def decide(scope: Scope, rules: Sequence[Mapping[str, Any]], default: str | Mapp
     evidence: dict[str, Any] = {"rules": evaluated, "chosen": chosen, "default": default}
     if default_label is not None:
         evidence["default_label"] = default_label
-    return _own(_decision(chosen, evidence), evaluated, (chosen, default), default_label)
+    return _own(Decision(chosen, evidence), evaluated, (chosen, default), default_label)
 
 
 def select(scope: Scope, rules: Sequence[Mapping[str, Any]]) -> Selection:

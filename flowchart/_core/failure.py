@@ -10,8 +10,10 @@ Laws:
   (``stage_id`` and the runtime id ``[subflow/]stage#N`` of the innermost stage; ``None``
   when the run failed between stages, e.g. a timeout before a stage started). With the
   commits, that is what resuming a failed run at the stage that failed needs.
-- A failure is read back from untrusted storage through ``RunFailure.from_dict``, which
-  refuses anything that is not exactly its shape.
+- A failure is read back from untrusted storage through ``RunFailure.from_dict``: the one
+  codec (``serde.structure``: the limits of ``untrusted``, then a converter from
+  ``serde.make_converter``), so it refuses anything that is not exactly its shape with a
+  ``CheckpointError`` naming the path, as a checkpoint or a trace would.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import attrs
 
 from flowchart._core.errors import RunError
 from flowchart._core.pause import Checkpoint
+from flowchart._core.serde import every_key, make_converter, structure
 
 if TYPE_CHECKING:
     from flowchart._record.result import RunResult
@@ -58,18 +61,14 @@ class RunFailure:
         return attrs.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Any) -> RunFailure:
-        """Inverse of ``to_dict``; ``ValueError`` naming the field when ``data`` is not one."""
-        names = [f.name for f in attrs.fields(cls)]
-        if not isinstance(data, dict) or sorted(data) != sorted(names):
-            raise ValueError(f"a run failure must be an object with exactly the keys {', '.join(names)}")
-        for name in ("error_type", "message"):
-            if not isinstance(data[name], str):
-                raise ValueError(f"run failure field '{name}' must be a string")
-        for name in ("stage_id", "runtime_stage_id"):
-            if data[name] is not None and not isinstance(data[name], str):
-                raise ValueError(f"run failure field '{name}' must be a string or null")
-        return cls(**data)
+    def from_dict(cls, data: Any, path: str = "$") -> RunFailure:
+        """Inverse of ``to_dict`` (every key required, ``None`` included), through the one codec:
+        ``CheckpointError`` (a ``ValueError``) naming the path of each bad field."""
+        return structure(_CONVERTER, data, RunFailure, what="run failure", path=path)
+
+
+_CONVERTER = make_converter()
+_CONVERTER.register_structure_hook(RunFailure, every_key(RunFailure, _CONVERTER))
 
 
 def attach(error: BaseException, result: RunResult, failure: RunFailure, checkpoint: Checkpoint | None = None) -> None:

@@ -5,7 +5,7 @@ Laws:
   the fields in ``FIELDS`` order, one value per record in every column: each key written once,
   in record order, so the text is as deterministic as the records) and how a loaded trace
   keeps its narrative until someone reads it (``Trace.narrative`` builds the records then,
-  once: ``on_read``).
+  once: ``built_on_read``).
 - Validation happens when the columns are made, never when they are read: ``check_columns``
   refuses columns of unequal length, an unknown record type or a negative depth with a
   ``CheckpointError`` naming the field path, and the loaders take only columns whose values
@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from flowchart._core.errors import CheckpointError
 from flowchart._core.narrative_entry import RECORD_TYPES, NarrativeEntry
 
+T = TypeVar("T", bound=type)
 FIELDS = tuple(f.name for f in attrs.fields(NarrativeEntry))
 """The record's fields, in order: the columns' keys in a trace file."""
 _KINDS = {"type": (str,), "depth": (int,), "text": (str,), "step_number": (int, type(None))}
@@ -136,23 +137,34 @@ def parsed_columns(raw: Any) -> NarrativeColumns | None:
 _FIELD_SET = frozenset(FIELDS)
 
 
-def on_read(cls: type, name: str, build: Callable[[NarrativeColumns], Any] = NarrativeColumns.records) -> Any:
-    """Make slot ``name`` of the attrs class ``cls`` build its value on first read: a
-    ``NarrativeColumns`` stored there is turned into ``build(columns)`` (its records; once, kept
-    in the slot) when the attribute is read; assigning sets the slot (a frozen class still
-    refuses assignment: its ``__setattr__`` comes first). Returns the slot's own descriptor,
-    which reads what is stored without building anything (``slot.__get__(obj, cls)``)."""
-    slot = cls.__dict__[name]
+def built_on_read(name: str, build: Callable[[NarrativeColumns], Any] = NarrativeColumns.records) -> Callable[[T], T]:
+    """A class decorator, written above ``@attrs.define``/``@attrs.frozen``: slot ``name`` of the
+    class builds its value on first read — a ``NarrativeColumns`` stored there (through
+    ``stored_slot``) is turned into ``build(columns)`` (once, kept in the slot) when the
+    attribute is read. A frozen class still refuses assignment (its ``__setattr__`` comes first)."""
 
-    def read(self: Any) -> Any:
-        value = slot.__get__(self, cls)
-        if type(value) is NarrativeColumns:
-            value = build(value)
-            slot.__set__(self, value)
-        return value
+    def decorate(cls: T) -> T:
+        slot = cls.__dict__[name]
 
-    type.__setattr__(cls, name, property(read, slot.__set__, doc=f"``{cls.__name__}.{name}`` (built on first read)."))
-    return slot
+        def read(self: Any) -> Any:
+            value = slot.__get__(self, cls)
+            if type(value) is NarrativeColumns:
+                value = build(value)
+                slot.__set__(self, value)
+            return value
+
+        doc = f"``{cls.__name__}.{name}`` (built on first read)."
+        type.__setattr__(cls, name, property(read, slot.__set__, doc=doc))
+        type.__setattr__(cls, f"_{name}_slot", slot)
+        return cls
+
+    return decorate
+
+
+def stored_slot(cls: type, name: str) -> Any:
+    """The slot descriptor behind a ``built_on_read`` attribute: it reads and sets what is stored
+    (columns included) without building anything (``slot.__get__(obj, cls)``)."""
+    return cls.__dict__[f"_{name}_slot"]
 
 
 def _refuse(message: str, path: str) -> CheckpointError:
@@ -163,9 +175,10 @@ __all__ = [
     "COLUMN_KINDS",
     "FIELDS",
     "NarrativeColumns",
+    "built_on_read",
     "check_columns",
     "column_path",
-    "on_read",
     "parsed_columns",
     "record_path",
+    "stored_slot",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from types import FunctionType
+from types import FunctionType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -94,9 +94,12 @@ class SubflowMount:
 
 
 class StageNode:
-    """One stage of a chart. Mutable while the builder works on it, then left alone."""
+    """One stage of a chart: a draft while the builder works on it, frozen by ``seal()`` when the
+    chart is built — from then on assigning a field raises, and ``branches`` / ``children`` are
+    read-only (a mapping proxy, a tuple), so a built chart cannot be changed under a run."""
 
     __slots__ = (
+        "_sealed",
         "answer",
         "branch_id",
         "branches",
@@ -118,6 +121,7 @@ class StageNode:
     )
 
     def __init__(self, kind: NodeKind, name: str, stage_id: str, description: str | None = None) -> None:
+        self._sealed = False
         self.kind: NodeKind = kind
         self.name = name
         self.id = stage_id
@@ -129,15 +133,27 @@ class StageNode:
         self.mount: SubflowMount | None = None
         self.next: StageNode | None = None
         self.loop_to: str | None = None
-        self.branches: dict[str, StageNode] = {}
+        self.branches: dict[str, StageNode] = {}  # a read-only proxy once sealed
         self.default_branch: str | None = None
-        self.children: list[StageNode] = []
+        self.children: list[StageNode] = []  # a tuple once sealed
         self.fail_fast = False
         self.branch_id: str | None = None
         #: the stage's ``Retry`` policy (``None``: the run's default, if any)
         self.retry: Any = None
         #: a map stage's ``flowchart._chart.mapping.MapSpec`` (``None`` for every other stage)
         self.map: Any = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"stage '{self.id}' belongs to a built chart: its {name!r} cannot change")
+        object.__setattr__(self, name, value)
+
+    def seal(self) -> None:
+        """Freeze this node (``FlowChartBuilder.build``): its fields and containers become read-only."""
+        if not self._sealed:
+            object.__setattr__(self, "branches", MappingProxyType(dict(self.branches)))
+            object.__setattr__(self, "children", tuple(self.children))
+            object.__setattr__(self, "_sealed", True)
 
     @property
     def is_async(self) -> bool:

@@ -56,6 +56,8 @@ class RunOptions:
     else the id the run reports (``ctx.run_id``, ``result.run_id``); checked against the one
     run-id rule (``flowchart._core.run_ids``) here, before anything runs or is written.
     ``retry``: the default ``Retry`` of every stage without its own (docs/durable.md).
+    ``reuse``: a fork only — stages whose recorded reads did not change are taken from the
+    record instead of run (``flowchart._engine.reusing``).
     Later issues add their options here: see the module docstring for how.
     """
 
@@ -68,6 +70,8 @@ class RunOptions:
     store: RunStore | None = None
     run_id: str | None = None
     retry: Retry | None = None
+    #: a fork only: take from the record every stage whose reads did not change (``engine.reusing``)
+    reuse: bool = False
 
     def __attrs_post_init__(self) -> None:
         count = self.max_iterations

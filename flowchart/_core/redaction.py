@@ -1,4 +1,13 @@
-"""Redaction: real values stay in state, hidden everywhere a run is RECORDED.
+"""Redaction: real values stay in state, hidden everywhere a run is RECORDED — and THIS file is
+where redaction happens: the rule, and every function that applies it.
+
+Every reader of a run gets what it shows from here: the commit log as it is written
+(``scrub_ops``), recorder events, streams and OpenTelemetry spans as they are emitted
+(``shown``, ``shown_state``, ``shown_ops``: the engine's ``_engine/redacting.py`` and
+``StageContext.shown`` only call them), and the record every after-the-fact reader is handed
+(``Record.shown()`` calls ``scrub_state`` and ``scrub_checkpoint``: the trace file, the viewer,
+the CLIs, the store's export, ``explain_answer``, MCP results). No other module writes a
+placeholder or decides what is hidden.
 
 Law: a key named in ``keys`` or matching one of ``patterns`` (``re.search``; keys over 256
 characters are not matched, a ReDoS guard) is written as ``"REDACTED"`` in the commit log
@@ -23,6 +32,12 @@ from typing import Any
 
 import attrs
 
+from flowchart._core.commits import Op
+from flowchart._core.errors import CheckpointError
+from flowchart._core.pause import Checkpoint, structure_checkpoint
+from flowchart._core.serde import Expected, every_key, json_type, make_converter, structure
+from flowchart._core.summary import summarize_value
+from flowchart._core.untrusted import check
 from flowchart._core.values import copy_json
 
 LOG_PLACEHOLDER = "REDACTED"
@@ -166,6 +181,93 @@ class Redaction:
                 out[key] = copy_json(value)
         return out
 
+    def shown_state(self, state: Any) -> Any:
+        """A state an event carries whole (a run's input, a subflow's mapped input or final state,
+        a retry's restore values), each key as ``shown`` lets events show it."""
+        if type(state) is not dict:
+            return state
+        shown = self.shown
+        return {key: shown(key, value)[0] for key, value in state.items()}
+
+    def shown_ops(self, ops: list[Any]) -> list[Any]:
+        """A batch of stage operations ``(kind, key, value, operation, hidden)`` as recorders may
+        see them (``on_stage_ops``)."""
+        out = []
+        for op in ops:
+            kind, key, value, operation, _ = op
+            if kind == "read" or (kind == "write" and operation != "delete"):
+                value, hidden = self.shown(key, value)
+                out.append((kind, key, value, operation, hidden))
+            elif kind == "write" or kind == "missing":
+                out.append((kind, key, value, operation, self.hides(key) if kind == "write" else False))
+            else:
+                out.append(op)
+        return out
+
+    def scrub_ops(self, ops: list[Op], depth: int) -> tuple[list[Op], list[str]]:
+        """A stage's ops as its commit records them (``depth``: the namespace length): a hidden
+        key's value ``"REDACTED"``, ``fields`` scrubbed; and the paths hidden."""
+        out: list[Op] = []
+        paths: list[str] = []
+        for op in ops:
+            key = op.path[depth]
+            if op.verb != "delete" and self.hides(key):
+                out.append(Op(op.path, op.verb, LOG_PLACEHOLDER))
+                paths.append("/".join(op.path))
+            elif op.verb != "delete" and key in self.fields:
+                value, hidden = self.scrub_fields(key, op.value)
+                out.append(Op(op.path, op.verb, value) if hidden else op)
+                paths.extend("/".join((*op.path, field)) for field in hidden)
+            else:
+                out.append(op)
+        return out, paths
+
+    def shown_evidence(self, value: Any) -> Any:
+        """A decision's evidence with the summaries of the keys this rule hides replaced (a diff
+        shows two runs under one rule: one run may have hidden a key the other showed)."""
+        if isinstance(value, dict):
+            key = value.get("key")
+            out = {k: self.shown_evidence(v) for k, v in value.items()}
+            if isinstance(key, str) and self.hides(key):
+                for field in ("actual_summary", "value_summary"):
+                    if field in out:
+                        out[field] = EVENT_PLACEHOLDER
+                if "redacted" in out:
+                    out["redacted"] = True
+            return out
+        if isinstance(value, list):
+            return [self.shown_evidence(v) for v in value]
+        return value
+
+    def union(self, other: Redaction) -> Redaction:
+        """A rule hiding whatever this rule or ``other`` hides."""
+        fields: dict[str, list[str]] = {}
+        for rule in (self, other):
+            for key, paths in rule.fields.items():
+                fields.setdefault(key, [])
+                fields[key].extend(p for p in paths if p not in fields[key])
+        patterns = list(self.patterns) + [p for p in other.patterns if p not in self.patterns]
+        return Redaction(keys=self.keys | other.keys, patterns=patterns, fields=fields)
+
+    def scrub_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
+        """A copy of ``checkpoint`` with every state it carries scrubbed (``scrub_state``): the
+        shared state, the input, each subflow's state and input, a retry's restore values. Its
+        own values stay the run's (a rule that hides nothing gives a checkpoint that resumes)."""
+        data = checkpoint.to_dict()  # a JSON copy (``copy_json``: no lone surrogate), held to the limits
+        check(data, what="checkpoint", surrogates=False)
+        copy = structure_checkpoint(data, checked=True)
+        recovery = copy.recovery
+        if recovery is not None:  # the values a retry restores are real values too
+            recovery = attrs.evolve(recovery, restore=self.scrub_state(recovery.restore))
+        return attrs.evolve(
+            copy,
+            shared_state=self.scrub_state(copy.shared_state),
+            run_input=self.scrub_state(copy.run_input),
+            subflow_states={k: self.scrub_state(v) for k, v in copy.subflow_states.items()},
+            subflow_args={k: self.scrub_state(v) for k, v in copy.subflow_args.items()},
+            recovery=recovery,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The rule as JSON (sorted keys, patterns as ``[source, flags]``, fields): no values."""
         return {
@@ -175,26 +277,49 @@ class Redaction:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> Redaction:
-        """Inverse of ``to_dict``; ``ValueError`` naming the field when ``data`` is not one."""
-        if not isinstance(data, dict) or set(data) != {"keys", "patterns", "fields"}:
-            raise ValueError("a redaction must be an object with exactly 'keys', 'patterns' and 'fields'")
-        keys, patterns, fields = data["keys"], data["patterns"], data["fields"]
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            raise ValueError("redaction.keys must be a list of strings")
-        if not isinstance(patterns, list) or not all(
-            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int for p in patterns
-        ):
-            raise ValueError("redaction.patterns must be a list of [source, flags] pairs")
-        if not isinstance(fields, dict) or not all(
-            isinstance(v, list) and all(isinstance(f, str) for f in v) for v in fields.values()
-        ):
-            raise ValueError("redaction.fields must map keys to lists of dot paths")
+    def from_dict(cls, data: Any, path: str = "$") -> Redaction:
+        """Inverse of ``to_dict``, through the one codec (``serde.structure``): a
+        ``CheckpointError`` (a ``ValueError``) naming the path of what is not a rule."""
+        form = structure(_CONVERTER, data, _RuleForm, what="redaction", path=path)
+        at = f"{path}.patterns"
+        compiled = []
+        for index, (source, flags) in enumerate(form.patterns):
+            try:
+                compiled.append(re.compile(source, flags))
+            except (re.error, ValueError, OverflowError) as exc:
+                where = f"{at}[{index}]"
+                raise CheckpointError(
+                    f"Invalid redaction: not a pattern ({exc}); write a Python regular expression @ {where}", path=where
+                ) from None
         try:
-            compiled = [re.compile(source, flags) for source, flags in patterns]
-        except (re.error, ValueError) as exc:
-            raise ValueError(f"redaction.patterns holds an invalid pattern: {exc}") from None
-        return cls(keys=keys, patterns=compiled, fields=fields)
+            return cls(keys=form.keys, patterns=compiled, fields=form.fields)
+        except ValueError as exc:  # a field path that could hide nothing (the rule's own check)
+            raise CheckpointError(f"Invalid redaction: {exc} @ {path}.fields", path=f"{path}.fields") from None
+
+
+# -- the rule as untrusted JSON (a stored run's ``redaction`` column): the one codec -------------
+@attrs.frozen
+class _RuleForm:
+    keys: list[str]
+    patterns: list[tuple[str, int]]
+    fields: dict[str, list[str]]
+
+
+def _pattern_pair(value: Any, _type: Any) -> tuple[str, int]:
+    if type(value) is not list or len(value) != 2 or type(value[0]) is not str or type(value[1]) is not int:
+        raise Expected(f"expected a [source, flags] pair, got {json_type(value)}")
+    return value[0], value[1]
+
+
+_CONVERTER = make_converter()
+_CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, int], _pattern_pair)
+_CONVERTER.register_structure_hook(_RuleForm, every_key(_RuleForm, _CONVERTER))
+
+
+def shown_summary(hidden: bool, value: Any) -> str:
+    """A value's one-line summary as decision evidence shows it: ``EVENT_PLACEHOLDER`` when the
+    run hides its key (``hidden``), else ``summary.summarize_value``."""
+    return EVENT_PLACEHOLDER if hidden else summarize_value(value)
 
 
 def _is_item(key: str, value: Any) -> bool:

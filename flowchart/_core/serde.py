@@ -12,7 +12,7 @@ no pickle, no eval, no import by name.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
@@ -26,9 +26,11 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn
 
 from flowchart._core.errors import CheckpointError
-from flowchart._core.untrusted import parse
+from flowchart._core.untrusted import check, parse
 from flowchart._core.untrusted import step as _step
 from flowchart._core.values import NotJsonSafe, copy_json
+
+_T = TypeVar("_T")
 
 _JSON_NAMES = {
     str: "a string",
@@ -93,6 +95,22 @@ def _strict_dict(tp: Any, converter: cattrs.Converter) -> Any:
     return hook
 
 
+def _homogeneous_tuple(tp: Any) -> bool:
+    args = get_args(tp)
+    return get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
+    inner = list_structure_factory(tp, converter)
+
+    def hook(value: Any, _type: Any) -> Any:  # JSON has lists only: a string is not a tuple of characters
+        if type(value) is not list:
+            raise Expected(f"expected a list, got {json_type(value)}")
+        return tuple(inner(value, _type))
+
+    return hook
+
+
 def _literal(value: Any, tp: Any) -> Any:
     choices = get_args(tp)
     if not any(type(value) is type(c) and value == c for c in choices):
@@ -101,13 +119,17 @@ def _literal(value: Any, tp: Any) -> Any:
 
 
 def every_key(cl: type, converter: cattrs.Converter, optional: tuple[str, ...] = ()) -> Any:
-    """Structure ``cl`` from an object that must carry every field but the ``optional`` ones."""
+    """Structure ``cl`` from an object that must carry every field but the ``optional`` ones (an
+    optional field that is absent takes its default, or ``None`` when it has none)."""
     fields = [f for f in attrs.fields(cl) if f.init and f.name not in optional]
+    unset = tuple(f.name for f in attrs.fields(cl) if f.init and f.name in optional and f.default is attrs.NOTHING)
     inner: list[Any] = []  # built on first use, once every hook it relies on is registered
 
     def hook(value: Any, _type: Any) -> Any:
         if type(value) is not dict:
             raise Expected(f"expected an object, got {json_type(value)}")
+        if unset and any(name not in value for name in unset):
+            value = {**dict.fromkeys(unset), **value}
         errors = []
         for field in fields:
             if field.name not in value:
@@ -134,6 +156,7 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(Any, _json_value)
     converter.register_structure_hook_factory(lambda t: t is list or get_origin(t) is list, _strict_list)
     converter.register_structure_hook_factory(lambda t: t is dict or get_origin(t) is dict, _strict_dict)
+    converter.register_structure_hook_factory(_homogeneous_tuple, _strict_tuple)
     converter.register_structure_hook_func(lambda t: get_origin(t) is Literal, _literal)
     return converter
 
@@ -169,11 +192,29 @@ def messages(exc: BaseException, path: str = "$", tp: Any = None) -> list[tuple[
     return out
 
 
-def load_error(exc: BaseException, what: str) -> CheckpointError:
-    """Turn a cattrs failure into one ``CheckpointError`` that names every bad path."""
-    found = messages(exc) or [(str(exc), "$")]
+def load_error(exc: BaseException, what: str, path: str = "$") -> CheckpointError:
+    """Turn a cattrs failure into one ``CheckpointError`` that names every bad path (``path``:
+    where the structured value sits in its document)."""
+    found = messages(exc, path) or [(str(exc), path)]
     lines = [f"{text} @ {path}" for text, path in found]
     return CheckpointError(f"Invalid {what}: {'; '.join(lines)}", path=found[0][1], detail=lines)
+
+
+def structure(
+    converter: cattrs.Converter, data: Any, cl: type[_T], *, what: str, path: str = "$", checked: bool = False
+) -> _T:
+    """THE way parsed untrusted JSON becomes a value of ``cl``: the limits of
+    ``flowchart._core.untrusted`` (depth, integer size, non-finite numbers, lone surrogates —
+    skipped when ``checked``: ``data`` came from ``loads``), then ``converter`` (from
+    ``make_converter``, with ``cl``'s hooks). Anything else is ONE ``CheckpointError``
+    (``Invalid <what>: <problem> @ <path>``) naming every bad path; ``path`` is where ``data``
+    sits in its document (``$.pause_data.check_in``)."""
+    if not checked:
+        check(data, what=what, path=path)
+    try:
+        return converter.structure(data, cl)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, what, path) from None
 
 
 def dumps(data: Any) -> str:
@@ -211,4 +252,5 @@ __all__ = [
     "loads",
     "make_converter",
     "messages",
+    "structure",
 ]

@@ -144,13 +144,28 @@ def parse_proven(
     if surrogates:
         where = _lone_surrogate(data)
         if where is not None:
-            raise _refuse(what, "a lone surrogate in a string (valid JSON, but not Unicode text)", where)
+            raise _refuse(what, _SURROGATE, where)
     if not flagged and 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS:
         proven = proof(data)
         if proven is not None:
             return data, proven
-    check(data, what=what, duplicates=duplicates)
+    check(data, what=what, duplicates=duplicates, surrogates=False)
     return data, None
+
+
+_SURROGATE = "a lone surrogate in a string (valid JSON, but not Unicode text)"
+
+
+def _holds_surrogate(data: Any) -> bool:
+    """Whether parsed data (already within the limits) may hold a lone surrogate: its text, written
+    in C, does not encode as UTF-8 (``_lone_surrogate`` then finds where)."""
+    try:
+        json.dumps(data, ensure_ascii=False, skipkeys=True, default=repr).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError):  # pragma: no cover - a hand-built oddity: walk it
+        return True
+    return False
 
 
 def _may_hold_surrogate(text: str) -> bool:
@@ -306,10 +321,18 @@ def _problem(root: Any, duplicates: dict[int, str]) -> tuple[str, str]:
     raise AssertionError("the fast pass found a problem the slow pass did not")  # pragma: no cover
 
 
-def check(data: Any, *, what: str, duplicates: dict[int, str] | None = None, path: str = "$") -> None:
-    """Refuse parsed (or hand-built) ``data`` that breaks a limit, naming the path."""
+def check(
+    data: Any, *, what: str, duplicates: dict[int, str] | None = None, path: str = "$", surrogates: bool = True
+) -> None:
+    """Refuse parsed (or hand-built) ``data`` that breaks a limit, naming the path: the limits,
+    and (unless ``surrogates`` is False: ``parse`` looked at the text already) no lone surrogate
+    in a string or a key — a dict handed to a loader is held to what its text would be."""
     found = duplicates or {}
     if _clean(data, found):
+        if surrogates and _holds_surrogate(data):
+            where = _lone_surrogate(data)
+            if where is not None:
+                raise _refuse(what, _SURROGATE, path + where[1:])
         return
     problem, where = _problem(data, found)
     raise _refuse(what, problem, path + where[1:])

@@ -198,6 +198,8 @@ def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
     A hot path that makes a frozen value many times fills ``object.__new__(cls)`` through
     them: the same value as the class call (equal, same hash and repr, still frozen), without
     attrs' frozen ``__init__``, which goes through ``object.__setattr__`` once per field.
-    (``events.stage_context``, ``commits.make_op`` / ``make_commit``, ``scope.scope_of``.)
+    Kept only where ``make bench`` shows it buys ≥ 5 %: the engine's ops, commits and stage
+    contexts (``commits.make_op`` / ``make_commit``, ``events.stage_context``; W1 and W6,
+    docs/performance.md "Round seven").
     """
     return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))

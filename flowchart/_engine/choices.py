@@ -76,7 +76,7 @@ def choose_branch(traverser: Traverser, node: StageNode, rid: str, output: Any, 
         "on_decision",
         node,
         rid,
-        lambda c: DecisionEvent(c, node.name, chosen.name, chosen.id, None, node.description, evidence),
+        lambda c: DecisionEvent(c, node.name, chosen.name, chosen.id, None, traverser.described(node, rid), evidence),
     )
     traverser.executed(node, rid, "decider")
     after = node.next if node.next is not None else cont

@@ -192,7 +192,7 @@ async def start_run(chart: FlowChart, input: Any, options: RunOptions, *, concur
     """Run ``chart`` from its root with ``options`` (checked when they were made)."""
     run_input = _run_input(input)
     run = _make_run(options, concurrent)
-    top = Traverser(run, chart, {}, ReadonlyArgs(run_input), readonly=run_input)
+    top = Traverser(run, chart, {}, ReadonlyArgs.owned(run_input), readonly=run_input)
     if run.observers.any:
         run.observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))
     with young_collections_only():
@@ -214,6 +214,7 @@ def check_checkpoint(chart: FlowChart, checkpoint: Any) -> Checkpoint:
         )
     check_consistency(checkpoint)  # a hand-built or edited Checkpoint gets the from_dict checks
     _check_frames(chart, checkpoint)
+    _check_counted(chart, checkpoint)
     check_counters(checkpoint)  # after the frames: their stages exist, now they must have run
     for name in ("subflow_states", "subflow_args", "recorder_states"):
         _copy_field(checkpoint, name)
@@ -265,6 +266,43 @@ def _check_frames(chart: FlowChart, checkpoint: Checkpoint) -> None:
             level, prefix = node.mount.chart, frame.stage_id + "/"
 
 
+def _check_counted(chart: FlowChart, checkpoint: Checkpoint) -> None:
+    """Every stage the counters name (``visit_counts``, ``loop_counts``: full ids, a subflow's
+    stages under its mount id, a map's chart children under ``<map id>/<item>``) is one of the
+    chart's: an edited checkpoint naming a stage the chart has not is refused by name."""
+    for name in ("visit_counts", "loop_counts"):
+        for stage_id in getattr(checkpoint, name):
+            if not _names_a_stage(chart, stage_id):
+                path = f"$.{name}{_key_path(stage_id)}"
+                raise CheckpointError(
+                    f"Cannot resume: {name} names stage '{stage_id}', which is not in chart '{chart.name}' @ {path}",
+                    path=path,
+                )
+
+
+def _names_a_stage(chart: FlowChart, stage_id: str) -> bool:
+    """True when the full id ``stage_id`` names a stage of ``chart`` or of a chart mounted in it."""
+    level, parts = chart, stage_id.split("/")
+    while parts:
+        try:
+            node = level.find(parts.pop(0))
+        except KeyError:
+            return False
+        if not parts:
+            return True
+        if node.mount is None:
+            return False
+        # a map's chart child runs once per item: <map id>/<item>/<stage>
+        if node.map is not None and not parts.pop(0).isdigit():
+            return False
+        level = node.mount.chart
+    return False
+
+
+def _key_path(key: str) -> str:
+    return f".{key}" if key.isidentifier() else f"[{key!r}]"
+
+
 def _local(chart: FlowChart, level: FlowChart, prefix: str, stage_id: str, path: str, what: str) -> StageNode:
     """The node ``stage_id`` (a full id) names on ``level``, or a ``CheckpointError`` naming it."""
     if stage_id.startswith(prefix):
@@ -292,7 +330,7 @@ async def resume_run(
     run = _make_run(options, concurrent, checkpoint)
     run_input = _copy_field(checkpoint, "run_input")
     state = _copy_field(checkpoint, "shared_state")
-    top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
+    top = Traverser(run, chart, state, ReadonlyArgs.owned(run_input), readonly=run_input)
     frames = list(checkpoint.frames)
     with young_collections_only():
         return await _finish(chart, run, top, lambda: top.resume(frames, 0, given, checkpoint), run_input)

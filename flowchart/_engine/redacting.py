@@ -1,4 +1,5 @@
-"""Where the engine applies the run's redaction: at the stage, as each record is made.
+"""When the engine applies the run's redaction: at the stage, as each record is made (HOW is
+``flowchart/_core/redaction.py``'s, the one file where redaction happens: this module only calls it).
 
 Law: a stage's writes are redacted as they are committed, and its data events as they
 are emitted — never afterwards, so no record of the run ever holds a hidden value. In the
@@ -14,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowchart._core.commits import Op
-from flowchart._core.redaction import LOG_PLACEHOLDER
 from flowchart.events import ReadEvent, TraversalContext, WriteEvent
 
 if TYPE_CHECKING:
@@ -23,12 +23,9 @@ if TYPE_CHECKING:
 
 
 def shown_state(run: Run, state: Any) -> Any:
-    """A state an event carries whole (a subflow's mapped input, its final state), each key as
-    the run's redaction lets events show it; ``state`` itself when the run hides nothing."""
-    if not run.redacting or type(state) is not dict:
-        return state
-    shown = run.redaction.shown
-    return {key: shown(key, value)[0] for key, value in state.items()}
+    """A state an event carries whole (``Redaction.shown_state``); ``state`` itself when the run
+    hides nothing."""
+    return run.redaction.shown_state(state) if run.redacting else state
 
 
 def hidden_before(redaction: Any, txn: Any) -> dict[str, Any]:
@@ -40,18 +37,9 @@ def hidden_before(redaction: Any, txn: Any) -> dict[str, Any]:
 
 
 def redacted_ops(redaction: Any, ops: list[Any]) -> list[Any]:
-    """A batch of stage operations as the run's redaction lets recorders see them."""
-    out = []
-    for op in ops:
-        kind, key, value, operation, _ = op
-        if kind == "read" or (kind == "write" and operation != "delete"):
-            value, hidden = redaction.shown(key, value)
-            out.append((kind, key, value, operation, hidden))
-        elif kind == "write" or kind == "missing":
-            out.append((kind, key, value, operation, redaction.hides(key) if kind == "write" else False))
-        else:
-            out.append(op)
-    return out
+    """A batch of stage operations as the run's redaction lets recorders see them (``Redaction.shown_ops``)."""
+    shown: list[Any] = redaction.shown_ops(ops)
+    return shown
 
 
 class StageRecorder:
@@ -94,20 +82,7 @@ def redact_log(run: Run, ops: list[Op], depth: int) -> tuple[list[Op], tuple[str
     """A stage's ops as its commit records them (``depth``: the namespace length), and the paths hidden.
 
     Every hidden path is also noted on the run (``run.redacted_paths``)."""
-    redaction = run.redaction
-    out: list[Op] = []
-    paths: list[str] = []
-    for op in ops:
-        key = op.path[depth]
-        if op.verb != "delete" and redaction.hides(key):
-            out.append(Op(op.path, op.verb, LOG_PLACEHOLDER))
-            paths.append("/".join(op.path))
-        elif op.verb != "delete" and key in redaction.fields:
-            value, hidden = redaction.scrub_fields(key, op.value)
-            out.append(Op(op.path, op.verb, value) if hidden else op)
-            paths.extend("/".join((*op.path, field)) for field in hidden)
-        else:
-            out.append(op)
+    out, paths = run.redaction.scrub_ops(ops, depth)
     for path in paths:
         run.redacted_paths[path] = None
     return out, tuple(paths)

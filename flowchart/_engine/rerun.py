@@ -107,8 +107,10 @@ async def fork_run(
     options: RunOptions,
     *,
     concurrent: bool,
+    reuse: Any = None,
 ) -> RunResult:
-    """Start the fork of ``parent_run_id`` at ``position`` over ``state`` with ``patch``."""
+    """Start the fork of ``parent_run_id`` at ``position`` over ``state`` with ``patch``
+    (``reuse``: the ``engine.reusing.ReusePlan`` of a reuse-fork)."""
     readonly = frozenset(run_input)
     if isinstance(position, MountPoint):  # the patch goes into the innermost subflow's state
         txn = patch_ops(_innermost(position)[1], patch, frozenset())  # refused here, before a run exists
@@ -123,6 +125,7 @@ async def fork_run(
         visit_counts=position.visit_counts,
         loop_counts=position.loop_counts,
     )
+    run.reuse = reuse
     top = Traverser(run, chart, state, ReadonlyArgs(run_input), readonly=run_input)
     if observers.any:
         observers.emit("on_run_start", RunEvent(_root_context(run), shown_state(run, run_input)))

@@ -64,6 +64,7 @@ class Run:
         "reported_errors",
         "retry",
         "retry_log",
+        "reuse",
         "run_id",
         "subflow_results",
         "timeout",
@@ -119,6 +120,8 @@ class Run:
         #: per execution of a map that failed, its children that finished (index → result), kept
         #: in the failure's ``Recovery.finished`` so a resume runs only the others
         self.map_finished: dict[str, dict[str, Any]] = {}
+        #: a reuse-fork's plan (``engine.reusing.ReusePlan``); ``None`` for every other run
+        self.reuse: Any = None
 
     def check_deadline(self, stage_id: str) -> None:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""

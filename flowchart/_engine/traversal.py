@@ -34,6 +34,7 @@ from flowchart._core.pause import PauseSignal, ResumeFrame, pause_data_copy
 from flowchart._core.scope import Transaction, scope_of
 from flowchart._engine import choices, maps, parallel, resuming, retrying, subflows
 from flowchart._engine.redacting import StageRecorder, hidden_before, redact_log, redacted_ops
+from flowchart._engine.reusing import ReusedTransaction, recorded_output
 from flowchart._engine.run_state import Run
 from flowchart.events import (
     BreakEvent,
@@ -161,15 +162,29 @@ class Traverser:
         if hook in observers.hooked:
             observers.emit(hook, make(self.context(node, rid)))
 
+    def described(self, node: StageNode, rid: str) -> str | None:
+        """What the narrative tells of ``node``'s execution: its description, or, in a reuse-fork,
+        ``<name>, reused from commit N of run R`` when the record stood in for it."""
+        if self.run.reuse is not None:
+            told = self.run.reuse.told(rid)
+            if told is not None:
+                return f"{node.name}, {told}"
+        return node.description
+
     def executed(self, node: StageNode, rid: str, stage_type: StageType) -> None:
         """Emit ``on_stage_executed`` for ``node`` (the event is built only when observed)."""
         observers = self.run.observers
         if not observers.any:  # nobody listens: nothing to build or ask
             return
+        description = node.description if self.run.reuse is None else self.described(node, rid)
         if observers.executed_takers:
-            observers.take_stage_executed(self.context(node, rid), node.name, node.description, stage_type)
+            last = self._last_context  # the stage's context, built at its commit (``context``'s cache)
+            ctx = (
+                last[2] if last is not None and last[0] is node and last[1] == rid and rid else self.context(node, rid)
+            )
+            observers.take_stage_executed(ctx, node.name, description, stage_type)
         if "on_stage_executed" in observers.hooked:
-            event = StageExecutedEvent(self.context(node, rid), node.name, node.description, stage_type)
+            event = StageExecutedEvent(self.context(node, rid), node.name, description, stage_type)
             observers.emit("on_stage_executed", event)
 
     # -- one stage body ----------------------------------------------------------------------
@@ -178,6 +193,10 @@ class Traverser:
     ) -> tuple[Any, Transaction, Exception | None]:
         """Run one stage function over a fresh transaction. Never commits; returns the error."""
         run = self.run
+        if run.reuse is not None and not namespace and not self.prefix and given is _NO_INPUT:
+            taken = run.reuse.take(node.id, node.kind, rid, self.state)
+            if taken is not None:  # the record's commit stands in for the call (``engine.reusing``)
+                return recorded_output(taken), ReusedTransaction(self.state, taken), None  # type: ignore[return-value]
         txn = Transaction(self.state, namespace, self.readonly)  # by position: one a stage
         txn.shelf = self.shelf  # used at the top of the state only (a namespaced read copies)
         if run.redacting:

@@ -339,3 +339,43 @@ def _backtrack(
             )
         )
     return CausalChain(key, end, tuple(nodes), by_depth, by_nodes)
+
+
+def format_causal_chain(chain: CausalChain) -> str:
+    """The chain for people, as footprintjs's ``formatCausalChain`` draws it: the root first,
+    then each node's parents indented under it, one line per commit —
+    ``Stage (runtime id) ← via key [wrote: a, b]`` (``via`` names the key through which the
+    node was reached; the root has none). A node already drawn is ``↳ runtime id (see
+    above)``; a cut slice ends with ``⚠ slice truncated (max_depth reached, max_nodes
+    reached) — older causes exist beyond this horizon``. A key never written reads as
+    ``CausalChain.format`` says it."""
+    root = chain.root
+    if root is None:
+        return chain.format()
+    by_id = {n.runtime_stage_id: n for n in chain.nodes}
+    lines: list[str] = []
+    drawn: set[str] = set()
+    stack: list[tuple[CausalNode, int]] = [(root, 0)]
+    while stack:  # depth first, parents in the order the node read them
+        node, indent = stack.pop()
+        pad = "  " * indent
+        if node.runtime_stage_id in drawn:
+            lines.append(f"{pad}↳ {node.runtime_stage_id} (see above)")
+            continue
+        drawn.add(node.runtime_stage_id)
+        link = f" ← via {node.linked_by}" if node.linked_by else ""
+        wrote = f" [wrote: {', '.join(node.wrote)}]" if node.wrote else ""
+        lines.append(f"{pad}{node.label}{link}{wrote}")
+        parents = list(dict.fromkeys(e.runtime_stage_id for e in node.parents if e.runtime_stage_id in by_id))
+        stack.extend((by_id[rid], indent + 1) for rid in reversed(parents))
+    if chain.truncated:
+        causes = [
+            c
+            for c, cut in (
+                ("max_depth reached", chain.truncated_by_depth),
+                ("max_nodes reached", chain.truncated_by_nodes),
+            )
+            if cut
+        ]
+        lines.append(f"⚠ slice truncated ({', '.join(causes)}) — older causes exist beyond this horizon")
+    return "\n".join(lines)

@@ -8,13 +8,15 @@ Laws:
   ``trace.record``, ``store.get(id).record`` and ``agent.last_snapshot().record`` are that
   value; ``RunResult``, ``Trace`` and the store's ``RunRecord`` are views of it (a live
   result with its state, a record in a file, a record with timestamps).
-- Redaction happens HERE, once. The commit log and the narrative are written redacted by the
-  engine (``_engine/redacting.py``: no real hidden value is ever written there); what a record
-  still holds real — the run's input, the state its log folds from, the checkpoint's states
-  and a retry's restore values, each subflow's starting state — is hidden by
-  ``Record.shown()`` and by nothing else. ``shown()`` returns a ``ShownRecord``, a distinct
-  type: every reader of runs (the trace file, the store's export, the viewer, the CLIs,
-  ``explain_answer``) is handed one, so a reader given the raw record is a type error, not a
+- Redaction is applied HERE, once, for every reader after the fact (how — the rule and the
+  functions that apply it — is ``flowchart/_core/redaction.py``, the one file). The commit
+  log and the narrative are written redacted by the engine (``_engine/redacting.py`` calls
+  that file: no real hidden value is ever written there); what a record still holds real —
+  the run's input, the state its log folds from, the checkpoint's states and a retry's
+  restore values, each subflow's starting state — is hidden by ``Record.shown()`` and by
+  nothing else. ``shown()`` returns a ``ShownRecord``, a distinct type: every reader of runs
+  (the trace file, the store's export, the viewer, the CLIs, ``explain_answer``, MCP results
+  of a stored run) is handed one, so a reader given the raw record is a type error, not a
   leak found later.
 - A failed run's checkpoint is its retry point, not a pause: the shown record tells the
   failure once (``failure``) and carries no checkpoint.
@@ -69,6 +71,24 @@ def _rid_order(rid: str) -> tuple[int, str]:
 
 
 @attrs.frozen
+class Reuse:
+    """One stage a reuse-fork took from the record instead of running it: its runtime id in the
+    fork, and the run and commit it was taken from (``chart.fork(..., reuse=True)``)."""
+
+    runtime_stage_id: str
+    from_run: str
+    from_commit: int
+
+    def line(self) -> str:
+        """``call-llm#4: reused from commit 4 of run R``."""
+        return f"{self.runtime_stage_id}: reused from commit {self.from_commit} of run {self.from_run}"
+
+
+def _reuses(value: Iterable[Reuse]) -> tuple[Reuse, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
 class Lineage:
     """A fork's origin: the run it continues and the commit of that run it forked at."""
 
@@ -106,6 +126,15 @@ class _Fields:
     redacted_paths: tuple[str, ...] = attrs.field(default=(), converter=_paths)
     status: Status = "done"
     lineage: Lineage | None = None
+    reused: tuple[Reuse, ...] = attrs.field(default=(), converter=_reuses, repr=False)
+    """A reuse-fork's stages taken from the record (each other stage after the fork re-ran)."""
+
+    @property
+    def rule(self) -> Redaction:
+        """The rule the run is shown under: its own, else the keys its log reports hiding."""
+        if self.redaction is not None:
+            return self.redaction
+        return Redaction(keys={path.split("/", 1)[0] for path in self.redacted_paths})
 
     @property
     def final_state(self) -> dict[str, Any]:
@@ -128,20 +157,13 @@ class _Fields:
 class Record(_Fields):
     """What a run is (see the module law): build readers from ``shown()``, never from this."""
 
-    @property
-    def rule(self) -> Redaction:
-        """The rule the run is shown under: its own, else the keys its log reports hiding."""
-        if self.redaction is not None:
-            return self.redaction
-        return Redaction(keys={path.split("/", 1)[0] for path in self.redacted_paths})
-
     def shown(self, rule: Redaction | None = None) -> ShownRecord:
         """The record as every reader may see it: what the run hides, hidden — once, here
         (``rule`` overrides the run's own: a run stored before rules were kept)."""
         hides = rule if rule is not None else self.rule
         checkpoint = None if self.status == "failed" else self.checkpoint
         if checkpoint is not None:
-            checkpoint = _shown_checkpoint(checkpoint, hides)
+            checkpoint = hides.scrub_checkpoint(checkpoint)
         return ShownRecord(
             run_id=self.run_id,
             chart_fingerprint=self.chart_fingerprint,
@@ -160,6 +182,7 @@ class Record(_Fields):
             redacted_paths=self.redacted_paths,
             status=self.status,
             lineage=self.lineage,
+            reused=self.reused,
         )
 
     @classmethod
@@ -180,6 +203,7 @@ class Record(_Fields):
             redaction=result.redaction,
             redacted_paths=result.redacted_paths,
             status=status,
+            reused=result.reused,
         )
 
 
@@ -193,21 +217,4 @@ def _tupled(records: list[NarrativeEntry] | None) -> tuple[NarrativeEntry, ...] 
     return None if records is None else tuple(records)
 
 
-def _shown_checkpoint(checkpoint: Checkpoint, hides: Redaction) -> Checkpoint:
-    """A copy of ``checkpoint`` with every state it carries under ``hides`` (its own values stay
-    the run's; a rule that hides nothing gives a checkpoint that still resumes)."""
-    copy = Checkpoint.from_dict(checkpoint.to_dict())
-    recovery = copy.recovery
-    if recovery is not None:  # the values a retry restores are real values too
-        recovery = attrs.evolve(recovery, restore=hides.scrub_state(recovery.restore))
-    return attrs.evolve(
-        copy,
-        shared_state=hides.scrub_state(copy.shared_state),
-        run_input=hides.scrub_state(copy.run_input),
-        subflow_states={k: hides.scrub_state(v) for k, v in copy.subflow_states.items()},
-        subflow_args={k: hides.scrub_state(v) for k, v in copy.subflow_args.items()},
-        recovery=recovery,
-    )
-
-
-__all__ = ["Lineage", "Record", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]
+__all__ = ["Lineage", "Record", "Reuse", "ShownRecord", "Status", "SubflowTrace", "subflow_traces"]

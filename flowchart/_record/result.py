@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from flowchart._core.commits import Commit
-from flowchart._record.record import Record
+from flowchart._record.record import Record, Reuse
 from flowchart._record.trace import Trace
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class RunResult:
     recorders: list[Any] = attrs.field(repr=False, factory=list)
     redaction: Redaction | None = attrs.field(default=None, repr=False)
     failure: RunFailure | None = None
+    #: a reuse-fork's stages taken from the record (``chart.fork(..., reuse=True)``)
+    reused: tuple[Reuse, ...] = ()
 
     @classmethod
     def of(
@@ -78,6 +80,7 @@ class RunResult:
             chart=chart,
             recorders=recorders,
             redaction=run.redaction if run.redaction.active else None,
+            reused=_reused(run),
         )
 
     @property
@@ -108,3 +111,10 @@ class RunResult:
         """The run as a ``Trace`` (chart spec, commit log, narrative, checkpoint) to save or snapshot:
         its record, shown."""
         return Trace.of(self.record.shown())
+
+
+def _reused(run: Run) -> tuple[Reuse, ...]:
+    plan = run.reuse
+    if plan is None:
+        return ()
+    return tuple(Reuse(rid, plan.parent_run_id, idx) for rid, idx in plan.reused.items())

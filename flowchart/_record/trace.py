@@ -37,11 +37,10 @@ import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import cattrs
-from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from flowchart._core.commits import Commit, Op, commit_data, replay
@@ -49,11 +48,18 @@ from flowchart._core.errors import CheckpointError, TraceError
 from flowchart._core.failure import RunFailure
 from flowchart._core.fastjson import available, dumps_exact, reads
 from flowchart._core.fingerprint import spec_fingerprint
-from flowchart._core.narrative_columns import NarrativeColumns, check_columns, column_path, on_read, record_path
+from flowchart._core.narrative_columns import (
+    NarrativeColumns,
+    built_on_read,
+    check_columns,
+    column_path,
+    record_path,
+    stored_slot,
+)
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint, checkpoint_hooks
 from flowchart._core.retry import Attempt
-from flowchart._core.serde import Expected, check_version, dumps, every_key, json_type, load_error, make_converter
+from flowchart._core.serde import check_version, dumps, every_key, load_error, make_converter
 from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import check, decoded, parse_proven
 from flowchart._core.values import copy_json
@@ -92,7 +98,8 @@ class KeyChange:
     after: Any = None
 
 
-@attrs.define
+@built_on_read("narrative")
+@attrs.frozen
 class Trace:
     """A saved run. Make one with ``result.trace()`` / ``Trace.from_result(result)``.
 
@@ -345,18 +352,6 @@ def _canonical(value: Any) -> str:
 
 
 # -- the converter --------------------------------------------------------------------------------
-def _strict_tuple(tp: Any, converter: cattrs.Converter) -> Any:
-    """``tuple[X, ...]`` from a JSON list only (a string is not a tuple of characters)."""
-    inner = list_structure_factory(tp, converter)
-
-    def hook(value: Any, _type: Any) -> Any:
-        if type(value) is not list:
-            raise Expected(f"expected a list, got {json_type(value)}")
-        return tuple(inner(value, _type))
-
-    return hook
-
-
 def make_trace_converter() -> cattrs.Converter:
     """The checkpoint converter plus commits, ops and traces (every key required but ``value``).
 
@@ -364,9 +359,6 @@ def make_trace_converter() -> cattrs.Converter:
     the checkpoint's hooks (``pause.checkpoint_hooks``); the version check is
     ``serde.check_version``, shared with checkpoints."""
     converter = checkpoint_hooks(make_converter())
-    converter.register_structure_hook_factory(
-        lambda t: get_origin(t) is tuple and get_args(t)[-1:] == (Ellipsis,), _strict_tuple
-    )
     # innermost first: a hook captures its fields' hooks; a commit's decision is optional
     converter.register_structure_hook(Attempt, every_key(Attempt, converter))
     converter.register_structure_hook(
@@ -432,12 +424,14 @@ def structure_trace(data: Any, *, checked: bool = False, parts: ParsedParts | No
         trace = CONVERTER.structure(body, Trace)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise load_error(exc, "trace") from None
-    if log is not None:
-        trace.commit_log = log
+    if log is not None or raw_checkpoint is not None:
+        trace = attrs.evolve(
+            trace,
+            commit_log=trace.commit_log if log is None else log,
+            checkpoint=None if raw_checkpoint is None else nested_checkpoint(raw_checkpoint),
+        )
     if taken:
         _NARRATIVE.__set__(trace, columns)
-    if raw_checkpoint is not None:
-        trace.checkpoint = nested_checkpoint(raw_checkpoint)
     _check_consistency(trace, record_path if version == RECORDS_VERSION else column_path)
     return trace
 
@@ -461,8 +455,24 @@ def _check_consistency(trace: Trace, narrative_path: Callable[[str, int], str]) 
         raise refuse("the checkpoint belongs to another chart", "$.checkpoint.chart_fingerprint")
 
 
-_NARRATIVE = on_read(Trace, "narrative")
+_NARRATIVE = stored_slot(Trace, "narrative")
 """``Trace.narrative``'s slot: a loaded trace keeps its checked columns there until it is read."""
 
 
-__all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "spec_fingerprint"]
+def shown_of(source: Any) -> ShownRecord | None:
+    """The shown record of any source of a run — a ``ShownRecord``, a ``Record``, a ``Trace``, a
+    trace file path, or anything with a ``.record`` (a ``RunResult``, a stored ``RunRecord``, an
+    agent's snapshot) — or ``None`` when ``source`` is none of these (the caller names the error)."""
+    if isinstance(source, ShownRecord):
+        return source
+    if isinstance(source, str | Path):
+        source = Trace.load(source)
+    if isinstance(source, Trace):
+        return source.record.shown()
+    if isinstance(source, Record):
+        return source.shown()
+    found = getattr(source, "record", None)
+    return found.shown() if isinstance(found, Record) else None
+
+
+__all__ = ["CONVERTER", "TRACE_VERSION", "KeyChange", "SubflowTrace", "Trace", "shown_of", "spec_fingerprint"]

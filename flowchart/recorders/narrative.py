@@ -268,7 +268,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
         visit_key = ctx.stage_id or stage_name
         passes = self._visits.get(visit_key, 0)
         self._visits[visit_key] = passes + 1
-        self._stage_line(ctx, _qualify(stage_name, ctx), description, passes)
+        # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
+        self._stage_line(ctx, _qualify(stage_name, ctx) if ctx.subflow_path else stage_name, description, passes)
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
@@ -405,12 +406,17 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
         assert log is not None
         self._log = None  # told at once while the kept calls are replayed, and worded
         self._wording = True
+        pending, batches = self._pending, self._batches
         try:
             for record in log:
                 tag = record[0]
                 try:  # as the engine calls a hook: one that fails does not stop the others
                     if tag is _OPS:
-                        self.take_stage_ops(record[1], record[2])
+                        rid = record[1].runtime_stage_id
+                        if rid in pending or rid in batches:
+                            self.take_stage_ops(record[1], record[2])
+                        else:  # ``take_stage_ops`` of a stage's first batch, inline
+                            batches[rid] = record[2]
                     elif tag is _EXECUTED:
                         self.take_stage_executed(record[1], record[2], record[3], record[4])
                     else:  # an event hook's own body (``_kept``), or ``_subflow_entry``

@@ -54,6 +54,10 @@ class NarrativeReading(NarrativeState):
         """The entries one execution step produced (footprintjs ``getEntriesForStep``)."""
         return [r for r in self.records() if r.runtime_stage_id == runtime_stage_id]
 
+    def get_entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
+        """``entries_for_step`` under footprintjs's own name (``getEntriesForStep``)."""
+        return self.entries_for_step(runtime_stage_id)
+
     @property
     def step_count(self) -> int:
         """How many distinct execution steps produced entries (footprintjs ``stepCount``)."""

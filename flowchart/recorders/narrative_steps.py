@@ -172,12 +172,16 @@ class StepTelling(NarrativeState):
         number = self._stage_counters.get(flow_key, 0) + 1
         self._stage_counters[flow_key] = number
         first = flow_key not in self._started
-        self._started.add(flow_key)
+        if first:
+            self._started.add(flow_key)
         text = None
         if self._render_stage is not None:
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
-        if text is None:
+        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
+            line = sentences.stage(number, name, description, first=first, passes=passes)
+            self._records.append(("stage", 0, line, name, ctx, None, None))
+        elif text is None:
             self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
         else:
             self._push("stage", 0, text, ctx, stage_name=name)
@@ -204,7 +208,7 @@ class StepTelling(NarrativeState):
                         self._lazy = True
                         if count:
                             on_batch(told, count)
-        ops = self._pending.pop(ctx.runtime_stage_id, None)
+        ops = self._pending.pop(ctx.runtime_stage_id, None) if self._pending else None
         if not ops:
             return
         push = self._records.append

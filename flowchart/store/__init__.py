@@ -29,6 +29,7 @@ from flowchart.store.protocol import (
 from flowchart.store.questions import register_question_reader
 from flowchart.store.schema import SCHEMA_VERSION
 from flowchart.store.sqlite import SqliteStore
+from flowchart.store.summaries import RunSummary, SummaryList
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -43,12 +44,14 @@ __all__ = [
     "RunNotFoundError",
     "RunRecord",
     "RunStore",
+    "RunSummary",
     "SchemaVersionError",
     "Segment",
     "SqliteStore",
     "Status",
     "StoreError",
     "StoredRowError",
+    "SummaryList",
     "TurnTakenError",
     "register_question_reader",
 ]

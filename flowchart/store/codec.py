@@ -349,7 +349,8 @@ def _decode_column(value: str, run_id: str, what: str, from_dict: Any) -> Any:
     try:
         return from_dict(loads(value, what=f"stored {what}"))
     except CheckpointError as exc:
-        problem = str(exc).removeprefix(f"Invalid stored {what}: ")
+        message = str(exc)  # ``Invalid <what>: <problem> @ <path>``, from the parse or the loader
+        problem = message.split(": ", 1)[1] if message.startswith("Invalid ") and ": " in message else message
         raise StoredRowError(run_id, what, problem, path=exc.path or "$") from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise StoredRowError(run_id, what, str(exc)) from None

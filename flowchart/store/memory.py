@@ -8,6 +8,7 @@ a caller can never reach in and mutate a stored run.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from typing import Any
@@ -26,17 +27,21 @@ from flowchart.store.protocol import (
     RunNotFoundError,
     RunRecord,
     Segment,
+    StoredRowError,
     StoreError,
+    TurnHead,
     TurnTakenError,
     check_conversation,
     check_retry,
     check_status,
+    created_record,
     cursor_of,
     known_id,
     read_cursor,
     renumber,
 )
 from flowchart.store.questions import read_question
+from flowchart.store.summaries import SUMMARY_COLUMNS, RunSummary, SummaryList, read_summary
 
 
 @attrs.define
@@ -155,26 +160,59 @@ class MemoryStore:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first; with ``limit``, a page,
         and ``after=page.next`` the page after it."""
+        with self._lock:
+            rows = self._listed(status, limit, conversation, after)
+            listed = RunList([self._record(rid, row) for rid, row in rows])
+        listed.next = self._next(rows, limit, conversation)
+        return listed
+
+    def summaries(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> SummaryList:
+        """``list`` as summaries: the same runs, order and cursors, each read from its row's
+        listing columns alone (``summaries``)."""
+        with self._lock:
+            rows = self._listed(status, limit, conversation, after)
+            found: builtins.list[RunSummary] = []
+            unreadable: builtins.list[StoredRowError] = []
+            for rid, row in rows:
+                cells = {name: getattr(row, name) for name in SUMMARY_COLUMNS}
+                try:
+                    found.append(read_summary(rid, cells))
+                except StoredRowError as exc:
+                    unreadable.append(exc)
+        return SummaryList(found, unreadable, self._next(rows, limit, conversation))
+
+    def _listed(
+        self, status: str | None, limit: int | None, conversation: str | None, after: str | None
+    ) -> builtins.list[tuple[str, _Row]]:
+        """The rows a listing holds, in its order (newest update first, or newest turn first)."""
         check_status(status)
         place = None if after is None else read_cursor(after, conversation is not None)
-        with self._lock:
-            if conversation is not None:
-                turns = self._turns.get(conversation, {})
-                rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
-                if place is not None:
-                    rows = [(rid, row) for rid, row in rows if row.turn is not None and row.turn < place[0]]
-            else:
-                rows = list(self._runs.items())
-                rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
-                if place is not None:
-                    at, last = place
-                    rows = [(r, w) for r, w in rows if w.updated_at < at or (w.updated_at == at and r > last)]
-            rows = [(rid, row) for rid, row in rows if status is None or row.status == status][:limit]
-            listed = RunList([self._record(rid, row) for rid, row in rows])
+        if conversation is not None:
+            turns = self._turns.get(conversation, {})
+            rows = [(rid, self._runs[rid]) for _, rid in sorted(turns.items(), reverse=True)]
+            if place is not None:
+                rows = [(rid, row) for rid, row in rows if row.turn is not None and row.turn < place[0]]
+        else:
+            rows = list(self._runs.items())
+            rows.sort(key=lambda item: (-item[1].updated_at, item[0]))
+            if place is not None:
+                at, last = place
+                rows = [(r, w) for r, w in rows if w.updated_at < at or (w.updated_at == at and r > last)]
+        return [(rid, row) for rid, row in rows if status is None or row.status == status][:limit]
+
+    @staticmethod
+    def _next(rows: builtins.list[tuple[str, _Row]], limit: int | None, conversation: str | None) -> str | None:
         if limit is not None and rows and len(rows) == limit:
             rid, row = rows[-1]
-            listed.next = cursor_of(conversation is not None, rid, row.updated_at, row.turn)
-        return listed
+            return cursor_of(conversation is not None, rid, row.updated_at, row.turn)
+        return None
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
@@ -220,10 +258,28 @@ class MemoryStore:
                 self._turns.setdefault(turn_key[0], {})[turn_key[1]] = run_id
             row.parent_run_id, row.forked_at = parent_run_id, forked_at
             self._runs[run_id] = row
-        return self.get(run_id)
+        cid, turn = turn_key or (None, None)
+        return created_record(
+            run_id, kind, chart_fingerprint, input, now, chart_spec, redaction, cid, turn, parent_run_id, forked_at
+        )
+
+    def latest_turn(self, conversation: str) -> TurnHead | None:
+        """The newest turn of ``conversation`` (number, run id, status), or ``None``."""
+        with self._lock:
+            turns = self._turns.get(conversation)
+            if not turns:
+                return None
+            turn = max(turns)
+            run_id = turns[turn]
+            return TurnHead(turn, run_id, self._runs[run_id].status)  # type: ignore[arg-type]
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
         """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        self.append(run_id, segment)
+        return self.get(run_id)
+
+    def append(self, run_id: str, segment: Segment) -> None:
+        """``commit`` without reading the run back."""
         with self._lock:
             row = self._row(run_id)
             if row.status != "running" or len(row.commits) != segment.start_seq:
@@ -242,7 +298,6 @@ class MemoryStore:
             row.error = codec.text(segment.error)
             row.failure = codec.encode_failure(segment.failure)
             row.updated_at = time.time()
-        return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
         """Record the answer to the run's pending pause (once) and mark it ``running``."""

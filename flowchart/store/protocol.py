@@ -61,7 +61,7 @@ import attrs
 from flowchart._core.commits import Commit
 from flowchart._core.errors import CheckpointError, FlowchartError
 from flowchart._core.failure import RunFailure
-from flowchart._core.narrative_columns import on_read
+from flowchart._core.narrative_columns import built_on_read, stored_slot
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.printable import printable
@@ -213,6 +213,7 @@ class Segment:
     subflows: Mapping[str, SubflowTrace] = attrs.field(factory=dict)
 
 
+@built_on_read("narrative_records", lambda columns: tuple(columns.records()))
 @attrs.frozen
 class RunRecord:
     """One stored run, as read back from a store (a snapshot; re-``get`` for news).
@@ -312,7 +313,7 @@ class RunRecord:
         return f"pause@{self.next_seq}.{count}"
 
 
-_NARRATIVE_RECORDS = on_read(RunRecord, "narrative_records", lambda columns: tuple(columns.records()))
+_NARRATIVE_RECORDS = stored_slot(RunRecord, "narrative_records")
 """``RunRecord.narrative_records``'s slot: a store puts the run's checked columns there; the
 records are built when first read (``RunRecord.narrative``, the lines, needs none of them)."""
 
@@ -386,6 +387,88 @@ class RunStore(Protocol):
     def close(self) -> None:
         """Release connections (the store is unusable afterwards)."""
         ...
+
+
+@attrs.frozen
+class TurnHead:
+    """The newest turn of a conversation as the store's index holds it (``latest_turn``): its
+    number, its run's id and status — what a new turn checks before it loads anything."""
+
+    turn: int
+    run_id: str
+    status: Status
+
+    @staticmethod
+    def of(row: Sequence[Any], where: str) -> TurnHead:
+        """The head of a stored ``(turn, run_id, status)`` row (untrusted: ``StoredRowError``)."""
+        turn, run_id, status = row
+        if type(turn) is not int or turn < 1 or not isinstance(run_id, str) or status not in STATUSES:
+            raise StoredRowError(str(run_id), "turn/run_id/status", f"not a conversation turn's index row in {where}")
+        return TurnHead(turn, run_id, status)
+
+
+def latest_turn(store: Any, conversation: str) -> TurnHead | None:
+    """``store.latest_turn(conversation)``; a store without that method answers from its newest
+    turn's record (``list(conversation=..., limit=1)``, which reads the whole record)."""
+    own = getattr(store, "latest_turn", None)
+    if callable(own):
+        head: TurnHead | None = own(conversation)
+        return head
+    records = store.list(conversation=conversation, limit=1)
+    for error in getattr(records, "unreadable", ()):
+        raise error
+    if not records:
+        return None
+    return TurnHead(int(records[0].turn), records[0].run_id, records[0].status)
+
+
+def append_segment(store: Any, run_id: str, segment: Segment) -> None:
+    """``store.append(run_id, segment)`` — ``commit`` without reading the run back — on a store
+    that has it; ``store.commit`` on one that has not."""
+    own = getattr(store, "append", None)
+    if callable(own):
+        own(run_id, segment)
+    else:
+        store.commit(run_id, segment)
+
+
+def created_record(
+    run_id: str,
+    kind: str,
+    chart_fingerprint: str,
+    input: dict[str, Any],
+    now: float,
+    chart_spec: dict[str, Any] | None,
+    redaction: Redaction | None,
+    conversation_id: str | None,
+    turn: int | None,
+    parent_run_id: str | None,
+    forked_at: int | None,
+) -> RunRecord:
+    """The record of a run ``create`` just wrote, from what it was given (nothing read back):
+    ``running``, no commits, no checkpoint; ``input`` is the caller's own dict."""
+    return RunRecord(
+        run_id=run_id,
+        status="running",
+        kind=kind,
+        chart_fingerprint=chart_fingerprint,
+        input=input,
+        commit_log=(),
+        checkpoint=None,
+        question=None,
+        output=None,
+        error=None,
+        answered=frozenset(),
+        narrative=(),
+        created_at=now,
+        updated_at=now,
+        chart_spec=chart_spec,
+        redaction=redaction if redaction is not None and redaction.active else None,
+        conversation_id=conversation_id,
+        turn=turn,
+        parent_run_id=parent_run_id,
+        forked_at=forked_at,
+    )
 
 
 def check_retry(run_id: str, status: str, resumable: bool) -> None:

@@ -38,7 +38,7 @@ from flowchart._core.values import NotJsonSafe, copy_json
 from flowchart._engine.entry import _run_input, resume_sync, run_sync
 from flowchart._record.record import subflow_traces
 from flowchart.recorders.narrative import narrative
-from flowchart.store.protocol import RunRecord, RunStore, Segment, StoreError
+from flowchart.store.protocol import RunRecord, RunStore, Segment, StoreError, append_segment
 
 if TYPE_CHECKING:
     from flowchart._chart.chart import FlowChart
@@ -181,9 +181,10 @@ class RefusedOutcome(Exception):
         self.result = result
 
 
-def begin(store: RunStore, run_id: str, fingerprint: str) -> RunRecord:
-    """The run to advance; refused when it is another chart's, waiting, or finished."""
-    record = store.get(run_id)
+def begin(store: RunStore, run_id: str, fingerprint: str, known: RunRecord | None = None) -> RunRecord:
+    """The run to advance (``known``: its record as its caller just created it, not read again);
+    refused when it is another chart's, waiting, or finished."""
+    record = known if known is not None and known.run_id == run_id else store.get(run_id)
     check_chart(record, fingerprint)
     if record.next_step in ("wait", "finished"):
         raise StoreError(f"run '{run_id}' is {record.status}: there is nothing to advance")
@@ -198,16 +199,16 @@ def land(
     segment = segment_of(result, record.next_seq, output=value)
     if not segment.records:  # the store keeps the records when there are some, the lines only without
         segment = attrs.evolve(segment, narrative=narrative_lines(result.recorders))
-    store.commit(record.run_id, segment)
+    append_segment(store, record.run_id, segment)
     return result
 
 
 def fail(store: RunStore, record: RunRecord, exc: Exception) -> BaseException:
     """Record the run failed with ``exc`` (a ``RefusedOutcome`` keeps its commits); return what to raise."""
     if isinstance(exc, RefusedOutcome):
-        store.commit(record.run_id, failure_of(exc.error, record.next_seq, exc.result))
+        append_segment(store, record.run_id, failure_of(exc.error, record.next_seq, exc.result))
         return exc.error
-    store.commit(record.run_id, failure_of(exc, record.next_seq))
+    append_segment(store, record.run_id, failure_of(exc, record.next_seq))
     return exc
 
 
@@ -227,9 +228,10 @@ async def aadvance(
     fingerprint: str,
     step: Callable[[RunRecord], Awaitable[RunResult]],
     output: Callable[[RunResult], Any] | None = None,
+    known: RunRecord | None = None,
 ) -> RunResult:
-    """``advance`` for an async ``step``."""
-    record = begin(store, run_id, fingerprint)
+    """``advance`` for an async ``step`` (``known``: the run's record as just created)."""
+    record = begin(store, run_id, fingerprint, known)
     try:
         result = await step(record)
     except Exception as exc:

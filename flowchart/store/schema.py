@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -95,6 +95,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # the run, its head and the head's HMAC (others: NULL). Opening an older database with a key
     # seals its runs as they are then (``SqlStore._migrate``).
     7: ("ALTER TABLE runs ADD COLUMN seal TEXT",),
+    # 8: the newest-first listing (``list``, ``summaries``) in its own order — updated_at
+    # descending, run id ascending — with and without a status, so a page is read from the index
+    # in order (no sort of every run of a status): the first page costs the same at 1k and 100k runs
+    8: (
+        "CREATE INDEX runs_by_status_update ON runs (status, updated_at DESC, run_id)",
+        "CREATE INDEX runs_by_update ON runs (updated_at DESC, run_id)",
+    ),
 }
 
 VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (

@@ -7,11 +7,18 @@ Laws:
   run's **head** (``head``). Each part is bound to the run id, to its column and to its position
   (a commit to its ``seq``), so a row moved to another run, into another column or to another
   place changes the head; so does a row deleted, added, truncated or set to NULL.
+- A table's digest is a chain: it starts from the run id and the table's name, and each row in
+  order (with its position) is hashed onto the digest before it. So a run's seal is EXTENDED by a
+  write, not recomputed: the digest sealed last, plus the rows the write added.
 - A store made with ``key=`` keeps a **seal** per run (the ``runs.seal`` column): the digest of
-  each part, the row counts, the head and an HMAC of the head bound to the run id. Every write
-  checks the seal before it writes (so a writer never re-seals rows someone changed) and seals
-  the run anew after; every read checks it. A mismatch is refused by name — the column, or the
-  table with the counts sealed and found — before anything is read from the run.
+  each part, the row counts, the head and an HMAC of the head bound to the run id. Every read
+  checks the whole run against it. Every write first checks the seal, the ``runs`` row, the
+  chart, the answers and each table's row count (``opened``), then writes, then seals the run
+  anew from the digests it checked, extended by the rows it added (``resealed``): it never
+  re-reads the run's commits, and it never re-seals a row someone changed behind the store —
+  the new seal carries the digest of the rows as they were sealed, so the next read refuses the
+  change by name. A mismatch is refused by name — the column, or the table with the counts
+  sealed and found — before anything is read from the run.
 - ``verify(run_id)`` returns the head: a digest an operator can anchor elsewhere (a ticket, a
   log, a receipt); a person's decision carries the head it was made against.
 - What a key cannot stop: someone who can write the database can roll back a WHOLE run — every
@@ -34,6 +41,8 @@ from flowchart._core.signing import signature
 from flowchart.store.protocol import StoredRowError
 
 SEAL_PURPOSE = "pyfootprint run seal v1"
+VERSION = 2
+"""The seal's format: 2 chains each table's rows (so a write extends the seal)."""
 
 RUN_COLUMNS = (
     "kind",
@@ -72,7 +81,8 @@ class RunRows:
 
 
 def _value(value: Any) -> str:
-    """A cell as canonical text (NULL, text, numbers and bytes told apart)."""
+    """A cell that is not text as canonical text (NULL, numbers and bytes told apart; none of
+    them starts as a text cell does, with ``s`` and its length)."""
     if value is None:
         return "null"
     if isinstance(value, bytes | bytearray | memoryview):
@@ -82,25 +92,41 @@ def _value(value: Any) -> str:
 
 def _hash(*cells: Any) -> str:
     digest = hashlib.sha256()
+    update = digest.update
     for cell in cells:
-        digest.update(_value(cell).encode())
-        digest.update(b"\x00")
+        if type(cell) is str:  # a commit's body, a column's JSON: its bytes behind their length
+            data = cell.encode("utf-8", "surrogatepass")
+            update(b"s%d:" % len(data))
+            update(data)
+        else:
+            update(_value(cell).encode())
+        update(b"\x00")
     return digest.hexdigest()
 
 
 def _table(run_id: str, table: str, rows: Sequence[tuple[Any, ...]]) -> str:
     """The digest of a table's rows of this run, in their order (each row's position included)."""
-    digest = hashlib.sha256(_hash(run_id, table).encode())
-    for position, row in enumerate(rows):
-        digest.update(_hash(position, *row).encode())
-    return digest.hexdigest()
+    return extend(_hash(run_id, table), 0, rows)
+
+
+def extend(digest: str, position: int, rows: Sequence[tuple[Any, ...]]) -> str:
+    """``digest`` (of a table's first ``position`` rows) extended by ``rows``, the rows after them."""
+    for row in rows:
+        digest = _hash(digest, position, *row)
+        position += 1
+    return digest
+
+
+def _columns(run_id: str, columns: Mapping[str, Any]) -> dict[str, Any]:
+    """The digest of each ``runs`` column of the run."""
+    return {name: _hash(run_id, name, columns.get(name)) for name in RUN_COLUMNS}
 
 
 def parts(rows: RunRows) -> dict[str, Any]:
     """The digest of every part of the run: each ``runs`` column, the chart spec, and each table
     (with its row count)."""
     run_id = rows.run_id
-    out: dict[str, Any] = {name: _hash(run_id, name, rows.columns.get(name)) for name in RUN_COLUMNS}
+    out = _columns(run_id, rows.columns)
     out["chart"] = _hash(run_id, "chart", rows.chart_spec)
     for table in ("commits", "segments", "answers"):
         found: Sequence[tuple[Any, ...]] = getattr(rows, table)
@@ -120,9 +146,12 @@ def head(rows: RunRows) -> str:
 
 def seal(rows: RunRows, key: bytes) -> str:
     """The seal column's text for ``rows``: their parts, their head and its HMAC."""
-    found = parts(rows)
-    top = head_of(rows.run_id, found)
-    return _canonical({"version": 1, "parts": found, "head": top, "signature": _signature(key, rows.run_id, top)})
+    return _sealed(rows.run_id, parts(rows), key)
+
+
+def _sealed(run_id: str, found: dict[str, Any], key: bytes) -> str:
+    top = head_of(run_id, found)
+    return _canonical({"version": VERSION, "parts": found, "head": top, "signature": _signature(key, run_id, top)})
 
 
 def _canonical(data: Any) -> str:
@@ -134,10 +163,8 @@ def _signature(key: bytes, run_id: str, top: str) -> str:
     return signature(key, top, f"{SEAL_PURPOSE}\x00{run_id}")
 
 
-def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
-    """The head of ``rows`` once they match their seal; else ``StoredRowError`` naming the part
-    that differs (a column, or a table with its sealed and found row counts)."""
-    run_id = rows.run_id
+def _kept(run_id: str, sealed: str | None, key: bytes) -> dict[str, Any]:
+    """The parts ``sealed`` holds, once it is a seal this store wrote with ``key`` for this run."""
     if sealed is None:
         raise StoredRowError(
             run_id,
@@ -152,13 +179,19 @@ def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
             raise TypeError("not a seal")
         if set(data) != {"version", "parts", "head", "signature"} or _canonical(data) != sealed:
             raise ValueError("not the text the store wrote")  # an edit that parses alike is an edit
+        if data["version"] != VERSION:
+            raise ValueError(f"version {data['version']!r}, and this store reads version {VERSION}")
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise StoredRowError(run_id, "seal", f"not a seal ({type(exc).__name__}: {exc})") from None
     if head_of(run_id, kept) != top or not hmac.compare_digest(mark, _signature(key, run_id, top)):
         raise StoredRowError(
             run_id, "seal", "the seal does not match its signature (it was changed, or made with another key)"
         )
-    found = parts(rows)
+    return kept
+
+
+def _compare(run_id: str, kept: Mapping[str, Any], found: Mapping[str, Any]) -> None:
+    """``StoredRowError`` naming the first part of ``found`` that differs from the sealed one."""
     for name, value in found.items():
         if kept.get(name) == value:
             continue
@@ -172,7 +205,66 @@ def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
                 "moved or changed behind the store",
             )
         raise StoredRowError(run_id, name, "the column differs from the sealed one: it was changed behind the store")
-    return top
 
 
-__all__ = ["RUN_COLUMNS", "SEAL_PURPOSE", "RunRows", "check", "head", "parts", "seal"]
+def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
+    """The head of ``rows`` once they match their seal; else ``StoredRowError`` naming the part
+    that differs (a column, or a table with its sealed and found row counts)."""
+    kept = _kept(rows.run_id, sealed, key)
+    _compare(rows.run_id, kept, parts(rows))
+    return head_of(rows.run_id, kept)
+
+
+def check_columns(run_id: str, columns: Mapping[str, Any], sealed: str | None, key: bytes) -> None:
+    """``columns`` (some of the run's ``runs`` columns, as the database holds them) once each
+    matches its digest in the run's seal, whose signature is checked first — else
+    ``StoredRowError`` naming the column (a listing's check: the run's other rows are not read)."""
+    kept = _kept(run_id, sealed, key)
+    _compare(run_id, kept, {name: _hash(run_id, name, value) for name, value in columns.items()})
+
+
+def opened(head_rows: RunRows, counts: Mapping[str, int], sealed: str | None, key: bytes) -> dict[str, Any]:
+    """Before a write: the sealed parts, once the run's ``runs`` row, chart and answers (in
+    ``head_rows``; its commits and segments are not read) match them and the commit and segment
+    tables hold the ``counts`` sealed; else ``StoredRowError`` as ``check`` names it."""
+    run_id = head_rows.run_id
+    kept = _kept(run_id, sealed, key)
+    found = _columns(run_id, head_rows.columns)
+    found["chart"] = _hash(run_id, "chart", head_rows.chart_spec)
+    found["answers"] = [len(head_rows.answers), _table(run_id, "answers", head_rows.answers)]
+    for table, count in counts.items():
+        was = kept.get(table)
+        found[table] = [count, was[1] if isinstance(was, list) and len(was) == 2 else None]
+    _compare(run_id, kept, found)
+    return kept
+
+
+def resealed(head_rows: RunRows, kept: Mapping[str, Any], key: bytes) -> str:
+    """The seal after a write: the ``runs`` row and answers as they now are (``head_rows``), the
+    chart as sealed, and each sealed table's chain extended by the rows the write added (the
+    ``commits`` and ``segments`` of ``head_rows``, in order, after the ones sealed)."""
+    run_id = head_rows.run_id
+    found = _columns(run_id, head_rows.columns)
+    found["chart"] = kept["chart"]
+    found["answers"] = [len(head_rows.answers), _table(run_id, "answers", head_rows.answers)]
+    for table in ("commits", "segments"):
+        count, digest = kept[table]
+        added: Sequence[tuple[Any, ...]] = getattr(head_rows, table)
+        found[table] = [count + len(added), extend(digest, count, added)]
+    return _sealed(run_id, found, key)
+
+
+__all__ = [
+    "RUN_COLUMNS",
+    "SEAL_PURPOSE",
+    "VERSION",
+    "RunRows",
+    "check",
+    "check_columns",
+    "extend",
+    "head",
+    "opened",
+    "parts",
+    "resealed",
+    "seal",
+]

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import attrs
+
 from flowchart._core.narrative_columns import NarrativeColumns
 from flowchart._core.redaction import Redaction
 from flowchart._core.run_ids import check_run_id
@@ -43,10 +45,12 @@ from flowchart.store.protocol import (
     Segment,
     StoredRowError,
     StoreError,
+    TurnHead,
     TurnTakenError,
     check_conversation,
     check_retry,
     check_status,
+    created_record,
     cursor_of,
     holdable,
     known_id,
@@ -55,11 +59,14 @@ from flowchart.store.protocol import (
 )
 from flowchart.store.questions import read_question
 from flowchart.store.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE, newer_message
+from flowchart.store.summaries import SUMMARY_COLUMNS, RunSummary, SummaryList, read_summary
 
 _RUN_COLUMNS = (
     "run_id, kind, chart_fingerprint, status, input, checkpoint, question, has_answer, answer, "
     "output, error, created_at, updated_at, redaction, failure, conversation_id, turn, parent_run_id, forked_at"
 )
+
+_SUMMARY_COLUMNS = ", ".join(("run_id", *SUMMARY_COLUMNS))
 
 
 class SqlStore:
@@ -167,10 +174,63 @@ class SqlStore:
         """Runs (with ``status`` when given), most recently updated first; with
         ``conversation``, that conversation's turns, newest turn first (read through its index);
         with ``limit``, a page, and ``after=page.next`` the page after it."""
+        found = self._listing(status, conversation, after)
+        if found is None:
+            return RunList()
+        where, order, params = found
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        with self._tx(write=False) as cur:
+            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
+            rows = self._run(cur, sql, params).fetchall()
+            listed = self._records(cur, rows)
+        if limit is not None and rows and len(rows) == limit:
+            last = rows[-1]
+            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
+        return listed
+
+    def summaries(
+        self,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        conversation: str | None = None,
+        after: str | None = None,
+    ) -> SummaryList:
+        """``list`` as summaries (``summaries``): the same runs in the same order with the same
+        cursors, each read from its ``runs`` row alone (no commit, checkpoint or segment is read)."""
+        found = self._listing(status, conversation, after)
+        if found is None:
+            return SummaryList()
+        where, order, params = found
+        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        names = _SUMMARY_COLUMNS + (", seal" if self._key is not None else "")
+        with self._tx(write=False) as cur:
+            rows = self._run(cur, f"SELECT {names} FROM runs {where} ORDER BY {order}{tail}", params).fetchall()
+        kept: builtins.list[RunSummary] = []
+        unreadable: builtins.list[StoredRowError] = []
+        width = len(SUMMARY_COLUMNS) + 1
+        for row in rows:
+            cells = dict(zip(SUMMARY_COLUMNS, row[1:width], strict=True))
+            try:
+                kept.append(read_summary(row[0], cells, self._key, row[width] if self._key is not None else None))
+            except StoredRowError as exc:
+                unreadable.append(exc)
+        listed = SummaryList(kept, unreadable)
+        if limit is not None and rows and len(rows) == limit:
+            last = dict(zip(("run_id", *SUMMARY_COLUMNS), rows[-1], strict=False))
+            listed.next = cursor_of(conversation is not None, last["run_id"], last["updated_at"], last["turn"])
+        return listed
+
+    def _listing(
+        self, status: str | None, conversation: str | None, after: str | None
+    ) -> tuple[str, str, tuple[Any, ...]] | None:
+        """A listing's ``WHERE``, ``ORDER BY`` and parameters (``None``: a conversation no store
+        holds, so nothing) — index-backed: ``runs_by_status_update`` / ``runs_by_update`` for the
+        newest-first listing, ``runs_by_conversation`` for a conversation's turns."""
         check_status(status)
         place = None if after is None else read_cursor(after, conversation is not None)
         if conversation is not None and not holdable(conversation):
-            return RunList()
+            return None
         clauses: builtins.list[str] = ["status = ?"] if status else []
         params: builtins.list[Any] = [status] if status else []
         order = "updated_at DESC, run_id"
@@ -185,15 +245,17 @@ class SqlStore:
             clauses.append("(updated_at < ? OR (updated_at = ? AND run_id > ?))")
             params.extend((place[0], place[0], place[1]))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        tail = f" LIMIT {int(limit)}" if limit is not None else ""
+        return where, order, tuple(params)
+
+    def latest_turn(self, conversation: str) -> TurnHead | None:
+        """The newest turn of ``conversation`` — its number, run id and status — read from the
+        index alone (no record decoded), or ``None`` when it has none."""
+        if not holdable(conversation):
+            return None
         with self._tx(write=False) as cur:
-            sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY {order}{tail}"
-            rows = self._run(cur, sql, tuple(params)).fetchall()
-            listed = self._records(cur, rows)
-        if limit is not None and rows and len(rows) == limit:
-            last = rows[-1]
-            listed.next = cursor_of(conversation is not None, last[0], last[12], last[16])
-        return listed
+            sql = "SELECT turn, run_id, status FROM runs WHERE conversation_id = ? ORDER BY turn DESC LIMIT 1"
+            row = self._run(cur, sql, (conversation,)).fetchone()
+        return None if row is None else TurnHead.of(row, self._where)
 
     def forks(self, run_id: str) -> RunList:
         """The runs forked from ``run_id``, oldest first."""
@@ -223,10 +285,14 @@ class SqlStore:
         read = codec.column
         if not isinstance(run_id, str) or not isinstance(fingerprint, str) or row[3] not in STATUSES:
             raise StoredRowError(str(run_id), "run_id/chart_fingerprint/status", "not a run's identity and status")
+        sealed = None
         if key is not None:  # the whole run matches its seal before any of it is read
-            self._head(cur, run_id)
+            sealed = self._sealed_rows(cur, run_id)[0]  # and its rows, as checked, are the ones read
         turn_key = codec.decode_turn_key(row[15], row[16], run_id)
-        rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        if sealed is not None:
+            rows = sealed.commits
+        else:
+            rows = self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         bodies = [
             str(read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}")))
             for seq, body in rows
@@ -234,10 +300,14 @@ class SqlStore:
         log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = read(run_id, "answers", partial(codec.decode_answered, [rid for (rid,) in answered.fetchall()]))
-        notes = self._run(cur, "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n", (run_id,))
+        if sealed is not None:
+            notes = [(segment[3], segment[4]) for segment in sealed.segments]
+        else:
+            sql = "SELECT narrative, subflows FROM segments WHERE run_id = ? ORDER BY n"
+            notes = self._run(cur, sql, (run_id,)).fetchall()
         told: list[NarrativeColumns] = []
         subflows: dict[str, SubflowTrace] = {}
-        for text, subs in notes.fetchall():
+        for text, subs in notes:
             told.append(read(run_id, "narrative", partial(codec.decode_narrative_columns, text, run_id)))
             # runtime ids never repeat across segments
             subflows.update(read(run_id, "subflows", partial(codec.decode_subflows, subs, run_id)))
@@ -285,8 +355,9 @@ class SqlStore:
         )
 
     # -- the whole run: its head and, with a key, its seal (``sealing``) ----------------------
-    def _rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str | None]:
-        """Every stored row of ``run_id`` as the database holds it, and its seal."""
+    def _rows(self, cur: Any, run_id: str, *, tables: bool = True) -> tuple[sealing.RunRows, str | None]:
+        """Every stored row of ``run_id`` as the database holds it, and its seal (``tables=False``:
+        its ``runs`` row, chart and answers, no commits and no segments)."""
         names = ", ".join(sealing.RUN_COLUMNS)
         row = self._run(cur, f"SELECT {names}, seal FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
@@ -298,13 +369,8 @@ class SqlStore:
             run_id=run_id,
             columns=columns,
             chart_spec=None if found is None else found[0],
-            commits=self._run(cur, "SELECT seq, body FROM commits WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall(),
-            segments=self._run(
-                cur,
-                "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
-                "WHERE run_id = ? ORDER BY n",
-                (run_id,),
-            ).fetchall(),
+            commits=self._commit_rows(cur, run_id, 0) if tables else (),
+            segments=self._segment_rows(cur, run_id, 0) if tables else (),
             answers=self._run(
                 cur,
                 "SELECT request_id, answer, answered_by, answered_at FROM answers WHERE run_id = ? ORDER BY request_id",
@@ -313,13 +379,30 @@ class SqlStore:
         )
         return rows, row[-1]
 
+    def _commit_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = "SELECT seq, body FROM commits WHERE run_id = ? AND seq >= ? ORDER BY seq"
+        return self._run(cur, sql, (run_id, start)).fetchall()
+
+    def _segment_rows(self, cur: Any, run_id: str, start: int) -> Any:
+        sql = (
+            "SELECT n, start_seq, status, narrative, subflows, created_at FROM segments "
+            "WHERE run_id = ? AND n >= ? ORDER BY n"
+        )
+        return self._run(cur, sql, (run_id, start)).fetchall()
+
     def _head(self, cur: Any, run_id: str) -> str:
         """The run's head; with a key, once its rows match its seal (else ``StoredRowError``)."""
-        rows, sealed = self._rows(cur, run_id)
         if self._key is None:
-            return sealing.head(rows)
+            return sealing.head(self._rows(cur, run_id)[0])
+        return self._sealed_rows(cur, run_id)[1]
+
+    def _sealed_rows(self, cur: Any, run_id: str) -> tuple[sealing.RunRows, str]:
+        """Every stored row of ``run_id`` (with a key) and the run's head, once they match the
+        run's seal (else ``StoredRowError``): a reader reads these rows, not the tables again."""
+        assert self._key is not None
+        rows, sealed = self._rows(cur, run_id)
         try:
-            return sealing.check(rows, sealed, self._key)
+            return rows, sealing.check(rows, sealed, self._key)
         except StoredRowError:
             self._explain(rows)
             raise
@@ -334,16 +417,42 @@ class SqlStore:
             read(run_id, name, partial(codec.unseal, rows.columns[name], key, run_id, name))
 
     def _reseal(self, cur: Any, run_id: str) -> None:
-        """Seal the run as it now stands (with a key; a store without one keeps no seal)."""
+        """Seal the run whole, as it now stands (with a key; a store without one keeps no seal): a
+        new run, or a run from before seals."""
         if self._key is not None:
             rows, _ = self._rows(cur, run_id)
             self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.seal(rows, self._key), run_id))
 
-    def _checked(self, cur: Any, run_id: str) -> None:
-        """Before a write (with a key): the run still matches its seal, so a writer never seals
-        rows someone changed behind the store."""
-        if self._key is not None:
-            self._head(cur, run_id)
+    def _checked(self, cur: Any, run_id: str) -> dict[str, Any] | None:
+        """Before a write (with a key): the run's row, chart and answers match its seal and its
+        tables hold the rows it counts (``sealing.opened``; the commits are not read) — the sealed
+        parts, which ``_extended`` extends after the write."""
+        if self._key is None:
+            return None
+        rows, sealed = self._rows(cur, run_id, tables=False)
+        counts = self._run(
+            cur,
+            "SELECT (SELECT COUNT(*) FROM commits WHERE run_id = ?), (SELECT COUNT(*) FROM segments WHERE run_id = ?)",
+            (run_id, run_id),
+        ).fetchone()
+        try:
+            return sealing.opened(rows, {"commits": counts[0], "segments": counts[1]}, sealed, self._key)
+        except StoredRowError:
+            self._explain(rows)
+            raise
+
+    def _extended(self, cur: Any, run_id: str, kept: dict[str, Any] | None) -> None:
+        """After a write (with a key): the seal ``_checked`` opened, extended by the commits and
+        segments the write added (read back as the database holds them) — not the whole run again."""
+        if self._key is None or kept is None:
+            return
+        rows, _ = self._rows(cur, run_id, tables=False)
+        added = attrs.evolve(
+            rows,
+            commits=self._commit_rows(cur, run_id, int(kept["commits"][0])),
+            segments=self._segment_rows(cur, run_id, int(kept["segments"][0])),
+        )
+        self._run(cur, "UPDATE runs SET seal = ? WHERE run_id = ?", (sealing.resealed(added, kept, self._key), run_id))
 
     def verify(self, run_id: str) -> str:
         """The run's head — a digest of every row of the run, to anchor elsewhere; with a key, only
@@ -422,10 +531,29 @@ class SqlStore:
                     ) from None
                 raise RunExistsError(f"run '{run_id}' already exists in run store {self._where}") from None
             raise
-        return self.get(run_id)
+        # the run as just written (no read back: a new run is what its caller gave, and nothing else)
+        return created_record(
+            run_id,
+            kind,
+            chart_fingerprint,
+            input,
+            now,
+            chart_spec,
+            redaction,
+            conversation_id,
+            turn,
+            parent_run_id,
+            forked_at,
+        )
 
     def commit(self, run_id: str, segment: Segment) -> RunRecord:
         """Land ``segment`` atomically; ``CommitConflictError`` when another writer won."""
+        self.append(run_id, segment)
+        return self.get(run_id)
+
+    def append(self, run_id: str, segment: Segment) -> None:
+        """``commit`` without reading the run back: the write path of a run that goes on (its
+        record is read when somebody asks, not after every segment)."""
         try:
             with self._tx() as cur:
                 status, next_seq = self._locked_row(cur, run_id)
@@ -435,16 +563,15 @@ class SqlStore:
                         f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                     )
                 check_fence(self, cur, run_id)  # a worker whose lease was taken over lands nothing
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._write_segment(cur, run_id, segment)
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise CommitConflictError(
                     f"run '{run_id}': seq {segment.start_seq}… was already committed by another writer"
                 ) from None
             raise
-        return self.get(run_id)
 
     def _write_segment(self, cur: Any, run_id: str, segment: Segment) -> None:
         now = time.time()
@@ -491,13 +618,13 @@ class SqlStore:
             status, _ = self._locked_row(cur, run_id)
             row = self._run(cur, "SELECT checkpoint FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             check_retry(run_id, status, row[0] is not None)
-            self._checked(cur, run_id)
+            kept = self._checked(cur, run_id)
             self._run(
                 cur,
                 "UPDATE runs SET status = 'running', updated_at = ? WHERE run_id = ? AND status = 'failed'",
                 (time.time(), run_id),
             )
-            self._reseal(cur, run_id)
+            self._extended(cur, run_id, kept)
         return self.get(run_id)
 
     def answer(self, run_id: str, request_id: str, answer: Any, *, by: str | None = None) -> RunRecord:
@@ -505,7 +632,7 @@ class SqlStore:
         try:
             with self._tx() as cur:
                 status, _ = self._locked_row(cur, run_id)
-                self._checked(cur, run_id)
+                kept = self._checked(cur, run_id)
                 self._run(
                     cur,
                     "INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
@@ -519,7 +646,7 @@ class SqlStore:
                     "updated_at = ? WHERE run_id = ?",
                     (codec.seal(codec.encode(answer), self._key, run_id, "answer"), time.time(), run_id),
                 )
-                self._reseal(cur, run_id)
+                self._extended(cur, run_id, kept)
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise AlreadyAnsweredError(

@@ -315,12 +315,12 @@ def test_determinism_same_agent_twice() -> None:
 
 def test_last_snapshot_holds_the_last_run() -> None:
     """last_snapshot() gives the last run's state, commit log and narrative."""
-    agent, _ = build(["first", "second"])
+    agent, _ = build(["first"])  # each run starts the script again: it answers by position
     agent.run("one")
     agent.run("two")
     snap = agent.last_snapshot()
     assert snap.shared_state["user_message"] == "two"
-    assert snap.shared_state["final_content"] == "second"
+    assert snap.shared_state["final_content"] == "first"
     assert snap.narrative[0] == "Stage 1: The process began with Seed."
     assert snap.commit_log[-1].runtime_stage_id == "final#3"
 

@@ -31,7 +31,7 @@ def test_the_demo_run_after_the_approval_matches_its_snapshot(trace_snapshot: Sn
     """The resumed half on a freshly built agent: the refund runs, the answer is final."""
     first = demo.build_agent().run(demo.QUESTION)
     assert isinstance(first, Paused) and first.check_in is not None
-    resumed = demo.build_agent(turn=2)
+    resumed = demo.build_agent()
     decision = check_in_approved(request=first.check_in, by="alice", note="duplicate charge", at="2026-12-01T00:00:00Z")
     answer = resumed.resume(Checkpoint.from_json(first.checkpoint.to_json()), decision)
     assert answer.startswith("I've refunded the duplicate charge")
@@ -45,7 +45,7 @@ def test_the_demos_explanation_matches_its_snapshot(tmp_path: Any, text_snapshot
     first = demo.build_agent(store).run(demo.QUESTION)
     assert isinstance(first, Paused) and first.check_in is not None
     decision = check_in_approved(request=first.check_in, by="alice", note="duplicate charge", at="2026-12-01T00:00:00Z")
-    demo.build_agent(SqliteStore(tmp_path / "runs.db"), turn=2).resume_run(first.run_id, decision)
+    demo.build_agent(SqliteStore(tmp_path / "runs.db")).resume_run(first.run_id, decision)
     text = explain_answer(record_trace(store.get(first.run_id))).format()
     lines = text.splitlines()
     assert len(lines) <= 25

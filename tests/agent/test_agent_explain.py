@@ -116,7 +116,8 @@ def test_drivers_rank_the_message_sharing_most_words_with_the_answer() -> None:
     agent, _ = build([calls(call("c1", "weather", city="Rome")), "Rome: sunny today."], weather_tool(), system=None)
     agent.run("Weather in Rome please?")
     lines = _explained(agent, drivers=True)
-    assert lines[-1] == "Most likely driver: message 3 (tool result of weather(city=Rome) [c1]), overlap 0.667"
+    assert lines[-2] == "Most likely driver: message 3 (tool result of weather(city=Rome) [c1]), overlap 0.667"
+    assert lines[-1] == "  written at tool-calls#3 (commit 3)"
 
 
 def test_call_n_explains_an_earlier_model_call() -> None:

@@ -65,7 +65,8 @@ def paused_on_ask(later_asks: bool = False, **tool: Any) -> tuple[Any, Links, Co
 
 def fresh(links: Links, body: Counter, replies: list[Any] | None = None, **tool: Any) -> Any:
     """A freshly built agent identical to ``paused_on_ask``'s (same chart)."""
-    agent, _ = build(replies or ["Done."], refund_tool(body, **tool), configure=links.configure)
+    # the same script: a fresh agent continues it where the run is (the provider answers by position)
+    agent, _ = build(replies or [REFUND_CALL, "Done."], refund_tool(body, **tool), configure=links.configure)
     return agent
 
 
@@ -245,7 +246,7 @@ def test_the_same_call_in_another_run_is_another_request() -> None:
     """Request ids bind the run: an identical call in a second run is a new request, which the
     first run's decision cannot answer; its own decision can, once."""
     body = Counter(lambda a: "refunded")
-    agent, _ = build([REFUND_CALL, "Done.", REFUND_CALL, "Done again."], refund_tool(body, check_in="always"))
+    agent, _ = build([REFUND_CALL, "Done."], refund_tool(body, check_in="always"))
     first = agent.run("refund A1")
     assert isinstance(first, Paused) and first.check_in is not None
     first_decision = check_in_approved(request=first.check_in, by="alice", at=AT)
@@ -260,9 +261,7 @@ def test_the_same_call_in_another_run_is_another_request() -> None:
     ) as caught:
         agent.resume(second.checkpoint, first_decision)
     assert caught.value.problem == "already-used" and len(body.runs) == 1
-    assert (
-        agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done again."
-    )
+    assert agent.resume(second.checkpoint, check_in_approved(request=second.check_in, by="alice", at=AT)) == "Done."
     assert len(body.runs) == 2
     with pytest.raises(
         ResumeDecisionError,
@@ -518,11 +517,11 @@ def test_a_custom_scorer_ranks_the_drivers() -> None:
 def test_a_check_in_request_survives_json_and_a_fresh_agent() -> None:
     """A check-in checkpoint resumes on a freshly built agent from JSON."""
     body = Counter(lambda a: "refunded")
-    agent, _ = build([REFUND_CALL], refund_tool(body, check_in="always"))
+    agent, _ = build([REFUND_CALL, "Done."], refund_tool(body, check_in="always"))
     out = agent.run("refund")
     assert isinstance(out, Paused)
     fresh_body = Counter(lambda a: "refunded")
-    again, _ = build(["Done."], refund_tool(fresh_body, check_in="always"))
+    again, _ = build([REFUND_CALL, "Done."], refund_tool(fresh_body, check_in="always"))
     restored = round_trip(out.checkpoint)
     again_paused = Paused(checkpoint=restored, pause_data=restored.pause_data)
     assert again_paused.pause_data["check_in"]["id"] == out.check_in.id  # type: ignore[union-attr]

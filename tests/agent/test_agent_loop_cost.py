@@ -30,7 +30,14 @@ from flowchart import Retry, ScopeWriteError
 _AGENT_DIR = os.path.dirname(agent_package.__file__) + os.sep
 # the modules of the chart's stages (agent.py's run entry is one coroutine a run, not a stage)
 _STAGE_MODULES = {
-    os.path.join(_AGENT_DIR, name) for name in ("chart.py", "stages.py", "dispatch.py", "tool_run.py", "tools.py")
+    os.path.join(_AGENT_DIR, folder, name)
+    for folder, name in (
+        ("_chart", "chart.py"),
+        ("_chart", "stages.py"),
+        ("_chart", "dispatch.py"),
+        ("_chart", "tool_run.py"),
+        ("_tools", "tools.py"),
+    )
 }
 ADD_SCHEMA = {
     "type": "object",
@@ -68,26 +75,27 @@ def _agent_layer_calls(run: Callable[[], Any]) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-def test_an_agent_that_needs_no_event_loop_runs_no_coroutine_of_its_own() -> None:
-    """Sync provider, sync tool, no governance: seed, call-llm, route and tool-calls are plain
-    functions, so a run creates no agent coroutine (each stage used to be a coroutine driven by
-    a wrapper, with a coroutine per awaited helper)."""
+def test_an_agent_that_needs_no_event_loop_runs_no_coroutine_but_the_model_call() -> None:
+    """Sync provider, sync tool, no governance: seed, route and tool-calls are plain functions;
+    the model call is one coroutine (the stage and its ``_complete``) driven to its end without a
+    loop — its plain twin bought 1.4 % of W6 and went (docs/performance.md, "Round seven")."""
     agent = _w6_agent()
     assert not agent.config.needs_event_loop
     _calls, coroutines = _agent_layer_calls(lambda: agent.run("add numbers ten times"))
-    assert coroutines == 0
+    assert coroutines == 2 * 11
     assert agent.last_snapshot().shared_state["final_content"] == "done"
 
 
 def test_the_agent_layer_stays_within_its_call_budget_on_the_w6_shape() -> None:
-    """A W6 run (10 tool rounds) makes at most 265 Python calls into agent/ (431 before round
+    """A W6 run (10 tool rounds) makes at most 290 Python calls into agent/ (431 before round
     three: coroutine drivers, awaited helpers, per-call rule lists; 337 before round five: a
     ``CallSite``, a ``CallOutcome``, a second identity lookup, ``argument_gate`` and
-    ``tool_ended`` for every call whose tool ran). The count does not depend on the machine's
-    load; raise the budget only with a reason."""
+    ``tool_ended`` for every call whose tool ran; 265 in round six, before the model call's
+    plain twin went in round seven: its driver and ``_complete`` are 2 calls a model call).
+    The count does not depend on the machine's load; raise the budget only with a reason."""
     agent = _w6_agent()
     calls, _coroutines = _agent_layer_calls(lambda: agent.run("add numbers ten times"))
-    assert 200 < calls <= 265, calls
+    assert 200 < calls <= 290, calls
 
 
 def test_the_agent_reads_its_state_by_key_never_by_attribute() -> None:

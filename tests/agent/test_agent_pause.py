@@ -59,7 +59,7 @@ def test_checkpoint_round_trips_and_resumes_on_a_fresh_agent() -> None:
     assert isinstance(out, Paused)
     text = out.checkpoint.to_json()
     second_body = Confirm()
-    fresh, provider = build(replies[1:], confirm_tool(second_body))
+    fresh, provider = build(replies, confirm_tool(second_body))  # it continues the script by position
     result = fresh.resume(Checkpoint.from_json(text), "yes, go ahead")
     assert result == "Done, as you said."
     assert (first_body.starts, second_body.starts) == (1, 0)

@@ -101,7 +101,8 @@ def test_the_tool_context_is_the_value_the_class_call_makes() -> None:
     agent, _ = build([calls(call("c1", "weather", city="P")), "done"], weather_tool(lambda a, c: seen.append(c)))
     agent.run("go")
     (made,) = seen
-    called = ToolContext("c1", 1, made.run_id, None)
+    called = ToolContext("c1", 1, made.run_id, None, step=made.step)
+    assert made.step.startswith("tool-calls") and made.conversation is None and made.turn is None
     assert made == called and repr(made) == repr(called) and hash(made) == hash(called)
     assert type(made) is ToolContext and made.idempotency_key == f"{made.run_id}:c1"
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):

@@ -82,6 +82,8 @@ def test_a_version_4_database_migrates_to_lineage_columns(tmp_path: Path) -> Non
     SqliteStore(path).close()
     raw = sqlite3.connect(path)
     raw.execute("DELETE FROM schema_version WHERE version >= 5")
+    raw.execute("DROP INDEX runs_by_status_update")  # version 8
+    raw.execute("DROP INDEX runs_by_update")
     raw.execute("ALTER TABLE runs DROP COLUMN seal")  # version 7
     raw.execute("DROP INDEX runs_by_parent")
     raw.execute("ALTER TABLE runs DROP COLUMN forked_at")

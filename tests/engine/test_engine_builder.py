@@ -12,7 +12,7 @@ import networkx as nx
 import pytest
 from engine_charts import exact, inner_chart, noop, sample_chart
 
-from flowchart import BuildError, FlowChart, flow_chart
+from flowchart import BuildError, FlowChart, RunError, flow_chart
 from flowchart._chart.builder import FlowChartBuilder
 from flowchart._core.values import copy_json
 
@@ -422,3 +422,29 @@ def test_chart_is_not_changed_by_building_another():
     before = chart.fingerprint
     assert chart.stage_ids() == ["seed"]
     assert before == flow_chart("Seed", noop, "seed").build().fingerprint
+
+
+def test_a_chart_carries_its_entry_points_from_the_public_builder() -> None:
+    """Nothing is bound at import time: ``flowchart.flow_chart`` / ``FlowChartBuilder`` hand their
+    launcher to the chart they build, and a chart built with the structure's own builder says
+    plainly it has no entry points (and how to build one that has)."""
+    import flowchart
+    from flowchart import _launch
+
+    chart = flowchart.flow_chart("A", lambda scope: None, "a").build()
+    assert chart._launcher() is _launch and chart.run().state == {}
+    bare = FlowChartBuilder().start("A", lambda scope: None, "a").build()
+    with pytest.raises(RunError, match=r"chart 'A' has no entry points: .* build it with flowchart\.flow_chart"):
+        bare.run()
+
+
+def test_a_built_charts_stages_cannot_change() -> None:
+    """``build()`` freezes every stage node: assigning a field raises naming the stage, and the
+    branches and children are read-only (before, ``chart.find("a").fn = other`` silently changed
+    what every later run of the chart — and its fingerprint's meaning — would do)."""
+    chart = flow_chart("A", lambda scope: None, "a").add_function("B", lambda scope: None, "b").build()
+    with pytest.raises(AttributeError, match=r"stage 'a' belongs to a built chart: its 'fn' cannot change"):
+        chart.find("a").fn = None
+    with pytest.raises(TypeError):
+        chart.find("a").branches["x"] = chart.find("b")
+    assert isinstance(chart.find("a").children, tuple) and chart.run().state == {}

@@ -20,7 +20,7 @@ from strategies import json_values
 
 from flowchart import Commit, flow_chart
 from flowchart._core.commits import Op, make_commit, make_op
-from flowchart._core.decide import Decision, _decision, decide
+from flowchart._core.decide import Decision, decide
 from flowchart._core.errors import ReadonlyInputError
 from flowchart._core.retry import Attempt
 from flowchart._core.scope import Scope, Transaction, scope_of, transaction_of
@@ -85,16 +85,9 @@ def test_make_commit_is_the_class_call(
         made.idx = idx + 1  # type: ignore[misc]
 
 
-@given(st.text(max_size=6), st.dictionaries(st.text(max_size=4), json_values(max_leaves=4), max_size=3))
-def test_the_decision_decide_makes_is_the_class_call(branch: str, evidence: dict[str, Any]) -> None:
-    """``decide``'s ``_decision(branch, evidence)`` (round five: slots filled directly) equals
-    ``Decision(branch, evidence)``: ==, the refusal to hash its dict, repr, type, not marked as
-    owned; it stays frozen. ``decide`` itself still marks its plain evidence as owned."""
-    made = _decision(branch, evidence)
-    _same(made, Decision(branch, evidence))
-    assert made._owned is False and Decision(branch, evidence)._owned is False
-    with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
-        made.branch = "other"  # type: ignore[misc]
+def test_decide_makes_its_decision_by_the_class_and_owns_its_evidence() -> None:
+    """``decide`` makes a plain ``Decision`` (its slot-filling fast path went: it bought < 5 %,
+    docs/performance.md "Round seven") and still marks its plain evidence as owned."""
     scope = scope_of(Transaction({"n": 2}))
     decided = decide(scope, [{"when": lambda s: s["n"] > 1, "then": "big", "label": "n — large"}], "small")
     assert type(decided) is Decision and decided.branch == "big" and decided._owned is True

@@ -286,5 +286,5 @@ def test_a_stored_decision_with_a_nan_value_is_refused_naming_the_field() -> Non
     from governance import CheckInDecision, WireFormatError
 
     row = check_in_approved(request=REQUEST, by="a").to_dict() | {"value": float("nan")}
-    with pytest.raises(WireFormatError, match=r"^\$\.value: expected a JSON-safe value, got a float$"):
+    with pytest.raises(WireFormatError, match=r"^\$\.value: expected a JSON value: a non-finite float \(nan\)$"):
         CheckInDecision.from_dict(row)

@@ -66,6 +66,12 @@ EXPECTED = {
     "ollama",
     "openai_compatible",
     "scripted",
+    # the recorded world served back (issue 34)
+    "ReplayMissError",
+    "ReplayedProvider",
+    "ReplayedTools",
+    "replayed",
+    "replayed_tools",
 }
 
 

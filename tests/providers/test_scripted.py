@@ -1,4 +1,4 @@
-"""The scripted and mock providers: replies in order, requests recorded, exhaustion, usage."""
+"""The scripted and mock providers: replies by position, requests recorded, exhaustion, usage."""
 
 from __future__ import annotations
 
@@ -20,8 +20,13 @@ from agent.providers import (
 )
 
 
-def request(text: str = "hi", system: str | None = "sys", model: str = "mock") -> LLMRequest:
-    return LLMRequest(system_prompt=system, messages=[{"role": "user", "content": text}], tools=[], model=model)
+def request(text: str = "hi", system: str | None = "sys", model: str = "mock", after: int = 0) -> LLMRequest:
+    """A request holding ``after`` earlier assistant turns (its position in the conversation)."""
+    messages: list[dict[str, Any]] = []
+    for turn in range(after):
+        messages += [{"role": "user", "content": f"q{turn}"}, {"role": "assistant", "content": f"a{turn}"}]
+    messages.append({"role": "user", "content": text})
+    return LLMRequest(system_prompt=system, messages=messages, tools=[], model=model)
 
 
 def test_string_reply_is_the_model_text() -> None:
@@ -56,16 +61,26 @@ def test_dict_reply_keys_are_optional() -> None:
     """``{}`` is an empty answer; a call without args gets ``{}``."""
     provider = scripted([{}, {"tool_calls": [{"id": "c1", "name": "now"}]}])
     assert provider.complete(request()).content == ""
-    assert provider.complete(request()).tool_calls == (ToolCall("c1", "now", {}),)
+    assert provider.complete(request(after=1)).tool_calls == (ToolCall("c1", "now", {}),)
 
 
-def test_replies_play_in_order_and_requests_are_recorded() -> None:
-    """Request n gets reply n; ``requests`` holds every request received, in order."""
+def test_replies_play_by_position_and_requests_are_recorded() -> None:
+    """A request after n assistant turns gets reply n+1; ``requests`` holds every request received."""
     provider = scripted(["one", "two"])
-    first, second = request("a"), request("b")
+    first, second = request("a"), request("b", after=1)
     assert provider.complete(first).content == "one"
     assert provider.complete(second).content == "two"
     assert provider.requests == [first, second]
+
+
+def test_a_fresh_provider_continues_the_script_where_the_conversation_is() -> None:
+    """Not the call count: a new provider object asked after two assistant turns plays reply 3
+    (a freshly built agent resuming a stored run continues the script), and asking the same
+    position twice plays the same reply."""
+    provider = scripted(["one", "two", "three"])
+    assert provider.complete(request(after=2)).content == "three"
+    assert provider.complete(request(after=2)).content == "three"
+    assert provider.complete(request()).content == "one"
 
 
 def test_complete_answers_synchronously() -> None:
@@ -76,16 +91,16 @@ def test_complete_answers_synchronously() -> None:
 
 
 def test_exhaustion_says_how_many_were_scripted_and_which_request() -> None:
-    """Running out raises, naming the number of replies and the 1-based request number."""
+    """Running out raises, naming the number of replies and the 1-based request position."""
     provider = scripted(["one", "two"])
     provider.complete(request())
-    provider.complete(request())
+    provider.complete(request(after=1))
     with pytest.raises(
         ScriptExhaustedError,
         match=r"^scripted provider exhausted: 2 replies were scripted but request #3 asked "
         r"for another; add a reply to the script$",
     ):
-        provider.complete(request())
+        provider.complete(request(after=2))
     assert len(provider.requests) == 3  # the request that found the script empty is recorded
 
 
@@ -94,7 +109,7 @@ def test_exhaustion_with_one_reply_is_singular() -> None:
     provider = scripted(["only"])
     provider.complete(request())
     with pytest.raises(ScriptExhaustedError, match=r"1 reply was scripted but request #2"):
-        provider.complete(request())
+        provider.complete(request(after=1))
 
 
 def test_empty_script_fails_on_first_request() -> None:
@@ -115,7 +130,7 @@ def test_usage_is_characters_over_four_rounded_down() -> None:
         tools=[],
         model="m",
     )
-    assert scripted(["hello"]).complete(req).usage == Usage(input_tokens=3, output_tokens=1)
+    assert scripted(["first", "hello"]).complete(req).usage == Usage(input_tokens=3, output_tokens=1)
 
 
 def test_usage_without_system_prompt() -> None:
@@ -209,7 +224,9 @@ def test_providers_are_deterministic() -> None:
         {"tool_calls": [{"id": "c", "name": "t", "args": {"k": [1]}}]},
     ]
     one, two = scripted(script), scripted(script)
-    assert [one.complete(request()) for _ in script] == [two.complete(request()) for _ in script]
+    assert [one.complete(request(after=i)) for i in range(len(script))] == [
+        two.complete(request(after=i)) for i in range(len(script))
+    ]
 
 
 def test_a_played_reply_is_the_value_the_class_call_makes() -> None:
@@ -219,10 +236,10 @@ def test_a_played_reply_is_the_value_the_class_call_makes() -> None:
     import attrs
 
     provider = scripted(["done", {"content": "", "tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1}}]}])
-    first, second = provider.complete(request("abcd")), provider.complete(request("abcdefgh", model="m2"))
+    first, second = provider.complete(request("abcd")), provider.complete(request("abcd", model="m2", after=1))
     calls = (ToolCall("c1", "add", {"a": 1}),)
     assert first == LLMResponse("done", (), Usage(1, 1), "stop", "mock", ())
-    assert second == LLMResponse("", calls, Usage(2, 0), "tool_use", "m2", ())
+    assert second == LLMResponse("", calls, Usage(2, 0), "tool_use", "m2", ())  # (3 + 2 + 2 + 4) // 4
     called = LLMResponse("done", (), Usage(1, 1), "stop", "mock", ())
     assert repr(first) == repr(called) and hash(first) == hash(called) and type(first) is LLMResponse
     assert hash(first.usage) == hash(Usage(1, 1)) and repr(first.usage) == repr(Usage(1, 1))
@@ -230,3 +247,15 @@ def test_a_played_reply_is_the_value_the_class_call_makes() -> None:
         hash(second)  # the call's args dict, as for the class call
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
         first.content = "other"  # type: ignore[misc]
+
+
+def test_a_request_extending_the_last_one_at_the_same_position_gets_the_next_reply() -> None:
+    """The wrap-up: the agent drops a reply whose calls it will not run and asks again with one more
+    user message; that request holds no more assistant turns, yet it is the next turn of the script."""
+    provider = scripted(["one", "two", "three"])
+    dropped = request("q", after=1)
+    assert provider.complete(dropped).content == "two"
+    wrap_up = LLMRequest(
+        system_prompt="sys", messages=[*dropped.messages, {"role": "user", "content": "wrap up"}], tools=[], model="m"
+    )
+    assert provider.complete(wrap_up).content == "three"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowchart import Redaction
+from flowchart import CheckpointError, Redaction
 
 NAMES = st.text(min_size=1, max_size=8)
 #: field paths: plain names (none shaped like a selector) and well-formed selectors before a field
@@ -34,21 +34,39 @@ def test_a_rule_survives_its_json_form(keys: frozenset[str], patterns: list[re.P
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ([], r"^a redaction must be an object with exactly 'keys', 'patterns' and 'fields'$"),
-        ({"keys": [], "patterns": []}, r"^a redaction must be an object with exactly"),
-        ({"keys": "ssn", "patterns": [], "fields": {}}, r"^redaction.keys must be a list of strings$"),
-        ({"keys": [], "patterns": ["x"], "fields": {}}, r"^redaction.patterns must be a list of \[source, flags\]"),
-        ({"keys": [], "patterns": [], "fields": {"a": "b"}}, r"^redaction.fields must map keys to lists of dot paths$"),
-        ({"keys": [], "patterns": [["(", 0]], "fields": {}}, r"^redaction.patterns holds an invalid pattern: "),
+        ([], r"^Invalid redaction: expected an object, got a list @ \$$"),
+        ({"keys": [], "patterns": []}, r"^Invalid redaction: required key missing @ \$\.fields$"),
+        (
+            {"keys": "ssn", "patterns": [], "fields": {}},
+            r"^Invalid redaction: expected a list, got a string @ \$\.keys$",
+        ),
+        (
+            {"keys": [], "patterns": ["x"], "fields": {}},
+            r"^Invalid redaction: expected a \[source, flags\] pair, got a string @ \$\.patterns\[0\]$",
+        ),
+        (
+            {"keys": [], "patterns": [], "fields": {"a": "b"}},
+            r"^Invalid redaction: expected a list, got a string @ \$\.fields\.a$",
+        ),
+        (
+            {"keys": [], "patterns": [["(", 0]], "fields": {}},
+            r"^Invalid redaction: not a pattern \(.*\); write a Python regular expression @ \$\.patterns\[0\]$",
+        ),
         (
             {"keys": [], "patterns": [], "fields": {"history": ["[role].content"]}},
-            r"^redaction.fields\['history'\]: '\[role\]' in '\[role\].content' is not a selector: write ",
+            r"^Invalid redaction: redaction.fields\['history'\]: '\[role\]' in '\[role\].content' is not a selector",
+        ),
+        (
+            {"keys": ["\ud800"], "patterns": [], "fields": {}},
+            r"^Invalid redaction: a lone surrogate in a string \(valid JSON, but not Unicode text\) @ \$\.keys\[0\]$",
         ),
     ],
 )
 def test_a_rule_that_is_not_one_is_refused_naming_the_field(data: object, message: str) -> None:
-    """``from_dict`` reads untrusted storage: anything but the exact shape is a ``ValueError``."""
-    with pytest.raises(ValueError, match=message):
+    """``from_dict`` reads untrusted storage through the one codec: anything but the exact shape is
+    a ``CheckpointError`` (a ``ValueError``) naming the path. (A lone surrogate in a key loaded
+    before — the rule then failed to be written back.)"""
+    with pytest.raises(CheckpointError, match=message):
         Redaction.from_dict(data)
 
 

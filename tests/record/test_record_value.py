@@ -145,3 +145,18 @@ def test_mypy_refuses_a_reader_handed_the_raw_record(tmp_path: Path) -> None:
     assert found.returncode == 1, out
     assert 'Argument 1 to "read" has incompatible type "Record"; expected "ShownRecord"' in out
     assert out.count("error:") == 1
+
+
+def test_a_trace_and_a_stored_run_are_frozen_values(tmp_path: Path) -> None:
+    """A ``Trace`` (loaded or made) and a ``RunRecord`` refuse rebinding a field (they were
+    mutable before: ``trace.run_id = ...`` silently changed the file a reader would save); a
+    changed copy is made with ``attrs.evolve``, and a loaded trace's lazily built narrative
+    still reads the same records."""
+    store = SqliteStore(tmp_path / "runs.db")
+    result = _chart().run({"ssn": "123-45-6789"}, redaction=RULE, store=store, recorders=[narrative()])
+    saved = Trace.load(result.trace().save(tmp_path / "run.trace.json"))
+    stored = store.get(result.run_id)
+    for value, field in ((result.trace(), "run_id"), (saved, "narrative"), (stored, "narrative_records")):
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            setattr(value, field, None)
+    assert attrs.evolve(saved, run_id="copy").narrative == saved.narrative == result.trace().narrative

@@ -201,11 +201,11 @@ def test_show_of_a_finished_agent_run_explains_its_answer(db: str, capsys: pytes
     assert "approved by alice" in section
 
 
-def test_approving_the_demo_again_after_it_pauses_again_finishes_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The demo agent resumed through the CLI replays its script and pauses on the same call again:
-    that later pause is a NEW request, so a second approve finishes the run (it never gets stuck)."""
+def test_approving_the_demo_through_the_cli_refunds_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo agent rebuilt by ``agent runs approve`` continues its script where the stored run is
+    (the scripted provider answers by the conversation's position): one approval finishes the run,
+    the refund runs exactly once, and ``agent why`` lists one approval — not the replayed pause and
+    second refund the call-counting script made."""
     from examples import support_agent as demo
 
     path = str(tmp_path / "demo.db")
@@ -214,16 +214,17 @@ def test_approving_the_demo_again_after_it_pauses_again_finishes_it(
     argv = ["runs", "approve", first.run_id, "--by", "alice", "--agent", "examples.support_agent:build_agent"]
     code, out, err = _run(capsys, *argv, "--db", path)
     assert code == 0, err
-    again = SqliteStore(path).get(first.run_id).question
-    assert again.id != first.check_in.id
     assert out.strip() == (
-        f"run {first.run_id}: approved by alice; paused again on request {again.id}: "
-        'check-in: issue_refund {"amount": 129.0, "order_id": "A-1001"}'
+        f"run {first.run_id}: approved by alice; done: I've refunded the duplicate charge of 129.00 on order "
+        "A-1001. You'll see it on your card in 3-5 days."
     )
-    code, out, err = _run(capsys, *argv, "--db", path)
+    stored = SqliteStore(path).get(first.run_id)
+    assert stored.status == "done" and stored.answered == frozenset({first.check_in.id})
+    results = [m for m in stored.record.shown().final_state["history"] if m.get("role") == "tool"]
+    assert [m["content"] for m in results if m.get("tool_name") == "issue_refund"] == ["refunded 129.00 on A-1001"]
+    code, out, err = _run(capsys, "why", first.run_id, "--db", path)
     assert code == 0, err
-    assert out.startswith(f"run {first.run_id}: approved by alice; done: ")  # the iteration budget ends it
-    assert SqliteStore(path).get(first.run_id).answered == frozenset({first.check_in.id, again.id})
+    assert out.count("approved by alice") == 1 and out.count("refunded 129.00 on A-1001") == 1, out
 
 
 def test_a_command_run_in_process_leaves_no_connection_open(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -249,3 +250,18 @@ def test_a_command_run_in_process_leaves_no_connection_open(db: str, capsys: pyt
     finally:
         gc.enable()
     capsys.readouterr()
+
+
+def test_list_pages_with_after(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A full page ends with the command for the next one; ``--after CURSOR`` prints that page."""
+    code, out, _ = _run(capsys, "runs", "list", "--limit", "1", "--db", db)
+    assert code == 0
+    *rows, more = out.splitlines()
+    assert len(rows) == 2 and more.startswith("more: agent runs list --after u:")
+    cursor = more.rsplit(" ", 1)[1]
+    code, out, _ = _run(capsys, "runs", "list", "--limit", "1", "--after", cursor, "--db", db)
+    assert code == 0
+    second = out.splitlines()[1]
+    assert second.split()[0] != rows[1].split()[0]
+    code, _, err = _run(capsys, "runs", "list", "--after", "nope", "--db", db)
+    assert code == 2 and "list(after='nope'): not a cursor of this listing" in err

@@ -19,7 +19,7 @@ from refund_agent import REFUNDS, refund_agent
 
 from agent import Paused
 from flowchart import CheckpointError, replay
-from flowchart.store import RunStore, SqliteStore, StoredRowError
+from flowchart.store import SCHEMA_VERSION, RunStore, SqliteStore, StoredRowError
 from governance import check_in_approved
 
 KEY = b"k" * 32
@@ -178,7 +178,33 @@ def test_opening_an_older_signed_database_with_its_key_seals_its_runs(tmp_path: 
     out = paused_run(path)
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE runs DROP COLUMN seal")
-        db.execute("DELETE FROM schema_version WHERE version = 7")
+        db.execute("DROP INDEX runs_by_status_update")  # and what schema 8 added
+        db.execute("DROP INDEX runs_by_update")
+        db.execute("DELETE FROM schema_version WHERE version >= 7")
     store = SqliteStore(path, key=KEY)
+    assert store.schema_version() == SCHEMA_VERSION
     assert store.get(str(out.run_id)).status == "paused"
     assert len(store.verify(str(out.run_id))) == 64
+
+
+def test_a_write_after_an_edit_never_seals_the_edit(tmp_path: Path) -> None:
+    """A write extends the seal from the sealed digests, not from the rows as found: a segment
+    edited behind the store and then written after (the person answers) is still refused by name,
+    by that write and by every read after it; a deleted commit is refused before the write lands."""
+    path = tmp_path / "runs.db"
+    out = paused_run(path)
+    edit(path, "UPDATE segments SET narrative = '[\"Stage 1: nothing happened.\"]'")
+    store = SqliteStore(path, key=KEY)
+    with pytest.raises(StoredRowError, match=r"\(segments\): its rows differ from the sealed ones"):
+        store.answer(str(out.run_id), "r-1", {"approved": True}, by="alice")
+    refused(path, str(out.run_id), "segments")
+
+    path = tmp_path / "other.db"
+    out = paused_run(path)
+    with sqlite3.connect(path) as db:
+        (count,) = db.execute("SELECT COUNT(*) FROM commits").fetchone()
+        db.execute("DELETE FROM commits WHERE seq = 0")
+    with pytest.raises(StoredRowError, match=rf"\(commits\): its rows differ from the sealed ones \({count} sealed, "):
+        SqliteStore(path, key=KEY).answer(str(out.run_id), "r-1", {"approved": True}, by="alice")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM answers").fetchone() == (0,)

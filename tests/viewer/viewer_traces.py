@@ -27,7 +27,7 @@ def support_traces() -> tuple[Trace, Trace]:
     agent = demo.build_agent()
     first = agent.run(demo.QUESTION)
     paused = agent.last_snapshot().result.trace()
-    resumed_agent = demo.build_agent(turn=2)
+    resumed_agent = demo.build_agent()
     decision = check_in_approved(
         request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
     )
@@ -44,7 +44,7 @@ def stored_support_trace(folder: Path) -> Trace:
 
     first_agent = demo.build_agent(SqliteStore(folder / "runs.db"))
     first = first_agent.run(demo.QUESTION)
-    resumed_agent = demo.build_agent(SqliteStore(folder / "runs.db"), turn=2)
+    resumed_agent = demo.build_agent(SqliteStore(folder / "runs.db"))
     decision = check_in_approved(
         request=first.check_in, by="alice", note="duplicate charge confirmed", at="2026-12-01T00:00:00Z"
     )

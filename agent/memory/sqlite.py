@@ -1,0 +1,164 @@
+"""``SqliteMemory(path)``: memory in one SQLite file, searched by SQLite's FTS5.
+
+Laws:
+- Needs FTS5: a Python whose SQLite lacks it is refused when the memory is opened, with a
+  ``MemoryStoreError`` saying so and what to use instead — never a failure at the first search.
+- The items live in ``memory_items``; ``memory_fts`` is an external-content FTS5 index of
+  their text and of one token naming their namespace (``items.namespace_token``), kept in
+  step by triggers, so a search is one FTS5 query ranked by BM25 on the text column.
+- Every row read back goes through ``items.read_row`` (untrusted: checked field by field).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from agent.errors import MemoryStoreError
+from agent.memory.base import Memory
+from agent.memory.items import MemoryItem, encode_namespace, encode_origin, namespace_token, read_row
+from flowchart.lowlevel import canonical_json
+
+__all__ = ["SqliteMemory", "require_sqlite_module"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_items (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    ns TEXT NOT NULL,
+    nstok TEXT NOT NULL,
+    text TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL,
+    vector TEXT
+);
+CREATE INDEX IF NOT EXISTS memory_items_ns ON memory_items (nstok, created);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
+    nstok, text, content='memory_items', content_rowid='rid', tokenize='unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS memory_items_ai AFTER INSERT ON memory_items BEGIN
+    INSERT INTO memory_fts (rowid, nstok, text) VALUES (new.rid, new.nstok, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_items_ad AFTER DELETE ON memory_items BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, nstok, text) VALUES ('delete', old.rid, old.nstok, old.text);
+END;
+"""
+_COLUMNS = "i.id, i.ns, i.text, i.origin, i.created, i.expires"
+
+
+def require_sqlite_module(db: sqlite3.Connection, module: str = "fts5") -> None:
+    """Refuse a SQLite build without virtual-table module ``module`` (FTS5), saying what to do."""
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp._probe_{module} USING {module}(x)")
+        db.execute(f"DROP TABLE IF EXISTS temp._probe_{module}")
+    except sqlite3.OperationalError as exc:
+        if "no such module" in str(exc):
+            raise MemoryStoreError(
+                f"SqliteMemory needs SQLite's {module.upper()} full-text search, which this Python's SQLite "
+                f"{sqlite3.sqlite_version} was built without ({exc}): use PostgresMemory(dsn) or InMemoryMemory(), "
+                "or a Python whose sqlite3 module was built with FTS5 (the python.org and Debian builds are)"
+            ) from None
+        raise
+
+
+class SqliteMemory(Memory):
+    """Memory in the SQLite file ``path`` (``":memory:"`` for one that lives with the object)."""
+
+    def __init__(self, path: str | Path, **options: Any) -> None:
+        super().__init__(**options)
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # a stored text that is not UTF-8 reads back with lone surrogates, refused by read_row
+        self._db.text_factory = lambda raw: raw.decode("utf-8", "surrogateescape")
+        require_sqlite_module(self._db, "fts5")
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()
+
+    def _write(self, item: MemoryItem, vector: list[float] | None) -> None:
+        self._write_many([(item, vector)])
+
+    def _write_many(self, made: list[tuple[MemoryItem, list[float] | None]]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for item, vector in made:
+                    self._db.execute("DELETE FROM memory_items WHERE id = ?", (item.id,))
+                    self._db.execute(
+                        "INSERT INTO memory_items (id, ns, nstok, text, origin, created, expires, vector) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            item.id,
+                            encode_namespace(item.namespace),
+                            namespace_token(item.namespace),
+                            item.text,
+                            encode_origin(item.origin),
+                            item.created,
+                            item.expires,
+                            None if vector is None else canonical_json(vector),
+                        ),
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _rows(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _match(self, namespace: tuple[str, ...], words: list[str], k: int, now: float) -> list[MemoryItem]:
+        terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        query = f'nstok : "{namespace_token(namespace)}" AND text : ({terms})'
+        rows = self._rows(
+            f"SELECT {_COLUMNS}, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts "
+            "JOIN memory_items i ON i.rid = memory_fts.rowid "
+            "WHERE memory_fts MATCH ? AND (i.expires IS NULL OR i.expires > ?) "
+            "ORDER BY rank, i.created DESC, i.id LIMIT ?",
+            (query, now, k),
+        )
+        return [_item(row[:6], -float(row[6])) for row in rows]
+
+    def _recent(self, namespace: tuple[str, ...], k: int, now: float) -> list[MemoryItem]:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM memory_items i WHERE i.nstok = ? AND (i.expires IS NULL OR i.expires > ?) "
+            "ORDER BY i.created DESC, i.id LIMIT ?",
+            (namespace_token(namespace), now, k),
+        )
+        return [_item(row) for row in rows]
+
+    def _scan(self, namespace: tuple[str, ...], now: float) -> list[tuple[MemoryItem, list[float] | None]]:
+        rows = self._rows(
+            f"SELECT {_COLUMNS}, i.vector FROM memory_items i WHERE i.nstok = ? "
+            "AND (i.expires IS NULL OR i.expires > ?)",
+            (namespace_token(namespace), now),
+        )
+        out = []
+        for row in rows:
+            pair = read_row(row, parse_vector=True)
+            assert isinstance(pair, tuple)
+            out.append(pair)
+        return out
+
+    def _get(self, item: str) -> MemoryItem | None:
+        rows = self._rows(f"SELECT {_COLUMNS} FROM memory_items i WHERE i.id = ?", (item,))
+        return _item(rows[0]) if rows else None
+
+    def _delete(self, item: str) -> bool:
+        with self._lock:
+            return self._db.execute("DELETE FROM memory_items WHERE id = ?", (item,)).rowcount > 0
+
+
+def _item(row: Any, score: float = 0.0) -> MemoryItem:
+    found = read_row(tuple(row), score)
+    if not isinstance(found, MemoryItem):  # pragma: no cover - read_row without parse_vector
+        raise MemoryStoreError("internal: a row read as a pair")
+    return found

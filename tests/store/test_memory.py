@@ -1,0 +1,231 @@
+"""Long-term memory (``agent.memory``) on every backend: in-process, SQLite FTS5, real PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent.memory import InMemoryMemory, MemoryItem, MemoryStoreError, PostgresMemory, SqliteMemory
+from agent.memory.items import read_row
+from agent.memory.sqlite import require_sqlite_module
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def make_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory of memories on one backend (each call opens the same database again)."""
+    made: list[Any] = []
+
+    def make(**options: Any) -> Any:
+        if request.param == "memory":
+            memory: Any = InMemoryMemory(**options)
+        elif request.param == "sqlite":
+            memory = SqliteMemory(tmp_path / "memory.db", **options)
+        else:
+            from servers import fresh_pg_dsn
+
+            if not made:
+                request.node.dsn = fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
+            memory = PostgresMemory(request.node.dsn, **options)
+        made.append(memory)
+        return memory
+
+    yield make
+    for memory in made:
+        memory.close()
+
+
+def test_search_finds_the_items_that_match_best_first(make_memory: Callable[..., Any]) -> None:
+    """The item sharing the query's words ranks first; stop words alone do not make a match."""
+    m = make_memory()
+    teal = m.put(("acme", "u-1"), "My favourite colour is teal")
+    m.put(("acme", "u-1"), "The user lives in Lisbon and works nights")
+    m.put(("acme", "u-1"), "The user is allergic to peanuts")
+    found = m.search(("acme", "u-1"), "what is my favourite colour?", k=5)
+    assert [item.id for item in found] == [teal]
+    assert found[0].text == "My favourite colour is teal" and found[0].score > 0
+    assert found[0].namespace == ("acme", "u-1")
+
+
+def test_namespaces_never_see_each_other(make_memory: Callable[..., Any]) -> None:
+    """An item is found only in the namespace it was put in (a tenant never recalls another's)."""
+    m = make_memory()
+    m.put(("acme", "u-1"), "favourite colour teal")
+    m.put(("acme", "u-2"), "favourite colour red")
+    m.put(("other",), "favourite colour green")
+    assert [i.text for i in m.search(("acme", "u-2"), "colour")] == ["favourite colour red"]
+    assert [i.text for i in m.search(("other",), "colour")] == ["favourite colour green"]
+    assert m.search(("acme",), "colour") == []
+
+
+def test_origin_is_recorded_and_read_back(make_memory: Callable[..., Any]) -> None:
+    """Every item keeps where it came from: the run, conversation, turn, commit and stage."""
+    m = make_memory()
+    origin = {"run_id": "r-1", "conversation": "c-9", "turn": 1, "commit": "tool-calls#4", "stage": "tool-calls"}
+    ident = m.put(("u",), "The user's dog is called Bruno", origin=origin)
+    (item,) = m.search(("u",), "dog name")
+    assert item.id == ident and item.origin == origin
+    assert m.get(ident) == MemoryItem(ident, ("u",), item.text, origin, item.created, None, 0.0)
+    assert m.get("m-0000000000000000") is None
+
+
+def test_the_same_fact_from_the_same_origin_is_one_item(make_memory: Callable[..., Any]) -> None:
+    """Ids are digests: a re-dispatched remember writes no second copy, and ids are the same every run."""
+    m = make_memory()
+    a = m.put(("u",), "likes tea", origin={"run_id": "r", "tool_call_id": "c1"})
+    b = m.put(("u",), "likes tea", origin={"run_id": "r", "tool_call_id": "c1"})
+    assert a == b == InMemoryMemory().put(("u",), "likes tea", origin={"run_id": "r", "tool_call_id": "c1"})
+    assert len(m.search(("u",), "tea")) == 1
+
+
+def test_items_expire_after_their_ttl(make_memory: Callable[..., Any]) -> None:
+    """An item past its TTL is never returned (search, empty-query recency, get)."""
+    clock = Clock()
+    m = make_memory(ttl=60, clock=clock)
+    short = m.put(("u",), "the parcel code is 4411", ttl=10)
+    long = m.put(("u",), "the parcel is blue")
+    clock.now += 30
+    assert [i.id for i in m.search(("u",), "parcel")] == [long]
+    assert [i.id for i in m.search(("u",), "")] == [long]
+    assert m.get(short) is None and m.get(long) is not None
+    clock.now += 60
+    assert m.search(("u",), "parcel") == [] and m.get(long) is None
+
+
+def test_k_bounds_the_results_and_an_empty_query_gives_the_most_recent(make_memory: Callable[..., Any]) -> None:
+    """``k`` items at most; a query without words returns the newest items first."""
+    clock = Clock()
+    m = make_memory(clock=clock)
+    for n in range(6):
+        clock.now += 1
+        m.put(("u",), f"note number {n} about apples")
+    assert len(m.search(("u",), "apples", k=3)) == 3
+    assert [i.text for i in m.search(("u",), "  ", k=2)] == ["note number 5 about apples", "note number 4 about apples"]
+
+
+def test_embed_makes_search_semantic(make_memory: Callable[..., Any]) -> None:
+    """With ``embed=``, items rank by cosine similarity of their vectors, not by shared words."""
+    vectors = {"cat": [1.0, 0.0], "kitten": [0.9, 0.1], "invoice": [0.0, 1.0]}
+    m = make_memory(embed=lambda text: vectors.get(text.split()[-1], [0.5, 0.5]))
+    m.put(("u",), "pet is a cat")
+    m.put(("u",), "sent an invoice")
+    assert [i.text for i in m.search(("u",), "a kitten", k=1)] == ["pet is a cat"]
+
+
+def test_search_k_and_query_are_checked() -> None:
+    """A bad ``k`` or a query that is not text is refused naming the argument."""
+    m = InMemoryMemory()
+    with pytest.raises(MemoryStoreError, match=r"search\(k=...\): expected a positive integer, got 0"):
+        m.search(("u",), "x", k=0)
+    with pytest.raises(MemoryStoreError, match=r"search\(query=...\): expected a string, got int"):
+        m.search(("u",), 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "message"),
+    [
+        (["acme", "u-1"], r"must be a tuple of strings, got a list \['acme', 'u-1'\]: write \('acme', 'u-1'\)"),
+        ("acme", r"must be a tuple of strings, got a string 'acme'"),
+        ((), r"must name at least one part"),
+        (("acme", 7), r"part 1 must be a non-empty string, got an integer 7"),
+        (("acme", ""), r"part 1 must be a non-empty string"),
+    ],
+)
+def test_a_namespace_that_is_not_a_tuple_of_strings_is_refused(namespace: Any, message: str) -> None:
+    """put and search refuse a bad namespace, naming what was given and how to write it."""
+    m = InMemoryMemory()
+    with pytest.raises(MemoryStoreError, match=message):
+        m.put(namespace, "text")
+    with pytest.raises(MemoryStoreError, match=message):
+        m.search(namespace, "text")
+
+
+@pytest.mark.parametrize(
+    ("text", "origin", "message"),
+    [
+        ("   ", None, r"memory text is blank"),
+        ("x" * 16_001, None, r"memory text is 16001 characters; at most 16000"),
+        ("bad \ud800 text", None, r"memory text holds a lone surrogate"),
+        ("ok", {"who": "me"}, r"unknown field 'who': the fields are run_id, conversation"),
+        ("ok", {"turn": 1.5}, r"field 'turn' must be an integer, got a number"),
+        ("ok", {"run_id": 7}, r"field 'run_id' must be a string, got an integer"),
+        ("ok", "r-1", r"origin must be a mapping"),
+    ],
+)
+def test_bad_text_or_origin_is_refused_before_anything_is_written(text: str, origin: Any, message: str) -> None:
+    """Nothing is written on bad input; the error names the part."""
+    m = SqliteMemory(":memory:")
+    with pytest.raises(MemoryStoreError, match=message):
+        m.put(("u",), text, origin=origin)
+    assert m.search(("u",), "") == []
+
+
+def test_a_sqlite_without_fts5_is_refused_with_what_to_do() -> None:
+    """A SQLite build lacking the module SqliteMemory needs fails at open, saying what to use instead."""
+    db = sqlite3.connect(":memory:")
+    with pytest.raises(MemoryStoreError, match=r"needs SQLite's FTS_ABSENT full-text search.*use PostgresMemory"):
+        require_sqlite_module(db, "fts_absent")
+    require_sqlite_module(db, "fts5")  # this build has it
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("origin", '{"turn": 1, "turn": 2}', r"duplicate key 'turn'"),
+        ("origin", '{"secret": "x"}', r"origin: unknown key\(s\) secret @ \$"),
+        ("origin", '{"turn": "one"}', r"origin: .*turn"),
+        ("origin", "not json", r"origin"),
+        ("ns", '{"a": 1}', r"namespace is not a list"),
+        ("text", "x" * 20_000, r"text is 20000 characters"),
+        ("text", "bad \ud800", r"lone surrogate"),
+    ],
+)
+def test_a_tampered_stored_row_is_refused_naming_the_item(
+    tmp_path: Path, column: str, value: str, message: str
+) -> None:
+    """What comes back from the database is untrusted: a bad field fails closed, naming the item."""
+    m = SqliteMemory(tmp_path / "m.db")
+    ident = m.put(("u",), "the code is 12")
+    db = sqlite3.connect(tmp_path / "m.db")
+    if value.endswith("\ud800"):
+        db.execute("UPDATE memory_items SET text = CAST(? AS TEXT) WHERE id = ?", (b"bad \xed\xa0\x80", ident))
+    else:
+        db.execute(f"UPDATE memory_items SET {column} = ? WHERE id = ?", (value, ident))
+    db.commit()
+    with pytest.raises(MemoryStoreError, match=rf"stored memory item {ident}.*{message}"):
+        m.search(("u",), "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.tuples(
+        st.one_of(st.text(max_size=20), st.integers(), st.none()),
+        st.one_of(st.text(max_size=40), st.none(), st.integers()),
+        st.one_of(st.text(max_size=40), st.integers()),
+        st.one_of(st.text(max_size=60), st.none()),
+        st.one_of(st.floats(allow_nan=True), st.integers(), st.text(max_size=5), st.none()),
+        st.one_of(st.floats(), st.none(), st.text(max_size=3)),
+    )
+)
+def test_fuzzed_rows_either_read_or_fail_closed(row: tuple[Any, ...]) -> None:
+    """Any row is either a checked ``MemoryItem`` or a ``MemoryStoreError`` — never another exception."""
+    try:
+        item = read_row(row)
+    except MemoryStoreError:
+        return
+    assert isinstance(item, MemoryItem) and isinstance(item.text, str) and item.namespace
