@@ -23,6 +23,9 @@ Laws:
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
   rows and transformed answer commit in the main state (the decider commits first).
+- With ``pricing=`` or ``budget=``, each model call's usage and cost are on its commit
+  (``llm_cost``: agent._chart.spend); with ``budget=`` the budget is checked
+  BEFORE the call (a ``pause`` budget makes ``call-llm`` a two-phase stage).
 - Optional features write nothing when not configured ("absent means byte-identical").
 """
 
@@ -40,7 +43,9 @@ from agent._chart.context import default_namespace, plan_context, with_context
 from agent._chart.conversation_turns import LOADED_ENV, seed_parts
 from agent._chart.event_views import shown_entry
 from agent._chart.handoff import wants_handoff
+from agent._chart.spend import budget_gate, raise_budget, record_call_cost
 from agent._chart.state import (
+    BUDGET_STATE,
     CONTEXT_DROPPED,
     CONTEXT_INJECTED,
     CONVERSATION,
@@ -65,7 +70,7 @@ from agent._chart.state import (
     WRAP_UP_ASKED,
 )
 from agent.providers.types import LLMResponse
-from flowchart import Decision, Scope, StageContext, decide
+from flowchart import Decision, Pausable, Scope, StageContext, decide, pause_again
 from flowchart.lowlevel import (
     NotJsonSafe,
     copy_json,
@@ -341,7 +346,13 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         elif OUTPUT_SCHEMA_FORM not in scope:
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
 
-    async def call_llm(scope: Scope, ctx: StageContext) -> None:
+    budget, prices = cfg.budget, cfg.prices
+
+    async def call_llm(scope: Scope, ctx: StageContext) -> Any:
+        if budget is not None:  # checked before the call (agent._chart.spend)
+            gate, data = budget_gate(cfg, scope, ctx, scope[ITERATION])
+            if gate != "go":
+                return data
         iteration, request = request_for(scope, ctx)
         refusals: list[dict[str, Any]] = []
         not_streamed: list[dict[str, Any]] = []
@@ -363,10 +374,36 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             else:
                 scope[LLM_NOT_STREAMED] = not_streamed
         record_reply(scope, ctx, iteration, response)
+        if prices is not None:
+            record_call_cost(cfg, scope, iteration, request, response)
+        return None
 
     # one model-call stage: an agent that needs no event loop drives it to its end (``chart._sync``);
     # its twin for that case bought 1.4 % of W6 and went (docs/performance.md, "Round seven")
     return call_llm
+
+
+def make_budget_call_llm(cfg: AgentConfig) -> Pausable:
+    """``call-llm`` of an agent whose budget pauses: a two-phase stage. Its first half pauses
+    before a call that would go past the budget; the answer (``{"approved": true, "usd": ...}``)
+    is recorded in ``budget`` in a commit of its own, then the resumed half makes the call —
+    nothing before it runs again — or, declined, ends the run (``BudgetExceededError``)."""
+    call = make_call_llm(cfg)
+
+    def record(scope: Scope, answer: Any, _ctx: StageContext) -> None:
+        raise_budget(cfg, scope, thaw(answer))
+
+    async def resume(scope: Scope, _answer: Any, ctx: StageContext) -> Any:
+        decisions = peek(scope, BUDGET_STATE)["decisions"]
+        if decisions[-1]["decision"] == "declined":
+            ctx.stop("budget exceeded: the person declined to raise it")
+            return None
+        result = call(scope, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return pause_again(result) if result is not None else None
+
+    return Pausable(execute=call, resume=resume, answer=record)
 
 
 _RULE_SETS_KEPT = 64  # route's rule sets kept per agent (one per pending-call count seen)
