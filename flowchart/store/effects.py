@@ -11,10 +11,15 @@ Laws:
   intents (in doubt from an earlier try), read in the same transaction. ``settle`` writes the
   receipt once; a second receipt for the same key is ignored (the first one stands), so two
   workers racing on one effect agree.
-- Bodies and receipts are JSON, read back with ``json.loads`` and checked to be
-  objects (stored rows are untrusted: a malformed row raises ``StoreError`` naming the run and key).
+- Bodies and receipts are JSON objects read back through the one codec
+  (``flowchart._core.untrusted.parse``: its depth, size, number and surrogate limits): stored
+  rows are untrusted, and a malformed cell raises ``StoredRowError`` naming the run, the key
+  and the column. In a signed store (``key=``) each cell carries an HMAC bound to its run, key
+  and column, so an edited, forged or moved intent or receipt is refused by name.
 - The table (``effects``) is created on first use, in SQLite and PostgreSQL alike, outside the
-  numbered migrations: it is not covered by a signed store's seal.
+  numbered migrations, and is not part of a run's seal: a key cannot tell that a whole ledger
+  row was DELETED (an intent gone looks like a call never begun — like a consistent rollback,
+  which only an anchor kept elsewhere can show; docs/durable.md "Signed stores").
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flowchart.store.protocol import StoreError
+from flowchart._core.errors import CheckpointError
+from flowchart._core.printable import printable
+from flowchart._core.signing import sign, unsign
+from flowchart._core.untrusted import parse
+from flowchart.store.codec import column as read_column
 
 __all__ = ["EffectLedger", "MemoryLedger", "ledger_of"]
 
@@ -39,23 +48,35 @@ _TABLE = (
 )
 
 
-def _dump(value: dict[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+def _purpose(run_id: str, key: str, column: str) -> str:
+    return f"pyfootprint-effect:{run_id}\x00{key}\x00{column}"
 
 
-def _load(text: Any, run_id: str, key: str, column: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise StoreError(f"effect ledger: run '{run_id}' key '{key}': the stored {column} is not a JSON object")
-    return value
+def _dump(value: dict[str, Any], signing: bytes | None, run_id: str, key: str, column: str) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return text if signing is None else sign(text, signing, _purpose(run_id, key, column))
 
 
-def _row(run_id: str, key: str, body: Any, receipt: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": key, "body": _load(body, run_id, key, "intent")}
-    out["receipt"] = None if receipt is None else _load(receipt, run_id, key, "receipt")
+def _load(text: Any, signing: bytes | None, run_id: str, key: str, column: str) -> dict[str, Any]:
+    """One ledger cell through the store's one column reader (``codec.column``): signature first
+    (in a signed store), then the codec's parse; anything wrong is a ``StoredRowError``."""
+    where = f"effects.{column} of key {printable(key)[:80]!r}"
+
+    def read() -> dict[str, Any]:
+        if not isinstance(text, str):
+            raise CheckpointError(f"Invalid {where}: expected JSON text, got {type(text).__name__}", path="$")
+        plain = text if signing is None else unsign(text, signing, _purpose(run_id, key, column), what=where)
+        value = parse(plain, what=where)
+        if not isinstance(value, dict):
+            raise CheckpointError(f"Invalid {where}: expected a JSON object, got {type(value).__name__}", path="$")
+        return value
+
+    return read_column(run_id, where, read)
+
+
+def _row(run_id: str, key: str, body: Any, receipt: Any, signing: bytes | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "body": _load(body, signing, run_id, key, "intent")}
+    out["receipt"] = None if receipt is None else _load(receipt, signing, run_id, key, "receipt")
     return out
 
 
@@ -75,6 +96,8 @@ class EffectLedger:
         self._db: Any = None
         self._pid = -1
         self._sqlite = isinstance(getattr(store, "path", None), str) and not hasattr(store, "dsn")
+        #: a signed store's key: every cell is signed for its run, key and column
+        self._signing: bytes | None = getattr(store, "_key", None)
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -115,22 +138,22 @@ class EffectLedger:
         with self._tx() as cur:
             found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
             if found is not None:
-                return _row(run_id, key, found[0], found[1]), []
+                return _row(run_id, key, found[0], found[1], self._signing), []
             cur.run(
                 "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?)",
-                (run_id, key, _dump({**body, "args": args}), time.time()),
+                (run_id, key, _dump({**body, "args": args}, self._signing, run_id, key, "intent"), time.time()),
             )
             others = cur.run(
                 "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
             ).fetchall()
-        return None, [_row(run_id, other, text, None) for other, text in others]
+        return None, [_row(run_id, other, text, None, self._signing) for other, text in others]
 
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
         """Write the receipt for ``key`` (the first one stands)."""
         with self._tx() as cur:
             cur.run(
                 "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL",
-                (_dump(receipt), time.time(), run_id, key),
+                (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key),
             )
 
     def reopen(self, run_id: str, key: str) -> None:
@@ -144,7 +167,7 @@ class EffectLedger:
             rows = cur.run(
                 "SELECT key, body, receipt FROM effects WHERE run_id = ? ORDER BY intended_at, key", (run_id,)
             ).fetchall()
-        return [_row(run_id, key, body, receipt) for key, body, receipt in rows]
+        return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
 
 
 class _Cursor:

@@ -161,7 +161,66 @@ def test_a_malformed_ledger_row_is_refused_naming_the_run_and_key(tmp_path: Path
     db.execute("UPDATE effects SET body = '[1, 2]'")
     db.commit()
     db.close()
-    with pytest.raises(StoreError, match=r"run 'r-1' key 'r-1:c1': the stored intent is not a JSON object"):
+    with pytest.raises(
+        StoreError,
+        match=r"Invalid stored run 'r-1' \(effects\.intent of key 'r-1:c1'\): expected a JSON object, got list",
+    ):
+        ledger.entries("r-1")
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ('{"tool": "t", "x": "\\ud800"}', r"lone surrogate"),
+        ("[" * 300 + "]" * 300, r"nested deeper"),
+        ('{"tool": 1e999}', r"a non-finite float \(inf\) @ \$\.tool"),
+    ],
+)
+def test_a_ledger_cell_loads_through_the_one_codec(tmp_path: Path, cell: str, message: str) -> None:
+    """An intent is read with the limits every untrusted document meets (depth, numbers, lone
+    surrogates) and refused as a ``StoredRowError`` naming the run and the column (before:
+    ``json.loads`` took a lone surrogate, an infinity and any depth)."""
+    import sqlite3
+
+    from flowchart.store import StoredRowError
+
+    where = str(tmp_path / "runs.db")
+    ledger = ledger_of(store_of(where))
+    ledger.intend("r-1", "r-1:c1", {"tool": "t"}, {})
+    db = sqlite3.connect(where)
+    db.execute("UPDATE effects SET body = ?", (cell,))
+    db.commit()
+    db.close()
+    with pytest.raises(StoredRowError, match=message) as caught:
+        ledger.entries("r-1")
+    assert (caught.value.run_id, caught.value.column) == ("r-1", "effects.intent of key 'r-1:c1'")
+
+
+def test_a_signed_stores_ledger_refuses_an_edited_or_moved_cell(tmp_path: Path) -> None:
+    """With ``key=``, each intent and receipt is signed for its run, key and column: an edited
+    receipt (a forged "it happened"), or an intent copied to another key, is refused by name
+    (before, the ledger was read unchecked even in a signed store)."""
+    import sqlite3
+
+    from flowchart.store import SqliteStore, StoredRowError
+
+    where = str(tmp_path / "runs.db")
+    ledger = ledger_of(SqliteStore(where, key=b"k" * 32))
+    ledger.intend("r-1", "k1", {"tool": "t"}, {"amount": 1})
+    ledger.settle("r-1", "k1", {"result": "ok"})
+    ledger.intend("r-1", "k2", {"tool": "t"}, {"amount": 2})
+    assert [row["receipt"] for row in ledger.entries("r-1")] == [{"result": "ok"}, None]
+    db = sqlite3.connect(where)
+    body_k1 = db.execute("SELECT body FROM effects WHERE key = 'k1'").fetchone()[0]
+    db.execute("UPDATE effects SET body = ? WHERE key = 'k2'", (body_k1,))
+    db.commit()
+    with pytest.raises(StoredRowError, match=r"effects\.intent of key 'k2'.*signature does not match"):
+        ledger.entries("r-1")
+    db.execute("UPDATE effects SET body = ? WHERE key = 'k2'", (body_k1.replace('"amount":1', '"amount":2'),))
+    db.execute("UPDATE effects SET receipt = replace(receipt, 'ok', 'OK') WHERE key = 'k1'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoredRowError, match=r"effects\.receipt of key 'k1'.*signature does not match"):
         ledger.entries("r-1")
 
 
