@@ -25,6 +25,11 @@ Laws:
   queues a chart run). Its store must be one every worker reaches (PostgreSQL across machines,
   SQLite on one machine).
 - Messages are JSON (a run id); nothing else travels through the broker.
+- A worker advancing a run holds a lease on it in the store, renewed by a heartbeat
+  (``flowchart.store.leases``): a second worker given the same run while the lease is live does
+  nothing, and a worker whose lease was taken over (it stalled past its expiry) cannot commit
+  (fencing). ``reclaim_expired(app)`` enqueues the runs whose lease expired: a dead worker's run
+  is picked up in seconds; the broker's redelivery after its visibility timeout is the fallback.
 - A run that FAILS in a stage is recorded ``failed`` with its resume point; with
   ``make_app(..., retry_failed=Retry(...))`` the worker retries it under that policy: it
   flips the run back to ``running`` (``store.retry``: once, whichever worker wins) and
@@ -57,7 +62,26 @@ from agent._run.queueing import (
 from agent.errors import AgentLoadError
 from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
+from flowchart.store.leases import LeaseBusyError, expired, held
 from flowchart.store.runs import advance_chart
+
+
+def worker_id() -> str:
+    """This process's name as a lease holder (each worker process its own, after the fork)."""
+    return f"{os.uname().nodename}:{os.getpid()}"
+
+
+def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
+    """Enqueue an advance of every ``running`` run whose lease expired — its worker died or stalled
+    (``flowchart.store.leases``) — and return their ids. Call it every second or so (a Celery beat,
+    a loop beside the workers): a dead worker's run is picked up within the lease's ttl plus that
+    period, not after the broker's visibility timeout (which stays the fallback)."""
+    target = store if store is not None else app_store(app)
+    found = expired(target)
+    for run_id in found:
+        enqueue(app, run_id)
+    return found
+
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -235,7 +259,11 @@ def advance(
     if record.next_step in ("wait", "finished"):
         return record.status
     try:
-        step()
+        with held(store, run_id, worker_id()):  # one live worker per run; a stalled one is fenced off
+            step()
+    except LeaseBusyError:
+        log.info("run %s: another worker holds a live lease on it; nothing to do", run_id)
+        return store.get(run_id).status
     except CommitConflictError:
         log.info("run %s: another worker committed this segment first; nothing to do", run_id)
         return store.get(run_id).status
@@ -281,8 +309,10 @@ __all__ = [
     "default_app",
     "enqueue",
     "make_app",
+    "reclaim_expired",
     "retry_and_enqueue",
     "retry_failed_run",
     "submit",
     "submit_chart",
+    "worker_id",
 ]

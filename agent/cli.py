@@ -7,7 +7,7 @@
     agent runs decline RUN --by NAME [--note TEXT] --agent MODULE:ATTR
     agent runs retry RUN --agent MODULE:ATTR          continue a failed run at the stage that failed
     agent runs trace RUN > run.trace.json             a trace file for ``flowchart why``
-    agent why TRACE|RUN [--call N] [--drivers] [--scorer S] [--dropped] [--keys] [--json]
+    agent why TRACE|RUN [--call N] [--drivers] [--scorer S] [--dropped] [--keys] [--cost] [--json]
                                                       why the answer is what it is, in content
     agent view TRACE|RUN [-o PAGE]                    the run as one HTML page: its story first
                                                       (default RUN.html here; a run id that is not
@@ -80,7 +80,11 @@ def question_line(record: RunRecord) -> str:
         return f"check-in: {question.tool} {_compact(question.args)}"
     if isinstance(question, MiddlewareAsk):
         return f"ask ({question.middleware}): {question.question}"
+    if isinstance(question, dict) and question.get("kind") == "budget":
+        return f"budget: {question.get('question')}"
     data = question.get("data", question) if isinstance(question, dict) else question
+    if isinstance(data, dict) and "reconcile" in data:
+        return f"reconcile: {data.get('question')} (approve: it happened; decline: it did not)"
     return f"ask_human: {_compact(data)}"
 
 
@@ -226,6 +230,12 @@ def cmd_show(args: argparse.Namespace) -> str | list[str]:
         for row in rows:
             when = f" (at {row['at']})" if isinstance(row, dict) and "at" in row else ""
             out.append(f"  {decision_sentence(row) or _compact(row)}{when}")
+    if any(c.stage_id == "call-llm" for c in record.commit_log):
+        from agent._edge.cost_report import cost_lines
+
+        lines = cost_lines(record.commit_log)
+        if not lines[0].startswith("cost: not recorded"):  # where the money went (agent why --cost)
+            out.extend(lines)
     if record.status == "done" and any(c.stage_id == "call-llm" for c in record.commit_log):
         from agent._edge.explain import explain_answer
         from flowchart.store.export import record_trace
@@ -254,6 +264,11 @@ def _decision(record: RunRecord, approved: bool, by: str, note: str | None) -> A
     if record.status != "paused":
         raise CliError(f"run '{record.run_id}' is {record.status}: it is not waiting for an answer")
     request = record.question
+    data = request.get("data", request) if isinstance(request, dict) else None
+    if isinstance(request, dict) and request.get("kind") == "budget":  # raise the budget (as suggested) or not
+        return {"approved": approved, "by": by, **({"note": note} if note else {})}
+    if isinstance(data, dict) and "reconcile" in data:  # an effect in doubt: did it happen?
+        return {"happened": approved, "by": by, **({"note": note} if note else {})}
     if not isinstance(request, CheckInRequest | MiddlewareAsk):
         raise CliError(
             f"run '{record.run_id}' waits for an ask_human answer, not an approval: answer it from code "
@@ -354,6 +369,17 @@ def cmd_why(args: argparse.Namespace) -> str:
         from flowchart.store.export import record_trace
 
         source = record_trace(open_store(args).get(args.target))
+    if args.cost:  # where the money went: each model call's recorded cost (agent._edge.cost_report)
+        from agent._edge.cost_report import cost_lines, cost_of
+        from agent._edge.explain import _load
+
+        try:
+            _run, commits, initial, _subflows = _load(source)
+        except (OSError, ValueError) as exc:
+            raise CliError(f"{args.target}: {exc}") from None
+        if args.json:
+            return json.dumps(cost_of(commits, initial), ensure_ascii=False, indent=2)
+        return "\n".join(cost_lines(commits, initial))
     if args.keys:
         from flowchart import Trace
 
@@ -461,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     why.add_argument("--dropped", action="store_true", help="also list the context available but not sent")
     why.add_argument("--keys", action="store_true", help="print the key-level causal chain of final_content instead")
+    why.add_argument(
+        "--cost", action="store_true", help="where the money went: each model call's cost, repeats, retries, budget"
+    )
     why.add_argument("--json", action="store_true", help="print JSON")
     text = "Write the run as one self-contained HTML page: the question, the answer, why, then the chart."
     view = groups.add_parser("view", help=text, description=text, parents=[store_options])

@@ -12,6 +12,7 @@ Law of this file: every error the ``agent`` package raises on purpose is an ``Ag
     ├── ToolDefinitionError (ValueError)    define_tool / @tool cannot make a tool of it
     ├── AgentLoadError (CliError)           "MODULE:ATTR" does not name an Agent (agent._run.loading)
     ├── PolicyHaltError (RuntimeError)      the permission checker halted the run
+    ├── BudgetExceededError (RuntimeError)  the next model call would go past the budget (agent._chart.budget)
     ├── OutputSchemaError (ValueError)      the final answer never fit output_schema (agent._chart.structured)
     ├── ExplainError (ValueError)           the record holds no model call to explain
     ├── ConversationError (ValueError)      a bad conversation id or policy, or an unreadable stored turn
@@ -79,6 +80,28 @@ class PolicyHaltError(AgentError, RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reason, self.tool_name, self.tool_call_id))
+
+
+class BudgetExceededError(AgentError, RuntimeError):
+    """The next model call would have gone past the agent's ``Budget`` and the run stopped before
+    it (``on_exceed="stop"``, or a person declined to raise it). ``overrun`` is the recorded
+    ``{"field", "spent", "limit", "estimate", "per"}``; the decision is in the state's ``budget``."""
+
+    code = "ERR_BUDGET_EXCEEDED"
+
+    def __init__(self, overrun: dict[str, Any]) -> None:
+        field = overrun.get("field")
+        unit = "$" if field == "usd" else ""
+        noun = "" if field == "usd" else (" tokens" if field == "tokens" else " model calls")
+        who = "conversation" if overrun.get("per") == "conversation" else "run"
+        super().__init__(
+            f"budget exceeded: the {who} has spent {unit}{overrun.get('spent')} of {unit}{overrun.get('limit')}{noun} "
+            f"and the next call would go past it; raise Budget({field}=...) or use on_exceed='pause' to ask a person"
+        )
+        self.overrun = dict(overrun)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.overrun,))
 
 
 class OutputSchemaError(AgentError, ValueError):

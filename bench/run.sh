@@ -128,6 +128,12 @@ if [[ " $ONLY " == *" W6 "* ]]; then
   fi
 fi
 
+# Effects and cost overhead (an idempotent tool's intent + receipt, pricing=, beside the plain W6 run).
+if [[ " $ONLY " == *" W6 "* ]]; then
+  say "W6-effects pyfootprint: $PF_PY -m bench.pyfootprint.effects_overhead"
+  "$PF_PY" -m bench.pyfootprint.effects_overhead >"$ROOT/bench/results/effects_overhead.jsonl" || FAILED=1
+fi
+
 # Replay as a test: a decision diff of two 30,000-commit runs, a replayed W6 run (its own file).
 say "REPLAY pyfootprint: $PF_PY -m bench.pyfootprint.replay"
 "$PF_PY" -m bench.pyfootprint.replay >"$ROOT/bench/results/replay.jsonl" || FAILED=1
@@ -198,6 +204,10 @@ for path in sys.argv[1:]:
         if "median" in r:
             print("- %s: %s: %.1f" % (r["peer"], r["variant"], r["median"]))' \
       "$ROOT/bench/results/stream_overhead.jsonl" "$ROOT/bench/results/stream_overhead_langgraph.jsonl"
+  fi
+  if [[ -s "$ROOT/bench/results/effects_overhead.jsonl" ]]; then
+    echo
+    echo "Effects and cost overhead (W6, ratios to the plain run): $(tail -n 1 "$ROOT/bench/results/effects_overhead.jsonl")"
   fi
   if [[ -s "$ROOT/bench/results/conversation.jsonl" ]]; then
     echo

@@ -8,9 +8,11 @@ on fresh schemas, each with real ``celery worker`` processes (concurrency 1 each
 1. steady: submit M runs; each pauses once for a check-in and is approved as soon as it
    is seen paused (while others are still starting); measure runs/second to all done.
 2. kill: the same, and when a third of the runs are done one worker is killed with
-   SIGKILL (its whole process group: a machine dying). Its unacknowledged tasks come
-   back after the broker's visibility timeout; measure the time from the kill to all
-   done, and how long the runs the dead worker held took to finish.
+   SIGKILL (its whole process group: a machine dying). Its runs' leases expire
+   (``flowchart.store.leases``) and the driver's lease sweep (``reclaim_expired`` every
+   ``--reclaim`` s) enqueues them again; the broker's redelivery after its visibility timeout
+   is the fallback. Measure the time from the kill to all done, and how long the runs the dead
+   worker held took to finish.
 
 Both phases check the laws: every run done exactly once (two segments: pause, end), no
 (run_id, seq) twice, and count refunds executed more than once (allowed: tools are
@@ -41,7 +43,7 @@ import psycopg  # noqa: E402
 from refund_agent import refund_agent  # noqa: E402
 from servers import postgres_server, redis_server, start_worker, stop_worker  # noqa: E402
 
-from agent.celery import answer_and_enqueue, make_app  # noqa: E402
+from agent.celery import answer_and_enqueue, make_app, reclaim_expired  # noqa: E402
 from flowchart.store import PostgresStore  # noqa: E402
 from governance import check_in_approved  # noqa: E402
 
@@ -86,13 +88,14 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
     victim_done_at: float | None = None
     counts = psycopg.connect(dsn, autocommit=True)
     began = time.monotonic()
+    next_reclaim = began
     ids = [agent.submit("refund order A-1 150", app=app) for _ in range(args.runs)]
     try:
         while True:
             for record in store.list(status="paused"):
                 if record.run_id not in answered:
                     answer_and_enqueue(
-                        app, store, record.run_id, check_in_approved(request=record.question["check_in"], by="bench")
+                        app, store, record.run_id, check_in_approved(request=record.question, by="bench")
                     )
                     answered.add(record.run_id)
             done, failed = counts.execute(
@@ -115,6 +118,9 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
                     victim_done_at = time.monotonic()
             if done == args.runs:
                 break
+            if args.reclaim and time.monotonic() >= next_reclaim:  # the lease sweeper (agent.celery)
+                reclaim_expired(app, store)
+                next_reclaim = time.monotonic() + args.reclaim
             if time.monotonic() - began > args.timeout:
                 raise SystemExit(f"[{name}] timed out with {done}/{args.runs} runs done")
             time.sleep(0.05)
@@ -147,6 +153,7 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
     if killed_at is not None:
         out["kill_to_all_done_s"] = round(ended - killed_at, 2)
         out["visibility_timeout_s"] = args.visibility
+        out["reclaim_every_s"] = args.reclaim
         out["runs_in_flight_at_kill"] = len(victim_runs)
         if victim_done_at is not None:
             out["recovery_s"] = round(victim_done_at - killed_at, 2)
@@ -161,6 +168,12 @@ def main() -> None:
     parser.add_argument("--visibility", type=float, default=10.0, help="Redis visibility timeout (s)")
     parser.add_argument("--tool-delay", type=float, default=0.05, help="seconds each refund takes")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--reclaim",
+        type=float,
+        default=0.25,
+        help="seconds between lease sweeps (agent.celery.reclaim_expired); 0: rely on the broker's redelivery",
+    )
     args = parser.parse_args()
     results = []
     with postgres_server() as dsn, redis_server() as redis_url:

@@ -14,6 +14,7 @@ WORKLOADS = [
     "w5_pause_resume",
     "w6_agent",
     "stream_overhead",
+    "effects_overhead",
     "w7_big_run",
     "w8_map",
     "conversation",

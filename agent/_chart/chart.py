@@ -29,6 +29,7 @@ from agent._chart.stages import (
     break_final,
     final_input,
     final_output,
+    make_budget_call_llm,
     make_call_llm,
     make_route,
     make_seed,
@@ -69,11 +70,16 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
         .add_function("BreakFinal", break_final, "break-final")
         .build()
     )
-    branches = (
-        flow_chart("Seed", fit(make_seed(cfg)), "seed")
-        .add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
-        .add_decider_function("Route", fit(make_route(cfg)), "route")
-        .add_pausable_function_branch("tool-calls", "ToolCalls", tool_calls, loop_to="call-llm")
+    seed = flow_chart("Seed", fit(make_seed(cfg)), "seed")
+    if cfg.budget is not None and cfg.budget.on_exceed == "pause":  # the call may pause for a person
+        budgeted = make_budget_call_llm(cfg)
+        if not asynchronous:
+            budgeted = Pausable(execute=fit(budgeted.execute), resume=fit(budgeted.resume), answer=budgeted.answer)
+        start = seed.add_pausable_function("CallLLM", budgeted, "call-llm", retry=cfg.llm_retry)
+    else:
+        start = seed.add_function("CallLLM", fit(make_call_llm(cfg)), "call-llm", retry=cfg.llm_retry)
+    branches = start.add_decider_function("Route", fit(make_route(cfg)), "route").add_pausable_function_branch(
+        "tool-calls", "ToolCalls", tool_calls, loop_to="call-llm"
     )
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")

@@ -62,6 +62,14 @@ class AgentConfig:
     output: Any = None
     #: the forms the answer's shape may be asked in, best first (``Capabilities.output_forms``); () without one
     output_forms: tuple[str, ...] = ()
+    #: model name → ``Price`` (the built-in table under ``pricing=``): each call's cost is recorded
+    #: (``agent._chart.spend``); None: no cost accounting (absent means byte-identical)
+    prices: Any = None
+    #: the ``Budget`` checked before each model call (``agent._chart.budget``); None: no budget
+    budget: Any = None
+    #: where intents and receipts of tools with an effect go (``flowchart.store.effects``); None
+    #: when every tool only reads
+    effect_ledger: Any = None
     #: what the agent is told besides the conversation (``agent._chart.context.Injection``), in order
     injections: tuple[Any, ...] = ()
     #: long-term memory (``agent.memory``) recalled from before each model call; None: none

@@ -21,7 +21,8 @@ from typing import Any
 
 import attrs
 
-from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY
+from agent._chart.cost import usd_text
+from agent._chart.state import CONVERSATION, FINAL_CONTENT, HISTORY, LLM_COST
 from agent.errors import ConversationError
 from flowchart import Commit
 from flowchart.lowlevel import apply_commit, thaw
@@ -44,6 +45,9 @@ class Turn:
     commits: tuple[int | None, ...] = ()
     #: a turn known only by its size (a later turn's record left it out): (messages, chars)
     size: tuple[int, int] | None = None
+    #: what the conversation had spent through this turn (``{"usd", "tokens", "calls"}``), when the
+    #: turn's agent recorded cost (``agent._chart.spend``); None otherwise
+    spent: dict[str, Any] | None = None
 
     @property
     def chars(self) -> int:
@@ -144,7 +148,39 @@ def turn_from_log(
     if isinstance(answer, str) and answer:
         messages.append({"role": "assistant", "content": answer})
         commits.append(final_at)
-    return Turn(turn, run_id, status, tuple(messages), tuple(commits))
+    return Turn(turn, run_id, status, tuple(messages), tuple(commits), spent=spent_through(state))
+
+
+def spent_through(state: dict[str, Any]) -> dict[str, Any] | None:
+    """What the conversation had spent by the end of the turn ``state`` is the end of: the
+    ``spent_before`` its seed loaded plus its own ``llm_cost`` totals (None when it recorded no cost)."""
+    from decimal import Decimal, InvalidOperation
+
+    meta = state.get(CONVERSATION)
+    before = meta.get("spent_before") if isinstance(meta, dict) else None
+    from agent._chart.spend import run_totals
+
+    cost = state.get(LLM_COST)
+    try:
+        own = run_totals(cost) if isinstance(cost, dict) else None
+    except (KeyError, TypeError, AttributeError):
+        raise ConversationError("a turn's recorded llm_cost is malformed: cannot tell what it spent") from None
+    if not isinstance(own, dict) and not isinstance(before, dict):
+        return None
+    usd, counts = Decimal(0), {"tokens": 0, "calls": 0}
+    for part in (before, own):
+        if not isinstance(part, dict):
+            continue
+        try:
+            usd += Decimal(str(part.get("usd", "0")))
+        except InvalidOperation:
+            raise ConversationError(f"a turn's recorded spend is not a number: {part.get('usd')!r}") from None
+        tokens = part["tokens"] if "tokens" in part else part.get("input_tokens", 0) + part.get("output_tokens", 0)
+        for key, value in (("tokens", tokens), ("calls", part.get("calls", 0))):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConversationError(f"a turn's recorded spend has a bad {key}: {value!r}")
+            counts[key] += value
+    return {"usd": usd_text(usd), **counts}
 
 
 def turns_through(record: Any) -> tuple[list[Turn], dict[str, Any]] | None:

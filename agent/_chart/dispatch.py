@@ -48,6 +48,7 @@ import attrs
 from agent._chart import events
 from agent._chart.answers import make_record_answer
 from agent._chart.config import AgentConfig
+from agent._chart.effects_run import guarded, settle_answered
 from agent._chart.paused import PAUSED_KEY, AnswerBook  # noqa: F401  (re-exported: resume_checks, tests)
 from agent._chart.stages import record_rows
 from agent._chart.state import (
@@ -103,12 +104,15 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     """Run the tool and the after-tool chain; returns (what the model reads, error flag)."""
     tool, call = site.tool, site.call
     tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
+    execute = (
+        tool.execute if tool.effect == "read" else guarded(site.cfg.effect_ledger, site.scope, tool, site.iteration)
+    )
     attempt = 1
     result: Any = None
     while True:
         try:
             # the tool gets its own copy: the args are the committed record of what the model asked
-            result = tool.execute(copy_json(args), tool_ctx)
+            result = execute(copy_json(args), tool_ctx)
             if inspect.isawaitable(result):
                 result = await result
             error = False
@@ -313,6 +317,8 @@ async def answer_paused(
     if kind == "ask_human":
         # the tool ran up to ask_human: the answer is its result (the event reports it raw)
         answer = row["answer"]
+        if tool.effect != "read":  # a reconciliation answered (or an effect tool's own ask): its receipt
+            settle_answered(cfg.effect_ledger, run_of(ctx), tool, call["id"], args, answer)
         ctx.emit(events.TOOL_END, tool_end_payload(ctx, call["id"], tool.name, result_text(answer), False))
         if not cfg.has_after_tool:
             return result_text(answer), True

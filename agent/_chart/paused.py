@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import attrs
 
+from agent._chart.budget import check_budget_answer
 from agent._chart.state import IDENTITY, PAUSED_TOOL_CALL
 from agent._tools.tools import Tool, validate_args
 from flowchart import Checkpoint
@@ -142,6 +143,8 @@ def check_answer(
         raise TypeError(f"agent.resume(checkpoint, answer): expected a Checkpoint, got {type(checkpoint).__name__}")
     data = checkpoint.pause_data if isinstance(checkpoint.pause_data, dict) else {}
     kind = data.get("kind")
+    if kind == "budget":  # a budget pause: the answer raises it or not (agent._chart.budget)
+        return check_budget_answer(answer), None
     if kind not in ("check_in", "ask"):
         paused = checkpoint.shared_state.get(PAUSED_KEY)
         rid = paused.get("request_id") if isinstance(paused, dict) else None

@@ -23,6 +23,9 @@ Laws:
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
   rows and transformed answer commit in the main state (the decider commits first).
+- With ``pricing=`` or ``budget=``, each model call's usage and cost are on its commit
+  (``llm_cost``: agent._chart.spend); with ``budget=`` the budget is checked
+  BEFORE the call (a ``pause`` budget makes ``call-llm`` a two-phase stage).
 - Optional features write nothing when not configured ("absent means byte-identical").
 """
 
@@ -40,7 +43,9 @@ from agent._chart.context import default_namespace, plan_context, with_context
 from agent._chart.conversation_turns import LOADED_ENV, seed_parts
 from agent._chart.event_views import shown_entry
 from agent._chart.handoff import wants_handoff
+from agent._chart.spend import budget_gate, raise_budget, record_call_cost
 from agent._chart.state import (
+    BUDGET_STATE,
     CONTEXT_DROPPED,
     CONTEXT_INJECTED,
     CONVERSATION,
@@ -53,6 +58,7 @@ from agent._chart.state import (
     LLM_LATEST_TOOL_CALLS,
     LLM_MODEL,
     LLM_NOT_STREAMED,
+    LLM_OFFER,
     LLM_RETRIES,
     MAX_ITERATIONS,
     OUTPUT_SCHEMA_FORM,
@@ -64,7 +70,7 @@ from agent._chart.state import (
     WRAP_UP_ASKED,
 )
 from agent.providers.types import LLMResponse
-from flowchart import Decision, Scope, StageContext, decide
+from flowchart import Decision, Pausable, Scope, StageContext, decide, pause_again
 from flowchart.lowlevel import (
     NotJsonSafe,
     copy_json,
@@ -201,7 +207,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     """The ``call-llm`` stage: one provider call, usage added to the totals (driven to its end
     without a loop when the agent needs none: the provider answers synchronously)."""
     from agent.providers.errors import ProviderError
-    from agent.providers.types import LLMRequest
+    from agent.providers.types import LLMRequest, offer_of
 
     output_schema = cfg.output.request if cfg.output is not None else None
     forms = cfg.output_forms  # the forms the shape may be asked in, best first; () without a schema
@@ -209,6 +215,7 @@ def make_call_llm(cfg: AgentConfig) -> Any:
     system_prompt, model, temperature, max_tokens = cfg.system_prompt, cfg.model, cfg.temperature, cfg.max_tokens
     has_context = cfg.has_context
     namespace_of = cfg.memory_namespace or default_namespace
+    offers: dict[tuple[int, int, str], tuple[Any, Any, dict[str, Any]]] = {}
 
     def context_for(scope: Scope) -> list[dict[str, Any]]:
         """Decide and record what this call is sent besides history (``agent._chart.context``)."""
@@ -246,6 +253,15 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             request = shaped(request, scope[OUTPUT_SCHEMA_FORM]["form"] if OUTPUT_SCHEMA_FORM in scope else forms[0])
         if has_context:
             request = told(request, context_for(scope))
+        # what the call offers besides the messages (tools, answer shape), written when it differs
+        # from the last call's: on the first call, and again only when a wrap-up drops the tools
+        # (made once per offer; inline: the agent layer's per-call budget, test_agent_loop_cost)
+        tools, schema = request.tools, request.output_schema
+        held = offers.get((id(tools), id(schema), request.output_form))
+        if held is None or held[0] is not tools or held[1] is not schema:
+            held = offers[(id(tools), id(schema), request.output_form)] = (tools, schema, offer_of(request))
+        if raw_read(scope, LLM_OFFER) != held[2]:
+            set_owned(scope, LLM_OFFER, {"tools": list(held[2]["tools"]), "digest": held[2]["digest"]})
         # event payloads are built only when somebody takes that event (a stream's ``modes=``
         # leaves names out), from scalars: handed over without a copy (emit_owned)
         if ctx.listens(events.ITERATION_START):
@@ -330,7 +346,13 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         elif OUTPUT_SCHEMA_FORM not in scope:
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
 
-    async def call_llm(scope: Scope, ctx: StageContext) -> None:
+    budget, prices = cfg.budget, cfg.prices
+
+    async def call_llm(scope: Scope, ctx: StageContext) -> Any:
+        if budget is not None:  # checked before the call (agent._chart.spend)
+            gate, data = budget_gate(cfg, scope, ctx, scope[ITERATION])
+            if gate != "go":
+                return data
         iteration, request = request_for(scope, ctx)
         refusals: list[dict[str, Any]] = []
         not_streamed: list[dict[str, Any]] = []
@@ -352,10 +374,36 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             else:
                 scope[LLM_NOT_STREAMED] = not_streamed
         record_reply(scope, ctx, iteration, response)
+        if prices is not None:
+            record_call_cost(cfg, scope, iteration, request, response)
+        return None
 
     # one model-call stage: an agent that needs no event loop drives it to its end (``chart._sync``);
     # its twin for that case bought 1.4 % of W6 and went (docs/performance.md, "Round seven")
     return call_llm
+
+
+def make_budget_call_llm(cfg: AgentConfig) -> Pausable:
+    """``call-llm`` of an agent whose budget pauses: a two-phase stage. Its first half pauses
+    before a call that would go past the budget; the answer (``{"approved": true, "usd": ...}``)
+    is recorded in ``budget`` in a commit of its own, then the resumed half makes the call —
+    nothing before it runs again — or, declined, ends the run (``BudgetExceededError``)."""
+    call = make_call_llm(cfg)
+
+    def record(scope: Scope, answer: Any, _ctx: StageContext) -> None:
+        raise_budget(cfg, scope, thaw(answer))
+
+    async def resume(scope: Scope, _answer: Any, ctx: StageContext) -> Any:
+        decisions = peek(scope, BUDGET_STATE)["decisions"]
+        if decisions[-1]["decision"] == "declined":
+            ctx.stop("budget exceeded: the person declined to raise it")
+            return None
+        result = call(scope, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return pause_again(result) if result is not None else None
+
+    return Pausable(execute=call, resume=resume, answer=record)
 
 
 _RULE_SETS_KEPT = 64  # route's rule sets kept per agent (one per pending-call count seen)

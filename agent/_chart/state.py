@@ -37,11 +37,17 @@ SYSTEM_PROMPT = "system_prompt"
 LLM_LATEST_CONTENT = "llm_latest_content"
 LLM_LATEST_TOOL_CALLS = "llm_latest_tool_calls"
 LLM_MODEL = "llm_model"
+#: what the model was offered besides the messages (``offer_of``: tool names and one digest of the
+#: tools, output schema and form); written by call-llm when it differs from the previous call's
+LLM_OFFER = "llm_offer"
 LLM_RETRIES = "llm_retries"
 LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though stream=True, and why
 TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
+# -- written by call-llm (only with pricing= or budget=: agent._chart.spend) ------------------------
+LLM_COST = "llm_cost"  # the latest model call's usage as reported and cost, and the run's totals
+BUDGET_STATE = "budget"  # the budget in force and the decisions taken on it (raised, stopped, wrapped up)
 # -- written by wrap-up and final ---------------------------------------------------------
 WRAP_UP_ASKED = "wrap_up_asked"
 CONVERSATION = "conversation"  # seed of a conversation turn: where the loaded messages came from
@@ -61,6 +67,7 @@ OUTPUT_SCHEMA_ERROR = "output_schema_error"
 MIDDLEWARE_DECISIONS = "middleware_decisions"  # governance.LEDGER_KEY
 HUMAN_DECISIONS = "human_decisions"  # governance.HUMAN_DECISIONS
 TOOL_ERRORS = "tool_errors"
+TOOL_EFFECTS = "tool_effects"  # calls of tools with an effect: how each ran or was recovered (agent._chart.effects_run)
 POLICY_HALT = "policy_halt"
 MESSAGE_DENIED_REASON = "message_denied_reason"
 MESSAGE_DENIED_PHASE = "message_denied_phase"

@@ -20,6 +20,7 @@ import attrs
 
 from agent._chart import events
 from agent._chart.config import STORE_RUN_ENV, AgentConfig
+from agent._chart.effects_run import guarded
 from agent._chart.event_views import shown_field
 from agent._chart.stages import NEVER_AWAITABLE, settled
 from agent._chart.state import (
@@ -115,11 +116,12 @@ def run_tool_now(
     the tool's result (an error's message when it raised); its ``tool.end`` event emitted. The
     ``CallSite`` the record of a failure needs is made only when the tool raises."""
     tool_ctx = tool_context(ctx, call, iteration, identity)
+    execute = tool.execute if tool.effect == "read" else guarded(cfg.effect_ledger, scope, tool, iteration)
     attempt = 1
     result: Any = None
     while True:
         try:
-            result = tool.execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
+            result = execute(copy_json(args), tool_ctx)  # its own copy (see _execute)
             if type(result) not in NEVER_AWAITABLE:  # e.g. an awaitable that never suspends
                 result = settled(result)
             error = False

@@ -87,6 +87,8 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
+        pricing: Mapping[str, Any] | None = None,
+        budget: Any = None,
         memory: Any = None,
         recall: int = 3,
         memory_namespace: Any = None,
@@ -110,6 +112,9 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
+        ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
+        usage and cost on its commit (``llm_cost``; ``last_snapshot().calls`` / ``.cost``);
+        ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
         ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
         recalls the ``recall`` most relevant items of the run's namespace before each model call
         (``memory_namespace(identity) -> tuple``; default ``(tenant, user)`` from the identity;
@@ -134,6 +139,8 @@ class Agent:
             llm_retry=llm_retry,
             conversation_window=conversation_window,
             conversation_chars=conversation_chars,
+            pricing=pricing,
+            budget=budget,
             memory=memory,
             recall=recall,
             memory_namespace=memory_namespace,

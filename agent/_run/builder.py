@@ -232,6 +232,7 @@ class AgentBuilder:
                     f"Agent.create(recorders=...): {type(recorder).__name__} has no recorder hook "
                     "(on_run_start, on_commit, on_emit, ... — see flowchart.events)"
                 )
+        prices, budget = _spend_settings(settings["pricing"], settings["budget"])
         memory, recall, namespace_of = self._memory_parts(settings)
         tools = dict(self._tools)
         if memory is not None:
@@ -269,6 +270,9 @@ class AgentBuilder:
             permission_checker=settings["permission_checker"],
             stream=settings["stream"],
             llm_retry=settings["llm_retry"],
+            prices=prices,
+            budget=budget,
+            effect_ledger=_ledger(settings["store"], tools),
             injections=tuple(self._injections),
             memory=memory,
             recall=recall,
@@ -289,3 +293,29 @@ class AgentBuilder:
             recorders=settings["recorders"],
             history=history,
         )
+
+
+def _spend_settings(pricing: Any, budget: Any) -> tuple[Any, Any]:
+    """The price table (None without ``pricing=`` or ``budget=``) and the checked budget."""
+    from agent._chart.budget import Budget
+    from agent._chart.cost import price_table
+
+    if budget is not None and not isinstance(budget, Budget):
+        raise AgentBuildError(
+            f"Agent.create(budget=...): expected a Budget(usd=..., tokens=..., calls=...), got {type(budget).__name__}"
+        )
+    if pricing is None and budget is None:
+        return None, None
+    try:
+        return price_table({} if pricing is None else pricing), budget
+    except ValueError as exc:
+        raise AgentBuildError(str(exc)) from None
+
+
+def _ledger(store: Any, tools: dict[str, Tool]) -> Any:
+    """The effect ledger (the store's, else this agent's memory) when some tool has an effect."""
+    if all(tool.effect == "read" for tool in tools.values()):
+        return None
+    from flowchart.store.effects import MemoryLedger, ledger_of
+
+    return ledger_of(store) if store is not None else MemoryLedger()

@@ -324,6 +324,9 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
     }
     if omitted:
         plan["omitted"] = omitted
+    spent = [t.spent for t in turns if t.status == "done" and t.spent is not None]
+    if spent:  # what the conversation spent before this turn (a per-conversation budget reads it)
+        plan["spent_before"] = spent[-1]
     return plan
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent._chart.budget import check_budget_pause
 from agent._chart.dispatch import PAUSED_KEY
 from agent._chart.state import (
     FINAL_CONTENT,
@@ -76,6 +77,9 @@ def check_resumable(checkpoint: Any, cfg: AgentConfig | None = None, chart: Flow
     if chart is not None:
         check_checkpoint(chart, checkpoint)
     state = checkpoint.shared_state
+    if isinstance(checkpoint.pause_data, dict) and checkpoint.pause_data.get("kind") == "budget":
+        check_budget_pause(state)  # a budget pause (agent._chart.budget): no tool call is waiting
+        return
     paused = _field(state, PAUSED_KEY, dict, _STATE)
     call = PausedCall.from_dict(paused, _PAUSED)  # its shape: the one codec (kind, call, tool, args, an ask's asker)
     kind, call_id, tool, index = call.kind, call.tool_call_id, call.tool_name, call.index

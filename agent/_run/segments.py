@@ -21,6 +21,7 @@ from agent._chart import conversation_turns, structured
 from agent._chart.events import EventBus
 from agent._chart.paused import Paused, paused_from
 from agent._chart.state import (
+    BUDGET_STATE,
     CONVERSATION,
     FINAL_CONTENT,
     MESSAGE_DENIED_BY,
@@ -30,7 +31,7 @@ from agent._chart.state import (
 )
 from agent._run import durable
 from agent._run.snapshot import AgentSnapshot
-from agent.errors import PolicyHaltError
+from agent.errors import BudgetExceededError, PolicyHaltError
 from flowchart import RunResult, failed_run, narrative
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
@@ -102,6 +103,10 @@ class Segments:
         if POLICY_HALT in state:
             halt = state[POLICY_HALT]
             raise PolicyHaltError(halt["reason"], halt["tool_name"], halt["tool_call_id"])
+        if BUDGET_STATE in state and not result.paused:
+            stopped = _budget_stop(state[BUDGET_STATE])
+            if stopped is not None:
+                raise BudgetExceededError(stopped)
         if result.paused:
             assert result.checkpoint is not None
             return paused_from(result.checkpoint)
@@ -125,3 +130,17 @@ class Segments:
         # the narrative is worded when last_snapshot().narrative is first read, not here
         lines = recorders[0].lines if self.agent.narrative else []
         self.last = AgentSnapshot(result.state, result.commit_log, lines, result)
+
+
+def _budget_stop(budget: Any) -> dict[str, Any] | None:
+    """The overrun that ended the run (its last budget decision stopped it, or a person declined)."""
+    decisions = budget.get("decisions") or []
+    if not decisions:
+        return None
+    last = decisions[-1]
+    if last.get("decision") == "stopped":
+        return dict(last)
+    if last.get("decision") == "declined":
+        paused = [d for d in decisions if d.get("decision") == "paused"]
+        return dict(paused[-1]) if paused else dict(last)
+    return None

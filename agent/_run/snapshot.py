@@ -41,6 +41,21 @@ class AgentSnapshot:
         return lines
 
     @property
+    def cost(self) -> dict[str, Any]:
+        """What the run's model calls cost (with ``pricing=`` or ``budget=``): ``{"calls", "usd",
+        "input_tokens", "output_tokens"}`` (and ``unpriced``), the exact sum of its calls' costs."""
+        from agent._chart.spend import run_totals
+
+        return run_totals(self.shared_state.get("llm_cost"))
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """Each model call's usage and cost, in order, as its commit recorded it (``llm_cost``)."""
+        from agent._chart.spend import calls_of
+
+        return calls_of(self.commit_log)
+
+    @property
     def record(self) -> Record:
         """The last run segment's record (``flowchart._record.record``): ``record.shown()`` for a reader."""
         return self.result.record

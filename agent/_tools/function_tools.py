@@ -25,6 +25,7 @@ from typing import Any, overload
 import attrs
 
 from agent._tools.docstrings import parse_docstring
+from agent._tools.effects import check_effect
 from agent._tools.tool_schema import (
     NO_DEFAULT,
     UnsupportedAnnotation,
@@ -148,7 +149,13 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    fn: None = None, /, *, name: str | None = None, description: str | None = None, check_in: Any = None
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    check_in: Any = None,
+    effect: Any = "read",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -159,16 +166,19 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     check_in: Any = None,
+    effect: Any = "read",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a typed function: ``@tool`` or ``@tool(name=..., check_in="always")``.
 
-    See the module laws (name, description and schema come from the function).
+    See the module laws (name, description and schema come from the function); ``effect`` as
+    ``define_tool``'s.
     """
     if fn is not None:
-        return tool_from_function(fn, name=name, description=description, check_in=check_in)
+        return with_effect(tool_from_function(fn, name=name, description=description, check_in=check_in), effect)
 
     def decorate(function: Callable[..., Any]) -> Tool:
-        return tool_from_function(function, name=name, description=description, check_in=check_in)
+        made = tool_from_function(function, name=name, description=description, check_in=check_in)
+        return with_effect(made, effect)
 
     return decorate
 
@@ -183,8 +193,12 @@ def define_tool(
     execute: Callable[..., Any] | None = None,
     check_in: Any = None,
     retry: Retry | None = None,
+    effect: Any = "read",
 ) -> Tool:
     """Define a tool: ``execute(args, ctx)`` (sync or async) returns its result.
+
+    ``effect`` says what a call does to the world (``agent._tools.effects``, docs/durable.md):
+    ``"read"`` (the default: safe to repeat), ``"idempotent"``, ``"unsafe"`` or ``checkable(fn)``.
 
     ``define_tool(fn)`` builds it from a typed function instead, as ``@tool`` does:
     ``name``/``description`` then override the function's. ``retry`` (a ``flowchart.Retry``)
@@ -193,7 +207,7 @@ def define_tool(
     re-dispatched call may have run before.
     """
     if fn is None:
-        return make_tool(
+        made = make_tool(
             name=name,
             description=description,
             input_schema=input_schema,
@@ -201,6 +215,7 @@ def define_tool(
             check_in=check_in,
             retry=retry,
         )
+        return with_effect(made, effect)
     if input_schema is not None or execute is not None:
         raise ToolDefinitionError(
             "define_tool(fn, ...): a function brings its own schema and body; "
@@ -209,4 +224,11 @@ def define_tool(
     if retry is not None and not isinstance(retry, Retry):
         raise ToolDefinitionError(f"define_tool: retry must be a flowchart.Retry, got {type(retry).__name__}")
     made = tool_from_function(fn, name=name, description=description, check_in=check_in)
-    return made if retry is None else attrs.evolve(made, retry=retry)
+    return with_effect(made if retry is None else attrs.evolve(made, retry=retry), effect)
+
+
+def with_effect(made: Tool, effect: Any) -> Tool:
+    """``made`` with its ``effect`` checked and set (the default "read" leaves it as it is)."""
+    if isinstance(effect, str) and effect == "read":
+        return made
+    return attrs.evolve(made, effect=check_effect(made.name, effect))

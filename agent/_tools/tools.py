@@ -67,6 +67,9 @@ class Tool:
     source: str | None = None
     #: the ``flowchart.Retry`` of the tool body (``define_tool(..., retry=...)``); ``None``: one try
     retry: Any = None
+    #: what a call does to the world (``agent._tools.effects``): "read" (the default), "idempotent",
+    #: "unsafe" or ``checkable(fn)``; every effect but "read" is recorded with an intent and a receipt
+    effect: Any = "read"
 
     def schema(self) -> dict[str, Any]:
         """What the model is offered: ``{"name", "description", "input_schema"}``."""

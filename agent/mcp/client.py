@@ -101,7 +101,7 @@ class _Session:
             )
         except Exception as exc:
             said = self.stderr_tail()
-            if said is None and "Connection closed" not in str(exc):
+            if said is None and not _pipe_closed(_cause(exc)):
                 raise
             raise McpConnectionError(f"MCP server {self.where}: {self.why_ended(exc, 'replied to {name}')}") from None
         return _result_value(result)
@@ -122,7 +122,7 @@ class _Session:
     def why_ended(self, exc: BaseException, before: str) -> str:
         """The failure, in words: a closed connection of a stdio server is its process ending."""
         cause = _cause(exc)
-        if self.errlog is None or "Connection closed" not in cause:
+        if self.errlog is None or not _pipe_closed(cause):
             return cause
         said = self.stderr_tail()
         told = f"; its last words on stderr: {said}" if said else " (it wrote nothing on stderr)"
@@ -170,6 +170,16 @@ class _TeeLog:
         if text and sys.stderr is not None:  # what the server said is the operator's too
             with contextlib.suppress(OSError, ValueError):
                 sys.stderr.write(text)
+
+
+#: how a stdio server's end reaches the client: the session's own words, or anyio's stream errors
+#: when the client wrote to (or read from) the pipe of a process that had already exited
+_CLOSED = ("Connection closed", "BrokenResourceError", "ClosedResourceError", "EndOfStream")
+
+
+def _pipe_closed(cause: str) -> bool:
+    """True when ``cause`` (``_cause``'s words) says the server's pipe is gone."""
+    return any(word in cause for word in _CLOSED)
 
 
 def _cause(exc: BaseException) -> str:

@@ -122,18 +122,42 @@ def parse_args(raw: object) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def usage_from(raw: object, input_key: str, output_key: str) -> Usage | None:
+def _count_at(raw: dict[str, Any], path: tuple[str, ...]) -> int | None:
+    """The count at ``path`` inside ``raw`` (``("prompt_tokens_details", "cached_tokens")``), or
+    ``None`` when it is absent or not a non-negative integer (unknown, never 0)."""
+    value: Any = raw
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_from(
+    raw: object,
+    input_key: str,
+    output_key: str,
+    cached: tuple[str, ...] = (),
+    reasoning: tuple[str, ...] = (),
+) -> Usage | None:
     """Token counts from a wire ``usage`` object, or ``None`` when the server did not report both.
 
     A missing object or count is unknown, never 0: totals built from a made-up 0 would be
-    silently wrong.
+    silently wrong. ``cached`` / ``reasoning`` are where the server reports the cached prompt
+    tokens and the reasoning tokens (OpenAI: ``prompt_tokens_details.cached_tokens``,
+    ``completion_tokens_details.reasoning_tokens``); not there, they stay ``None``.
     """
     if not isinstance(raw, dict):
         return None
     counts = raw.get(input_key), raw.get(output_key)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
         return None
-    return Usage(int(raw[input_key]), int(raw[output_key]))
+    return Usage(
+        int(raw[input_key]),
+        int(raw[output_key]),
+        _count_at(raw, cached) if cached else None,
+        _count_at(raw, reasoning) if reasoning else None,
+    )
 
 
 def _retry_after(headers: Any) -> float | None:

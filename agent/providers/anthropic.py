@@ -211,7 +211,7 @@ class AnthropicProvider(HTTPProvider):
             return LLMResponse(
                 content=text,
                 tool_calls=calls,
-                usage=usage_from(data.get("usage"), "input_tokens", "output_tokens"),
+                usage=_with_cache(usage_from(data.get("usage"), "input_tokens", "output_tokens"), data.get("usage")),
                 finish_reason=_finish(data.get("stop_reason"), bool(calls)),
                 model=data.get("model"),
             )
@@ -233,6 +233,7 @@ class AnthropicProvider(HTTPProvider):
         text: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}  # tool_use blocks by content index
         tokens_in: int | None = None
+        started_usage: Any = None
         tokens_out: int | None = None
         reason, answered_by, done, events = None, None, False, 0
         async with self._open(self.url, body, model, retries, stream=True) as response:
@@ -247,6 +248,7 @@ class AnthropicProvider(HTTPProvider):
                     message = event.get("message") or {}
                     answered_by = message.get("model")
                     usage = message.get("usage") or {}
+                    started_usage = usage
                     tokens_in = _count(usage.get("input_tokens"), tokens_in)
                     tokens_out = _count(usage.get("output_tokens"), tokens_out)
                 elif kind == "content_block_start":
@@ -287,7 +289,9 @@ class AnthropicProvider(HTTPProvider):
         yield LLMResponse(
             content=answers[-1] if answers else "".join(text),
             tool_calls=calls,
-            usage=None if tokens_in is None or tokens_out is None else Usage(tokens_in, tokens_out),
+            usage=None
+            if tokens_in is None or tokens_out is None
+            else _with_cache(Usage(tokens_in, tokens_out), started_usage),
             finish_reason=_finish(reason, bool(calls)),
             model=answered_by,
             retries=tuple(retries),
@@ -335,3 +339,17 @@ def anthropic(
         retry=retry or RetryPolicy(),
         sleep=sleep,
     )
+
+
+def _with_cache(usage: Usage | None, raw: Any) -> Usage | None:
+    """``usage`` counting the prompt tokens Anthropic reports apart — ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens`` are not in its ``input_tokens`` — with the cache reads as
+    ``cached_input_tokens``; as it was when the server sent neither."""
+    if usage is None or not isinstance(raw, dict):
+        return usage
+    read, made = raw.get("cache_read_input_tokens"), raw.get("cache_creation_input_tokens")
+    counts = [n for n in (read, made) if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+    if not counts:
+        return usage
+    cached = read if isinstance(read, int) and not isinstance(read, bool) and read >= 0 else None
+    return Usage(usage.input_tokens + sum(counts), usage.output_tokens, cached, None)

@@ -27,7 +27,8 @@ exactly one :class:`LLMResponse`:
   whatever the server said (some servers say ``stop``);
 - arguments that are not a JSON object never crash: the call gets ``args={}`` and
   ``args_error`` (see :class:`ToolCall`);
-- usage from ``prompt_tokens`` / ``completion_tokens``; ``None`` (unknown) when the answer
+- usage from ``prompt_tokens`` / ``completion_tokens`` (with ``prompt_tokens_details.cached_tokens``
+  and ``completion_tokens_details.reasoning_tokens`` when sent); ``None`` (unknown) when the answer
   has no usage (many servers send none when streaming);
 - a stream that ends before its first event is :class:`EmptyStreamError` (the server cannot
   stream that request: retrying gets the same), one cut short later a connection error.
@@ -207,7 +208,13 @@ def _finish(raw: object, has_calls: bool) -> FinishReason:
 
 
 def _usage(raw: object) -> Usage | None:
-    return usage_from(raw, "prompt_tokens", "completion_tokens")
+    return usage_from(
+        raw,
+        "prompt_tokens",
+        "completion_tokens",
+        cached=("prompt_tokens_details", "cached_tokens"),
+        reasoning=("completion_tokens_details", "reasoning_tokens"),
+    )
 
 
 def _check_tool_choice(_self: object, _attribute: object, value: str | None) -> None:

@@ -8,7 +8,8 @@ Laws:
   history as the state held them before the commit, and the model the run names) and the reply
   it wrote (``llm_latest_content``, ``llm_latest_tool_calls``, the usage added to the totals).
 - A request is served the reply of the recorded request that is the SAME, compared canonically
-  (sorted-key JSON of the system prompt, the messages and the model, today's request shown under
+  (sorted-key JSON of the system prompt, the messages, the model and the offer — the tools and
+  answer shape the call was offered, ``llm_offer`` — today's request shown under
   the record's rule first, so a hidden field compares as hidden on both sides). Identical
   requests are served their replies in recorded order.
 - A request the record does not hold: with ``on_new="fail"`` a ``ReplayMissError`` naming the
@@ -41,7 +42,7 @@ import attrs
 
 from agent.providers.errors import ProviderConfigError, ProviderError
 from agent.providers.scripted import _reply
-from agent.providers.types import LLMRequest, LLMResponse, ToolCall, Usage
+from agent.providers.types import LLMRequest, LLMResponse, ToolCall, Usage, offer_of
 from flowchart import CheckpointError, Commit, Redaction, ShownRecord
 from flowchart.lowlevel import apply_commit, canonical_json, check_untrusted, copy_json, shown_of, thaw
 
@@ -87,7 +88,8 @@ class RecordedCall:
     idx: int
     runtime_stage_id: str
     request: dict[str, Any]
-    """``{"system_prompt", "messages", "model"}`` as the record shows them."""
+    """``{"system_prompt", "messages", "model", "offer"}`` as the record shows them (``offer``: the
+    tools and answer shape the call offered, ``offer_of``; ``None`` in a record made before runs kept it)."""
     reply: dict[str, Any]
     """``{"content", "tool_calls"}`` as the record shows them."""
     usage: tuple[int, int] | None
@@ -96,7 +98,13 @@ class RecordedCall:
     def key(self) -> str:
         """The canonical text requests are matched by."""
         request = self.request
-        return request_key(request["system_prompt"], request["messages"], request["model"], canonical_json)
+        key = request_key(request["system_prompt"], request["messages"], request["model"], canonical_json)
+        return key + _offer_digest(request["offer"])
+
+
+def _offer_digest(offer: Any) -> str:
+    """The part of a request's key its offer adds (nothing for a record that kept none)."""
+    return "" if not isinstance(offer, dict) else "|" + str(offer.get("digest"))
 
 
 def request_key(system_prompt: Any, messages: Sequence[Any], model: Any, text_of: Any) -> str:
@@ -162,6 +170,7 @@ def recorded_calls(source: Any) -> list[RecordedCall]:
                     "system_prompt": thaw(before.get("system_prompt")),
                     "messages": thaw(before.get("history", [])),
                     "model": None,
+                    "offer": thaw(after.get("llm_offer")),
                 },
                 reply={"content": thaw(content), "tool_calls": thaw(tool_calls)},
                 usage=usage,
@@ -186,6 +195,11 @@ def _first_difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
     """The first thing ``now`` says differently from ``recorded``."""
     if recorded["model"] is not None and recorded["model"] != now["model"]:
         return f"the model differs: recorded {recorded['model']!r}, now {now['model']!r}"
+    offered, offering = recorded.get("offer"), now.get("offer")
+    if isinstance(offered, dict) and offering is not None and offered.get("digest") != offering["digest"]:
+        if offered.get("tools") != offering["tools"]:
+            return f"the tools offered differ: recorded {offered.get('tools')!r}, now {offering['tools']!r}"
+        return "the tools' schemas or the answer's shape differ (the same tool names, another offer)"
     if recorded["system_prompt"] != now["system_prompt"]:
         return (
             f"the system prompt differs: recorded {_snippet(recorded['system_prompt'])}, "
@@ -230,11 +244,13 @@ class ReplayedProvider:
     _asked: int = attrs.field(default=0, repr=False)
 
     _hides: bool = attrs.field(default=False, repr=False)
+    _offers: bool = attrs.field(default=False, repr=False)
     _replies: dict[int, LLMResponse] = attrs.field(factory=dict, repr=False)
     _texts: dict[int, tuple[Any, str]] = attrs.field(factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self._hides = self.rule.active
+        self._offers = any(isinstance(call.request["offer"], dict) for call in self.calls)
         for call in self.calls:
             self._queues.setdefault(call.key, deque()).append(call)
             self._replies[call.number] = _served(call)  # checked once, when the record is read
@@ -250,10 +266,11 @@ class ReplayedProvider:
         return text
 
     def _shown(self, req: LLMRequest) -> dict[str, Any]:
+        offer = offer_of(req) if self._offers else None
         if not self._hides:  # nothing to hide: the request's own values (read, never changed)
-            return {"system_prompt": req.system_prompt, "messages": req.messages, "model": req.model}
+            return {"system_prompt": req.system_prompt, "messages": req.messages, "model": req.model, "offer": offer}
         seen = self.rule.scrub_state({"system_prompt": req.system_prompt, "history": thaw(list(req.messages))})
-        return {"system_prompt": seen["system_prompt"], "messages": seen["history"], "model": req.model}
+        return {"system_prompt": seen["system_prompt"], "messages": seen["history"], "model": req.model, "offer": offer}
 
     def complete(self, req: LLMRequest) -> Any:
         """The recorded reply to ``req``; a miss fails or goes to ``fallback`` (see the module law)."""
@@ -261,7 +278,7 @@ class ReplayedProvider:
         self._asked += 1
         now = self._shown(req)
         model = None if self.calls[0].request["model"] is None else now["model"]
-        key = request_key(now["system_prompt"], now["messages"], model, self._text_of)
+        key = request_key(now["system_prompt"], now["messages"], model, self._text_of) + _offer_digest(now["offer"])
         queue = self._queues.get(key)
         if queue:
             call = queue.popleft()

@@ -19,9 +19,12 @@ Tools are ``{"name", "description", "input_schema"}`` dicts, in registration ord
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
+from hashlib import sha256
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
+
+from flowchart.lowlevel import canonical_json
 
 FinishReason: TypeAlias = Literal["stop", "tool_use", "max_tokens", "content_filter"]
 """Why the model stopped: normalised across providers (``end_turn`` → ``stop``, ...)."""
@@ -54,15 +57,41 @@ class ToolCall:
         return out
 
 
+def _known_sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
 @attrs.frozen
 class Usage:
-    """Tokens spent by one call. Adding two ``Usage`` values sums them."""
+    """Tokens spent by one call, as the server reported them. Adding two ``Usage`` values sums them.
+
+    ``input_tokens`` counts every prompt token, those read from the provider's cache included;
+    ``cached_input_tokens`` says how many of them were (``None``: not reported — unknown, never
+    0); ``reasoning_tokens`` how many of ``output_tokens`` the model spent reasoning (``None``:
+    not reported). A sum of a reported and an unreported count is unreported.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            _known_sum(self.cached_input_tokens, other.cached_input_tokens),
+            _known_sum(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """The reported counts (an unreported one is absent, never 0)."""
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cached_input_tokens is not None:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        if self.reasoning_tokens is not None:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        return out
 
 
 @attrs.frozen
@@ -174,6 +203,17 @@ class LLMRequest:
     max_tokens: int | None = None
     output_schema: OutputSchema | None = None
     output_form: OutputForm = "json_schema"
+
+
+def offer_of(request: LLMRequest) -> dict[str, Any]:
+    """What ``request`` offers the model besides its messages, as a record keeps it: the tools'
+    names and one digest of the tools' schemas, the output schema and the form it is asked in
+    (``{"tools": [...], "digest": "<16 hex>"}``) — so a replay can tell a request whose tools or
+    answer shape changed from the recorded one."""
+    schema = request.output_schema
+    shape = None if schema is None else [schema.name, schema.schema, schema.strict, request.output_form]
+    text = canonical_json([request.tools, shape])
+    return {"tools": [tool.get("name") for tool in request.tools], "digest": sha256(text.encode()).hexdigest()[:16]}
 
 
 @attrs.frozen

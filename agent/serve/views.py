@@ -74,6 +74,10 @@ def _row(record: RunRecord | RunSummary) -> dict[str, Any]:
         "wants": wants(record),
         "for": starter_of(identity),
         "message": _message(record),
+        # the message the run's rule hides: the page says so in words, not with the log's placeholder
+        "message_hidden": (record.rule if isinstance(record, RunSummary) else record.record.rule).hides(
+            "input_message"
+        ),
         "since": _iso(record.updated_at),
         "updated_at": record.updated_at,
     }

@@ -149,7 +149,9 @@ class Recovery:
     the state BEFORE it: ``restore`` holds the values the failed commit overwrote (keys of
     the stage's own level, inside its fork namespace if any) and ``discard`` the keys it
     created. The re-run's one commit carries those undo writes with its own, so folding the
-    log still gives the live state.
+    log still gives the live state. ``finished`` (a failed map only): the children that
+    finished before it failed, by item index (``"3"``) → their result; the re-run runs only
+    the others (``flowchart._engine.maps``). Absent when empty.
     """
 
     runtime_stage_id: str
@@ -157,6 +159,7 @@ class Recovery:
     message: str
     restore: dict[str, Any] = attrs.Factory(dict)
     discard: list[str] = attrs.Factory(list)
+    finished: dict[str, Any] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -279,7 +282,11 @@ class Checkpoint:
 def checkpoint_hooks(converter: cattrs.Converter) -> cattrs.Converter:
     """``converter`` (from ``serde.make_converter``) holding checkpoints: every key required (a
     frame's ``replaces`` and a checkpoint's ``recovery`` only when present), defaults omitted."""
-    converter.register_structure_hook(Recovery, every_key(Recovery, converter))
+    # ``finished`` came with maps that resume where they failed: absent when empty
+    converter.register_structure_hook(Recovery, every_key(Recovery, converter, optional=("finished",)))
+    converter.register_unstructure_hook(
+        Recovery, make_dict_unstructure_fn(Recovery, converter, finished=override(omit_if_default=True))
+    )
     # ``replaces`` came with the fix of failures inside subflows: absent in older checkpoints and when None
     converter.register_structure_hook(ResumeFrame, every_key(ResumeFrame, converter, optional=("replaces",)))
     converter.register_unstructure_hook(
@@ -379,6 +386,9 @@ def _check_recovery(recovery: Recovery, leaf: str) -> None:
     both = [key for key in recovery.discard if key in recovery.restore]
     if both:
         raise _refuse(f"key '{both[0]}' is both restored and discarded", "$.recovery.discard")
+    for index in recovery.finished:
+        if not (index.isascii() and index.isdigit() and str(int(index)) == index):
+            raise _refuse(f"a finished map child's key must be its item index, got {index!r}", "$.recovery.finished")
 
 
 def check_counters(cp: Checkpoint) -> None:

@@ -42,6 +42,8 @@ from flowchart._core.values import NotJsonSafe, copy_json, same_json
 
 _MISSING: Any = object()
 _DELETED: Any = object()
+#: the kinds of value an operation log keeps by a copy or a snapshot (any other is kept as it is)
+_CONTAINERS = frozenset({TrackedDict, TrackedList, dict, list})
 
 
 class ScopeObserver(Protocol):
@@ -188,9 +190,11 @@ class Transaction:
             self.observer.read(key, value)
         if self.oplog is not None:
             kind = type(raw)
-            if kind is TrackedDict or kind is TrackedList:
+            if kind not in _CONTAINERS:  # a str, a number, ...: kept as it is (one test)
+                kept = raw
+            elif kind is TrackedDict or kind is TrackedList:
                 kept = plain(raw) if self.snapshot is None else self.snapshot(key, raw)
-            elif (kind is dict or kind is list) and self.snapshot is not None:
+            elif self.snapshot is not None:
                 kept = self.snapshot(key, raw)  # not a reference that would keep this version alive
             else:
                 kept = raw

@@ -31,6 +31,8 @@ __all__ = ["js_json", "js_number", "js_object_keys", "summarize_value"]
 _MAX_ARRAY_INDEX = 2**32 - 2
 #: JavaScript prints a number below this in plain digits (from 1e21 on, in exponent form)
 _PLAIN_DIGITS_BELOW = 10**21
+#: its negative, made once (``-_PLAIN_DIGITS_BELOW`` in a test would build a new int at every call)
+_PLAIN_DIGITS_ABOVE = -_PLAIN_DIGITS_BELOW
 _NUMBERS = (int, float)
 _SEQUENCES = (list, tuple)
 
@@ -103,13 +105,14 @@ def list_summary(count: int) -> str:
 
 def summarize_value(value: Any, max_len: int = 80) -> str:
     """Summarise a JSON value for one narrative line, as footprintjs's ``summarizeValue``."""
-    if isinstance(value, str):  # the commonest kind first (a str is never None nor a bool)
+    kind = type(value)
+    if kind is str or (kind is not int and isinstance(value, str)):  # the commonest kinds first
         if _utf16_len(value) <= max_len:
             return f'"{value}"'
         return f'"{_utf16_slice(value, max_len - 3)}..."'
-    if type(value) is int:  # exactly int: a bool is an int subclass, handled below
+    if kind is int:  # exactly int: a bool is an int subclass, handled below
         # the common small int inline, as js_number prints it; the rest through js_number
-        return str(value) if -_PLAIN_DIGITS_BELOW < value < _PLAIN_DIGITS_BELOW else js_number(value)
+        return str(value) if _PLAIN_DIGITS_ABOVE < value < _PLAIN_DIGITS_BELOW else js_number(value)
     if value is None:
         return "null"
     if isinstance(value, _SEQUENCES):  # before bool and number: lists are the more common

@@ -115,7 +115,9 @@ async def run_map(
         traverser.commit(node, rid, txn)
         traverser.fail(node, rid, exc)
         raise
-    rids = [traverser.stamp(node, visit=False) for _ in items]
+    kept = _kept(run, full, len(items))  # children a failed run of this map finished: not run again
+    rids = [traverser.stamp(node, visit=False) for index in range(len(items)) if index not in kept]
+    traverser._rids[id(node)] = rid  # the map's own execution (a failure's recovery names it, not a child's)
     gate = asyncio.Semaphore(spec.concurrency) if traverser.run.concurrent else None
 
     async def one(index: int, item: Any, child_rid: str) -> tuple[Outcome, Traverser]:
@@ -135,13 +137,20 @@ async def run_map(
         async with gate:
             return await one(index, item, child_rid)
 
-    work = list(zip(range(len(items)), items, rids, strict=True))
-    if gate is not None and len(items) > 1:
+    work = list(
+        zip(
+            [i for i in range(len(items)) if i not in kept],
+            [x for i, x in enumerate(items) if i not in kept],
+            rids,
+            strict=True,
+        )
+    )
+    if gate is not None and len(work) > 1:
         settled = await asyncio.gather(*(bounded(*w) for w in work))
     else:
         settled = [await one(*w) for w in work]
 
-    results: list[Any] = []
+    by_index: dict[int, Any] = dict(kept)
     failed: list[int] = []
     first: tuple[int, Exception] | None = None
     for (index, _item, child_rid), ((output, child_txn, error), child) in zip(work, settled, strict=True):
@@ -152,11 +161,13 @@ async def run_map(
             traverser.fail(node, child_rid, error)
             failed.append(index)
             first = first or (index, error)
-            results.append({"index": index, "error": f"{type(error).__name__}: {error}"})
+            by_index[index] = {"index": index, "error": f"{type(error).__name__}: {error}"}
             continue
-        results.append(output)
+        by_index[index] = output
+    results = [by_index[index] for index in range(len(items))]
     if first is not None and spec.fail_fast:
         index, error = first
+        _keep_finished(run, rid, by_index, failed)
         traverser.commit(node, rid, txn)
         wrapped = MapError(
             f"map '{full}' failed at item {index}: {type(error).__name__}: {error}", stage_id=full, index=index
@@ -175,3 +186,26 @@ async def run_map(
     if node.children and not traverser.stopped:  # a fork after the map (add_list_of_function after add_map)
         return await traverser.fork_after(node, rid, results, cont, invoker, namespace, told=True)
     return results, traverser.after_stop_or(node, rid, cont)
+
+
+def _kept(run: Any, full: str, count: int) -> dict[int, Any]:
+    """The children of map ``full`` that a failed run finished (its recovery's ``finished``), by
+    index: the re-run of the failed map takes their results and runs only the others."""
+    recovery = run.recovery
+    if recovery is None or not recovery.finished or recovery.runtime_stage_id.rpartition("#")[0] != full:
+        return {}
+    return {int(index): result for index, result in recovery.finished.items() if int(index) < count}
+
+
+def _keep_finished(run: Any, rid: str, by_index: dict[int, Any], failed: list[int]) -> None:
+    """Note the children of the failing map execution ``rid`` that finished (JSON-safe results
+    only: a checkpoint holds them), for the failure's ``Recovery.finished``."""
+    finished: dict[str, Any] = {}
+    for index, result in by_index.items():
+        if index in failed:
+            continue
+        try:
+            finished[str(index)] = copy_json(result)
+        except NotJsonSafe:
+            continue  # not kept: it runs again on resume
+    run.map_finished[rid] = finished

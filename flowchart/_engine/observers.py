@@ -15,7 +15,8 @@ The field hooks (``take_stage_start``, ``take_emit``, ``take_commit``, ``take_st
 the same points as their event forms, just before them: no event object is built for them.
 A recorder that has a hook's field form is not bound to its event form (it hears each
 thing once). Each point has its own caller, bound once per run (``observers.take_emit(ctx,
-name, payload)``, ...), with the same failure rule as ``take``.
+name, payload)``, ...), with the same failure rule as ``take``: the engine calls it inside a
+``try`` and hands what it raises to ``observers.failed``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from typing import Any
 
 from flowchart.events import (
     ALL_HOOKS,
-    FIELD_ARITY,
     FIELD_FORMS,
     FIELD_HOOKS,
     OPERATION_HOOKS,
@@ -113,8 +113,9 @@ class Observers:
         self.ops_takers = tuple(fields["take_stage_ops"])
         self.executed_takers = tuple(fields["take_stage_executed"])
         #: one caller per point (``observers.take_emit(ctx, name, payload)``): ``take`` without
-        #: its per-call lookup and argument packing (a lone taker is called through a closure
-        #: of the point's arity: a fifth of the cost, on a path that runs several times a stage)
+        #: its per-call lookup and argument packing. A lone taker's caller is its own hook (no
+        #: closure between: the engine's ``try`` around the call hands a failure to ``failed``);
+        #: several takers' is ``_take_each``, which reports each failure itself and never raises
         self.take_stage_start = self._caller("take_stage_start", self.stage_takers)
         self.take_emit = self._caller("take_emit", self.emit_takers)
         self.take_commit = self._caller("take_commit", self.commit_takers)
@@ -155,81 +156,57 @@ class Observers:
     def take(self, hook: str, ctx: TraversalContext, *fields: Any) -> None:
         """Call every field hook ``hook`` (``take_emit``, ...) with ``ctx`` and the point's
         ``fields``, in attach order; a failing one is reported to the others, as for events."""
-        for recorder, fn in self._fields[hook]:
-            try:
-                fn(ctx, *fields)
-            except Exception as exc:
-                self._report(recorder, hook, exc, ctx)
+        _take_each(self._fields[hook], hook, partial(_report, self._hooks), ctx, *fields)
 
     def _caller(self, hook: str, takers: tuple[tuple[Any, Hook], ...]) -> Hook:
         if len(takers) == 1:
-            recorder, fn = takers[0]
-            return _LONE[FIELD_ARITY[hook]](recorder, fn, hook, self._report)
-        return partial(self.take, hook)
+            return takers[0][1]
+        # the callers hold the hooks, never ``self``: an ``Observers`` its own callers point back
+        # to is a reference cycle, and every recorder of the run (a narrative's whole entry list)
+        # would wait for the cycle collector to be freed
+        return partial(_take_each, takers, hook, partial(_report, self._hooks))
+
+    def failed(self, hook: str, exc: Exception, ctx: TraversalContext | None) -> None:
+        """Report that the caller of field hook ``hook`` raised ``exc`` (the engine's ``except``
+        around ``observers.take_…``): only a lone taker's hook raises through its caller."""
+        self._report(self._fields[hook][0][0], hook, exc, ctx)
 
     def _report(self, failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None) -> None:
-        others = [h for r, h in self._hooks.get("on_error", ()) if r is not failed]
-        if not others or ctx is None:
-            return
-        event = ErrorEvent(
-            ctx=ctx,
-            stage_name=ctx.stage_name,
-            message=f"recorder {type(failed).__name__}.{hook_name} raised {type(exc).__name__}: {exc}",
-            error=exc,
-            channel="recorder",
-        )
-        for hook in others:
-            # an error hook that fails has nobody left to tell
-            with contextlib.suppress(Exception):
-                hook(event)
+        _report(self._hooks, failed, hook_name, exc, ctx)
 
 
-Report = Callable[[Any, str, Exception, TraversalContext], None]
-
-
-# One closure per arity, not one with ``*fields``: packing and unpacking the fields costs
-# more than the call itself (≈ 170 ns against ≈ 70 for a fixed arity, CPython 3.11).
-def _lone0(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
-    def take(ctx: TraversalContext) -> None:
+def _take_each(
+    takers: tuple[tuple[Any, Hook], ...], hook: str, report: Report, ctx: TraversalContext, *fields: Any
+) -> None:
+    """``Observers.take`` over the takers of one point (bound per point by ``_caller``)."""
+    for recorder, fn in takers:
         try:
-            fn(ctx)
+            fn(ctx, *fields)
         except Exception as exc:
             report(recorder, hook, exc, ctx)
 
-    return take
+
+def _report(
+    hooks: dict[str, list[tuple[Any, Hook]]], failed: Any, hook_name: str, exc: Exception, ctx: TraversalContext | None
+) -> None:
+    """Tell the ``on_error`` hooks in ``hooks`` other than ``failed``'s that its ``hook_name`` raised."""
+    others = [h for r, h in hooks.get("on_error", ()) if r is not failed]
+    if not others or ctx is None:
+        return
+    event = ErrorEvent(
+        ctx=ctx,
+        stage_name=ctx.stage_name,
+        message=f"recorder {type(failed).__name__}.{hook_name} raised {type(exc).__name__}: {exc}",
+        error=exc,
+        channel="recorder",
+    )
+    for hook in others:
+        # an error hook that fails has nobody left to tell
+        with contextlib.suppress(Exception):
+            hook(event)
 
 
-def _lone1(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
-    def take(ctx: TraversalContext, a: Any) -> None:
-        try:
-            fn(ctx, a)
-        except Exception as exc:
-            report(recorder, hook, exc, ctx)
-
-    return take
-
-
-def _lone2(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
-    def take(ctx: TraversalContext, a: Any, b: Any) -> None:
-        try:
-            fn(ctx, a, b)
-        except Exception as exc:
-            report(recorder, hook, exc, ctx)
-
-    return take
-
-
-def _lone3(recorder: Any, fn: Hook, hook: str, report: Report) -> Hook:
-    def take(ctx: TraversalContext, a: Any, b: Any, c: Any) -> None:
-        try:
-            fn(ctx, a, b, c)
-        except Exception as exc:
-            report(recorder, hook, exc, ctx)
-
-    return take
-
-
-_LONE = (_lone0, _lone1, _lone2, _lone3)
+Report = Callable[[Any, str, Exception, TraversalContext | None], None]
 
 
 NO_OBSERVERS = Observers()

@@ -212,7 +212,10 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, at: Any, 
     if observers.has_ops and written:  # the same writes to a batch recorder, once
         batch = redacted_ops(top.run.redaction, written) if top.run.redacting else written
         if observers.ops_takers:
-            observers.take_stage_ops(ctx, batch)
+            try:
+                observers.take_stage_ops(ctx, batch)
+            except Exception as exc:  # a recorder must never break a run
+                observers.failed("take_stage_ops", exc, ctx)
         if observers.wants("on_stage_ops"):
             observers.emit("on_stage_ops", StageOpsEvent(ctx, batch))
     if observers.executed_takers or observers.wants("on_stage_executed"):
@@ -221,11 +224,17 @@ def _fork_commit(top: Traverser, txn: Transaction, parent_run_id: str, at: Any, 
         if top.prefix:
             why = f"the fork of run {parent_run_id} at commit {shown} patched this subflow"
         if observers.executed_takers:
-            observers.take_stage_executed(ctx, FORK_NAME, why, "linear")
+            try:
+                observers.take_stage_executed(ctx, FORK_NAME, why, "linear")
+            except Exception as exc:  # a recorder must never break a run
+                observers.failed("take_stage_executed", exc, ctx)
         if observers.wants("on_stage_executed"):
             observers.emit("on_stage_executed", StageExecutedEvent(ctx, FORK_NAME, why, "linear"))
     if observers.commit_takers:
-        observers.take_commit(ctx, commit)
+        try:
+            observers.take_commit(ctx, commit)
+        except Exception as exc:  # a recorder must never break a run
+            observers.failed("take_commit", exc, ctx)
     if observers.wants("on_commit"):
         observers.emit("on_commit", CommitEvent(ctx, commit))
     return commit

@@ -248,6 +248,16 @@ def _recovery(
     log = traverser.commit_log
     position = next((i for i in range(len(log) - 1, -1, -1) if log[i].runtime_stage_id == rid), None)
     recovery = Recovery(rid, type(error).__name__, error_message(error))
+    finished = traverser.run.map_finished.get(rid)
+    if finished:  # a failed map: its finished children are kept, the resume runs the others
+        recovery.finished.update(finished)
+    if (
+        previous is not None
+        and previous.finished
+        and previous.runtime_stage_id.rpartition("#")[0] == rid.rpartition("#")[0]
+    ):
+        for index, result in previous.finished.items():  # a re-run that failed again keeps the first's
+            recovery.finished.setdefault(index, result)
     if position is None:
         return recovery
     if previous is not None and log[position].recovers == previous.runtime_stage_id:

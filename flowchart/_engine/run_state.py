@@ -53,6 +53,7 @@ class Run:
         "failed_before",
         "failure_site",
         "loop_counts",
+        "map_finished",
         "max_iterations",
         "observers",
         "options",
@@ -116,6 +117,9 @@ class Run:
         #: had before its commit (the log holds placeholders for them; each attempt of a retried
         #: stage replaces the last one's), so that undoing a failed commit restores real values
         self.failed_before: dict[str, dict[str, Any]] = {}
+        #: per execution of a map that failed, its children that finished (index → result), kept
+        #: in the failure's ``Recovery.finished`` so a resume runs only the others
+        self.map_finished: dict[str, dict[str, Any]] = {}
         #: a reuse-fork's plan (``engine.reusing.ReusePlan``); ``None`` for every other run
         self.reuse: Any = None
 

@@ -152,7 +152,10 @@ class Traverser:
             else:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
-                observers.take_emit(tctx, name, payload)
+                try:
+                    observers.take_emit(tctx, name, payload)
+                except Exception as exc:  # a recorder must never break a run
+                    observers.failed("take_emit", exc, tctx)
             if hooked:
                 observers.emit("on_emit", EmitEvent(tctx, name, payload))
 
@@ -182,7 +185,10 @@ class Traverser:
             ctx = (
                 last[2] if last is not None and last[0] is node and last[1] == rid and rid else self.context(node, rid)
             )
-            observers.take_stage_executed(ctx, node.name, description, stage_type)
+            try:
+                observers.take_stage_executed(ctx, node.name, description, stage_type)
+            except Exception as exc:  # a recorder must never break a run
+                observers.failed("take_stage_executed", exc, ctx)
         if "on_stage_executed" in observers.hooked:
             event = StageExecutedEvent(self.context(node, rid), node.name, description, stage_type)
             observers.emit("on_stage_executed", event)
@@ -221,7 +227,10 @@ class Traverser:
             if observers.live_ops:  # a stream's emits or stage starts alone need no per-operation bridge
                 txn.observer = StageRecorder(self, tctx)
             if observers.stage_takers:
-                observers.take_stage_start(tctx)
+                try:
+                    observers.take_stage_start(tctx)
+                except Exception as exc:  # a recorder must never break a run
+                    observers.failed("take_stage_start", exc, tctx)
             if "on_stage_start" in observers.hooked:
                 observers.emit("on_stage_start", StageEvent(tctx))
         run.current_stage = self.prefix + node.id
@@ -285,11 +294,18 @@ class Traverser:
                 txn.oplog = None
                 tctx = self.context(node, rid)
                 if observers.ops_takers:
-                    observers.take_stage_ops(tctx, ops_log)
+                    try:
+                        observers.take_stage_ops(tctx, ops_log)
+                    except Exception as exc:  # a recorder must never break a run
+                        observers.failed("take_stage_ops", exc, tctx)
                 if "on_stage_ops" in observers.hooked:
                     observers.emit("on_stage_ops", StageOpsEvent(tctx, ops_log))
         if observers.commit_takers:
-            observers.take_commit(self.context(node, rid), commit)
+            cctx = self.context(node, rid)
+            try:
+                observers.take_commit(cctx, commit)
+            except Exception as exc:  # a recorder must never break a run
+                observers.failed("take_commit", exc, cctx)
         if "on_commit" in observers.hooked:
             observers.emit("on_commit", CommitEvent(self.context(node, rid), commit))
         return commit

@@ -83,7 +83,7 @@ class Batch:
 
 
 def stage_sentence(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
-    return sentences.stage(number, name, description, first=first, passes=passes)
+    return sentences.stage(number, name, description, first, passes)
 
 
 class Line:

@@ -127,9 +127,9 @@ class StepTelling(NarrativeState):
                     push(("step", 1, custom, stage_name, ctx, key, step))
                     told = False
             if told:
-                text = describe(kind, operation, key, summary, include_values=values)
-                push(("step", 1, f"Step {step}: {text}" if numbered else text, stage_name, ctx, key, step))
-            if kind == "write" and notes and operation != "delete":
+                text = describe(kind, operation, key, summary, values, step if numbered else None)
+                push(("step", 1, text, stage_name, ctx, key, step))
+            if notes and kind == "write" and operation != "delete":  # no notes: one test
                 tell = notes.get(key)
                 if tell is not None:
                     try:
@@ -179,7 +179,7 @@ class StepTelling(NarrativeState):
             stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
             text = self._render_stage(stage_ctx)
         if text is None and self._wording:  # told now (the kept calls replayed): worded at once
-            line = sentences.stage(number, name, description, first=first, passes=passes)
+            line = sentences.stage(number, name, description, first, passes)
             self._records.append(("stage", 0, line, name, ctx, None, None))
         elif text is None:
             self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
@@ -230,8 +230,8 @@ class StepTelling(NarrativeState):
                 if custom is not None:
                     push(("step", 1, custom, stage_name, ctx, key, step))
                     continue
-            text = describe(kind, operation, key, summary, include_values=values)
-            push(("step", 1, sentences.step(step, text) if numbered else text, stage_name, ctx, key, step))
+            text = describe(kind, operation, key, summary, values, step if numbered else None)
+            push(("step", 1, text, stage_name, ctx, key, step))
 
     def _push_line(
         self,

@@ -38,31 +38,41 @@ _CHECK = "\u2713"
 _CROSS = "\u2717"
 
 
-def stage(number: int, name: str, description: str | None, *, first: bool, passes: int) -> str:
+def stage(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
     """``Stage N: ...`` — the first stage began, a revisited stage looped back, else next."""
+    # each line in one string (no inner sentence joined to its prefix: this runs for every stage)
     if first:
-        inner = f"The process began: {description}." if description else f"The process began with {name}."
-    elif passes > 0:
-        inner = (
-            f"Looped back: {description} (pass {passes})." if description else f"Looped back to {name} (pass {passes})."
-        )
-    else:
-        inner = f"Next step: {description}." if description else f"Next, it moved on to {name}."
-    return f"Stage {number}: {inner}"
+        if description:
+            return f"Stage {number}: The process began: {description}."
+        return f"Stage {number}: The process began with {name}."
+    if passes > 0:
+        if description:
+            return f"Stage {number}: Looped back: {description} (pass {passes})."
+        return f"Stage {number}: Looped back to {name} (pass {passes})."
+    if description:
+        return f"Stage {number}: Next step: {description}."
+    return f"Stage {number}: Next, it moved on to {name}."
 
 
-def operation(kind: str, op: str, key: str, summary: str, *, include_values: bool = True) -> str:
-    """``Read k = v`` / ``Write k = v`` / ``Update k = v`` / ``Delete k`` (no step prefix)."""
+def operation(
+    kind: str, op: str, key: str, summary: str, include_values: bool = True, number: int | None = None
+) -> str:
+    """``Read k = v`` / ``Write k = v`` / ``Update k = v`` / ``Delete k``; with ``number``, the
+    step's whole line, ``Step N: Write k = v`` (as :func:`step` words it, in one string)."""
     if op == "delete" and kind != "read":
-        return f"Delete {key}"
-    if kind == "read":
-        # footprintjs drops "= v" from a read whose summary is empty, not from a write
-        show = include_values and bool(summary)
-        verb = "Read"
+        text = f"Delete {key}"
     else:
-        show = include_values
-        verb = "Update" if op == "update" else "Write"
-    return f"{verb} {key} = {summary}" if show else f"{verb} {key}"
+        if kind == "read":
+            # footprintjs drops "= v" from a read whose summary is empty, not from a write
+            show = include_values and summary != ""
+            verb = "Read"
+        else:
+            show = include_values
+            verb = "Update" if op == "update" else "Write"
+        if number is not None:  # a stage's step: one string, not the operation and then its line
+            return f"Step {number}: {verb} {key} = {summary}" if show else f"Step {number}: {verb} {key}"
+        text = f"{verb} {key} = {summary}" if show else f"{verb} {key}"
+    return text if number is None else step(number, text)
 
 
 def _conditions(rule: Mapping[str, Any]) -> str:

@@ -188,7 +188,9 @@ def known_id(run_id: object, where: str) -> None:
 
 @attrs.frozen
 class Segment:
-    """What one advance of a run writes, atomically, through ``RunStore.commit``.
+    """What one advance of a run writes, atomically, through ``RunStore.commit``: a slice of the
+    run's ``Record`` — what the segment's own record appends (``store/runs.appended``) — with the
+    run's new status.
 
     ``start_seq`` must equal the run's ``next_seq`` when the write lands; ``commits``
     are appended from there (their ``idx`` renumbered to their ``seq``). ``status`` is

@@ -36,12 +36,12 @@ from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.options import RunOptions
 from flowchart._core.values import NotJsonSafe, copy_json
 from flowchart._engine.entry import _run_input, resume_sync, run_sync
-from flowchart._record.record import subflow_traces
 from flowchart.recorders.narrative import narrative
 from flowchart.store.protocol import RunRecord, RunStore, Segment, StoreError, append_segment
 
 if TYPE_CHECKING:
     from flowchart._chart.chart import FlowChart
+    from flowchart._core.commits import Commit
     from flowchart._record.result import RunResult
 
 
@@ -99,16 +99,33 @@ def narrative_records(recorders: Any) -> tuple[NarrativeEntry, ...]:
     return ()
 
 
+def appended(result: RunResult | None) -> tuple[tuple[Commit, ...], tuple[NarrativeEntry, ...], dict[str, Any]]:
+    """What one advance appends to its run's ``Record``, read from the segment's own record
+    (``result.record``): its commits, its narrative records (when a recorder keeps records; bare
+    lines are stored as lines) and its subflow logs, their starting state under the run's rule."""
+    if result is None:
+        return (), (), {}
+    record = result.record
+    keeps = any(callable(getattr(recorder, "records", None)) for recorder in result.recorders)
+    records = record.narrative if keeps and record.narrative is not None else ()
+    hides = record.redaction
+    subflows = dict(record.subflows)
+    if hides is not None and hides.active:
+        subflows = {
+            rid: attrs.evolve(sub, initial_state=hides.scrub_state(sub.initial_state)) for rid, sub in subflows.items()
+        }
+    return record.commits, records, subflows
+
+
 def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrative: tuple[str, ...] = ()) -> Segment:
-    """The segment a finished or paused ``result`` writes (``output`` defaults to the result's):
-    its commits, its narrative (as records too) and its subflow logs."""
-    records = narrative_records(result.recorders)
-    subflows = subflow_traces(result.subflow_results, result.redaction)
+    """The segment a finished or paused ``result`` writes (``output`` defaults to the result's): a
+    slice of its record (``appended``) with the run's new status."""
+    commits, records, subflows = appended(result)
     if result.paused:
         return Segment(
             start_seq,
             "paused",
-            tuple(result.commit_log),
+            commits,
             result.checkpoint,
             question=result.output,
             narrative=narrative,
@@ -116,28 +133,18 @@ def segment_of(result: RunResult, start_seq: int, *, output: Any = None, narrati
             subflows=subflows,
         )
     value = result.output if output is None else output
-    return Segment(
-        start_seq,
-        "done",
-        tuple(result.commit_log),
-        output=value,
-        narrative=narrative,
-        records=records,
-        subflows=subflows,
-    )
+    return Segment(start_seq, "done", commits, output=value, narrative=narrative, records=records, subflows=subflows)
 
 
 def failure_of(exc: BaseException, start_seq: int, result: RunResult | None = None) -> Segment:
-    """The segment of a run that failed with ``exc``: the commits and narrative of ``result``
-    (else of the run ``exc`` carries, ``flowchart._core.failure``), the error and where it arose."""
+    """The segment of a run that failed with ``exc``: a slice of the record of ``result`` (else of
+    the run ``exc`` carries, ``flowchart._core.failure``), the error and where it arose."""
     failed = failed_run(exc)
     failure = failed[1] if failed is not None else RunFailure.of(exc)
     if result is None and failed is not None:
         result = failed[0]
-    commits = () if result is None else tuple(result.commit_log)
+    commits, records, subflows = appended(result)
     lines = () if result is None else narrative_lines(result.recorders)
-    records = () if result is None else narrative_records(result.recorders)
-    subflows = {} if result is None else subflow_traces(result.subflow_results, result.redaction)
     # the failed run's resume point (``flowchart._core.failure.failed_checkpoint``): ``retry`` continues there
     return Segment(
         start_seq,

@@ -32,6 +32,7 @@ from flowchart._core.signing import check_key
 from flowchart._record.record import SubflowTrace
 from flowchart._record.trace_codec import no_gc_pauses
 from flowchart.store import codec, sealing
+from flowchart.store.leases import check_fence
 from flowchart.store.protocol import (
     STATUSES,
     AlreadyAnsweredError,
@@ -561,6 +562,7 @@ class SqlStore:
                         f"run '{run_id}' moved on (status {status}, next seq {next_seq}) before this "
                         f"segment (from seq {segment.start_seq}) could commit: another writer advanced it"
                     )
+                check_fence(self, cur, run_id)  # a worker whose lease was taken over lands nothing
                 kept = self._checked(cur, run_id)
                 self._write_segment(cur, run_id, segment)
                 self._extended(cur, run_id, kept)

@@ -250,3 +250,30 @@ def test_emits_go_in_a_batch_only_for_a_batch_recorder_that_takes_them() -> None
     assert "emit" not in quiet.kinds and [kind for kind, _, _ in live.seen].count("emit") == 5
     _chart().run(recorders=[asking])
     assert asking.kinds.count("emit") == 5
+
+
+@pytest.mark.parametrize("recorders", [1, 2])
+def test_a_run_leaves_no_reference_cycle_holding_its_recorders(recorders: int) -> None:
+    """When a run ends, nothing it made points back at itself through the recorders' hooks:
+    a recorder (here a narrative with its whole entry list) is freed as soon as its last
+    reference goes, without waiting for the cycle collector — one recorder or several."""
+    import gc
+    import weakref
+
+    from flowchart import narrative
+
+    chart = flow_chart("A", lambda s: setattr(s, "n", 1), "a").add_function(
+        "B", lambda s: setattr(s, "n", s.n + 1), "b"
+    )
+    built = chart.build()
+    attached = [narrative() for _ in range(recorders)]
+    gc.collect()
+    gc.disable()
+    try:
+        built.run(recorders=attached)
+        assert attached[0].lines()[0] == "Stage 1: The process began with A."
+        refs = [weakref.ref(recorder) for recorder in attached]
+        del attached
+        assert [ref() for ref in refs] == [None] * recorders
+    finally:
+        gc.enable()

@@ -59,3 +59,25 @@ def test_a_missing_server_module_is_named() -> None:
     """``python -m`` of a module that is not installed: Python's own complaint is quoted."""
     with pytest.raises(McpConnectionError, match=r"ended before it answered; .*No module named 'no_such_inventory'"):
         mcp_tools(command=[sys.executable, "-m", "no_such_inventory.server"], timeout=60)
+
+
+def test_a_pipe_broken_by_the_ended_process_is_told_as_its_end() -> None:
+    """Under load the client may write to the pipe of a server that already exited: anyio raises
+    ``BrokenResourceError`` (no message) instead of the session's "Connection closed". That is the
+    same end, told the same way with the server's last words (before: "MCP server '…':
+    BrokenResourceError", which the suite saw once on a loaded machine)."""
+    import anyio
+
+    from agent.mcp.client import _Session, _TeeLog
+
+    log = _TeeLog()
+    log.file.write("inventory: no config at /etc/inv.toml\n")
+    session = _Session("'inventory'", errlog=log)
+    try:
+        told = session.why_ended(ExceptionGroup("task group", [anyio.BrokenResourceError()]), "answered")
+        assert told == "the server process ended before it answered; its last words on stderr: " + (
+            "inventory: no config at /etc/inv.toml"
+        )
+        assert session.why_ended(ValueError("bad reply"), "answered") == "ValueError: bad reply"
+    finally:
+        session.close()

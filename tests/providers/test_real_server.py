@@ -480,6 +480,37 @@ def test_a_conversation_of_three_turns_sends_every_earlier_turn(wire: RecordingP
     ]
 
 
+def test_per_call_costs_sum_exactly_to_the_usage_the_server_reported(wire: RecordingProxy) -> None:
+    """Two turns against the real server with a price for its model: each model-call row holds
+    the usage the server's JSON reported, and the rows' costs sum exactly to the run's total."""
+    from decimal import Decimal
+
+    from agent import Price
+
+    price = Price(input_per_mtok="0.15", output_per_mtok="0.60")
+    built = Agent.create(
+        provider=provider(wire), model=MODEL, temperature=0.0, max_tokens=8, pricing={MODEL: price}
+    ).build()
+    rows = []
+    for text in ("Say hi.", "Say bye."):
+        built.run(text)
+        snapshot = built.last_snapshot()
+        assert snapshot is not None
+        rows.extend(snapshot.calls)
+        assert Decimal(snapshot.cost["usd"]) == sum(Decimal(r["cost_usd"]) for r in snapshot.calls)
+    posts = chat_posts(wire.take())
+    reported = [p.json["usage"] for p in posts]
+    assert [(r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in rows] == [
+        (u["prompt_tokens"], u["completion_tokens"]) for u in reported
+    ]
+    expected = [
+        (Decimal(u["prompt_tokens"]) * Decimal("0.15") + Decimal(u["completion_tokens"]) * Decimal("0.60"))
+        / Decimal(10**6)
+        for u in reported
+    ]
+    assert [Decimal(r["cost_usd"]) for r in rows] == expected
+
+
 # --- a check-in resumed in a fresh process ---------------------------------------------------------
 
 

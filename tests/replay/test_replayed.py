@@ -169,3 +169,40 @@ def test_the_calls_are_read_from_the_record() -> None:
     """``recorded_calls`` lists each call-llm commit with the request it was sent."""
     calls = recorded_calls(recorded())
     assert [(c.idx, c.request["model"], len(c.request["messages"])) for c in calls] == [(1, "m", 1), (4, "m", 3)]
+
+
+def test_a_request_offering_other_tools_is_not_the_recorded_one() -> None:
+    """The tools and answer shape a call offered are part of the request (``llm_offer``): today's
+    agent with another tool, or the same tool with another schema, is refused naming what moved
+    (before, only the prompt, messages and model were compared, so a changed tool set was served
+    the old replies)."""
+    record = recorded()
+    extra = define_tool(
+        name="refund",
+        description="Refund an order.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}},
+        execute=lambda args, ctx: "ok",
+    )
+    more = build(replayed(record), [Lookups().tool(), extra])
+    with pytest.raises(
+        ReplayMissError, match=r"the tools offered differ: recorded \['lookup'\], now \['lookup', 'refund'\]"
+    ):
+        more.run("where is A-1?")
+    wider = define_tool(
+        name="lookup",
+        description="Look an order up.",
+        input_schema={"type": "object", "properties": {"order_id": {"type": "string"}, "full": {"type": "boolean"}}},
+        execute=Lookups(),
+    )
+    with pytest.raises(ReplayMissError, match=r"the tools' schemas or the answer's shape differ"):
+        build(replayed(record), [wider]).run("where is A-1?")
+    assert build(replayed(record), [Lookups().tool()]).run("where is A-1?") == "order A-1 is 10.00"
+
+
+def test_the_offer_is_recorded_once_and_again_only_when_it_changes() -> None:
+    """``llm_offer`` is written by the first model call and not again while the tools and answer
+    shape stay the same: one write per run on this script's two calls."""
+    record = recorded()
+    writes = [c.runtime_stage_id for c in record.commits if "llm_offer" in c.written_keys]
+    assert writes == ["call-llm#1"]
+    assert record.final_state["llm_offer"]["tools"] == ["lookup"]

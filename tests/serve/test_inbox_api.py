@@ -109,7 +109,7 @@ def test_a_runs_page_holds_the_evidence_the_story_and_the_ledger(setup: Setup, s
     assert run["evidence"]["will_do"] == "Refund an amount on an order. — with order_id=A-1001, amount=129.0"
     assert run["evidence"]["drivers"][0]["text"].startswith("lookup_order:")
     assert [row["middleware"] for row in run["ledger"]] == ["mask-cards"]
-    assert run["message"] == "REDACTED" and "4111" not in json.dumps(run)
+    assert run["message"] == "REDACTED" and run["message_hidden"] is True and "4111" not in json.dumps(run)
     assert run["viewer"] == f"/runs/{paused.run_id}/view" and run["story"]
     missing = httpx.get(f"{url}/api/runs/nope", headers=setup.headers("vera"))
     assert missing.status_code == 404 and missing.json() == {"error": "no run 'nope' in this store"}
@@ -371,6 +371,10 @@ def test_the_viewer_page_of_a_run_needs_a_login(setup: Setup, serve: Any) -> Non
         assert page.status_code == 200 and "default-src 'none'" in page.text
         assert paused.run_id in page.text
         assert browser.get("/runs/nope/view").status_code == 404
+        # the run's own page words a message the rule hides, never the log's placeholder
+        own = browser.get(f"/runs/{paused.run_id}").text
+        assert "The person's message is hidden by the run's redaction rule." in own
+        assert "REDACTED" not in own.split('id="message-in"')[1].split("</")[0]
 
 
 def test_a_middleware_ask_is_decided_like_a_check_in(setup: Setup, serve: Any) -> None:

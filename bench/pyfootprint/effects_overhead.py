@@ -1,0 +1,115 @@
+"""Effects and cost overhead: the W6 agent with an idempotent tool, and with cost accounting.
+
+usage: ``.venv/bin/python -m bench.pyfootprint.effects_overhead``
+
+One process, side by side (``bench.harness.side_by_side``), on freshly built W6 agents
+(``bench.pyfootprint.w6_agent``: the ``add`` tool, a scripted provider, 10 tool rounds):
+
+- ``run``: the plain agent (the tool only reads);
+- ``idempotent``: ``add`` declared ``effect="idempotent"``: an intent and a receipt per call, in
+  the agent's memory ledger (no store);
+- ``priced``: ``pricing={"mock": Price(...)}``: each model call's usage and cost on its commit;
+- ``stored`` / ``stored idempotent``: both on a SQLite run store (a fresh file per sample), where
+  each intent and receipt is its own committed transaction.
+
+Prints a JSON line with the ratios (median ÷ the matching baseline's median); the issue's bars:
+intent + receipt ≤ 1.10, cost accounting ≤ 1.02. Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from bench.harness import Record, side_by_side
+from bench.pyfootprint.common import row, settings
+from bench.pyfootprint.w6_agent import ADD_SCHEMA, ANSWER, TOOL_TURNS, mock_llm, run_agent
+
+
+def build(effect: str = "read", store: Any = None, priced: bool = False) -> tuple[Any, Any]:
+    """A W6 agent for one run: ``effect`` on the tool, an optional store, optional pricing."""
+    from agent import Agent, Price, define_tool
+    from agent.providers import scripted
+
+    add = define_tool(
+        name="add",
+        description="Add two numbers.",
+        input_schema=ADD_SCHEMA,
+        execute=lambda args, ctx: args["a"] + args["b"],
+        effect=effect,
+    )
+    replies: list[Any] = [
+        {"content": m["content"], "tool_calls": m["tool_calls"]} for m in map(mock_llm, range(TOOL_TURNS))
+    ]
+    replies.append(ANSWER)
+    provider = scripted(replies)
+    options: dict[str, Any] = {}
+    if store is not None:
+        options["store"] = store
+    if priced:
+        options["pricing"] = {"mock": Price(input_per_mtok=2.5, output_per_mtok=10)}
+    agent = Agent.create(provider=provider, model="mock", **options).tool(add).max_iterations(2 * TOOL_TURNS).build()
+    return agent, provider
+
+
+def main(quick: bool = False) -> list[Record]:
+    """Emit the rows and the ratio line."""
+    cfg = settings(quick)
+    folder = tempfile.mkdtemp(prefix="effects-bench-")
+    made = [0]
+
+    def variant(effect: str = "read", stored: bool = False, priced: bool = False) -> Callable[[], Callable[[], object]]:
+        def prepare() -> Callable[[], object]:
+            store = None
+            if stored:
+                from flowchart.store import SqliteStore
+
+                made[0] += 1
+                store = SqliteStore(os.path.join(folder, f"runs-{made[0]}.db"))
+            agent, provider = build(effect, store, priced)
+            return lambda: run_agent(agent, provider)
+
+        return prepare
+
+    variants = {
+        "run": variant(),
+        "idempotent": variant("idempotent"),
+        "priced": variant(priced=True),
+        "stored": variant(stored=True),
+        "stored idempotent": variant("idempotent", stored=True),
+    }
+    samples = side_by_side(cfg, variants)
+    out: list[Record] = []
+    labels = {
+        "run": "real Agent, read tool",
+        "idempotent": "real Agent, idempotent tool (intent + receipt, memory ledger)",
+        "priced": "real Agent, pricing= (cost on every call)",
+        "stored": "real Agent, SQLite store, read tool",
+        "stored idempotent": "real Agent, SQLite store, idempotent tool (ledger in the store)",
+    }
+    for name, label in labels.items():
+        row(out, "W6-effects", label, samples[name], per=TOOL_TURNS, unit="us/iter")
+    import statistics
+
+    def ratio(name: str, base: str) -> float:
+        return round(statistics.median(samples[name]) / statistics.median(samples[base]), 3)
+
+    line = {
+        "peer": "pyfootprint",
+        "workload": "W6-effects",
+        "ratios": {
+            "idempotent/run": ratio("idempotent", "run"),
+            "priced/run": ratio("priced", "run"),
+            "stored idempotent/stored": ratio("stored idempotent", "stored"),
+        },
+        "bars": {"intent+receipt": 1.10, "cost accounting": 1.02},
+    }
+    print(json.dumps(line), flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()

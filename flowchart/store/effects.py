@@ -1,0 +1,242 @@
+"""The effect ledger: an intent written before an effect happens, a receipt after — durably, at once.
+
+Laws:
+- A run's segment is written to the store only when it ends; an effect (a refund, an e-mail)
+  happens in the middle of one. So the ledger is written apart from the segment, each row in its
+  own transaction the moment it is known: ``intend`` BEFORE the effect, ``settle`` after. A
+  process that dies between the two leaves an intent without a receipt: the effect is *in doubt*,
+  and whoever advances the run next finds it (``entry``).
+- Rows are keyed by (run id, key); ``intend`` on a key that has a row returns that row and writes
+  nothing (the first intent stands); on a new key it also returns the run's other unsettled
+  intents (in doubt from an earlier try), read in the same transaction. ``settle`` writes the
+  receipt once; a second receipt for the same key is ignored (the first one stands), so two
+  workers racing on one effect agree.
+- Bodies and receipts are JSON objects read back through the one codec
+  (``flowchart._core.untrusted.parse``: its depth, size, number and surrogate limits): stored
+  rows are untrusted, and a malformed cell raises ``StoredRowError`` naming the run, the key
+  and the column. In a signed store (``key=``) each cell carries an HMAC bound to its run, key
+  and column, so an edited, forged or moved intent or receipt is refused by name.
+- The table (``effects``) is created on first use, in SQLite and PostgreSQL alike, outside the
+  numbered migrations, and is not part of a run's seal: a key cannot tell that a whole ledger
+  row was DELETED (an intent gone looks like a call never begun — like a consistent rollback,
+  which only an anchor kept elsewhere can show; docs/durable.md "Signed stores").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flowchart._core.errors import CheckpointError
+from flowchart._core.printable import printable
+from flowchart._core.signing import sign, unsign
+from flowchart._core.untrusted import parse
+from flowchart.store.codec import column as read_column
+
+__all__ = ["EffectLedger", "MemoryLedger", "ledger_of"]
+
+_TABLE = (
+    "CREATE TABLE IF NOT EXISTS effects ("
+    "run_id TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, receipt TEXT, "
+    "intended_at DOUBLE PRECISION NOT NULL, settled_at DOUBLE PRECISION, PRIMARY KEY (run_id, key))"
+)
+
+
+def _purpose(run_id: str, key: str, column: str) -> str:
+    return f"pyfootprint-effect:{run_id}\x00{key}\x00{column}"
+
+
+def _dump(value: dict[str, Any], signing: bytes | None, run_id: str, key: str, column: str) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return text if signing is None else sign(text, signing, _purpose(run_id, key, column))
+
+
+def _load(text: Any, signing: bytes | None, run_id: str, key: str, column: str) -> dict[str, Any]:
+    """One ledger cell through the store's one column reader (``codec.column``): signature first
+    (in a signed store), then the codec's parse; anything wrong is a ``StoredRowError``."""
+    where = f"effects.{column} of key {printable(key)[:80]!r}"
+
+    def read() -> dict[str, Any]:
+        if not isinstance(text, str):
+            raise CheckpointError(f"Invalid {where}: expected JSON text, got {type(text).__name__}", path="$")
+        plain = text if signing is None else unsign(text, signing, _purpose(run_id, key, column), what=where)
+        value = parse(plain, what=where)
+        if not isinstance(value, dict):
+            raise CheckpointError(f"Invalid {where}: expected a JSON object, got {type(value).__name__}", path="$")
+        return value
+
+    return read_column(run_id, where, read)
+
+
+def _row(run_id: str, key: str, body: Any, receipt: Any, signing: bytes | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "body": _load(body, signing, run_id, key, "intent")}
+    out["receipt"] = None if receipt is None else _load(receipt, signing, run_id, key, "receipt")
+    return out
+
+
+class EffectLedger:
+    """The ledger in a SQL run store (``SqliteStore``/``PostgresStore``).
+
+    Each write is its own transaction, committed before the method returns — durable against the
+    worker dying, which is what an in-doubt effect is about: SQLite writes through a connection of
+    its own with ``synchronous=NORMAL`` (in WAL mode a commit survives the process; only the
+    machine losing power can lose the last ones), PostgreSQL with ``synchronous_commit`` off for
+    these transactions (a commit survives the client; only the server crashing can lose it)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._ready = False
+        self._lock = threading.RLock()
+        self._db: Any = None
+        self._pid = -1
+        self._sqlite = isinstance(getattr(store, "path", None), str) and not hasattr(store, "dsn")
+        #: a signed store's key: every cell is signed for its run, key and column
+        self._signing: bytes | None = getattr(store, "_key", None)
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        if not self._sqlite:
+            with self._store._tx() as cur:
+                if not self._ready:
+                    self._store._run(cur, _TABLE)
+                    self._ready = True
+                cur.execute("SET LOCAL synchronous_commit TO OFF")
+                yield _Cursor(self._store, cur)
+            return
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                self._db = sqlite3.connect(
+                    self._store.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                )
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._pid = os.getpid()
+                if not self._ready:
+                    self._db.execute(_TABLE)
+                    self._ready = True
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Cursor(None, cur)
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def intend(
+        self, run_id: str, key: str, body: dict[str, Any], args: Any = None
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """Write the intent for ``key`` — ``body`` and, under ``"args"``, the call's arguments —
+        (committed when this returns) and return ``(None, others)``
+        — ``others`` the run's other intents without a receipt, in doubt from an earlier try — or,
+        when ``key`` has a row already, ``(that row, [])`` and nothing is written."""
+        with self._tx() as cur:
+            found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
+            if found is not None:
+                return _row(run_id, key, found[0], found[1], self._signing), []
+            cur.run(
+                "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?)",
+                (run_id, key, _dump({**body, "args": args}, self._signing, run_id, key, "intent"), time.time()),
+            )
+            others = cur.run(
+                "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
+            ).fetchall()
+        return None, [_row(run_id, other, text, None, self._signing) for other, text in others]
+
+    def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
+        """Write the receipt for ``key`` (the first one stands)."""
+        with self._tx() as cur:
+            cur.run(
+                "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL",
+                (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key),
+            )
+
+    def reopen(self, run_id: str, key: str) -> None:
+        """Clear the receipt of ``key`` (its effect is to be tried again: the last try failed)."""
+        with self._tx() as cur:
+            cur.run("UPDATE effects SET receipt = NULL, settled_at = NULL WHERE run_id = ? AND key = ?", (run_id, key))
+
+    def entries(self, run_id: str) -> list[dict[str, Any]]:
+        """Every row of ``run_id``, in the order the intents were written."""
+        with self._tx() as cur:
+            rows = cur.run(
+                "SELECT key, body, receipt FROM effects WHERE run_id = ? ORDER BY intended_at, key", (run_id,)
+            ).fetchall()
+        return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
+
+
+class _Cursor:
+    """A cursor that writes ``?`` placeholders in the store's dialect."""
+
+    def __init__(self, store: Any, cur: Any) -> None:
+        self._store, self._cur = store, cur
+
+    def run(self, sql: str, params: tuple[Any, ...]) -> Any:
+        if self._store is not None:
+            return self._store._run(self._cur, sql, params)
+        return self._cur.execute(sql, params)
+
+
+class MemoryLedger:
+    """The ledger of a run without a SQL store: this process's memory (no crash survives it)."""
+
+    def __init__(self) -> None:
+        # per run: key → [body, receipt]; values are made of strings and numbers, never changed
+        self._runs: dict[str, dict[str, list[Any]]] = {}
+        self._lock = threading.Lock()
+
+    def intend(
+        self, run_id: str, key: str, body: dict[str, Any], args: Any = None
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """See ``EffectLedger.intend`` (the arguments are not kept: no crash survives this ledger)."""
+        with self._lock:
+            rows = self._runs.get(run_id)
+            if rows is None:
+                rows = self._runs[run_id] = {}
+            found = rows.get(key)
+            if found is not None:
+                return {"key": key, "body": found[0], "receipt": found[1]}, []
+            others = [{"key": k, "body": v[0], "receipt": None} for k, v in rows.items() if v[1] is None]
+            rows[key] = [dict(body), None]
+        return None, others
+
+    def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
+        """See ``EffectLedger.settle``."""
+        with self._lock:
+            found = self._runs.get(run_id, {}).get(key)
+            if found is not None and found[1] is None:
+                found[1] = dict(receipt)
+
+    def reopen(self, run_id: str, key: str) -> None:
+        """See ``EffectLedger.reopen``."""
+        with self._lock:
+            found = self._runs.get(run_id, {}).get(key)
+            if found is not None:
+                found[1] = None
+
+    def entries(self, run_id: str) -> list[dict[str, Any]]:
+        """See ``EffectLedger.entries``."""
+        with self._lock:
+            return [{"key": k, "body": dict(v[0]), "receipt": v[1]} for k, v in self._runs.get(run_id, {}).items()]
+
+
+_ledgers: dict[int, Any] = {}
+_ledgers_lock = threading.Lock()
+
+
+def ledger_of(store: Any) -> Any:
+    """The ledger of ``store``: its SQL table for a SQL store, else one ``MemoryLedger`` per store."""
+    with _ledgers_lock:
+        found = getattr(store, "_effect_ledger", None)
+        if found is None:
+            found = EffectLedger(store) if hasattr(store, "_tx") and hasattr(store, "_run") else MemoryLedger()
+            try:
+                store._effect_ledger = found
+            except AttributeError:  # a store that takes no attributes: one ledger per object id
+                found = _ledgers.setdefault(id(store), found)
+        return found

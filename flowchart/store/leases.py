@@ -1,0 +1,201 @@
+"""Leases: the one worker advancing a run holds a lease on it, renewed by a heartbeat, fenced.
+
+Laws:
+- A lease is a row of the run store's ``leases`` table: the run, its holder, a fencing ``token``
+  and when it expires. ``acquire`` takes a run that has no lease, or whose lease expired (a
+  holder that stopped renewing: a dead worker), or that the same holder holds; every take-over
+  increments the token. Never two live leases on one run: the row is written in one
+  transaction, under the row lock (PostgreSQL ``FOR UPDATE``, SQLite's write lock).
+- ``held(store, run_id, holder)`` holds a lease while its block runs: a heartbeat thread renews it
+  every ``ttl / 3`` seconds; it is released at the end. Inside the block the store's ``commit``
+  of that run is **fenced**: in the commit's own transaction the lease's token must still be the
+  run's, else ``LeaseLostError`` (a ``CommitConflictError``) and nothing is written — a worker
+  whose lease was taken over (it stalled past its expiry) cannot land a segment.
+- ``expired(store)`` lists the runs that are ``running`` with a lease that expired: what another
+  worker should pick up (``agent.celery.reclaim_expired``) — seconds after a worker dies, not a
+  broker's visibility timeout later.
+- The table is created on first use, outside the numbered migrations. A store that is not SQL
+  (``MemoryStore``: one process) takes no lease: ``held`` runs its block unfenced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from flowchart.store.protocol import CommitConflictError
+
+__all__ = [
+    "DEFAULT_TTL",
+    "Lease",
+    "LeaseBusyError",
+    "LeaseLostError",
+    "acquire",
+    "check_fence",
+    "expired",
+    "held",
+    "release",
+    "renew",
+]
+
+DEFAULT_TTL = 1.5
+"""Seconds a lease lives without a renewal: a dead worker's run is taken over within it."""
+
+_TABLE = (
+    "CREATE TABLE IF NOT EXISTS leases (run_id TEXT PRIMARY KEY, holder TEXT NOT NULL, "
+    "token INTEGER NOT NULL, expires_at DOUBLE PRECISION NOT NULL)"
+)
+_FENCE: contextvars.ContextVar[Lease | None] = contextvars.ContextVar("flowchart_lease", default=None)
+
+
+class LeaseLostError(CommitConflictError):
+    """This worker's lease on the run was taken over by another: its commit is refused."""
+
+
+class LeaseBusyError(CommitConflictError):
+    """Another worker holds a live lease on the run."""
+
+
+@attrs.frozen
+class Lease:
+    """A lease held: ``token`` fences its holder's commits."""
+
+    run_id: str
+    holder: str
+    token: int
+    ttl: float
+
+
+def _sql(store: Any) -> bool:
+    return hasattr(store, "_tx") and hasattr(store, "_run")
+
+
+def _ready(store: Any, cur: Any) -> None:
+    if not getattr(store, "_leases_ready", False):
+        store._run(cur, _TABLE)
+        store._leases_ready = True
+
+
+def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Lease:
+    """Take the lease on ``run_id`` for ``holder`` (see the laws); ``LeaseBusyError`` when another
+    holder's lease is live."""
+    if not ttl > 0:
+        raise ValueError(f"a lease's ttl must be above 0 seconds, got {ttl!r}")
+    now = time.time()
+    with store._tx() as cur:
+        _ready(store, cur)
+        row = store._run(
+            cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
+        ).fetchone()
+        if row is None:
+            store._run(
+                cur,
+                "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
+                (run_id, holder, 1, now + ttl),
+            )
+            return Lease(run_id, holder, 1, ttl)
+        owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
+        if owner != holder and expires_at > now:
+            raise LeaseBusyError(
+                f"run '{run_id}' is leased to '{owner}' for {expires_at - now:.1f} s more: another worker advances it"
+            )
+        token = token if owner == holder and expires_at > now else token + 1
+        store._run(
+            cur,
+            "UPDATE leases SET holder = ?, token = ?, expires_at = ? WHERE run_id = ?",
+            (holder, token, now + ttl, run_id),
+        )
+        return Lease(run_id, holder, token, ttl)
+
+
+def renew(store: Any, lease: Lease) -> bool:
+    """Extend ``lease`` by its ttl; False when it was taken over (then it is not renewed)."""
+    with store._tx() as cur:
+        _ready(store, cur)
+        done = store._run(
+            cur,
+            "UPDATE leases SET expires_at = ? WHERE run_id = ? AND holder = ? AND token = ?",
+            (time.time() + lease.ttl, lease.run_id, lease.holder, lease.token),
+        )
+        return bool(done.rowcount)
+
+
+def release(store: Any, lease: Lease) -> None:
+    """Give ``lease`` up (when it is still this holder's)."""
+    with store._tx() as cur:
+        _ready(store, cur)
+        store._run(
+            cur,
+            "DELETE FROM leases WHERE run_id = ? AND holder = ? AND token = ?",
+            (lease.run_id, lease.holder, lease.token),
+        )
+
+
+def expired(store: Any, now: float | None = None) -> list[str]:
+    """The ``running`` runs whose lease expired (their worker died or stalled), oldest first."""
+    if not _sql(store):
+        return []
+    with store._tx() as cur:
+        _ready(store, cur)
+        rows = store._run(
+            cur,
+            "SELECT leases.run_id FROM leases JOIN runs ON runs.run_id = leases.run_id "
+            "WHERE runs.status = 'running' AND leases.expires_at <= ? ORDER BY leases.expires_at",
+            (time.time() if now is None else now,),
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def check_fence(store: Any, cur: Any, run_id: str) -> None:
+    """In ``store.commit``'s transaction: refuse the commit when this context holds a lease on
+    ``run_id`` whose token is no longer the run's (``LeaseLostError``)."""
+    lease = _FENCE.get()
+    if lease is None or lease.run_id != run_id:
+        return
+    _ready(store, cur)
+    row = store._run(cur, "SELECT holder, token FROM leases WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None or str(row[0]) != lease.holder or int(row[1]) != lease.token:
+        holder = "nobody" if row is None else f"'{row[0]}' (token {row[1]})"
+        raise LeaseLostError(
+            f"run '{run_id}': this worker's lease (token {lease.token}) was taken over by {holder}; "
+            "its segment is not committed"
+        )
+
+
+@contextlib.contextmanager
+def held(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Iterator[Lease | None]:
+    """Hold the lease on ``run_id`` while the block runs: renewed by a heartbeat, commits fenced."""
+    if not _sql(store):
+        yield None
+        return
+    lease = acquire(store, run_id, holder, ttl)
+    stop = threading.Event()
+    lost = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(ttl / 3):
+            try:
+                if not renew(store, lease):
+                    lost.set()
+                    return
+            except Exception:  # a failed renewal is retried at the next beat; expiry decides
+                continue
+
+    thread = threading.Thread(target=beat, name=f"lease-{run_id}", daemon=True)
+    thread.start()
+    token = _FENCE.set(lease)
+    try:
+        yield lease
+    finally:
+        _FENCE.reset(token)
+        stop.set()
+        thread.join()
+        if not lost.is_set():
+            with contextlib.suppress(Exception):
+                release(store, lease)

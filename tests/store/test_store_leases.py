@@ -1,0 +1,178 @@
+"""Leases: one live worker per run, a dead worker's run taken over in seconds, a stalled one fenced.
+
+Real worker processes (``lease_worker.py``) on SQLite (and PostgreSQL for the in-process laws):
+SIGKILL stands for a worker dying, SIGSTOP/SIGCONT for one stalling past its lease.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lease_worker import refund_agent, slow_chart, store_of
+from servers import fresh_pg_dsn
+
+from flowchart.store.leases import DEFAULT_TTL, LeaseBusyError, LeaseLostError, acquire, expired, held, renew
+
+HERE = Path(__file__).parent
+
+
+def spawn(*argv: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent.parent)])}
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "lease_worker.py"), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the worker ended early: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("the worker never got going")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def where(tmp_path: Path) -> Iterator[str]:
+    yield str(tmp_path / "runs.db")
+
+
+def test_a_live_lease_is_never_shared_and_a_dead_holder_is_taken_over_within_its_ttl(
+    where: str, tmp_path: Path
+) -> None:
+    """While a worker holds the lease (its heartbeat renewing it well past the ttl) nobody else
+    gets it; once the worker is SIGKILLed, another takes it over within the ttl (≤ 2 s), with the
+    next fencing token."""
+    ready = tmp_path / "ready"
+    holder = spawn("hold", where, "run-1", str(ready))
+    try:
+        wait_for(ready, holder)
+        store = store_of(where)
+        time.sleep(DEFAULT_TTL * 1.5)  # past one ttl: only the heartbeat keeps it
+        with pytest.raises(LeaseBusyError, match=r"run 'run-1' is leased to 'holder-\d+'"):
+            acquire(store, "run-1", "me")
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        killed = time.monotonic()
+        while True:
+            try:
+                lease = acquire(store, "run-1", "me")
+                break
+            except LeaseBusyError:
+                time.sleep(0.05)
+        recovery = time.monotonic() - killed
+        assert lease.token == 2
+        assert recovery <= 2.0, recovery
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+def test_a_stalled_worker_whose_lease_was_taken_over_cannot_commit(where: str, tmp_path: Path) -> None:
+    """A worker stalls (SIGSTOP) in the middle of a segment past its lease; another takes the lease;
+    the stalled one, woken, finishes its stage, and its commit is refused by the fence: the run's
+    record is untouched."""
+    ready = tmp_path / "ready"
+    store = store_of(where)
+    chart = slow_chart(str(ready))
+    store.create("run-2", kind="chart", chart_fingerprint=chart.fingerprint, input={}, chart_spec=chart.spec)
+    worker = spawn("advance", where, "run-2", str(ready))
+    try:
+        wait_for(ready, worker)
+        worker.send_signal(signal.SIGSTOP)
+        time.sleep(DEFAULT_TTL + 0.5)
+        taken = acquire(store, "run-2", "rescuer", ttl=60)
+        assert taken.token == 2
+        assert expired(store) == []  # live again: the rescuer holds it
+        worker.send_signal(signal.SIGCONT)
+        out, err = worker.communicate(timeout=60)
+        assert out.startswith("lease lost: run 'run-2': this worker's lease (token 1) was taken over by 'rescuer'"), err
+        record = store.get("run-2")
+        assert record.status == "running" and record.next_seq == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
+def test_a_dead_agent_worker_is_found_and_its_run_finished_by_another(where: str, tmp_path: Path) -> None:
+    """A worker advancing an agent run through ``agent.celery.advance`` is SIGKILLed inside the tool;
+    within the lease's ttl the run is listed by ``expired`` (what ``reclaim_expired`` enqueues), and
+    another worker's ``advance`` finishes it."""
+    from agent._run import durable
+    from agent.celery import advance
+
+    ready = tmp_path / "ready"
+    agent = refund_agent(where, str(ready))
+    run_id = durable.create(agent, durable.make_input("refund it"))
+    worker = spawn("agent", where, run_id, str(ready))
+    try:
+        wait_for(ready, worker)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        killed = time.monotonic()
+        while expired(agent.store) != [run_id]:
+            assert time.monotonic() - killed < 5, "the dead worker's run was never listed"
+            time.sleep(0.05)
+        found = time.monotonic() - killed
+        assert found <= 2.0, found
+        os.environ["REFUND_SLEEP"] = "0"
+        try:
+            assert advance(refund_agent(where, str(ready)), run_id) == "done"
+        finally:
+            del os.environ["REFUND_SLEEP"]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_lease_laws_in_one_process(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Same holder renews; another holder is refused while live; a taken-over lease does not renew
+    and fences its commit; ``held`` releases at the end. On SQLite and a real PostgreSQL."""
+    where = str(tmp_path / "runs.db") if backend == "sqlite" else fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
+    store = store_of(where)
+    chart = slow_chart(str(tmp_path / "ready"))
+    store.create("run-3", kind="chart", chart_fingerprint=chart.fingerprint, input={}, chart_spec=chart.spec)
+    first = acquire(store, "run-3", "a", ttl=0.2)
+    assert acquire(store, "run-3", "a", ttl=0.2).token == first.token  # the same holder: the same lease
+    with pytest.raises(LeaseBusyError):
+        acquire(store, "run-3", "b")
+    time.sleep(0.3)
+    second = acquire(store, "run-3", "b", ttl=30)
+    assert second.token == first.token + 1
+    assert renew(store, first) is False and renew(store, second) is True
+    with pytest.raises(ValueError, match="ttl must be above 0"):
+        acquire(store, "run-3", "c", ttl=0)
+    from flowchart.store.leases import release
+
+    release(store, second)
+    from flowchart.store.runs import advance_chart
+
+    os.environ["SLOW_SECONDS"] = "0"
+    try:
+        with pytest.raises(LeaseLostError, match="was taken over by 'd'"), held(store, "run-3", "c", ttl=0.3):
+            time.sleep(0.1)
+            stalled = time.monotonic() + 0.6  # the heartbeat thread keeps it; a take-over needs it gone
+            while time.monotonic() < stalled:
+                try:
+                    acquire(store, "run-3", "d", ttl=30)
+                    break
+                except LeaseBusyError:
+                    with store._tx() as cur:  # type: ignore[attr-defined]  # the holder stalls: its lease runs out
+                        store._run(cur, "UPDATE leases SET expires_at = 0 WHERE run_id = ?", ("run-3",))  # type: ignore[attr-defined]
+            advance_chart(chart, store, "run-3")
+    finally:
+        del os.environ["SLOW_SECONDS"]
+    assert store.get("run-3").next_seq == 0
