@@ -64,30 +64,3 @@ def test_side_by_side_prepares_each_sample_untimed_and_rotates_who_goes_first() 
         "run b",
     ]
     assert ratios({"base": [1.0, 2.0, 3.0], "x": [3.0, 4.0, 5.0]}, "base") == {"x": 2.0}
-
-
-def test_the_langgraph_inbox_peer_prints_the_rows_of_bench_inbox() -> None:
-    """The inbox's peer column (``bench.peers.langgraph.inbox``, in the peers venv — skipped when
-    ``make bench`` has not made it) runs at a tiny size and prints bench/inbox.py's row shape and
-    figures: the first page, approve → done with no failure, the page after the approvals."""
-    import json
-    import os
-    import subprocess
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    peers = Path(os.environ.get("PEERS_VENV", repo / "bench" / ".cache" / "peers-venv")) / "bin" / "python"
-    if not peers.exists():
-        pytest.skip(f"no LangGraph peers venv at {peers.parent.parent} (make bench makes it)")
-    command = [str(peers), "-m", "bench.peers.langgraph.inbox", "--runs", "55", "--decisions", "8", "--pages", "3"]
-    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [r["figure"] for r in rows] == [
-        "inbox first page (limit 50)",
-        "approve -> done (4 concurrent approvers)",
-        "inbox first page (limit 50) after the 8 approvals",
-    ]
-    keys = {"peer", "figure", "runs", "n", "p50_ms", "p95_ms", "target_p95_ms"}
-    assert all(set(r) >= keys and r["peer"] == "langgraph" for r in rows)
-    assert [r["n"] for r in rows] == [3, 8, 3] and rows[1]["failures"] == 0
