@@ -316,6 +316,19 @@ def inbox_app(
         html = templates.get_template(name).render(request=request, **context)
         return HTMLResponse(html, status_code=status, headers={"content-security-policy": CSP})
 
+    def refused_page(request: Request, approver: Approver, refused: InboxRefusal) -> HTMLResponse:
+        """The list page, empty, saying what was refused (with the refusal's status)."""
+        return page(
+            "list.html",
+            request,
+            status=refused.status,
+            approver=approver,
+            runs=[],
+            next=None,
+            params={},
+            message=refused.message,
+        )
+
     def login_form(request: Request, status: int = 200, message: str | None = None, **headers: str) -> Response:
         """The login page; its form carries the HMAC of the ``inbox_login`` cookie (set if absent)."""
         nonce = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(18)
@@ -385,16 +398,7 @@ def inbox_app(
             params = _list_params(request.query_params)
             data = await run_in_threadpool(listing, params)
         except InboxRefusal as refused:
-            return page(
-                "list.html",
-                request,
-                status=refused.status,
-                approver=approver,
-                runs=[],
-                next=None,
-                params={},
-                message=refused.message,
-            )
+            return refused_page(request, approver, refused)
         return page(
             "list.html", request, approver=approver, runs=data["runs"], next=data["next"], params=params, message=None
         )
@@ -406,16 +410,7 @@ def inbox_app(
         try:
             run = await run_in_threadpool(one, request.path_params["run_id"])
         except InboxRefusal as refused:
-            return page(
-                "list.html",
-                request,
-                status=refused.status,
-                approver=approver,
-                runs=[],
-                next=None,
-                params={},
-                message=refused.message,
-            )
+            return refused_page(request, approver, refused)
         return page("run.html", request, approver=approver, run=run, message=None, ok=None)
 
     async def decide_page(request: Request) -> Response:
@@ -458,16 +453,7 @@ def inbox_app(
         try:
             run = await run_in_threadpool(one, run_id)
         except InboxRefusal as refused:
-            return page(
-                "list.html",
-                request,
-                status=refused.status,
-                approver=approver,
-                runs=[],
-                next=None,
-                params={},
-                message=refused.message,
-            )
+            return refused_page(request, approver, refused)
         return page("run.html", request, status=status, approver=approver, run=run, message=message, ok=ok)
 
     async def viewer_page(request: Request) -> Response:

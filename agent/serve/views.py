@@ -12,6 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from agent._edge.cli_common import shown_input
+from flowchart import Redaction
 from flowchart.store import RunRecord, RunSummary
 from governance.human import call_text
 
@@ -23,10 +25,13 @@ def _iso(stamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
 
+def _rule(record: RunRecord | RunSummary) -> Redaction:
+    return record.rule if isinstance(record, RunSummary) else record.record.rule
+
+
 def _message(record: RunRecord | RunSummary) -> str | None:
-    # the input under the run's rule (what ``record.shown().input`` is), without showing the checkpoint
-    rule = record.rule if isinstance(record, RunSummary) else record.record.rule
-    shown = rule.scrub_state(record.input)
+    # the input as its reader may see it: the summary's, or the stored run's shown record's
+    shown = record.shown_input if isinstance(record, RunSummary) else shown_input(record)
     message = shown.get("input_message") if isinstance(shown, Mapping) else None
     return message if isinstance(message, str) else None
 
@@ -75,9 +80,7 @@ def _row(record: RunRecord | RunSummary) -> dict[str, Any]:
         "for": starter_of(identity),
         "message": _message(record),
         # the message the run's rule hides: the page says so in words, not with the log's placeholder
-        "message_hidden": (record.rule if isinstance(record, RunSummary) else record.record.rule).hides(
-            "input_message"
-        ),
+        "message_hidden": _rule(record).hides("input_message"),
         "since": _iso(record.updated_at),
         "updated_at": record.updated_at,
     }

@@ -65,6 +65,12 @@ class RunSummary:
         rule that hides something keeps it, ``SqlStore.create``)."""
         return self.redaction if self.redaction is not None else Redaction()
 
+    @property
+    def shown_input(self) -> dict[str, Any]:
+        """The run's input as a reader may see it: under ``rule`` (what the run's shown record's
+        ``input`` is, without reading or showing anything else of the run)."""
+        return self.rule.scrub_state(self.input)
+
 
 class SummaryList(list[RunSummary]):
     """What ``store.summaries`` returns: the summaries it could read, in order; ``unreadable`` —
