@@ -182,3 +182,16 @@ def rss_bytes() -> int:
     """Current resident set size of this process."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def latency_figure(
+    peer: str, figure: str, runs: int, samples_ms: list[float], target_ms: float, digits: int = 2, **extra: Any
+) -> dict[str, Any]:
+    """One latency row of the inbox figures (``bench/inbox.py`` and its LangGraph peer print the
+    same shape): the sample count, the median and the 95th percentile (nearest rank) in ms."""
+    ordered = sorted(samples_ms)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    row = {"peer": peer, "figure": figure, "runs": runs, "n": len(ordered)}
+    row.update(p50_ms=round(statistics.median(ordered), digits), p95_ms=round(p95, digits), target_p95_ms=target_ms)
+    row.update(extra)
+    return row

@@ -1,6 +1,6 @@
 """The approval inbox's figures: the first page of the list and approve → done, over real HTTP.
 
-    .venv/bin/python bench/inbox.py [--runs 1000] [--decisions 100] [--approvers 4] [--pages 200]
+    .venv/bin/python -m bench.inbox [--runs 1000] [--decisions 100] [--approvers 4] [--pages 200]
 
 Makes N paused runs of the demo's refund agent (``examples/support_agent.py``) in a fresh
 SQLite store, starts ``agent serve`` on it in its own process (uvicorn on 127.0.0.1, the demo
@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,13 +34,10 @@ import threading
 import time
 from pathlib import Path
 
+from bench.harness import latency_figure
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
-
-def _p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _port() -> int:
@@ -174,43 +170,26 @@ def main() -> int:
             server.terminate()
             server.wait(10)
     figures = [
-        {
-            "peer": "pyfootprint",
-            "figure": "inbox first page (limit 50)",
-            "runs": args.runs,
-            "n": len(pages),
-            "p50_ms": round(statistics.median(pages), 2),
-            "p95_ms": round(_p(pages, 0.95), 2),
-            "target_p95_ms": 50,
-        },
-        {
-            "peer": "pyfootprint",
-            "figure": f"approve -> done ({args.approvers} concurrent approvers)",
-            "runs": args.runs,
-            "n": len(latencies),
-            "p50_ms": round(statistics.median(latencies), 1),
-            "p95_ms": round(_p(latencies, 0.95), 1),
-            "target_p95_ms": 1000,
-            "failures": len(failures),
-        },
-        {
-            "peer": "pyfootprint",
-            "figure": f"inbox first page (limit 50) after the {len(latencies)} approvals",
-            "runs": args.runs,
-            "n": len(after),
-            "p50_ms": round(statistics.median(after), 2),
-            "p95_ms": round(_p(after, 0.95), 2),
-            "target_p95_ms": 50,
-        },
-        {
-            "peer": "pyfootprint",
-            "figure": "first page in process: store.summaries(status='paused', limit=50), no HTTP",
-            "runs": args.runs,
-            "n": len(in_process),
-            "p50_ms": round(statistics.median(in_process), 2),
-            "p95_ms": round(_p(in_process, 0.95), 2),
-            "target_p95_ms": 50,
-        },
+        latency_figure("pyfootprint", "inbox first page (limit 50)", args.runs, pages, 50),
+        latency_figure(
+            "pyfootprint",
+            f"approve -> done ({args.approvers} concurrent approvers)",
+            args.runs,
+            latencies,
+            1000,
+            1,
+            failures=len(failures),
+        ),
+        latency_figure(
+            "pyfootprint", f"inbox first page (limit 50) after the {len(latencies)} approvals", args.runs, after, 50
+        ),
+        latency_figure(
+            "pyfootprint",
+            "first page in process: store.summaries(status='paused', limit=50), no HTTP",
+            args.runs,
+            in_process,
+            50,
+        ),
     ]
     for figure in figures:
         print(json.dumps(figure))

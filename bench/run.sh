@@ -160,8 +160,8 @@ if [[ $HAVE_LG == 1 ]]; then
     >>"$ROOT/bench/results/memory_recall.jsonl" || FAILED=1
 fi
 # The approval inbox over real HTTP (agent serve): first page of 1,000 paused runs, approve -> done.
-say "inbox pyfootprint: $PF_PY bench/inbox.py --runs ${BENCH_INBOX_RUNS:-1000}"
-"$PF_PY" "$ROOT/bench/inbox.py" --runs "${BENCH_INBOX_RUNS:-1000}" >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
+say "inbox pyfootprint: $PF_PY -m bench.inbox --runs ${BENCH_INBOX_RUNS:-1000}"
+(cd "$ROOT" && "$PF_PY" -m bench.inbox --runs "${BENCH_INBOX_RUNS:-1000}") >"$ROOT/bench/results/inbox.jsonl" || FAILED=1
 if [[ $HAVE_LG == 1 ]]; then  # the peer column: get_state / Command(resume=...) on an equivalent graph
   say "inbox langgraph: $PEERS_VENV/bin/python -m bench.peers.langgraph.inbox --runs ${BENCH_INBOX_RUNS:-1000}"
   (cd "$ROOT" && "$PEERS_VENV/bin/python" -m bench.peers.langgraph.inbox --runs "${BENCH_INBOX_RUNS:-1000}") \

@@ -98,7 +98,7 @@ def test_the_inbox_benchmark_runs_at_a_tiny_size() -> None:
     import json
 
     out = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "inbox.py"), "--runs", "55", "--decisions", "8", "--pages", "3"],
+        [sys.executable, "-m", "bench.inbox", "--runs", "55", "--decisions", "8", "--pages", "3"],
         capture_output=True,
         text=True,
         timeout=300,

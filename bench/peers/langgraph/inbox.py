@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
 import threading
@@ -47,6 +46,8 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
+
+from bench.harness import latency_figure
 
 ORDERS = {"A-1001": {"order_id": "A-1001", "item": "Noise-cancelling headphones", "amount": 129.0}}
 QUESTION = "Hi, I was charged twice for order A-1001. Please refund the extra charge."
@@ -124,11 +125,6 @@ def first_page(graph: Any, saver: Any, size: int = 50) -> list[dict[str, Any]]:
     return rows
 
 
-def _p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> int:
     """Make the paused threads, measure, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -183,34 +179,19 @@ def main() -> int:
             after.append((time.perf_counter() - t0) * 1000)
         conn.close()
     figures = [
-        {
-            "peer": "langgraph",
-            "figure": "inbox first page (limit 50)",
-            "runs": args.runs,
-            "n": len(pages),
-            "p50_ms": round(statistics.median(pages), 2),
-            "p95_ms": round(_p(pages, 0.95), 2),
-            "target_p95_ms": 50,
-        },
-        {
-            "peer": "langgraph",
-            "figure": f"approve -> done ({args.approvers} concurrent approvers)",
-            "runs": args.runs,
-            "n": len(latencies),
-            "p50_ms": round(statistics.median(latencies), 1),
-            "p95_ms": round(_p(latencies, 0.95), 1),
-            "target_p95_ms": 1000,
-            "failures": len(failures),
-        },
-        {
-            "peer": "langgraph",
-            "figure": f"inbox first page (limit 50) after the {len(latencies)} approvals",
-            "runs": args.runs,
-            "n": len(after),
-            "p50_ms": round(statistics.median(after), 2),
-            "p95_ms": round(_p(after, 0.95), 2),
-            "target_p95_ms": 50,
-        },
+        latency_figure("langgraph", "inbox first page (limit 50)", args.runs, pages, 50),
+        latency_figure(
+            "langgraph",
+            f"approve -> done ({args.approvers} concurrent approvers)",
+            args.runs,
+            latencies,
+            1000,
+            1,
+            failures=len(failures),
+        ),
+        latency_figure(
+            "langgraph", f"inbox first page (limit 50) after the {len(latencies)} approvals", args.runs, after, 50
+        ),
     ]
     for figure in figures:
         print(json.dumps(figure))
