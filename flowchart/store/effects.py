@@ -16,10 +16,8 @@ Laws:
   rows are untrusted, and a malformed cell raises ``StoredRowError`` naming the run, the key
   and the column. In a signed store (``key=``) each cell carries an HMAC bound to its run, key
   and column, so an edited, forged or moved intent or receipt is refused by name.
-- The table (``effects``) is created on first use, in SQLite and PostgreSQL alike, outside the
-  numbered migrations, and is not part of a run's seal: a key cannot tell that a whole ledger
-  row was DELETED (an intent gone looks like a call never begun — like a consistent rollback,
-  which only an anchor kept elsewhere can show; docs/durable.md "Signed stores").
+- The table (``effects``) is the store's, made by its numbered migrations (version 9,
+  ``flowchart.store.schema``) in SQLite and PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -40,12 +38,6 @@ from flowchart._core.untrusted import parse
 from flowchart.store.codec import column as read_column
 
 __all__ = ["EffectLedger", "MemoryLedger", "ledger_of"]
-
-_TABLE = (
-    "CREATE TABLE IF NOT EXISTS effects ("
-    "run_id TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, receipt TEXT, "
-    "intended_at DOUBLE PRECISION NOT NULL, settled_at DOUBLE PRECISION, PRIMARY KEY (run_id, key))"
-)
 
 
 def _purpose(run_id: str, key: str, column: str) -> str:
@@ -91,7 +83,6 @@ class EffectLedger:
 
     def __init__(self, store: Any) -> None:
         self._store = store
-        self._ready = False
         self._lock = threading.RLock()
         self._db: Any = None
         self._pid = -1
@@ -103,9 +94,6 @@ class EffectLedger:
     def _tx(self) -> Iterator[Any]:
         if not self._sqlite:
             with self._store._tx() as cur:
-                if not self._ready:
-                    self._store._run(cur, _TABLE)
-                    self._ready = True
                 cur.execute("SET LOCAL synchronous_commit TO OFF")
                 yield _Cursor(self._store, cur)
             return
@@ -116,9 +104,6 @@ class EffectLedger:
                 )
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._pid = os.getpid()
-                if not self._ready:
-                    self._db.execute(_TABLE)
-                    self._ready = True
             cur = self._db.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:

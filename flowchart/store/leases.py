@@ -14,7 +14,7 @@ Laws:
 - ``expired(store)`` lists the runs that are ``running`` with a lease that expired: what another
   worker should pick up (``agent.celery.reclaim_expired``) — seconds after a worker dies, not a
   broker's visibility timeout later.
-- The table is created on first use, outside the numbered migrations. A store that is not SQL
+- The table (``leases``) is the store's, made by its numbered migrations (version 9). A store that is not SQL
   (``MemoryStore``: one process) takes no lease: ``held`` runs its block unfenced.
 """
 
@@ -47,10 +47,6 @@ __all__ = [
 DEFAULT_TTL = 1.5
 """Seconds a lease lives without a renewal: a dead worker's run is taken over within it."""
 
-_TABLE = (
-    "CREATE TABLE IF NOT EXISTS leases (run_id TEXT PRIMARY KEY, holder TEXT NOT NULL, "
-    "token INTEGER NOT NULL, expires_at DOUBLE PRECISION NOT NULL)"
-)
 _FENCE: contextvars.ContextVar[Lease | None] = contextvars.ContextVar("flowchart_lease", default=None)
 
 
@@ -76,12 +72,6 @@ def _sql(store: Any) -> bool:
     return hasattr(store, "_tx") and hasattr(store, "_run")
 
 
-def _ready(store: Any, cur: Any) -> None:
-    if not getattr(store, "_leases_ready", False):
-        store._run(cur, _TABLE)
-        store._leases_ready = True
-
-
 def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Lease:
     """Take the lease on ``run_id`` for ``holder`` (see the laws); ``LeaseBusyError`` when another
     holder's lease is live."""
@@ -89,7 +79,6 @@ def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> L
         raise ValueError(f"a lease's ttl must be above 0 seconds, got {ttl!r}")
     now = time.time()
     with store._tx() as cur:
-        _ready(store, cur)
         row = store._run(
             cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
         ).fetchone()
@@ -117,7 +106,6 @@ def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> L
 def renew(store: Any, lease: Lease) -> bool:
     """Extend ``lease`` by its ttl; False when it was taken over (then it is not renewed)."""
     with store._tx() as cur:
-        _ready(store, cur)
         done = store._run(
             cur,
             "UPDATE leases SET expires_at = ? WHERE run_id = ? AND holder = ? AND token = ?",
@@ -129,7 +117,6 @@ def renew(store: Any, lease: Lease) -> bool:
 def release(store: Any, lease: Lease) -> None:
     """Give ``lease`` up (when it is still this holder's)."""
     with store._tx() as cur:
-        _ready(store, cur)
         store._run(
             cur,
             "DELETE FROM leases WHERE run_id = ? AND holder = ? AND token = ?",
@@ -142,7 +129,6 @@ def expired(store: Any, now: float | None = None) -> list[str]:
     if not _sql(store):
         return []
     with store._tx() as cur:
-        _ready(store, cur)
         rows = store._run(
             cur,
             "SELECT leases.run_id FROM leases JOIN runs ON runs.run_id = leases.run_id "
@@ -158,7 +144,6 @@ def check_fence(store: Any, cur: Any, run_id: str) -> None:
     lease = _FENCE.get()
     if lease is None or lease.run_id != run_id:
         return
-    _ready(store, cur)
     row = store._run(cur, "SELECT holder, token FROM leases WHERE run_id = ?", (run_id,)).fetchone()
     if row is None or str(row[0]) != lease.holder or int(row[1]) != lease.token:
         holder = "nobody" if row is None else f"'{row[0]}' (token {row[1]})"

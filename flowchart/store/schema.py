@@ -16,7 +16,7 @@ Laws:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -101,6 +101,27 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     8: (
         "CREATE INDEX runs_by_status_update ON runs (status, updated_at DESC, run_id)",
         "CREATE INDEX runs_by_update ON runs (updated_at DESC, run_id)",
+    ),
+    # 9: the effect ledger (``effects``: an intent before a tool's effect, a receipt after) and the
+    # run leases (``leases``: the worker advancing a run, its fencing token, its expiry). Version-8
+    # libraries created both on first use, so a version-8 database may hold them already: IF NOT
+    # EXISTS keeps their rows; a database from before has them created empty
+    9: (
+        """CREATE TABLE IF NOT EXISTS effects (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            body TEXT NOT NULL,
+            receipt TEXT,
+            intended_at DOUBLE PRECISION NOT NULL,
+            settled_at DOUBLE PRECISION,
+            PRIMARY KEY (run_id, key)
+        )""",
+        """CREATE TABLE IF NOT EXISTS leases (
+            run_id TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            token INTEGER NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
     ),
 }
 
