@@ -28,8 +28,14 @@ Laws:
 - A worker advancing a run holds a lease on it in the store, renewed by a heartbeat
   (``flowchart.store.leases``): a second worker given the same run while the lease is live does
   nothing, and a worker whose lease was taken over (it stalled past its expiry) cannot commit
-  (fencing). ``reclaim_expired(app)`` enqueues the runs whose lease expired: a dead worker's run
-  is picked up in seconds; the broker's redelivery after its visibility timeout is the fallback.
+  (fencing). Every worker process also sweeps the store in the background (``reclaim_every``
+  seconds, 0.25 by default): a run whose lease expired — its worker died — is claimed for a
+  handover (``leases.hand_over``: one sweeper wins, the dead holder stays fenced off) and its
+  advance enqueued, so a dead worker's run is picked up about a lease's ttl (1.5 s) after the
+  kill, with no beat or extra process to start. ``reclaim_expired(app)`` is that sweep, callable
+  by hand. With ``acks_late`` and a prefetch of one task per process, a worker holds no run it has
+  not started; the broker's redelivery after its visibility timeout stays the fallback for the
+  message of a worker that died in the instant between receiving a run and leasing it.
 - A run that FAILS in a stage is recorded ``failed`` with its resume point; with
   ``make_app(..., retry_failed=Retry(...))`` the worker retries it under that policy: it
   flips the run back to ``running`` (``store.retry``: once, whichever worker wins) and
@@ -40,8 +46,11 @@ Laws:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +71,7 @@ from agent._run.queueing import (
 from agent.errors import AgentLoadError
 from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
-from flowchart.store.leases import LeaseBusyError, expired, held
+from flowchart.store.leases import HANDOVER_TTL, LeaseBusyError, expired, hand_over, held
 from flowchart.store.runs import advance_chart
 
 
@@ -72,15 +81,58 @@ def worker_id() -> str:
 
 
 def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
-    """Enqueue an advance of every ``running`` run whose lease expired — its worker died or stalled
-    (``flowchart.store.leases``) — and return their ids. Call it every second or so (a Celery beat,
-    a loop beside the workers): a dead worker's run is picked up within the lease's ttl plus that
-    period, not after the broker's visibility timeout (which stays the fallback)."""
+    """Claim and enqueue an advance of every ``running`` run whose lease expired — its worker died
+    or stalled (``flowchart.store.leases``) — and return their ids. Each run is claimed first
+    (``hand_over``): of several workers sweeping at once, one enqueues it. Every worker runs this
+    in the background (``make_app(reclaim_every=...)``); call it by hand where no worker runs."""
     target = store if store is not None else app_store(app)
-    found = expired(target)
-    for run_id in found:
-        enqueue(app, run_id)
-    return found
+    taken = []
+    for run_id in expired(target):
+        try:
+            claimed = hand_over(target, run_id, worker_id())
+        except StoreError:
+            continue
+        if claimed is not None:
+            enqueue(app, run_id)
+            taken.append(run_id)
+    return taken
+
+
+DEFAULT_RECLAIM_EVERY = 0.25
+"""Seconds between a worker's background sweeps for runs whose lease expired."""
+
+
+def _sweep_forever(app: Any, every: float) -> None:
+    """A worker's background sweep (``reclaim_expired`` every ``every`` seconds, jittered so that
+    the processes of many workers do not sweep in step); failures are logged and retried."""
+    import random
+
+    rng = random.Random(os.getpid())
+    while True:
+        time.sleep(every * (0.5 + rng.random()))
+        try:
+            found = reclaim_expired(app)
+        except Exception as exc:  # the store unreachable for a moment: the next sweep retries
+            log.debug("lease sweep failed: %s", exc)
+            continue
+        for run_id in found:
+            log.warning("run %s: its worker's lease expired; handed over to the next worker", run_id)
+
+
+def start_sweeping(app: Any) -> threading.Thread | None:
+    """Start this process's background sweep for ``app`` (once per process; ``None`` when
+    ``make_app(reclaim_every=None)`` turned it off or it already runs)."""
+    every = getattr(app.conf, "pyfootprint_reclaim_every", None)
+    key = (os.getpid(), id(app))
+    if every is None or key in _SWEEPING:
+        return None
+    thread = threading.Thread(target=_sweep_forever, args=(app, every), name="pyfootprint-lease-sweep", daemon=True)
+    _SWEEPING[key] = thread
+    thread.start()
+    return thread
+
+
+_SWEEPING: dict[tuple[int, int], threading.Thread] = {}
 
 
 if TYPE_CHECKING:
@@ -90,6 +142,7 @@ DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 log = logging.getLogger("agent.celery")
 
 _AGENTS: dict[tuple[int, str], Any] = {}
+_LOADING = threading.RLock()
 
 
 def _celery() -> Any:
@@ -112,6 +165,7 @@ def make_app(
     visibility_timeout: float = 3600.0,
     retry_failed: Retry | None = None,
     store: str | None = None,
+    reclaim_every: float | None = DEFAULT_RECLAIM_EVERY,
     **config: Any,
 ) -> Any:
     """A Celery app whose task ``advance_run`` advances runs of the agent ``agent`` names.
@@ -124,7 +178,13 @@ def make_app(
     passed to ``app.conf.update``. The newest app made in a process is the default
     for ``agent.submit``. ``retry_failed`` (a ``flowchart.Retry``) is the policy under which
     workers retry a run that failed in a stage (``None``: a failed run stays failed).
+    ``reclaim_every`` (seconds) is how often each worker process sweeps the store for runs whose
+    lease expired and hands them over (``reclaim_expired``); ``None`` turns the sweep off (then
+    only the broker's redelivery, or your own ``reclaim_expired`` calls, recover a dead worker's
+    runs).
     """
+    if reclaim_every is not None and not (isinstance(reclaim_every, (int, float)) and reclaim_every > 0):
+        raise ValueError(f"make_app(reclaim_every=...): expected seconds above 0 or None, got {reclaim_every!r}")
     if retry_failed is not None and not isinstance(retry_failed, Retry):
         raise TypeError(f"make_app(retry_failed=...): expected a flowchart.Retry, got {type(retry_failed).__name__}")
     celery = _celery()
@@ -153,6 +213,8 @@ def make_app(
     app.conf.pyfootprint_agent = agent
     app.conf.pyfootprint_retry_failed = retry_failed
     app.conf.pyfootprint_store = store
+    app.conf.pyfootprint_reclaim_every = reclaim_every
+    _sweep_in_workers(app)
 
     @app.task(name=TASK_NAME, bind=True, max_retries=20)
     def advance_run(task: Any, run_id: str) -> str:
@@ -178,11 +240,33 @@ def make_app(
     return app
 
 
+def _sweep_in_workers(app: Any) -> None:
+    """Start the background sweep in every process that runs tasks: each prefork pool process after
+    its fork (``worker_process_init``), or the worker itself for a pool that does not fork."""
+    from celery import signals
+
+    def in_pool_process(**_: Any) -> None:
+        start_sweeping(app)
+
+    def in_worker(sender: Any = None, **_: Any) -> None:
+        pool = getattr(sender, "pool", None)
+        if pool is not None and "prefork" not in type(pool).__module__:
+            start_sweeping(app)
+
+    signals.worker_process_init.connect(in_pool_process, weak=False)
+    signals.worker_ready.connect(in_worker, weak=False)
+
+
 def app_agent(app: Any) -> Any:
     """The agent (or plain ``FlowChart``) ``app`` advances, built once per process (after a
     worker's fork)."""
     spec = app.conf.pyfootprint_agent
     key = (os.getpid(), spec)
+    with _LOADING:  # the task and the background sweep may both be first
+        return _load_agent(spec, key)
+
+
+def _load_agent(spec: str, key: tuple[int, str]) -> Any:
     if key not in _AGENTS:
         try:
             _AGENTS[key] = load_agent_or_chart(spec)
@@ -201,12 +285,13 @@ def _chart_store(app: Any, target: Any) -> RunStore | None:
             f"agent.celery: {app.conf.pyfootprint_agent} is a chart: pass make_app(..., store=MODULE:ATTR)"
         )
     key = (os.getpid(), "store:" + spec)
-    if key not in _AGENTS:
-        try:
-            _AGENTS[key] = load_store(spec)
-        except AgentLoadError as exc:
-            raise RuntimeError(f"agent.celery: {exc}") from None
-    store: RunStore = _AGENTS[key]
+    with _LOADING:
+        if key not in _AGENTS:
+            try:
+                _AGENTS[key] = load_store(spec)
+            except AgentLoadError as exc:
+                raise RuntimeError(f"agent.celery: {exc}") from None
+        store: RunStore = _AGENTS[key]
     return store
 
 
@@ -278,6 +363,10 @@ def advance(
             delay = retry_failed_run(store, run_id, exc, retry_failed)
             if delay is not None:
                 log.warning("run %s failed (%s); retrying in %.1f s", run_id, exc, delay)
+                # claimed until its retry is due (and a handover's wait after): should this worker
+                # die holding the delayed message, the sweep hands the run over then
+                with contextlib.suppress(StoreError):
+                    hand_over(store, run_id, worker_id(), ttl=delay + HANDOVER_TTL)
                 requeue(delay)
                 return "running"
         log.warning("run %s %s: %s", run_id, status, exc)
@@ -312,6 +401,7 @@ __all__ = [
     "reclaim_expired",
     "retry_and_enqueue",
     "retry_failed_run",
+    "start_sweeping",
     "submit",
     "submit_chart",
     "worker_id",

@@ -3,7 +3,8 @@
 Laws:
 - A lease is a row of the run store's ``leases`` table: the run, its holder, a fencing ``token``
   and when it expires. ``acquire`` takes a run that has no lease, or whose lease expired (a
-  holder that stopped renewing: a dead worker), or that the same holder holds; every take-over
+  holder that stopped renewing: a dead worker), or that was handed over to the next worker
+  (``hand_over``), or that the same holder holds; every take-over
   increments the token. Never two live leases on one run: the row is written in one
   transaction, under the row lock (PostgreSQL ``FOR UPDATE``, SQLite's write lock).
 - ``held(store, run_id, holder)`` holds a lease while its block runs: a heartbeat thread renews it
@@ -12,8 +13,14 @@ Laws:
   run's, else ``LeaseLostError`` (a ``CommitConflictError``) and nothing is written — a worker
   whose lease was taken over (it stalled past its expiry) cannot land a segment.
 - ``expired(store)`` lists the runs that are ``running`` with a lease that expired: what another
-  worker should pick up (``agent.celery.reclaim_expired``) — seconds after a worker dies, not a
-  broker's visibility timeout later.
+  worker should pick up (``agent.celery.reclaim_expired``, which every live worker runs in the
+  background) — seconds after a worker dies, not a broker's visibility timeout later.
+- ``hand_over(store, run_id, by, ttl)`` claims a run whose lease expired (or that has none) for the
+  worker that will advance it next, before it is re-queued: the claim is a lease like any other
+  (the token moves on, so the dead or stalled holder stays fenced off), and two sweepers racing on
+  one run cannot both claim it. Its holder is marked ``handover:``: the worker that receives the
+  run takes a handover lease over at once (``acquire``), live or not; nobody renews one, so a
+  handed-over run whose message is lost is listed by ``expired`` again after ``ttl``.
 - The table (``leases``) is the store's, made by its numbered migrations (version 9). A store that is not SQL
   (``MemoryStore``: one process) takes no lease: ``held`` runs its block unfenced.
 """
@@ -33,12 +40,15 @@ from flowchart.store.protocol import CommitConflictError
 
 __all__ = [
     "DEFAULT_TTL",
+    "HANDOVER",
+    "HANDOVER_TTL",
     "Lease",
     "LeaseBusyError",
     "LeaseLostError",
     "acquire",
     "check_fence",
     "expired",
+    "hand_over",
     "held",
     "release",
     "renew",
@@ -46,6 +56,12 @@ __all__ = [
 
 DEFAULT_TTL = 1.5
 """Seconds a lease lives without a renewal: a dead worker's run is taken over within it."""
+
+HANDOVER = "handover:"
+"""The holder prefix of a lease claimed for the next worker (``hand_over``): any worker takes it over."""
+
+HANDOVER_TTL = 10.0
+"""Seconds a handed-over run waits for a worker to take it before it is listed as expired again."""
 
 _FENCE: contextvars.ContextVar[Lease | None] = contextvars.ContextVar("flowchart_lease", default=None)
 
@@ -90,7 +106,7 @@ def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> L
             )
             return Lease(run_id, holder, 1, ttl)
         owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
-        if owner != holder and expires_at > now:
+        if owner != holder and expires_at > now and not owner.startswith(HANDOVER):
             raise LeaseBusyError(
                 f"run '{run_id}' is leased to '{owner}' for {expires_at - now:.1f} s more: another worker advances it"
             )
@@ -101,6 +117,38 @@ def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> L
             (holder, token, now + ttl, run_id),
         )
         return Lease(run_id, holder, token, ttl)
+
+
+def hand_over(store: Any, run_id: str, by: str, ttl: float = HANDOVER_TTL) -> Lease | None:
+    """Claim ``run_id`` — whose lease expired, or that has none — for the next worker to advance it
+    (see the laws); ``None`` when a live lease holds it (another sweeper claimed it first, or its
+    worker is alive after all). A store that is not SQL has no leases: ``None``."""
+    if not _sql(store):
+        return None
+    if not ttl > 0:
+        raise ValueError(f"a handover's ttl must be above 0 seconds, got {ttl!r}")
+    now = time.time()
+    holder = HANDOVER + by
+    with store._tx() as cur:
+        row = store._run(
+            cur, "SELECT token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
+        ).fetchone()
+        if row is None:
+            store._run(
+                cur,
+                "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
+                (run_id, holder, 1, now + ttl),
+            )
+            return Lease(run_id, holder, 1, ttl)
+        token, expires_at = int(row[0]), float(row[1])
+        if expires_at > now:
+            return None
+        store._run(
+            cur,
+            "UPDATE leases SET holder = ?, token = ?, expires_at = ? WHERE run_id = ?",
+            (holder, token + 1, now + ttl, run_id),
+        )
+        return Lease(run_id, holder, token + 1, ttl)
 
 
 def renew(store: Any, lease: Lease) -> bool:

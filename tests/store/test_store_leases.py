@@ -176,3 +176,50 @@ def test_the_lease_laws_in_one_process(backend: str, tmp_path: Path, request: py
     finally:
         del os.environ["SLOW_SECONDS"]
     assert store.get("run-3").next_seq == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_expired_run_is_handed_over_once_and_taken_by_the_next_worker(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``hand_over`` claims a dead holder's run for the next worker: of two sweepers one wins (the
+    other gets ``None``), the token moves on so the dead holder's commits stay fenced, any worker
+    then takes the handover over at once (next token), and a handover nobody took is listed by
+    ``expired`` again after its ttl. A live lease is never handed over."""
+    from flowchart.store.leases import HANDOVER, hand_over
+
+    where = str(tmp_path / "runs.db") if backend == "sqlite" else fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
+    store = store_of(where)
+    chart = slow_chart(str(tmp_path / "ready"))
+    store.create("run-4", kind="chart", chart_fingerprint=chart.fingerprint, input={}, chart_spec=chart.spec)
+    dead = acquire(store, "run-4", "dead", ttl=0.1)
+    assert hand_over(store, "run-4", "sweeper-1") is None  # still live: its worker may be alive
+    time.sleep(0.15)
+    assert expired(store) == ["run-4"]
+    claimed = hand_over(store, "run-4", "sweeper-1", ttl=0.2)
+    assert claimed is not None and (claimed.holder, claimed.token) == (HANDOVER + "sweeper-1", dead.token + 1)
+    assert hand_over(store, "run-4", "sweeper-2") is None  # the race's loser
+    assert expired(store) == [] and renew(store, dead) is False
+    time.sleep(0.25)
+    assert expired(store) == ["run-4"]  # nobody took it: listed again
+    again = hand_over(store, "run-4", "sweeper-2", ttl=30)
+    assert again is not None and again.token == claimed.token + 1
+    taken = acquire(store, "run-4", "next-worker")  # a live handover is taken over at once
+    assert taken.token == again.token + 1
+    with pytest.raises(LeaseBusyError):
+        acquire(store, "run-4", "another")
+    with pytest.raises(ValueError, match="a handover's ttl must be above 0 seconds, got -1"):
+        hand_over(store, "run-4", "sweeper-3", ttl=-1)
+
+
+def test_make_app_refuses_a_sweep_period_that_is_not_seconds_above_zero() -> None:
+    """``make_app(reclaim_every=...)`` takes seconds above 0 or ``None`` (no sweep), and says so."""
+    pytest.importorskip("celery")
+    from agent.celery import make_app
+
+    with pytest.raises(ValueError, match=r"make_app\(reclaim_every=\.\.\.\): expected seconds above 0 or None, got 0"):
+        make_app("refund_agent:refund_agent", broker="memory://", reclaim_every=0)
+    assert (
+        make_app("refund_agent:refund_agent", broker="memory://", reclaim_every=None).conf.pyfootprint_reclaim_every
+        is None
+    )

@@ -1,0 +1,109 @@
+"""A dead Celery worker's runs are picked up by the live workers' background lease sweep, with the
+default settings: no beat, no extra process, no lowered visibility timeout (its default, 3600 s,
+is what recovery took before). Real ``redis-server``, real PostgreSQL, real ``celery worker``
+processes; the worker advancing a run is SIGKILLed (its whole process group) mid-tool."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from servers import ServerUnavailable, fresh_pg_dsn, redis_server, start_worker, stop_worker
+
+from flowchart.store import PostgresStore
+
+pytest.importorskip("celery", reason="the Celery tests need the [celery] extra")
+
+from refund_agent import refund_agent
+
+from agent.celery import make_app
+
+HERE = Path(__file__).parent
+
+#: far below the broker's default visibility timeout (3600 s), far above the ~2 s the sweep takes:
+#: a deadline for the test on a loaded machine, not a measure of speed (bench/effects_sigkill.py is)
+DEADLINE = 300.0
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> object:
+    """A redis-server started for this module (skips when it truly cannot start)."""
+    try:
+        with redis_server() as url:
+            yield url
+    except ServerUnavailable as exc:
+        pytest.skip(f"Redis cannot start here: {exc}")
+
+
+def _running_on(logdir: Path, names: list[str], run_id: str) -> str | None:
+    """The worker whose log shows ``run_id``'s advance started (and not ended)."""
+    for name in names:
+        log = logdir / f"{name}.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if f"advance {run_id} start" in text and f"advance {run_id} end" not in text:
+            return name
+    return None
+
+
+def test_a_sigkilled_workers_run_finishes_once_on_another_worker_with_the_default_settings(
+    pg_dsn: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Two workers with the default settings advance 4 slow runs; the worker in the middle of a
+    refund is SIGKILLed. The survivor's background sweep finds the dead worker's expired lease,
+    claims it and enqueues the run: all 4 runs end ``done`` within the test's deadline (before the
+    sweep, the killed run waited for the broker's 3600 s visibility timeout), each with one
+    segment and unique commits; the killed run's log names no commit twice."""
+    import psycopg
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    log = tmp_path / "refunds.log"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "AGENT_BROKER_URL": redis_url,
+        "AGENT_RUNS_DSN": dsn,
+        "REFUND_LOG": str(log),
+        "REFUND_DELAY": "4",
+    }
+    env.pop("VISIBILITY_TIMEOUT", None)
+    names = ["r0", "r1"]
+    workers = dict(zip(names, (start_worker(name, env, tmp_path) for name in names), strict=True))
+    try:
+        app = make_app("refund_agent:refund_agent", broker=redis_url)
+        store = PostgresStore(dsn)
+        agent = refund_agent(store)
+        ids = [agent.submit("refund order A-1 20", app=app) for _ in range(4)]
+        victim: tuple[str, str] | None = None
+        deadline = time.monotonic() + DEADLINE
+        while victim is None:
+            assert time.monotonic() < deadline, "no refund ever started"
+            started = log.read_text().split() if log.exists() else []
+            for key in started:
+                run_id = key.split(":")[0]
+                name = _running_on(tmp_path, names, run_id)
+                if name is not None:
+                    victim = (name, run_id)
+                    break
+            time.sleep(0.05)
+        name, killed = victim
+        stop_worker(workers[name], signal.SIGKILL)  # mid-refund: its lease stops being renewed
+        while len(store.list(status="done")) < len(ids):
+            assert time.monotonic() < deadline, (
+                f"not all runs finished: {[(r.run_id, r.status) for r in store.list()]}; the killed run was {killed}"
+            )
+            time.sleep(0.2)
+    finally:
+        for proc in workers.values():
+            stop_worker(proc, signal.SIGKILL)
+    with psycopg.connect(dsn) as raw:
+        segments = raw.execute("SELECT run_id, COUNT(*) FROM segments GROUP BY run_id").fetchall()
+        commits = raw.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM commits").fetchone()
+    assert sorted(n for _, n in segments) == [1, 1, 1, 1]
+    assert commits is not None and commits[0] == commits[1]
+    for record in store.list():
+        assert record.status == "done" and record.output == "Done: refunded 20.00 on A-1"
+    survivor = next(n for n in names if n != name)
+    assert f"advance {killed} start" in (tmp_path / f"{survivor}.log").read_text()
