@@ -71,7 +71,7 @@ from agent._run.queueing import (
 from agent.errors import AgentLoadError
 from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
-from flowchart.store.leases import HANDOVER_TTL, LeaseBusyError, expired, hand_over, held
+from flowchart.store.leases import HANDOVER_TTL, LeaseBusyError, expired, hand_over, held, stranded
 from flowchart.store.runs import advance_chart
 
 
@@ -82,15 +82,19 @@ def worker_id() -> str:
 
 def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     """Claim and enqueue an advance of every ``running`` run whose lease expired — its worker died
-    or stalled (``flowchart.store.leases``) — and return their ids. Each run is claimed first
-    (``hand_over``): of several workers sweeping at once, one enqueues it. Every worker runs this
-    in the background (``make_app(reclaim_every=...)``); call it by hand where no worker runs."""
+    or stalled — and of every ``running`` run without a lease that has not moved for
+    ``HANDOVER_TTL`` seconds (received by a worker that died before leasing it, or queued that
+    long: a second message is harmless) (``flowchart.store.leases``); return their ids. Each run
+    is claimed first (``hand_over``): of several workers sweeping at once, one enqueues it. Every
+    worker runs this in the background (``make_app(reclaim_every=...)``); call it by hand where no
+    worker runs."""
     target = store if store is not None else app_store(app)
     taken = []
-    for run_id in expired(target):
+    for run_id in [*expired(target), *stranded(target, HANDOVER_TTL)]:
         try:
             claimed = hand_over(target, run_id, worker_id())
-        except StoreError:
+        except Exception as exc:  # another sweeper inserted the claim first, the store blinked
+            log.debug("run %s: not handed over (%s)", run_id, exc)
             continue
         if claimed is not None:
             enqueue(app, run_id)
@@ -108,6 +112,10 @@ def _sweep_forever(app: Any, every: float) -> None:
     import random
 
     rng = random.Random(os.getpid())
+    try:  # built now, so the first task this process takes does not wait for it
+        app_store(app)
+    except Exception as exc:
+        log.debug("lease sweep: the store is not ready yet: %s", exc)
     while True:
         time.sleep(every * (0.5 + rng.random()))
         try:
@@ -340,11 +348,12 @@ def advance(
         target = agent
         step = lambda: durable.advance_now(target, run_id)  # noqa: E731
     assert store is not None
-    record = store.get(run_id)
-    if record.next_step in ("wait", "finished"):
-        return record.status
     try:
+        # the lease first: no moment in which this worker has the run and the store does not know
         with held(store, run_id, worker_id()):  # one live worker per run; a stalled one is fenced off
+            record = store.get(run_id)
+            if record.next_step in ("wait", "finished"):
+                return record.status
             step()
     except LeaseBusyError:
         log.info("run %s: another worker holds a live lease on it; nothing to do", run_id)

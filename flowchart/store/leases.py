@@ -20,7 +20,12 @@ Laws:
   (the token moves on, so the dead or stalled holder stays fenced off), and two sweepers racing on
   one run cannot both claim it. Its holder is marked ``handover:``: the worker that receives the
   run takes a handover lease over at once (``acquire``), live or not; nobody renews one, so a
-  handed-over run whose message is lost is listed by ``expired`` again after ``ttl``.
+  handed-over run whose message is lost is listed by ``expired`` again — after ``ttl``, then
+  twice as long at each handover nobody took (a run waiting behind a long queue is re-queued a
+  logarithmic number of times, not once per ``ttl``; at most ``MAX_HANDOVER_TTL``).
+- ``stranded(store, older_than)`` lists the ``running`` runs with no lease at all that have not
+  moved for ``older_than`` seconds: queued for that long — or received by a worker that died
+  before it took the lease. Handing them over too leaves no run to the broker's redelivery.
 - The table (``leases``) is the store's, made by its numbered migrations (version 9). A store that is not SQL
   (``MemoryStore``: one process) takes no lease: ``held`` runs its block unfenced.
 """
@@ -42,6 +47,7 @@ __all__ = [
     "DEFAULT_TTL",
     "HANDOVER",
     "HANDOVER_TTL",
+    "MAX_HANDOVER_TTL",
     "Lease",
     "LeaseBusyError",
     "LeaseLostError",
@@ -52,6 +58,7 @@ __all__ = [
     "held",
     "release",
     "renew",
+    "stranded",
 ]
 
 DEFAULT_TTL = 1.5
@@ -62,6 +69,9 @@ HANDOVER = "handover:"
 
 HANDOVER_TTL = 10.0
 """Seconds a handed-over run waits for a worker to take it before it is listed as expired again."""
+
+MAX_HANDOVER_TTL = 600.0
+"""The longest wait of a handover nobody took (each one doubles it)."""
 
 _FENCE: contextvars.ContextVar[Lease | None] = contextvars.ContextVar("flowchart_lease", default=None)
 
@@ -128,27 +138,51 @@ def hand_over(store: Any, run_id: str, by: str, ttl: float = HANDOVER_TTL) -> Le
     if not ttl > 0:
         raise ValueError(f"a handover's ttl must be above 0 seconds, got {ttl!r}")
     now = time.time()
-    holder = HANDOVER + by
     with store._tx() as cur:
         row = store._run(
-            cur, "SELECT token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
+            cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
         ).fetchone()
         if row is None:
             store._run(
                 cur,
                 "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
-                (run_id, holder, 1, now + ttl),
+                (run_id, f"{HANDOVER}0:{by}", 1, now + ttl),
             )
-            return Lease(run_id, holder, 1, ttl)
-        token, expires_at = int(row[0]), float(row[1])
+            return Lease(run_id, f"{HANDOVER}0:{by}", 1, ttl)
+        owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
         if expires_at > now:
             return None
+        untaken = _handovers(owner) + 1 if owner.startswith(HANDOVER) else 0
+        wait = min(ttl * 2**untaken, max(ttl, MAX_HANDOVER_TTL))
+        holder = f"{HANDOVER}{untaken}:{by}"
         store._run(
             cur,
             "UPDATE leases SET holder = ?, token = ?, expires_at = ? WHERE run_id = ?",
-            (holder, token + 1, now + ttl, run_id),
+            (holder, token + 1, now + wait, run_id),
         )
-        return Lease(run_id, holder, token + 1, ttl)
+        return Lease(run_id, holder, token + 1, wait)
+
+
+def _handovers(holder: str) -> int:
+    """How many handovers before this one nobody took (``handover:N:by``)."""
+    count = holder[len(HANDOVER) :].split(":", 1)[0]
+    return min(int(count), 64) if count.isdigit() else 0
+
+
+def stranded(store: Any, older_than: float = HANDOVER_TTL, now: float | None = None) -> list[str]:
+    """The ``running`` runs with no lease that have not moved for ``older_than`` seconds (see the
+    laws), oldest first."""
+    if not _sql(store):
+        return []
+    with store._tx(write=False) as cur:
+        rows = store._run(
+            cur,
+            "SELECT runs.run_id FROM runs LEFT JOIN leases ON leases.run_id = runs.run_id "
+            "WHERE runs.status = 'running' AND leases.run_id IS NULL AND runs.updated_at <= ? "
+            "ORDER BY runs.updated_at",
+            ((time.time() if now is None else now) - older_than,),
+        ).fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def renew(store: Any, lease: Lease) -> bool:
@@ -176,7 +210,7 @@ def expired(store: Any, now: float | None = None) -> list[str]:
     """The ``running`` runs whose lease expired (their worker died or stalled), oldest first."""
     if not _sql(store):
         return []
-    with store._tx() as cur:
+    with store._tx(write=False) as cur:
         rows = store._run(
             cur,
             "SELECT leases.run_id FROM leases JOIN runs ON runs.run_id = leases.run_id "

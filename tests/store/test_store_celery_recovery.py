@@ -107,3 +107,32 @@ def test_a_sigkilled_workers_run_finishes_once_on_another_worker_with_the_defaul
         assert record.status == "done" and record.output == "Done: refunded 20.00 on A-1"
     survivor = next(n for n in names if n != name)
     assert f"advance {killed} start" in (tmp_path / f"{survivor}.log").read_text()
+
+
+def test_a_run_whose_message_died_with_its_worker_is_found_without_its_message(
+    pg_dsn: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A run recorded ``running`` whose message no worker will ever deliver — what a worker killed
+    between receiving the message and leasing the run leaves until the broker's 3600 s visibility
+    timeout — is ``stranded``: a live worker's sweep hands it over after ``HANDOVER_TTL`` seconds
+    without a move, and it finishes once."""
+    from agent._run import durable
+
+    dsn = fresh_pg_dsn(pg_dsn)
+    log = tmp_path / "refunds.log"
+    env = {**os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn}
+    env.update({"REFUND_LOG": str(log)})
+    env.pop("VISIBILITY_TIMEOUT", None)
+    worker = start_worker("s0", env, tmp_path)
+    try:
+        store = PostgresStore(dsn)
+        agent = refund_agent(store)
+        run_id = durable.create(agent, durable.make_input("refund order A-1 20"))  # no message sent
+        deadline = time.monotonic() + DEADLINE
+        while store.get(run_id).status != "done":
+            assert time.monotonic() < deadline, f"the stranded run was never picked up: {store.get(run_id).status}"
+            time.sleep(0.2)
+    finally:
+        stop_worker(worker, signal.SIGKILL)
+    assert log.read_text().split() == [f"{run_id}:call-1"]
+    assert "handed over to the next worker" in (tmp_path / "s0.log").read_text()

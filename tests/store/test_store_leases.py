@@ -185,25 +185,33 @@ def test_an_expired_run_is_handed_over_once_and_taken_by_the_next_worker(
     """``hand_over`` claims a dead holder's run for the next worker: of two sweepers one wins (the
     other gets ``None``), the token moves on so the dead holder's commits stay fenced, any worker
     then takes the handover over at once (next token), and a handover nobody took is listed by
-    ``expired`` again after its ttl. A live lease is never handed over."""
-    from flowchart.store.leases import HANDOVER, hand_over
+    ``expired`` again after its ttl, and handed over with twice the wait. A live lease is never
+    handed over. A ``running`` run with no lease at all is ``stranded`` once it has not moved for
+    the given seconds (a worker died between receiving it and leasing it)."""
+    from flowchart.store.leases import HANDOVER, hand_over, stranded
 
     where = str(tmp_path / "runs.db") if backend == "sqlite" else fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
     store = store_of(where)
     chart = slow_chart(str(tmp_path / "ready"))
     store.create("run-4", kind="chart", chart_fingerprint=chart.fingerprint, input={}, chart_spec=chart.spec)
+    assert stranded(store, 60) == [] and stranded(store, 0) == ["run-4"]
     dead = acquire(store, "run-4", "dead", ttl=0.1)
+    assert stranded(store, 0) == []  # leased: not stranded
     assert hand_over(store, "run-4", "sweeper-1") is None  # still live: its worker may be alive
     time.sleep(0.15)
     assert expired(store) == ["run-4"]
     claimed = hand_over(store, "run-4", "sweeper-1", ttl=0.2)
-    assert claimed is not None and (claimed.holder, claimed.token) == (HANDOVER + "sweeper-1", dead.token + 1)
+    assert claimed is not None and (claimed.holder, claimed.token) == (HANDOVER + "0:sweeper-1", dead.token + 1)
     assert hand_over(store, "run-4", "sweeper-2") is None  # the race's loser
     assert expired(store) == [] and renew(store, dead) is False
     time.sleep(0.25)
     assert expired(store) == ["run-4"]  # nobody took it: listed again
     again = hand_over(store, "run-4", "sweeper-2", ttl=30)
-    assert again is not None and again.token == claimed.token + 1
+    assert again is not None and (again.holder, again.token, again.ttl) == (
+        HANDOVER + "1:sweeper-2",
+        claimed.token + 1,
+        60,
+    )
     taken = acquire(store, "run-4", "next-worker")  # a live handover is taken over at once
     assert taken.token == again.token + 1
     with pytest.raises(LeaseBusyError):
