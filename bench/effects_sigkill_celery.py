@@ -204,6 +204,7 @@ def one_effect(
                             "at": time.monotonic(),
                             "run_id": run_id,
                             "token": lease[1] if lease else 0,
+                            "holder": lease[0] if lease else None,
                             "recovered_s": None,
                         }
                     )
@@ -227,7 +228,8 @@ def one_effect(
     total, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM commits").fetchone() or (0, 0)
     refunds = Counter(k for (k,) in db.execute("SELECT key FROM refunds"))
     raw = Counter(k for (k,) in db.execute("SELECT key FROM raw_calls"))
-    refunds_per_run = Counter(k.split(":")[0] for k in refunds)
+    run_of = dict(db.execute("SELECT key, run_id FROM effects").fetchall())  # each key's run, from the ledger
+    refunds_per_run = Counter(run_of.get(k, "?") for k in refunds)
     db.close()
     unsettled = sum(1 for r in ids for e in ledger_of(store).entries(r) if e["receipt"] is None)
     recoveries = [k["recovered_s"] for k in kills if k["recovered_s"] is not None]
@@ -254,6 +256,12 @@ def one_effect(
         "recovery_max_s": percentile(recoveries, 1.0),
         "recovery_mean_s": round(statistics.fmean(recoveries), 3) if recoveries else None,
         "kills_never_recovered": sum(1 for k in kills if k["recovered_s"] is None),
+        "recoveries_over_2s": sum(1 for r in recoveries if r > 2.0),
+        "slow_kills": [  # the lease the killed run had at the kill (None: not leased yet) and its recovery
+            {"recovered_s": round(k["recovered_s"], 2), "holder_at_kill": k["holder"]}
+            for k in kills
+            if k["recovered_s"] is not None and k["recovered_s"] > 2.0
+        ],
     }
     if stuck_note:
         out["note"] = stuck_note

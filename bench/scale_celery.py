@@ -1,6 +1,6 @@
 """Scale-out benchmark: N Celery workers advance M stored agent runs (PostgreSQL + Redis).
 
-    .venv/bin/python bench/scale_celery.py [--workers 4] [--runs 200] [--visibility 10]
+    .venv/bin/python bench/scale_celery.py [--workers 4] [--runs 200] [--visibility 10] [--leases on|off]
 
 Starts a throwaway PostgreSQL and redis-server (tests/store/servers.py), then two phases
 on fresh schemas, each with real ``celery worker`` processes (concurrency 1 each):
@@ -9,10 +9,13 @@ on fresh schemas, each with real ``celery worker`` processes (concurrency 1 each
    is seen paused (while others are still starting); measure runs/second to all done.
 2. kill: the same, and when a third of the runs are done one worker is killed with
    SIGKILL (its whole process group: a machine dying). Its runs' leases expire
-   (``flowchart.store.leases``) and the driver's lease sweep (``reclaim_expired`` every
-   ``--reclaim`` s) enqueues them again; the broker's redelivery after its visibility timeout
-   is the fallback. Measure the time from the kill to all done, and how long the runs the dead
-   worker held took to finish.
+   (``flowchart.store.leases``) and the live workers' background sweep hands them over (with
+   ``--reclaim`` s the driver sweeps too; 0 by default); the broker's redelivery after its
+   visibility timeout is the fallback. Measure the time from the kill to all done, and how
+   long the runs the dead worker held took to finish.
+
+``--leases off`` runs the workers without leases and without their sweep (``worker_app.py``,
+``BENCH_LEASES=off``): what leases and heartbeats cost, the steady phase's runs/s on vs off.
 
 Both phases check the laws: every run done exactly once (two segments: pause, end), no
 (run_id, seq) twice, and count refunds executed more than once (allowed: tools are
@@ -77,6 +80,7 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
         "REFUND_LOG": str(tmp / "refunds.log"),
         "VISIBILITY_TIMEOUT": str(args.visibility),
         "REFUND_DELAY": str(args.tool_delay),
+        "BENCH_LEASES": args.leases,
     }
     workers = [start_worker(f"{name}{n}", env, tmp) for n in range(args.workers)]
     app = make_app("refund_agent:refund_agent", broker=redis_url)
@@ -142,6 +146,7 @@ def phase(name: str, base_dsn: str, redis_url: str, args: argparse.Namespace, ki
     assert set(refunds) == {f"{r}:call-1" for r in ids}, "a refund is missing"
     out: dict[str, Any] = {
         "phase": name,
+        "leases": args.leases,
         "workers": args.workers,
         "runs": args.runs,
         "seconds": round(ended - began, 2),
@@ -171,14 +176,16 @@ def main() -> None:
     parser.add_argument(
         "--reclaim",
         type=float,
-        default=0.25,
-        help="seconds between lease sweeps (agent.celery.reclaim_expired); 0: rely on the broker's redelivery",
+        default=0.0,
+        help="seconds between the driver's own lease sweeps (agent.celery.reclaim_expired); 0: the workers' only",
     )
+    parser.add_argument("--leases", default="on", choices=["on", "off"], help="off: no leases, no sweep")
+    parser.add_argument("--phases", default="steady,kill", help="which phases to run, comma-separated")
     args = parser.parse_args()
     results = []
     with postgres_server() as dsn, redis_server() as redis_url:
-        results.append(phase("steady", dsn, redis_url, args, kill=False))
-        results.append(phase("kill", dsn, redis_url, args, kill=True))
+        for name in args.phases.split(","):
+            results.append(phase(f"{name}_{args.leases}", dsn, redis_url, args, kill=name == "kill"))
     for result in results:
         print(json.dumps(result))
 

@@ -11,6 +11,12 @@ Laws:
   intents (in doubt from an earlier try), read in the same transaction. ``settle`` writes the
   receipt once; a second receipt for the same key is ignored (the first one stands), so two
   workers racing on one effect agree.
+- In a signed store the run's ledger rows are a part of its seal (``sealing``): each write checks
+  the rows against the sealed part, then re-seals the run, in the write's own transaction — so a
+  deleted, added or changed row is named (``effects``) by the run's next read, write or
+  ``verify``, and a write on a ledger changed behind the store is refused (``StoredRowError``)
+  before the effect is intended. Only a consistent rollback of the rows AND the seal to an earlier
+  sealed state goes unseen, as for any part of a run (only an anchor kept elsewhere shows it).
 - Bodies and receipts are JSON objects read back through the one codec
   (``flowchart._core.untrusted.parse``: its depth, size, number and surrogate limits): stored
   rows are untrusted, and a malformed cell raises ``StoredRowError`` naming the run, the key
@@ -35,6 +41,7 @@ from flowchart._core.errors import CheckpointError
 from flowchart._core.printable import printable
 from flowchart._core.signing import sign, unsign
 from flowchart._core.untrusted import parse
+from flowchart.store import sealing
 from flowchart.store.codec import column as read_column
 
 __all__ = ["EffectLedger", "MemoryLedger", "ledger_of"]
@@ -113,6 +120,29 @@ class EffectLedger:
                 raise
             cur.execute("COMMIT")
 
+    def _sealed(self, cur: _Cursor, run_id: str) -> dict[str, Any] | None:
+        """In a signed store, before a write: the run's sealed parts, once its ledger rows match the
+        sealed ledger part (else ``StoredRowError`` naming ``effects``); ``None`` without a key, or
+        for a run the store does not hold."""
+        if self._signing is None:
+            return None
+        lock = "" if self._sqlite else self._store.for_update
+        row = cur.run("SELECT seal FROM runs WHERE run_id = ?" + lock, (run_id,)).fetchone()
+        if row is None:
+            return None
+        return sealing.ledger_sealed(run_id, row[0], self._signing, self._ledger_rows(cur, run_id))
+
+    def _reseal(self, cur: _Cursor, run_id: str, kept: dict[str, Any] | None) -> None:
+        """After a write (signed store): the run's seal with its ledger part as the rows now are."""
+        if self._signing is None or kept is None:
+            return
+        seal = sealing.ledger_resealed(run_id, kept, self._signing, self._ledger_rows(cur, run_id))
+        cur.run("UPDATE runs SET seal = ? WHERE run_id = ?", (seal, run_id))
+
+    @staticmethod
+    def _ledger_rows(cur: _Cursor, run_id: str) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in cur.run("SELECT key, body, receipt FROM effects WHERE run_id = ?", (run_id,)))
+
     def intend(
         self, run_id: str, key: str, body: dict[str, Any], args: Any = None
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -124,10 +154,12 @@ class EffectLedger:
             found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
             if found is not None:
                 return _row(run_id, key, found[0], found[1], self._signing), []
+            kept = self._sealed(cur, run_id)
             cur.run(
                 "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?)",
                 (run_id, key, _dump({**body, "args": args}, self._signing, run_id, key, "intent"), time.time()),
             )
+            self._reseal(cur, run_id, kept)
             others = cur.run(
                 "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
             ).fetchall()
@@ -136,15 +168,19 @@ class EffectLedger:
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
         """Write the receipt for ``key`` (the first one stands)."""
         with self._tx() as cur:
+            kept = self._sealed(cur, run_id)
             cur.run(
                 "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL",
                 (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key),
             )
+            self._reseal(cur, run_id, kept)
 
     def reopen(self, run_id: str, key: str) -> None:
         """Clear the receipt of ``key`` (its effect is to be tried again: the last try failed)."""
         with self._tx() as cur:
+            kept = self._sealed(cur, run_id)
             cur.run("UPDATE effects SET receipt = NULL, settled_at = NULL WHERE run_id = ? AND key = ?", (run_id, key))
+            self._reseal(cur, run_id, kept)
 
     def entries(self, run_id: str) -> list[dict[str, Any]]:
         """Every row of ``run_id``, in the order the intents were written."""

@@ -19,6 +19,12 @@ Laws:
   the new seal carries the digest of the rows as they were sealed, so the next read refuses the
   change by name. A mismatch is refused by name — the column, or the table with the counts
   sealed and found — before anything is read from the run.
+- In a signed store the run's effect ledger (``effects``: each intent and receipt, by key) is a
+  part of the seal too, and each ledger write re-seals it in its own transaction (``ledger``):
+  the write first checks the ledger rows against the sealed part, so an intent or receipt
+  DELETED, added or changed behind the store is named (``effects``) by the next read, write or
+  ``verify`` of the run. A seal written before the ledger was sealed has no such part; the
+  run's next ledger write seals its ledger as it then is.
 - ``verify(run_id)`` returns the head: a digest an operator can anchor elsewhere (a ticket, a
   log, a receipt); a person's decision carries the head it was made against.
 - What a key cannot stop: someone who can write the database can roll back a WHOLE run — every
@@ -78,6 +84,8 @@ class RunRows:
     commits: Sequence[tuple[Any, ...]]
     segments: Sequence[tuple[Any, ...]]
     answers: Sequence[tuple[Any, ...]]
+    #: the run's ledger rows ``(key, intent, receipt)`` by key, in a signed store (``None``: not a part)
+    effects: Sequence[tuple[Any, ...]] | None = None
 
 
 def _value(value: Any) -> str:
@@ -131,7 +139,14 @@ def parts(rows: RunRows) -> dict[str, Any]:
     for table in ("commits", "segments", "answers"):
         found: Sequence[tuple[Any, ...]] = getattr(rows, table)
         out[table] = [len(found), _table(run_id, table, found)]
+    if rows.effects is not None:
+        out["effects"] = ledger_part(run_id, rows.effects)
     return out
+
+
+def ledger_part(run_id: str, effects: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The seal's part for the run's ledger rows ``(key, intent, receipt)``, ordered by key."""
+    return [len(effects), _table(run_id, "effects", effects)]
 
 
 def head_of(run_id: str, sealed: Mapping[str, Any]) -> str:
@@ -211,8 +226,26 @@ def check(rows: RunRows, sealed: str | None, key: bytes) -> str:
     """The head of ``rows`` once they match their seal; else ``StoredRowError`` naming the part
     that differs (a column, or a table with its sealed and found row counts)."""
     kept = _kept(rows.run_id, sealed, key)
-    _compare(rows.run_id, kept, parts(rows))
+    found = parts(rows)
+    if "effects" not in kept:  # sealed before its ledger was: sealed at the run's next ledger write
+        found.pop("effects", None)
+    _compare(rows.run_id, kept, found)
     return head_of(rows.run_id, kept)
+
+
+def ledger_sealed(run_id: str, sealed: str | None, key: bytes, before: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
+    """Before a ledger write: the sealed parts, once the ledger rows as they are (``before``) match
+    the sealed ledger part (a seal without one: none to match); else ``StoredRowError`` naming
+    ``effects``."""
+    kept = _kept(run_id, sealed, key)
+    if "effects" in kept:
+        _compare(run_id, {"effects": kept["effects"]}, {"effects": ledger_part(run_id, before)})
+    return kept
+
+
+def ledger_resealed(run_id: str, kept: Mapping[str, Any], key: bytes, after: Sequence[tuple[Any, ...]]) -> str:
+    """After a ledger write: the seal ``ledger_sealed`` opened, its ledger part now ``after``."""
+    return _sealed(run_id, {**kept, "effects": ledger_part(run_id, after)}, key)
 
 
 def check_columns(run_id: str, columns: Mapping[str, Any], sealed: str | None, key: bytes) -> None:
@@ -251,6 +284,8 @@ def resealed(head_rows: RunRows, kept: Mapping[str, Any], key: bytes) -> str:
         count, digest = kept[table]
         added: Sequence[tuple[Any, ...]] = getattr(head_rows, table)
         found[table] = [count + len(added), extend(digest, count, added)]
+    if "effects" in kept:  # the ledger is written (and sealed) by its own writes
+        found["effects"] = kept["effects"]
     return _sealed(run_id, found, key)
 
 
@@ -263,6 +298,9 @@ __all__ = [
     "check_columns",
     "extend",
     "head",
+    "ledger_part",
+    "ledger_resealed",
+    "ledger_sealed",
     "opened",
     "parts",
     "resealed",

@@ -376,6 +376,10 @@ class SqlStore:
                 "SELECT request_id, answer, answered_by, answered_at FROM answers WHERE run_id = ? ORDER BY request_id",
                 (run_id,),
             ).fetchall(),
+            # a signed store seals the run's effect ledger too (``sealing``; ``effects.EffectLedger``)
+            effects=sorted(self._run(cur, "SELECT key, body, receipt FROM effects WHERE run_id = ?", (run_id,)))
+            if tables and self._key is not None
+            else None,
         )
         return rows, row[-1]
 

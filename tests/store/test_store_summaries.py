@@ -234,7 +234,7 @@ def test_a_version_7_database_gains_the_listing_indexes_and_lists_its_runs(tmp_p
     raw.commit()
     raw.close()
     store = SqliteStore(path)
-    assert store.schema_version() == 8
+    assert store.schema_version() >= 8  # and on to the newest
     (summary,) = store.summaries("done")
     assert (summary.run_id, summary.status, summary.question, summary.input) == ("old", "done", None, {})
     with sqlite3.connect(path) as db:

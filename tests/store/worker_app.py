@@ -2,15 +2,32 @@
 
 Configured from the environment the test sets: ``AGENT_BROKER_URL`` (Redis),
 ``AGENT_RUNS_DSN`` (the PostgreSQL store) and ``VISIBILITY_TIMEOUT`` (seconds).
+``BENCH_LEASES=off`` (``bench/scale_celery.py --leases off`` only: what leases cost) advances runs
+without a lease and without the background sweep.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import agent.celery
 from agent.celery import make_app
+
+LEASES = os.environ.get("BENCH_LEASES", "on") != "off"
+
+if not LEASES:
+
+    @contextlib.contextmanager
+    def _no_lease(store: Any, run_id: str, holder: str) -> Iterator[None]:
+        yield None
+
+    agent.celery.held = _no_lease  # type: ignore[assignment]
 
 app = make_app(
     "refund_agent:refund_agent",
     visibility_timeout=float(os.environ.get("VISIBILITY_TIMEOUT", "3600")),
+    reclaim_every=agent.celery.DEFAULT_RECLAIM_EVERY if LEASES else None,
 )
