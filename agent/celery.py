@@ -31,11 +31,14 @@ Laws:
   (fencing). Every worker process also sweeps the store in the background (``reclaim_every``
   seconds, 0.25 by default): a run whose lease expired — its worker died — is claimed for a
   handover (``leases.hand_over``: one sweeper wins, the dead holder stays fenced off) and its
-  advance enqueued, so a dead worker's run is picked up about a lease's ttl (1.5 s) after the
-  kill, with no beat or extra process to start. ``reclaim_expired(app)`` is that sweep, callable
-  by hand. With ``acks_late`` and a prefetch of one task per process, a worker holds no run it has
-  not started; the broker's redelivery after its visibility timeout stays the fallback for the
-  message of a worker that died in the instant between receiving a run and leasing it.
+  advance enqueued ahead of the queued runs (on Redis), so a dead worker's run is picked up about
+  a lease's ttl (1.5 s) after the kill, with no beat or extra process to start.
+  ``reclaim_expired(app)`` is that sweep, callable by hand. With ``acks_late`` and a prefetch of
+  one task per process, a worker holds no run it has not started; a worker takes the lease
+  before it reads the run, and a ``running`` run with no lease that has not moved for
+  ``stranded_after`` seconds (60) — its message died with a worker in the instant between
+  receiving and leasing — is handed over too. The broker's redelivery after its visibility
+  timeout stays the last fallback.
 - A run that FAILS in a stage is recorded ``failed`` with its resume point; with
   ``make_app(..., retry_failed=Retry(...))`` the worker retries it under that policy: it
   flips the run back to ``running`` (``store.retry``: once, whichever worker wins) and
@@ -82,25 +85,31 @@ def worker_id() -> str:
 
 def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     """Claim and enqueue an advance of every ``running`` run whose lease expired — its worker died
-    or stalled — and of every ``running`` run without a lease that has not moved for
-    ``HANDOVER_TTL`` seconds (received by a worker that died before leasing it, or queued that
-    long: a second message is harmless) (``flowchart.store.leases``); return their ids. Each run
-    is claimed first (``hand_over``): of several workers sweeping at once, one enqueues it. Every
-    worker runs this in the background (``make_app(reclaim_every=...)``); call it by hand where no
-    worker runs."""
+    or stalled; on Redis ahead of the queue — and of every ``running`` run without a lease that
+    has not moved for ``STRANDED_AFTER`` seconds (received by a worker that died before leasing
+    it, or queued that long: a second message is harmless) (``flowchart.store.leases``); return
+    their ids. Each run is claimed first (``hand_over``): of several workers sweeping at once, one
+    enqueues it. Every worker runs this in the background (``make_app(reclaim_every=...)``); call
+    it by hand where no worker runs."""
     target = store if store is not None else app_store(app)
     taken = []
-    for run_id in [*expired(target), *stranded(target, HANDOVER_TTL)]:
+    dead = expired(target)
+    after = getattr(app.conf, "pyfootprint_stranded_after", None) or STRANDED_AFTER
+    for run_id in [*dead, *stranded(target, after)]:
         try:
             claimed = hand_over(target, run_id, worker_id())
         except Exception as exc:  # another sweeper inserted the claim first, the store blinked
             log.debug("run %s: not handed over (%s)", run_id, exc)
             continue
         if claimed is not None:
-            enqueue(app, run_id)
+            enqueue(app, run_id, first=run_id in dead)
             taken.append(run_id)
     return taken
 
+
+STRANDED_AFTER = 60.0
+"""Seconds a ``running`` run with no lease waits (queued, or received by a worker that died before
+leasing it) before a sweep hands it over: long, since a run waiting in a long queue looks alike."""
 
 DEFAULT_RECLAIM_EVERY = 0.25
 """Seconds between a worker's background sweeps for runs whose lease expired."""
@@ -174,6 +183,7 @@ def make_app(
     retry_failed: Retry | None = None,
     store: str | None = None,
     reclaim_every: float | None = DEFAULT_RECLAIM_EVERY,
+    stranded_after: float = STRANDED_AFTER,
     **config: Any,
 ) -> Any:
     """A Celery app whose task ``advance_run`` advances runs of the agent ``agent`` names.
@@ -189,8 +199,11 @@ def make_app(
     ``reclaim_every`` (seconds) is how often each worker process sweeps the store for runs whose
     lease expired and hands them over (``reclaim_expired``); ``None`` turns the sweep off (then
     only the broker's redelivery, or your own ``reclaim_expired`` calls, recover a dead worker's
-    runs).
+    runs). ``stranded_after`` (seconds) is how long a ``running`` run with no lease waits before
+    the sweep hands it over (``leases.stranded``).
     """
+    if not (isinstance(stranded_after, (int, float)) and stranded_after > 0):
+        raise ValueError(f"make_app(stranded_after=...): expected seconds above 0, got {stranded_after!r}")
     if reclaim_every is not None and not (isinstance(reclaim_every, (int, float)) and reclaim_every > 0):
         raise ValueError(f"make_app(reclaim_every=...): expected seconds above 0 or None, got {reclaim_every!r}")
     if retry_failed is not None and not isinstance(retry_failed, Retry):
@@ -222,6 +235,7 @@ def make_app(
     app.conf.pyfootprint_retry_failed = retry_failed
     app.conf.pyfootprint_store = store
     app.conf.pyfootprint_reclaim_every = reclaim_every
+    app.conf.pyfootprint_stranded_after = stranded_after
     _sweep_in_workers(app)
 
     @app.task(name=TASK_NAME, bind=True, max_retries=20)
@@ -399,6 +413,8 @@ def retry_failed_run(store: RunStore, run_id: str, error: BaseException, policy:
 
 
 __all__ = [
+    "DEFAULT_RECLAIM_EVERY",
+    "STRANDED_AFTER",
     "TASK_NAME",
     "advance",
     "answer_and_enqueue",

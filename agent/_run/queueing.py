@@ -35,9 +35,18 @@ def default_app() -> Any:
     return _DEFAULT_APP[0]
 
 
-def enqueue(app: Any, run_id: str) -> None:
-    """Send ``advance_run(run_id)`` to the workers."""
-    app.send_task(TASK_NAME, args=[run_id], queue=app.conf.task_default_queue)
+QUEUED_PRIORITY = 3
+"""On Redis, the priority step of an ordinary advance; a handed-over run's (a dead worker's, taken
+over) is 0, served first (kombu's Redis transport serves lower steps first)."""
+
+
+def enqueue(app: Any, run_id: str, *, first: bool = False) -> None:
+    """Send ``advance_run(run_id)`` to the workers (``first``: a dead worker's run handed over, on
+    Redis ahead of the queued runs, so its recovery does not wait behind the whole queue)."""
+    options: dict[str, Any] = {}
+    if str(app.conf.broker_url or "").startswith(("redis://", "rediss://", "redis+socket://")):
+        options["priority"] = 0 if first else QUEUED_PRIORITY
+    app.send_task(TASK_NAME, args=[run_id], queue=app.conf.task_default_queue, **options)
 
 
 def submit_chart(

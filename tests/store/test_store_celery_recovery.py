@@ -114,14 +114,14 @@ def test_a_run_whose_message_died_with_its_worker_is_found_without_its_message(
 ) -> None:
     """A run recorded ``running`` whose message no worker will ever deliver — what a worker killed
     between receiving the message and leasing the run leaves until the broker's 3600 s visibility
-    timeout — is ``stranded``: a live worker's sweep hands it over after ``HANDOVER_TTL`` seconds
-    without a move, and it finishes once."""
+    timeout — is ``stranded``: a live worker's sweep hands it over after ``stranded_after`` seconds
+    without a move (5 here; 60 by default), and it finishes once."""
     from agent._run import durable
 
     dsn = fresh_pg_dsn(pg_dsn)
     log = tmp_path / "refunds.log"
     env = {**os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn}
-    env.update({"REFUND_LOG": str(log)})
+    env.update({"REFUND_LOG": str(log), "STRANDED_AFTER": "5"})
     env.pop("VISIBILITY_TIMEOUT", None)
     worker = start_worker("s0", env, tmp_path)
     try:

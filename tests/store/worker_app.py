@@ -1,9 +1,10 @@
 """The Celery app the test and benchmark workers run: ``celery -A worker_app worker``.
 
 Configured from the environment the test sets: ``AGENT_BROKER_URL`` (Redis),
-``AGENT_RUNS_DSN`` (the PostgreSQL store) and ``VISIBILITY_TIMEOUT`` (seconds).
+``AGENT_RUNS_DSN`` (the PostgreSQL store), ``VISIBILITY_TIMEOUT`` and ``STRANDED_AFTER`` (seconds).
 ``BENCH_LEASES=off`` (``bench/scale_celery.py --leases off`` only: what leases cost) advances runs
-without a lease and without the background sweep.
+without a lease and without the background sweep (the agent is still built when a pool process
+starts, as the sweep builds it, so the two differ by the leases alone).
 """
 
 from __future__ import annotations
@@ -30,4 +31,12 @@ app = make_app(
     "refund_agent:refund_agent",
     visibility_timeout=float(os.environ.get("VISIBILITY_TIMEOUT", "3600")),
     reclaim_every=agent.celery.DEFAULT_RECLAIM_EVERY if LEASES else None,
+    stranded_after=float(os.environ.get("STRANDED_AFTER", agent.celery.STRANDED_AFTER)),
 )
+
+if not LEASES:
+    from celery import signals
+
+    @signals.worker_process_init.connect(weak=False)
+    def _build_the_agent(**_: Any) -> None:
+        agent.celery.app_store(app)
