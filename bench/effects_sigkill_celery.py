@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
-from effect_agent import build  # noqa: E402
+from effect_agent import _effects_db, build  # noqa: E402
 from servers import postgres_server, redis_server  # noqa: E402
 
 from agent.celery import answer_and_enqueue, make_app  # noqa: E402
@@ -141,6 +141,7 @@ def one_effect(
     }
     env.pop("TOOL_STARTED", None)
     env.pop("VISIBILITY_TIMEOUT", None)
+    _effects_db(dsn).close()  # the payment system's tables, made once (4 workers' CREATE IF NOT EXISTS race)
     agent = build(dsn, effect)
     store = agent.store
     assert store is not None
