@@ -16,7 +16,8 @@ reconciliation question: the driver answers it from the refunds table (a person 
 payment system) with ``answer_and_enqueue``.
 
 Recovery of a kill: from the SIGKILL to another worker holding the killed run's lease (a token
-above the dead one's, not a handover) or the run having moved on (done, paused). Checks, per
+above the dead one's, not a handover) or the run having moved on (done, paused); ``claimed``: to
+a sweep having claimed it (a handover lease), the part that does not wait for a free worker. Checks, per
 effect: every run done exactly once (segments and commits unique), 0 runs with two refunds, no
 raw call of a ``checkable`` or ``unsafe`` key twice, every in-doubt ``unsafe`` call asked about
 (no unsettled intent in a finished run). Prints one JSON line per effect.
@@ -189,8 +190,10 @@ def one_effect(
                 if kill["recovered_s"] is None:
                     lease = leases.get(kill["run_id"])
                     moved = statuses.get(kill["run_id"]) != "running"
-                    taken = lease is not None and lease[1] > kill["token"] and not lease[0].startswith(HANDOVER)
-                    if moved or taken:
+                    later = lease is not None and lease[1] > kill["token"]
+                    if kill["claimed_s"] is None and (moved or later):  # a sweep claimed it (or a worker took it)
+                        kill["claimed_s"] = now - kill["at"]
+                    if moved or (later and lease is not None and not lease[0].startswith(HANDOVER)):
                         kill["recovered_s"] = now - kill["at"]
             if len(kills) < args.kills and now >= next_kill:
                 busy = [w for w in workers if w.proc.poll() is None and w.ready() and w.in_flight()]
@@ -206,6 +209,7 @@ def one_effect(
                             "run_id": run_id,
                             "token": lease[1] if lease else 0,
                             "holder": lease[0] if lease else None,
+                            "claimed_s": None,
                             "recovered_s": None,
                         }
                     )
@@ -234,6 +238,7 @@ def one_effect(
     db.close()
     unsettled = sum(1 for r in ids for e in ledger_of(store).entries(r) if e["receipt"] is None)
     recoveries = [k["recovered_s"] for k in kills if k["recovered_s"] is not None]
+    claims = [k["claimed_s"] for k in kills if k["claimed_s"] is not None]
     out: dict[str, Any] = {
         "effect": effect,
         "workers": args.workers,
@@ -256,6 +261,8 @@ def one_effect(
         "recovery_p95_s": percentile(recoveries, 0.95),
         "recovery_max_s": percentile(recoveries, 1.0),
         "recovery_mean_s": round(statistics.fmean(recoveries), 3) if recoveries else None,
+        "claimed_p50_s": percentile(claims, 0.5),
+        "claimed_p95_s": percentile(claims, 0.95),
         "kills_never_recovered": sum(1 for k in kills if k["recovered_s"] is None),
         "recoveries_over_2s": sum(1 for r in recoveries if r > 2.0),
         "slow_kills": [  # the lease the killed run had at the kill (None: not leased yet) and its recovery
