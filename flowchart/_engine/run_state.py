@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -38,6 +38,58 @@ class SubflowResult:
     initial: dict[str, Any]
     output: Any = None
     subflow_name: str = ""
+
+
+class SubflowResults(Mapping[str, SubflowResult]):
+    """A run's subflow executions: ONE entry per execution, keyed by the mount's runtime id
+    (``"sf#3"``), in the order they ended. A mount's path (``"sf"``, ``"outer/inner"`` —
+    footprintjs's ``subflowResults`` key) also finds its latest execution, as footprintjs's
+    map holds it, without being an entry of its own: ``len``, iteration, ``keys``, ``items``
+    and ``values`` list each execution once. A map's children are found by runtime id only."""
+
+    __slots__ = ("_latest", "_runs")
+
+    def __init__(self, results: Iterable[SubflowResult] = (), *, latest: Mapping[str, str] | None = None) -> None:
+        self._runs: dict[str, SubflowResult] = {}
+        #: mount path -> the runtime id of its latest execution
+        self._latest: dict[str, str] = dict(latest or {})
+        for result in results:
+            self._runs[result.runtime_stage_id] = result
+
+    def add(self, result: SubflowResult, *, by_path: bool = True) -> None:
+        """Record one execution; ``by_path``: its mount path now finds it too."""
+        self._runs[result.runtime_stage_id] = result
+        if by_path:
+            self._latest[result.mount_id] = result.runtime_stage_id
+
+    def paths(self) -> list[str]:
+        """Every mount path that found an execution, in the order each first ended."""
+        return list(self._latest)
+
+    def replaced(self, changed: Mapping[str, SubflowResult]) -> SubflowResults:
+        """A copy with the executions of ``changed`` (runtime id -> result) replaced."""
+        return SubflowResults((changed.get(rid, sub) for rid, sub in self._runs.items()), latest=self._latest)
+
+    def __getitem__(self, key: str) -> SubflowResult:
+        found = self._runs.get(key)
+        if found is None:
+            latest = self._latest.get(key)
+            if latest is None:
+                raise KeyError(key)
+            found = self._runs[latest]
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._runs or key in self._latest
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __repr__(self) -> str:
+        return f"SubflowResults({self._runs!r})"
 
 
 class Run:
@@ -99,7 +151,7 @@ class Run:
         self.counter = counter
         self.visit_counts: dict[str, int] = dict(visit_counts or {})
         self.loop_counts: dict[str, int] = dict(loop_counts or {})
-        self.subflow_results: dict[str, SubflowResult] = {}
+        self.subflow_results = SubflowResults()
         self.redacted_paths: dict[str, None] = {}
         self.current_stage = ""
         #: errors already reported to recorders (an error is reported once, where it arose):

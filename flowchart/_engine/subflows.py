@@ -140,15 +140,15 @@ async def run_mount(
         signal.subflow_states[full] = inner.state
         signal.subflow_args[full] = inner.args.to_dict()
         # the paused run's record keeps what the subflow did before the pause
-        run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-            full, rid, inner.state, tuple(inner.commit_log), inner.initial, None, node.name
+        run.subflow_results.add(
+            SubflowResult(full, rid, inner.state, tuple(inner.commit_log), inner.initial, None, node.name)
         )
         raise
     except Exception as exc:
         error = exc
         retrying.note_subflow(run, exc, full, inner)
-    run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-        full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name
+    run.subflow_results.add(
+        SubflowResult(full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name)
     )
     if inner.stopped and mount.propagate_break and error is None:
         traverser.request_stop(inner.stop_reason)
