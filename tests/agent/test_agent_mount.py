@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_helpers import call, calls  # noqa: F401  (used by the handoff tests below)
+import attrs
+import pytest
+from agent_helpers import call, calls
 
 from agent import Agent
 from agent.providers import scripted
@@ -43,3 +45,105 @@ def test_a_mounted_agent_leaves_one_subflow_entry_per_execution() -> None:
     assert len(runs) == 4 and all(key == sub.runtime_stage_id for key, sub in runs.items())
     assert sorted(sub.mount_id for sub in runs.values()) == ["planner", "planner", "planner/final", "planner/final"]
     assert runs["planner"] is mounts[-1]  # the path finds the latest execution (footprintjs's key)
+
+
+# -- a pause inside a handoff ------------------------------------------------------------------
+def _refund_desk() -> tuple[Agent, Any, Agent, Any]:
+    """Triage hands over to billing, whose ``refund`` tool checks in with a person first."""
+    from agent import define_tool
+
+    refunds: list[Any] = []
+
+    def refund(args: dict[str, Any], ctx: Any) -> str:
+        refunds.append(args)
+        return f"refunded {args['amount']} EUR"
+
+    tool = define_tool(
+        name="refund",
+        description="Refund an order.",
+        input_schema={"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]},
+        execute=refund,
+        check_in="always",
+    )
+    billing, _ = agent_on(
+        [calls(call("r1", "refund", amount=40)), "Refunded 40 EUR."],
+        "Billing desk ZQX.",
+        configure=lambda b: b.tool(tool),
+    )
+    triage, triage_p = agent_on(
+        [calls(call("h1", "transfer_to_billing", reason="a refund"))],
+        "Triage.",
+        configure=lambda b: b.handoff(billing, name="billing", description="Billing questions."),
+    )
+    return triage, triage_p, billing, refunds
+
+
+def test_a_check_in_inside_a_handoff_pauses_the_run_and_the_answer_resumes_through_it() -> None:
+    """The receiver's check-in pauses the run that handed off (its pause data, naming the handoff);
+    the person's decision, given to the triage agent, resumes billing and the run ends with its answer."""
+    from governance import check_in_approved
+
+    triage, _, billing, refunds = _refund_desk()
+    paused = triage.run("Refund my order 9, please")
+    assert paused.kind == "check_in" and paused.pause_data["handoff"] == "billing"
+    assert paused.check_in is not None and paused.check_in.tool == "refund" and refunds == []
+    # the receiver's checkpoint (its real state) is held for the resume, never shown in the record
+    held = paused.checkpoint.shared_state["handoff_paused"]
+    assert held["to"] == "billing" and held["checkpoint"]["shared_state"]["system_prompt"] == "Billing desk ZQX."
+    (commit,) = [c for c in triage.last_snapshot().result.trace().record.commits if c.stage_id == "handoff"]
+    assert commit.trace[0].value["checkpoint"] == "REDACTED" and commit.trace[0].value["to"] == "billing"
+    answer = triage.resume(paused.checkpoint, check_in_approved(request=paused.check_in, by="alice"))
+    assert answer == "Refunded 40 EUR." and refunds == [{"amount": 40}]
+    (row,) = triage.last_snapshot().shared_state["handoffs"]
+    assert row["to"] == "billing" and row["answer"] == "Refunded 40 EUR." and row["reason"] == "a refund"
+    assert row["run_id"] == billing.last_snapshot().result.run_id
+    assert "handoff_paused" not in triage.last_snapshot().shared_state
+
+
+def test_a_handoff_pause_resumes_in_a_fresh_process_from_the_checkpoint_json() -> None:
+    """The checkpoint (as JSON) carries the receiver's checkpoint: agents built anew resume it, and a
+    decision for another request is refused by the receiver before anything runs."""
+    from flowchart import Checkpoint
+    from governance import ResumeDecisionError, check_in_approved
+
+    triage, _, _, _ = _refund_desk()
+    paused = triage.run("Refund my order 9, please")
+    text = paused.checkpoint.to_json()
+    fresh, _, _, refunds = _refund_desk()  # another process: new agents, nothing in memory
+    loaded = Checkpoint.from_json(text)
+    other = check_in_approved(request=attrs.evolve(paused.check_in, id="another-request"), by="alice")
+    with pytest.raises(ResumeDecisionError, match=r"another-request"):
+        fresh.resume(loaded, other)
+    assert refunds == []
+    assert fresh.resume(loaded, check_in_approved(request=paused.check_in, by="alice")) == "Refunded 40 EUR."
+    assert refunds == [{"amount": 40}]
+
+
+def test_ask_human_in_a_handoff_target_pauses_twice_and_the_chain_goes_on() -> None:
+    """Triage → billing → refunds (two handoffs); refunds asks a person twice: each answer resumes
+    the whole chain, and the answer comes back up as triage's."""
+    from agent import ask_human, define_tool
+
+    confirm = define_tool(
+        name="confirm", description="Ask.", input_schema={"type": "object"}, execute=lambda a, c: ask_human("sure?")
+    )
+    refunds, _ = agent_on(
+        [calls(call("c1", "confirm")), calls(call("c2", "confirm")), "Done twice."], configure=lambda b: b.tool(confirm)
+    )
+    billing, _ = agent_on(
+        [calls(call("h2", "transfer_to_refunds", reason="refund"))],
+        configure=lambda b: b.handoff(refunds, name="refunds"),
+    )
+    triage, _ = agent_on(
+        [calls(call("h1", "transfer_to_billing", reason="money"))],
+        configure=lambda b: b.handoff(billing, name="billing"),
+    )
+    first = triage.run("refund")
+    assert (
+        first.kind == "ask_human" and first.pause_data["data"] == "sure?" and first.pause_data["handoff"] == "billing"
+    )
+    second = triage.resume(first.checkpoint, "yes")
+    assert second.kind == "ask_human"
+    assert triage.resume(second.checkpoint, "yes again") == "Done twice."
+    assert [row["to"] for row in triage.last_snapshot().shared_state["handoffs"]] == ["billing"]
+    assert [row["to"] for row in billing.last_snapshot().shared_state["handoffs"]] == ["refunds"]
