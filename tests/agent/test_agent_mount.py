@@ -48,7 +48,7 @@ def test_a_mounted_agent_leaves_one_subflow_entry_per_execution() -> None:
 
 
 # -- a pause inside a handoff ------------------------------------------------------------------
-def _refund_desk() -> tuple[Agent, Any, Agent, Any]:
+def _refund_desk(store: Any = None) -> tuple[Agent, Any, Agent, Any]:
     """Triage hands over to billing, whose ``refund`` tool checks in with a person first."""
     from agent import define_tool
 
@@ -74,6 +74,7 @@ def _refund_desk() -> tuple[Agent, Any, Agent, Any]:
         [calls(call("h1", "transfer_to_billing", reason="a refund"))],
         "Triage.",
         configure=lambda b: b.handoff(billing, name="billing", description="Billing questions."),
+        **({} if store is None else {"store": store}),
     )
     return triage, triage_p, billing, refunds
 
@@ -147,3 +148,24 @@ def test_ask_human_in_a_handoff_target_pauses_twice_and_the_chain_goes_on() -> N
     assert triage.resume(second.checkpoint, "yes again") == "Done twice."
     assert [row["to"] for row in triage.last_snapshot().shared_state["handoffs"]] == ["billing"]
     assert [row["to"] for row in billing.last_snapshot().shared_state["handoffs"]] == ["refunds"]
+
+
+def test_a_stored_run_paused_inside_a_handoff_resumes_by_its_run_id(tmp_path: Any) -> None:
+    """With a run store, the run that handed off is stored paused; ``resume_run(run_id, decision)``
+    (the receiver checks the decision first) answers it once and the run ends with the receiver's answer."""
+    from flowchart.store import SqliteStore
+    from governance import ResumeDecisionError, check_in_approved
+
+    store = SqliteStore(tmp_path / "runs.db")
+    triage, _, _, _ = _refund_desk(store=store)
+    paused = triage.run("Refund my order 9, please")
+    assert paused.run_id is not None and store.get(paused.run_id).status == "paused"
+    fresh, _, _, refunds = _refund_desk(store=store)  # another process
+    decision = check_in_approved(request=paused.check_in, by="alice")
+    wrong = check_in_approved(request=attrs.evolve(paused.check_in, id="another-request"), by="alice")
+    with pytest.raises(ResumeDecisionError, match=r"another-request"):
+        fresh.resume_run(paused.run_id, wrong)
+    assert fresh.resume_run(paused.run_id, decision) == "Refunded 40 EUR." and refunds == [{"amount": 40}]
+    assert store.get(paused.run_id).status == "done"
+    with pytest.raises(ResumeDecisionError, match=r"not waiting for an answer"):
+        fresh.resume_run(paused.run_id, decision)
