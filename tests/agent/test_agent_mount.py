@@ -169,3 +169,64 @@ def test_a_stored_run_paused_inside_a_handoff_resumes_by_its_run_id(tmp_path: An
     assert store.get(paused.run_id).status == "done"
     with pytest.raises(ResumeDecisionError, match=r"not waiting for an answer"):
         fresh.resume_run(paused.run_id, decision)
+
+
+# -- why across the mount ----------------------------------------------------------------------
+def _plan_and_execute() -> Any:
+    planner, _ = agent_on(["1. buy milk"], "Plan.")
+    executor, _ = agent_on(["Done: milk bought."], "Execute.")
+
+    def start(scope: Any, ctx: Any) -> None:
+        scope.goal = "errands"
+
+    return (
+        flow_chart("Start", start, "start")
+        .add_agent("Planner", planner, "planner", message=lambda s: f"Plan: {s['goal']}", into="plan")
+        .add_agent("Executor", executor, "executor", message=lambda s: f"Do:\n{s['plan']}", into="report")
+        .build()
+        .run()
+    )
+
+
+def _why(*args: str) -> str:
+    import contextlib
+    import io
+
+    from flowchart.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["why", *args]) == 0
+    return out.getvalue()
+
+
+def test_flowchart_why_crosses_into_a_mounted_agent_and_back_out(tmp_path: Any) -> None:
+    """``flowchart why TRACE report`` goes on inside the executor's log (the answer's model call);
+    ``--in executor user_message`` goes out through the mount's message function to the planner's
+    answer and inside the planner to its model call."""
+    path = tmp_path / "run.json"
+    _plan_and_execute().trace().save(path)
+    inward = _why(str(path), "report")
+    assert inward.startswith("report ← Executor (executor#8) [wrote: report]\n")
+    assert "⤷ into the subflow executor#8: 'report' is its 'final_content' (the same value)" in inward
+    assert "llm_latest_content ← CallLLM (executor/call-llm#10)" in inward
+    assert "⤷ into the subflow planner#1: 'plan' is its 'final_content' (the same value)" in inward
+    outward = _why(str(path), "user_message", "--in", "executor")
+    assert outward.startswith("user_message ← Seed (executor/seed#9)")
+    assert "⤶ out of the subflow executor#8: its input mapper read 'plan'" in outward
+    assert "  plan ← Planner (planner#1) [wrote: plan]\n    goal ← Start (start#0) [wrote: goal]" in outward
+    assert "llm_latest_content ← CallLLM (planner/call-llm#3)" in outward
+
+
+def test_explain_answer_of_the_outer_trace_names_what_the_mount_was_sent_from() -> None:
+    """``explain_answer(outer trace)`` explains the last mounted agent inside, and out of the mount
+    names the chart's stages its message was made from — the planner's answer with its model call."""
+    from agent import explain_answer
+
+    text = explain_answer(_plan_and_execute().trace()).format()
+    assert text.startswith('Inside the agent mounted at executor#8:\nThe answer: "Done: milk bought."')
+    assert (
+        "Out of the mount: the message executor#8 sent was made from\n"
+        "  plan ← Planner (planner#1): the answer of the agent mounted there, its model call planner/call-llm#3\n"
+        "  goal ← Start (start#0)"
+    ) in text
