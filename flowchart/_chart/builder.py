@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
+
 from flowchart._chart.branches import BranchList
 from flowchart._chart.stage_nodes import StageFn, describe, mount_node, pausable_node
 from flowchart._core.errors import BuildError
@@ -318,7 +320,7 @@ class FlowChartBuilder:
             self._problem(f"add_agent('{name}'): into= must name the state key the answer is written to", stage_id)
             return self
         parts = mount(message=message, into=into, identity=identity)
-        return self.add_subflow_chart_next(
+        self.add_subflow_chart_next(
             stage_id,
             parts.chart,
             mount_name=name,
@@ -326,6 +328,11 @@ class FlowChartBuilder:
             output_mapper=parts.output_mapper,
             description=description,
         )
+        node = self._cursor
+        if node is not None and node.id == stage_id and node.mount is not None:
+            # the agent's events are its listeners': a narrative of this chart leaves them out
+            node.mount = attrs.evolve(node.mount, quiet_emits=not getattr(parts, "narrate_emits", False))
+        return self
 
     def add_subflow_chart(
         self,

@@ -84,13 +84,16 @@ class Pausable:
 
 @attrs.frozen(slots=True)
 class SubflowMount:
-    """How a subflow is mounted: the inner chart and its mappers."""
+    """How a subflow is mounted: the inner chart and its mappers. ``quiet_emits``: its stages'
+    ``ctx.emit`` events are its owner's (an agent mounted with ``add_agent``): a narrative
+    leaves them out (other recorders still get them)."""
 
     chart: FlowChart
     input_mapper: Callable[[Any], Any] | None = None
     output_mapper: Callable[[Any, Any], Any] | None = None
     propagate_break: bool = False
     array_merge: Literal["concat", "replace"] = "concat"
+    quiet_emits: bool = False
 
 
 class StageNode:

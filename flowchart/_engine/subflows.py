@@ -117,7 +117,7 @@ async def run_mount(
         "on_subflow_entry",
         node,
         rid,
-        lambda c: SubflowEvent(c, node.name, full, description, shown_state(run, entry_state)),
+        lambda c: SubflowEvent(c, node.name, full, description, shown_state(run, entry_state), mount.quiet_emits),
     )
     if resume is None:
         traverser.executed(node, rid, "subflow-mount")
@@ -159,7 +159,10 @@ async def run_mount(
             lambda c: BreakEvent(c, node.name, inner.stop_reason, propagated_from_subflow=full),
         )
     traverser.flow(
-        "on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, shown_state(run, inner.state))
+        "on_subflow_exit",
+        node,
+        rid,
+        lambda c: SubflowEvent(c, node.name, full, None, shown_state(run, inner.state), mount.quiet_emits),
     )
     if error is not None:
         return None, txn, error

@@ -230,3 +230,33 @@ def test_explain_answer_of_the_outer_trace_names_what_the_mount_was_sent_from() 
         "  plan ← Planner (planner#1): the answer of the agent mounted there, its model call planner/call-llm#3\n"
         "  goal ← Start (start#0)"
     ) in text
+
+
+# -- the narrative of a mount ------------------------------------------------------------------
+def test_a_mounted_agent_narrates_no_emit_lines_while_the_chart_and_plain_subflows_still_do() -> None:
+    """With emits on, the chart's own ``ctx.emit`` and a plain subflow's are told; the mounted
+    agent's events (its listeners', not the story's) are not — its stages are nested as any subflow's."""
+    from flowchart import narrative
+
+    planner, _ = agent_on(["the plan"], "Plan.")
+
+    def start(scope: Any, ctx: Any) -> None:
+        scope.goal = "errands"
+        ctx.emit("chart.started", {"goal": "errands"})
+
+    plain = flow_chart("Note", lambda s, c: c.emit("plain.noted", {"n": 1}), "note").build()
+    chart = (
+        flow_chart("Start", start, "start")
+        .add_agent("Planner", planner, "planner", message=lambda s: f"Plan: {s['goal']}", into="plan")
+        .add_subflow_chart_next("plain", plain, mount_name="Plain")
+        .build()
+    )
+    told = narrative()
+    chart.run(recorders=[told])
+    lines = told.lines()
+    assert [line for line in lines if line.startswith("[emit]")] == [
+        "[emit] chart.started: {goal}",
+        "[emit] plain.noted: {n}",
+    ]
+    assert "Entering the Planner subflow." in lines and "Stage 2: Next, it moved on to planner/CallLLM." in lines
+    assert lines.index("Exiting the Planner subflow.") < lines.index("Entering the Plain subflow.")
