@@ -304,7 +304,9 @@ class FlowChartBuilder:
         """Mount an agent (anything with ``as_subflow(message=, into=, identity=)``, such as
         ``agent.Agent``) as the next stage: its run is a subflow of this chart, sent
         ``message(state)`` and writing its answer to ``into``. flowchart knows no agent: the
-        mounted object says which chart runs and how state goes in and out."""
+        mounted object says which chart runs and how state goes in and out, and (optionally)
+        its own ``redaction`` rule, ``hidden_outputs``, ``timeout`` and ``max_iterations`` —
+        applied inside the mount — and ``narrate_emits`` (default no)."""
         mount = getattr(agent, "as_subflow", None)
         if not callable(mount):
             self._problem(
@@ -330,8 +332,16 @@ class FlowChartBuilder:
         )
         node = self._cursor
         if node is not None and node.id == stage_id and node.mount is not None:
-            # the agent's events are its listeners': a narrative of this chart leaves them out
-            node.mount = attrs.evolve(node.mount, quiet_emits=not getattr(parts, "narrate_emits", False))
+            # the agent's events are its listeners': a narrative of this chart leaves them out; its
+            # own run options (rule, timeout, loop limit) apply inside the mount
+            node.mount = attrs.evolve(
+                node.mount,
+                quiet_emits=not getattr(parts, "narrate_emits", False),
+                redaction=getattr(parts, "redaction", None),
+                hidden_outputs=tuple(getattr(parts, "hidden_outputs", ())),
+                timeout=getattr(parts, "timeout", None),
+                max_iterations=getattr(parts, "max_iterations", None),
+            )
         return self
 
     def add_subflow_chart(

@@ -71,6 +71,19 @@ class FlowChart:
         self._nodes = nodes
         self._launch = launcher
         self._loop_stubs: dict[str, StageNode] = {}
+        #: the rule its mounts' own rules make (``flowchart._chart.scoping``), once: (rule,) or None
+        self._mount_rule: tuple[Redaction | None] | None = None
+
+    def _rule(self, given: Redaction | None) -> Redaction | None:
+        """The rule a run records under: ``given`` with the scopes of its mounts' own rules."""
+        if self._mount_rule is None:
+            from flowchart._chart.scoping import scoped_rule
+
+            self._mount_rule = (scoped_rule(self, None),)
+        mounts = self._mount_rule[0]
+        if mounts is None:
+            return given
+        return mounts if given is None else given.union(mounts)
 
     def _launcher(self) -> Launcher:
         if self._launch is None:
@@ -215,7 +228,9 @@ class FlowChart:
         Without one, ``run_id`` (when given) is the run's id: ``ctx.run_id``, ``result.run_id``
         and its trace carry it. Either way it follows the run-id rule (``flowchart._core.run_ids``).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, retry)
+        options = RunOptions(
+            env, recorders, max_iterations, timeout, self._rule(redaction), cancel, store, run_id, retry
+        )
         return self._launcher().run(self, input, options)
 
     async def arun(
@@ -239,7 +254,7 @@ class FlowChart:
         stage with ``RunCancelledError`` (the running stage's writes commit); ``retry`` the
         default ``Retry`` policy of every stage that has none of its own (docs/durable.md).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return await self._launcher().arun(self, input, options)
 
     def stream(
@@ -289,7 +304,7 @@ class FlowChart:
         A failed run's checkpoint (``err.checkpoint``) re-runs the stage that failed, from the
         state before its partial commit, and goes on (docs/durable.md).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return self._launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
@@ -317,7 +332,7 @@ class FlowChart:
         immutable chart, so two runs of one chart in two stores each resume from their own.
         """
         options = RunOptions(
-            env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id, retry=retry
+            env, recorders, max_iterations, timeout, self._rule(redaction), store=store, run_id=run_id, retry=retry
         )
         return self._launcher().resume_run(self, run_id, input, options)
 
@@ -343,7 +358,9 @@ class FlowChart:
         written as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
         recorded there with its lineage. ``reuse=True``: a stage whose recorded reads did not
         change is taken from the record (``result.reused`` names each). See docs/durable.md."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, reuse=reuse)
+        options = RunOptions(
+            env, recorders, max_iterations, timeout, self._rule(redaction), cancel, store, run_id, reuse=reuse
+        )
         return self._launcher().fork(self, source, at, patch, options)
 
     async def aresume(
@@ -360,5 +377,5 @@ class FlowChart:
         retry: Retry | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return await self._launcher().aresume(self, checkpoint, input, options)

@@ -179,3 +179,43 @@ class Run:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise RunTimeoutError(f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id)
+
+
+class ScopedRun(Run):
+    """A subflow's view of the run when its mount brings options of its own (``add_agent``): the
+    rule inside it (``Redaction.within`` its path), its loop limit and its deadline; everything
+    else — the execution counter, visit and loop counts, subflow results, observers — is the
+    shared run's (read and written through), so runtime ids stay unique across the run."""
+
+    _OWN = frozenset({"base", "redaction", "redacting", "max_iterations", "deadline", "timeout"})
+    __slots__ = ("base",)
+
+    def __init__(
+        self, base: Run, redaction: Any, max_iterations: int, deadline: float | None, timeout: float | None
+    ) -> None:
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "redaction", redaction)
+        object.__setattr__(self, "redacting", redaction.active)
+        object.__setattr__(self, "max_iterations", max_iterations)
+        object.__setattr__(self, "deadline", deadline)
+        object.__setattr__(self, "timeout", timeout)
+
+    def __getattr__(self, name: str) -> Any:  # only for what this view does not set itself
+        return getattr(object.__getattribute__(self, "base"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ScopedRun._OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.base, name, value)
+
+    def __copy__(self) -> ScopedRun:
+        """A map child's own run (its own counter): a copy of the shared run, seen the same way."""
+        import copy
+
+        return ScopedRun(copy.copy(self.base), self.redaction, self.max_iterations, self.deadline, self.timeout)
+
+
+def root_run(run: Run) -> Run:
+    """The shared run under any subflow's view of it."""
+    return run.base if isinstance(run, ScopedRun) else run

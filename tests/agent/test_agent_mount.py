@@ -260,3 +260,98 @@ def test_a_mounted_agent_narrates_no_emit_lines_while_the_chart_and_plain_subflo
     ]
     assert "Entering the Planner subflow." in lines and "Stage 2: Next, it moved on to planner/CallLLM." in lines
     assert lines.index("Exiting the Planner subflow.") < lines.index("Entering the Plain subflow.")
+
+
+# -- the agent's own run options inside the mount ----------------------------------------------
+SECRET = "card 4111-0000-9999"
+
+
+def test_the_mounted_agents_redaction_rule_hides_inside_the_mount_in_every_reader(tmp_path: Any) -> None:
+    """The chart runs with no rule; the agent's rule (it hides the user's message and its answer)
+    applies inside the mount: the trace, the narrative, a stored run, the viewer and ``why`` show
+    the placeholder, and the answer written to ``into`` is hidden too — the live state keeps it."""
+    from agent import explain_answer
+    from flowchart import Redaction, narrative
+    from flowchart.store import SqliteStore
+    from flowchart.store.export import record_trace
+    from flowchart.viewer import render_page
+
+    clerk, _ = agent_on(
+        [f"Refunded to {SECRET}."],
+        "Refunds.",
+        redaction=Redaction(keys={"user_message", "llm_latest_content", "final_content"}),
+    )
+    chart = (
+        flow_chart("Start", lambda s, c: setattr(s, "order", "o-9"), "start")
+        .add_agent("Clerk", clerk, "clerk", message=lambda s: f"Refund {s['order']} to {SECRET}", into="receipt")
+        .build()
+    )
+    told = narrative()
+    store = SqliteStore(tmp_path / "runs.db")
+    result = chart.run(recorders=[told], store=store)
+    assert result.state["receipt"] == f"Refunded to {SECRET}."  # the live state keeps real values
+    assert result.subflow_results["clerk"].state["user_message"] == f"Refund o-9 to {SECRET}"
+    trace = result.trace()
+    readers = {
+        "trace": trace.to_json(),
+        "narrative": "\n".join(told.lines()),
+        "store": record_trace(store.get(result.run_id)).to_json(),
+        "viewer": render_page(trace),
+        "why": trace.why_across("user_message", where="clerk").format(),
+        "explain": explain_answer(trace).format(),
+    }
+    assert {name for name, text in readers.items() if "4111" in text} == set()
+    assert "user_message ← Seed (clerk/seed#" in readers["why"]
+    (mount,) = [c for c in trace.commit_log if c.stage_id == "clerk"]
+    assert mount.trace[0].path == ("receipt",) and mount.trace[0].value == "REDACTED"
+    assert trace.subflows["clerk#1"].initial_state["input_message"] == "REDACTED"
+
+
+def test_the_mounted_agents_loop_limit_applies_inside_the_mount() -> None:
+    """The chart's cap of 1 loop would stop the agent's tool round; inside the mount the agent's own
+    loop limit applies, and the chart's cap still holds outside it."""
+    from agent import define_tool
+    from flowchart import LoopLimitError
+
+    lookup = define_tool(
+        name="lookup", description="Look up.", input_schema={"type": "object"}, execute=lambda a, c: "ok"
+    )
+    helper, _ = agent_on(
+        [calls(call("a", "lookup")), calls(call("b", "lookup")), "Found it."], configure=lambda b: b.tool(lookup)
+    )
+    chart = flow_chart("Start", lambda s, c: None, "start").add_agent(
+        "Helper", helper, "helper", message=lambda s: "go", into="answer"
+    )
+    assert chart.build().run(max_iterations=1).state["answer"] == "Found it."
+    looping = (
+        flow_chart("Count", count, "count")
+        .add_decider_function("More", lambda s, c: "again" if s["n"] < 5 else "done", "more")
+        .add_function_branch("again", "Again", count, loop_to="count")
+        .add_function_branch("done", "Done", lambda s, c: None)
+        .end()
+        .build()
+    )
+    with pytest.raises(LoopLimitError, match=r"Maximum loop iterations \(1\) exceeded for node 'count'"):
+        looping.run(max_iterations=1)
+
+
+def test_the_mounted_agents_timeout_applies_inside_the_mount() -> None:
+    """The chart has no timeout; the agent's own (0.05 s) stops its run inside the mount, naming it."""
+    import time
+
+    from agent import define_tool
+    from flowchart import RunTimeoutError
+
+    def slow(args: Any, ctx: Any) -> str:
+        time.sleep(0.2)
+        return "late"
+
+    lookup = define_tool(name="lookup", description="Look up.", input_schema={"type": "object"}, execute=slow)
+    helper, _ = agent_on([calls(call("a", "lookup")), "Found it."], configure=lambda b: b.tool(lookup), timeout=0.05)
+    chart = (
+        flow_chart("Start", lambda s, c: None, "start")
+        .add_agent("Helper", helper, "helper", message=lambda s: "go", into="answer")
+        .build()
+    )
+    with pytest.raises(RunTimeoutError, match=r"timed out after 0\.05 s"):
+        chart.run()
