@@ -183,37 +183,51 @@ class Run:
 
 class ScopedRun(Run):
     """A subflow's view of the run when its mount brings options of its own (``add_agent``): the
-    rule inside it (``Redaction.within`` its path), its loop limit and its deadline; everything
-    else — the execution counter, visit and loop counts, subflow results, observers — is the
-    shared run's (read and written through), so runtime ids stay unique across the run."""
+    rule inside it (``Redaction.within`` its path), its loop limit and its deadline. Everything
+    else is the shared run's: the containers (counts, subflow results, observers, ...) are the
+    same objects, and what the engine reassigns as it goes (``_SHARED``: the execution counter,
+    the current stage, ...) is read and written through to the shared run — so runtime ids stay
+    unique across the run."""
 
-    _OWN = frozenset({"base", "redaction", "redacting", "max_iterations", "deadline", "timeout"})
     __slots__ = ("base",)
+    base: Run
 
     def __init__(
         self, base: Run, redaction: Any, max_iterations: int, deadline: float | None, timeout: float | None
     ) -> None:
         object.__setattr__(self, "base", base)
-        object.__setattr__(self, "redaction", redaction)
-        object.__setattr__(self, "redacting", redaction.active)
-        object.__setattr__(self, "max_iterations", max_iterations)
-        object.__setattr__(self, "deadline", deadline)
-        object.__setattr__(self, "timeout", timeout)
-
-    def __getattr__(self, name: str) -> Any:  # only for what this view does not set itself
-        return getattr(object.__getattribute__(self, "base"), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in ScopedRun._OWN:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.base, name, value)
+        for name in Run.__slots__:
+            if name not in _SHARED and hasattr(base, name):
+                object.__setattr__(self, name, getattr(base, name))
+        self.redaction = redaction
+        self.redacting = redaction.active
+        self.max_iterations = max_iterations
+        self.deadline = deadline
+        self.timeout = timeout
 
     def __copy__(self) -> ScopedRun:
         """A map child's own run (its own counter): a copy of the shared run, seen the same way."""
         import copy
 
         return ScopedRun(copy.copy(self.base), self.redaction, self.max_iterations, self.deadline, self.timeout)
+
+
+#: the run's attributes the engine reassigns while it goes: one value for the whole run
+_SHARED = ("counter", "current_stage", "failure_site", "recovery", "reuse")
+
+
+def _through(name: str) -> property:
+    def read(self: ScopedRun) -> Any:
+        return getattr(self.base, name)
+
+    def write(self: ScopedRun, value: Any) -> None:
+        setattr(self.base, name, value)
+
+    return property(read, write)
+
+
+for _name in _SHARED:
+    setattr(ScopedRun, _name, _through(_name))
 
 
 def root_run(run: Run) -> Run:
