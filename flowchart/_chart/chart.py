@@ -20,6 +20,7 @@ import functools
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flowchart._chart.scoping import Scopes, mount_scopes, scoped_rule
 from flowchart._core.errors import RunError
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.nodes import StageNode, iter_nodes
@@ -71,16 +72,13 @@ class FlowChart:
         self._nodes = nodes
         self._launch = launcher
         self._loop_stubs: dict[str, StageNode] = {}
-        #: the rule its mounts' own rules make (``flowchart._chart.scoping``), once: (rule,) or None
-        self._mount_rule: tuple[Redaction | None] | None = None
+        #: its mounts' own rules (``flowchart._chart.scoping``), made once, here: the chart is immutable
+        self.mounts: Scopes = mount_scopes(nodes.values())
+        self._mount_rule = scoped_rule(self.mounts, None)
 
     def _rule(self, given: Redaction | None) -> Redaction | None:
         """The rule a run records under: ``given`` with the scopes of its mounts' own rules."""
-        if self._mount_rule is None:
-            from flowchart._chart.scoping import scoped_rule
-
-            self._mount_rule = (scoped_rule(self, None),)
-        mounts = self._mount_rule[0]
+        mounts = self._mount_rule
         if mounts is None:
             return given
         return mounts if given is None else given.union(mounts)

@@ -71,6 +71,7 @@ async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, 
         own, mount.chart, {}, ReadonlyArgs({}), prefix=f"{full}/{index}/", subflow_path=(*parent.subflow_path, full)
     )
     inner.mapped = (index, item)
+    inner.loop_limit = parent.loop_limit
     error: Exception | None = None
     output = None
     try:

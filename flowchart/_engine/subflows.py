@@ -132,6 +132,7 @@ async def run_mount(
         prefix=full + "/",
         subflow_path=(*traverser.subflow_path, full),
     )
+    inner.loop_limit = mount.max_iterations if mount.max_iterations is not None else traverser.loop_limit
     error: Exception | None = None
     output = None
     try:
@@ -176,11 +177,11 @@ async def run_mount(
 
 def scoped(run: Run, mount: SubflowMount, full: str) -> Run:
     """The run as the subflow at ``full`` sees it: its rule (the run's rule ``within`` its path,
-    where a mount's own rule is a scope), and the mount's own loop limit and deadline; the run
-    itself when none of these differ."""
+    where a mount's own rule is a scope) and the mount's own deadline; the run itself when
+    neither differs (the mount's loop cap is its traverser's: ``Traverser.loop_limit``)."""
     root = root_run(run)
     rule = root.redaction.within(full) if root.redaction.scopes else run.redaction
-    if rule is run.redaction and mount.timeout is None and mount.max_iterations is None:
+    if rule is run.redaction and mount.timeout is None:
         return run
     deadline = run.deadline
     timeout = run.timeout
@@ -188,8 +189,7 @@ def scoped(run: Run, mount: SubflowMount, full: str) -> Run:
         own = time.monotonic() + mount.timeout
         if deadline is None or own < deadline:
             deadline, timeout = own, mount.timeout
-    limit = mount.max_iterations if mount.max_iterations is not None else run.max_iterations
-    return ScopedRun(root, rule, limit, deadline, timeout)
+    return ScopedRun(root, rule, run.max_iterations, deadline, timeout)
 
 
 async def _within_timeout(inner: Traverser, mount: SubflowMount, full: str, resume: Reentry | None) -> Any:
