@@ -355,3 +355,32 @@ def test_the_mounted_agents_timeout_applies_inside_the_mount() -> None:
     )
     with pytest.raises(RunTimeoutError, match=r"timed out after 0\.05 s"):
         chart.run()
+
+
+def test_a_tampered_handoff_pause_is_refused_before_anything_runs() -> None:
+    """The held pause is untrusted like the rest of a checkpoint: a handoff the agent does not
+    declare is a CompositionError naming it; a held checkpoint that is not one is refused by the
+    one codec, naming its path — and nothing ran."""
+    from flowchart import Checkpoint, CheckpointError
+    from governance import check_in_approved
+
+    from agent.errors import CompositionError
+
+    triage, _, _, refunds = _refund_desk()
+    paused = triage.run("Refund my order 9, please")
+    decision = check_in_approved(request=paused.check_in, by="alice")
+
+    def tampered(held: dict[str, Any]) -> Checkpoint:
+        data = paused.checkpoint.to_dict()
+        data["shared_state"]["handoff_paused"] = held
+        return Checkpoint.from_dict(data)
+
+    with pytest.raises(
+        CompositionError, match=r"paused inside a handoff to 'nobody', which this agent does not declare"
+    ):
+        triage.resume(tampered({"to": "nobody"}), decision)
+    with pytest.raises(CheckpointError, match=r"Invalid checkpoint: expected an object, got a string @ \$"):
+        triage.resume(
+            tampered({"to": "billing", "kind": "check_in", "chain": [], "row": {}, "checkpoint": "x"}), decision
+        )
+    assert refunds == []
