@@ -361,10 +361,9 @@ def test_a_tampered_handoff_pause_is_refused_before_anything_runs() -> None:
     """The held pause is untrusted like the rest of a checkpoint: a handoff the agent does not
     declare is a CompositionError naming it; a held checkpoint that is not one is refused by the
     one codec, naming its path — and nothing ran."""
+    from agent.errors import CompositionError
     from flowchart import Checkpoint, CheckpointError
     from governance import check_in_approved
-
-    from agent.errors import CompositionError
 
     triage, _, _, refunds = _refund_desk()
     paused = triage.run("Refund my order 9, please")
