@@ -270,7 +270,8 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        return self._launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
+        options = stream_options(run_options, store, run_id)
+        return self._launcher().stream(self, input, modes, options.but(redaction=self._rule(options.redaction)))
 
     def astream(
         self,
@@ -282,7 +283,8 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        return self._launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
+        options = stream_options(run_options, store, run_id)
+        return self._launcher().astream(self, input, modes, options.but(redaction=self._rule(options.redaction)))
 
     def resume(
         self,

@@ -383,3 +383,20 @@ def test_a_tampered_handoff_pause_is_refused_before_anything_runs() -> None:
             tampered({"to": "billing", "kind": "check_in", "chain": [], "row": {}, "checkpoint": "x"}), decision
         )
     assert refunds == []
+
+
+def test_a_stream_of_the_chart_hides_inside_the_mount_under_the_agents_rule() -> None:
+    """``chart.stream`` runs under the same rule as ``chart.run``: the mounted agent's scope hides its
+    user message in the stream's events and in the final record."""
+    from flowchart import Redaction
+
+    clerk, _ = agent_on(["Done."], "Refunds.", redaction=Redaction(keys={"user_message"}))
+    chart = (
+        flow_chart("Start", lambda s, c: None, "start")
+        .add_agent("Clerk", clerk, "clerk", message=lambda s: f"Refund to {SECRET}", into="receipt")
+        .build()
+    )
+    events = list(chart.stream())
+    assert events[-1].kind == "final"
+    assert "4111" not in repr(events[:-1])
+    assert "4111" not in events[-1].result.trace().to_json()
