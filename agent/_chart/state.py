@@ -58,6 +58,7 @@ CONTEXT_DROPPED = "context_dropped"  # what was available to it but not sent, an
 SUB_AGENTS = "sub_agents"
 # -- written by handoff (only with handoffs: agent._chart.handoff) -------------------------
 HANDOFFS = "handoffs"
+HANDOFF_PAUSED = "handoff_paused"  # the receiving agent paused: who, its checkpoint, the row so far
 # -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------
 OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent._chart.structured) ---------------

@@ -32,7 +32,7 @@ from agent._chart.state import (
 from agent._run import durable
 from agent._run.snapshot import AgentSnapshot
 from agent.errors import BudgetExceededError, PolicyHaltError
-from flowchart import RunResult, failed_run, narrative
+from flowchart import Checkpoint, RunResult, failed_run, narrative
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
@@ -86,6 +86,14 @@ class Segments:
         recorders = self.recorders(attach)
         with self.failures_kept(recorders):
             result = await agent.chart.arun(run_input, **self.options(recorders))
+        return self.finish(result, recorders)
+
+    async def aresume_turn(self, checkpoint: Checkpoint, resume_input: Any) -> str | Paused:
+        """Resume a paused turn (no store) with an answer already checked
+        (``Agent.checked_resume_input``)."""
+        recorders = self.recorders()
+        with self.failures_kept(recorders):
+            result = await self.agent.chart.aresume(checkpoint, resume_input, **self.options(recorders))
         return self.finish(result, recorders)
 
     def finish(self, result: RunResult, recorders: list[Any]) -> str | Paused:

@@ -190,6 +190,8 @@ class NarrativeRecorder:
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    #: the subflows whose emits are their owner's (``SubflowEvent.quiet_emits``): not told
+    _quiet: set[str] = attrs.field(factory=set, init=False, repr=False)
     _render_op: Any = attrs.field(default=None, init=False, repr=False)
     _render_stage: Any = attrs.field(default=None, init=False, repr=False)
     #: the run as it came, told when first read: the frequent hooks' calls (a stage's batch,
@@ -239,6 +241,8 @@ class NarrativeRecorder:
         read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
         (The engine calls this field form; ``on_stage_ops`` is the same for an event.)
         """
+        if self._quiet and self._hushed(ctx):
+            ops = [op for op in ops if op[0] != "emit"]
         log = self._log
         if log is not None:
             log.append((_OPS, ctx, ops))
@@ -274,8 +278,15 @@ class NarrativeRecorder:
         if tell is not None and event.operation != "delete":
             self._note(event.ctx.runtime_stage_id, event.key, tell, event.value)
 
+    def _hushed(self, ctx: TraversalContext) -> bool:
+        """The stage runs inside a subflow whose emits are not told."""
+        return any(path in self._quiet for path in ctx.subflow_path)
+
     def on_emit(self, event: EmitEvent) -> None:
-        """Buffer an emitted event; it takes a step number like reads and writes."""
+        """Buffer an emitted event; it takes a step number like reads and writes (not inside a
+        subflow whose emits are its owner's: ``SubflowEvent.quiet_emits``)."""
+        if self._quiet and self._hushed(event.ctx):
+            return
         if self._log:
             self._settle()
         self._buffer(event.ctx.runtime_stage_id, "emit", event.name, event.payload)
@@ -340,6 +351,8 @@ class NarrativeRecorder:
 
     def on_subflow_entry(self, event: SubflowEvent) -> None:
         """``Entering ...``, one ``Input:`` step per mapped input key; numbering restarts."""
+        if event.quiet_emits:
+            self._quiet.add(event.subflow_id)
         # the inputs are told now: the mapped state is the subflow's own, which it goes on to change
         inputs: list[tuple[str, str]] = []
         mapped = event.state if isinstance(event.state, dict) else {}
