@@ -18,8 +18,7 @@ from test_stream_chart import loop_chart
 
 from flowchart import narrative
 from flowchart._stream.stream_tap import StreamTap
-from flowchart.recorders.narrative import NarrativeRecorder
-from flowchart.recorders.narrative import NarrativeCountError
+from flowchart.recorders.narrative import NarrativeCountError, NarrativeRecorder
 
 
 def _shape(events: list[Any]) -> list[tuple[str, str, str]]:
