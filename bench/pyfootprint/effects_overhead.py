@@ -29,8 +29,9 @@ from bench.pyfootprint.common import row, settings
 from bench.pyfootprint.w6_agent import ADD_SCHEMA, ANSWER, TOOL_TURNS, mock_llm, run_agent
 
 
-def build(effect: str = "read", store: Any = None, priced: bool = False) -> tuple[Any, Any]:
-    """A W6 agent for one run: ``effect`` on the tool, an optional store, optional pricing."""
+def build(effect: str = "read", store: Any = None, priced: bool | str = False) -> tuple[Any, Any]:
+    """A W6 agent for one run: ``effect`` on the tool, an optional store; ``priced``: True prices
+    its model (``pricing=``), ``"table"`` gives the built-in table alone (its model unpriced)."""
     from agent import Agent, Price, define_tool
     from agent.providers import scripted
 
@@ -49,7 +50,9 @@ def build(effect: str = "read", store: Any = None, priced: bool = False) -> tupl
     options: dict[str, Any] = {}
     if store is not None:
         options["store"] = store
-    if priced:
+    if priced == "table":
+        options["pricing"] = {}
+    elif priced:
         options["pricing"] = {"mock": Price(input_per_mtok=2.5, output_per_mtok=10)}
     agent = Agent.create(provider=provider, model="mock", **options).tool(add).max_iterations(2 * TOOL_TURNS).build()
     return agent, provider
