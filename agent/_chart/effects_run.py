@@ -3,8 +3,10 @@
 Laws (docs/durable.md "Effects that happen once"):
 - A call of a tool whose ``effect`` is not ``"read"`` is written to the effect ledger
   (``flowchart.store.effects``) BEFORE the tool runs — ``{"tool", "effect", "tool_call_id",
-  "iteration"}`` and its arguments, under its idempotency key — and its receipt (the text the model
-  reads) AFTER it returns, each durable at once, apart from the run's segment.
+  "iteration"}`` and its arguments, under its idempotency key — durable at once, apart from the
+  run's segment; its receipt (the text the model reads) AFTER it returns: at once for a
+  checkable or unsafe tool, with the ledger's next write (the next intent, or the segment's end:
+  ``flush``) for an idempotent one, whose call, if the process dies first, is re-sent with its key.
 - Finding the key already in the ledger when the call is dispatched means an earlier try of this
   segment got that far before it died:
   - a receipt: the call happened; the receipt is its result and the tool is NOT run (``receipt``);
@@ -119,9 +121,18 @@ def _send(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id
         raise
     if inspect.isawaitable(result):
         return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome)
-    ledger.settle(run_id, key, {"result": result_text(result)})
+    _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
     return result
+
+
+def _receipt(ledger: Any, tool: Any, run_id: str, key: str, result: Any) -> None:
+    """The receipt of a call that returned: an idempotent tool's waits for the ledger's next write
+    (a call in doubt is re-sent with its key, harmlessly); any other's is written now."""
+    if tool.effect == "idempotent":
+        ledger.settle_later(run_id, key, {"result": result_text(result)})
+    else:
+        ledger.settle(run_id, key, {"result": result_text(result)})
 
 
 async def _settle_later(
@@ -132,7 +143,7 @@ async def _settle_later(
     except Exception as exc:
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
-    ledger.settle(run_id, key, {"result": result_text(result)})
+    _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
     return result
 
