@@ -81,6 +81,8 @@ class Price:
 # (a call's cost is on the hot path: integer arithmetic is exact and several times cheaper than
 # Decimal's, and the text is written without ``format``)
 Money = tuple[int, int]
+#: a price as integers: (input, output, cached input or None) units per million tokens, and the exponent
+Figures = tuple[int, int, int | None, int]
 
 
 def _money_of(value: Any) -> Money:

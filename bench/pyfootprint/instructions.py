@@ -19,8 +19,9 @@ chart on the bare engine), ``save`` / ``load`` (``Trace.save`` / ``Trace.load`` 
 W7 run), ``w4k`` (W4 into a SQLite store opened with a key); ``e6*`` the W6 agent of
 ``effects_overhead``: ``e6`` plain, ``e6p`` priced (``pricing=`` naming its model), ``e6u``
 the default (no ``pricing=``: the built-in table, the model unpriced), ``e6i`` an idempotent
-tool (memory ledger), ``e6s`` / ``e6si`` on a SQLite store (a fresh file per run), read and
-idempotent tool.
+tool (memory ledger), ``e6s`` / ``e6si`` on a SQLite store (a fresh file per run, as
+``effects_overhead`` times them), read and idempotent tool; ``e6s1`` / ``e6si1`` the same on one
+store every run shares (its connections made once, as a long-lived worker's are).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ RUNS = {
     "e6i": 10,
     "e6s": 10,
     "e6si": 10,
+    "e6s1": 10,
+    "e6si1": 10,
 }
 KEY = b"k" * 32
 
@@ -111,12 +114,15 @@ def _prepare(workload: str, count: int) -> list[Callable[[], object]]:
         from flowchart.store import SqliteStore
 
         folder = tempfile.mkdtemp(prefix="pf-instr-")
-        effect = "idempotent" if workload in ("e6i", "e6si") else "read"
-        stored = workload in ("e6s", "e6si")
+        effect = "idempotent" if workload in ("e6i", "e6si", "e6si1") else "read"
+        stored = workload in ("e6s", "e6si", "e6s1", "e6si1")
         priced = {"e6p": True, "e6u": "table"}.get(workload, False)
+        shared = SqliteStore(os.path.join(folder, "runs.db")) if workload.endswith("1") else None
+        if shared is not None:  # one store for every run, warmed (its connections and ledger made)
+            build(effect, shared, priced)[0].run("warm up")
         pairs = []
         for n in range(count):
-            store = SqliteStore(os.path.join(folder, f"runs-{n}.db")) if stored else None
+            store = (shared or SqliteStore(os.path.join(folder, f"runs-{n}.db"))) if stored else None
             pairs.append(build(effect, store, priced))
         return [lambda pair=pair: run_agent(*pair) for pair in pairs]
     raise SystemExit(f"unknown workload {workload!r} (one of {', '.join(RUNS)})")
