@@ -43,11 +43,16 @@ from flowchart.lowlevel import append_owned, raw_read, set_owned
 __all__ = ["guarded", "settle_answered"]
 
 
+#: results that are never awaitable: no ``inspect.isawaitable`` for them (a tool's usual result)
+_PLAIN = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
+
+
 def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
+    effect = tool.effect
     row = {
         "tool_call_id": call_id,
         "tool": tool.name,
-        "effect": effect_name(tool.effect),
+        "effect": effect if type(effect) is str else effect_name(effect),
         "key": key,
         "outcome": outcome,
     }
@@ -86,7 +91,9 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int) -> Any:
     def execute(args: dict[str, Any], tool_ctx: Any) -> Any:
         run_id, call_id = tool_ctx.run_id, tool_ctx.tool_call_id
         key = tool_ctx.idempotency_key
-        body = {"tool": tool.name, "effect": effect_name(tool.effect), "tool_call_id": call_id, "iteration": iteration}
+        effect = tool.effect
+        name = effect if type(effect) is str else effect_name(effect)
+        body = {"tool": tool.name, "effect": name, "tool_call_id": call_id, "iteration": iteration}
         found, others = ledger.intend(run_id, key, body, args)
         if found is None and others:
             other = _in_doubt(others, tool, args)
@@ -119,7 +126,7 @@ def _send(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id
     except Exception as exc:
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
-    if inspect.isawaitable(result):
+    if type(result) not in _PLAIN and inspect.isawaitable(result):
         return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome)
     _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome)

@@ -248,6 +248,8 @@ class MemoryLedger:
     def __init__(self) -> None:
         # per run: key → [body, receipt]; values are made of strings and numbers, never changed
         self._runs: dict[str, dict[str, list[Any]]] = {}
+        # per run: the keys without a receipt, in the order they were intended (no scan of the run)
+        self._open: dict[str, dict[str, None]] = {}
         self._lock = threading.Lock()
 
     def intend(
@@ -258,11 +260,14 @@ class MemoryLedger:
             rows = self._runs.get(run_id)
             if rows is None:
                 rows = self._runs[run_id] = {}
+                self._open[run_id] = {}
             found = rows.get(key)
             if found is not None:
                 return {"key": key, "body": found[0], "receipt": found[1]}, []
-            others = [{"key": k, "body": v[0], "receipt": None} for k, v in rows.items() if v[1] is None]
+            waiting = self._open[run_id]
+            others = [{"key": k, "body": rows[k][0], "receipt": None} for k in waiting] if waiting else []
             rows[key] = [dict(body), None]
+            waiting[key] = None
         return None, others
 
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
@@ -271,6 +276,7 @@ class MemoryLedger:
             found = self._runs.get(run_id, {}).get(key)
             if found is not None and found[1] is None:
                 found[1] = dict(receipt)
+                self._open[run_id].pop(key, None)
 
     #: memory keeps nothing for later: a receipt is in place at once
     settle_later = settle
@@ -284,6 +290,7 @@ class MemoryLedger:
             found = self._runs.get(run_id, {}).get(key)
             if found is not None:
                 found[1] = None
+                self._open[run_id][key] = None
 
     def entries(self, run_id: str) -> list[dict[str, Any]]:
         """See ``EffectLedger.entries``."""

@@ -99,3 +99,24 @@ def test_flush_writes_what_settle_later_kept_and_the_first_receipt_stands(tmp_pa
     assert _fresh_view(tmp_path / "runs.db", "r-1")[0]["receipt"] == {"result": "first"}
     found, others = ledger.intend("r-1", "r-1:c1", body, {})
     assert found is not None and found["receipt"] == {"result": "first"} and others == []
+
+
+def test_the_memory_ledger_returns_a_runs_unsettled_intents_as_a_stores_does(tmp_path: Path) -> None:
+    """The memory ledger and a SQLite store's ledger answer alike: a new intent comes back with
+    the run's other intents that have no receipt (not another run's, not settled ones), a
+    reopened one is unsettled again, and an intent on a known key returns its row."""
+    from flowchart.store.effects import MemoryLedger
+
+    body = {"tool": "add", "effect": "idempotent", "iteration": 1}
+    for ledger in (MemoryLedger(), ledger_of(SqliteStore(str(tmp_path / "runs.db")))):
+        assert ledger.intend("r-1", "k1", {**body, "tool_call_id": "c1"}) == (None, [])
+        assert ledger.intend("r-2", "k9", {**body, "tool_call_id": "c9"}) == (None, [])
+        _, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"})
+        assert [o["key"] for o in others] == ["k1"]
+        ledger.settle("r-1", "k1", {"result": "2"})
+        ledger.settle("r-1", "k2", {"result": "3"})
+        assert ledger.intend("r-1", "k3", {**body, "tool_call_id": "c3"})[1] == []
+        ledger.reopen("r-1", "k1")
+        assert sorted(o["key"] for o in ledger.intend("r-1", "k4", {**body, "tool_call_id": "c4"})[1]) == ["k1", "k3"]
+        found, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"})
+        assert found is not None and found["receipt"] == {"result": "3"} and others == []
