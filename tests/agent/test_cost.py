@@ -335,3 +335,21 @@ def test_agent_why_cost_with_pricing_false_says_it_was_not_recorded(tmp_path: An
     path = snapshot.result.trace().save(tmp_path / "run.trace.json")
     assert agent_main(["why", str(path), "--cost"]) == 0
     assert "cost: not recorded (the agent was built with pricing=False)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spent_before", "message"),
+    [
+        ({"usd": "1", "tokens": 1, "calls": 1, "unpriced": "two"}, "a bad unpriced: 'two'"),
+        ({"usd": "1", "tokens": 1, "calls": 1, "unpriced": -1}, "a bad unpriced: -1"),
+        ({"usd": "lots", "tokens": 1, "calls": 1}, "not a number: 'lots'"),
+    ],
+)
+def test_a_turns_recorded_spend_is_checked_before_it_is_added(spent_before: Any, message: str) -> None:
+    """What a conversation spent is read back from a stored record (untrusted): a malformed
+    count of unpriced calls or total is refused naming the field, never added."""
+    from agent._chart.conversation_turns import spent_through
+    from agent.errors import ConversationError
+
+    with pytest.raises(ConversationError, match=message):
+        spent_through({"conversation": {"spent_before": spent_before}})
