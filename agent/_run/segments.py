@@ -125,7 +125,8 @@ class Segments:
         except Exception as exc:
             ledger = self.agent.config.effect_ledger
             if ledger is not None:  # the receipts of the calls that returned before it failed
-                ledger.flush()
+                with contextlib.suppress(Exception):  # unwritten, those calls stay in doubt: the error goes on
+                    ledger.flush()
             found = failed_run(exc)
             if found is not None:
                 self._keep(found[0], recorders)
