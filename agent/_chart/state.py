@@ -45,7 +45,7 @@ LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though str
 TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
-# -- written by call-llm (only with pricing= or budget=: agent._chart.spend) ------------------------
+# -- written by call-llm on every model call (not with pricing=False: agent._chart.spend) ----------
 LLM_COST = "llm_cost"  # the latest model call's usage as reported and cost, and the run's totals
 BUDGET_STATE = "budget"  # the budget in force and the decisions taken on it (raised, stopped, wrapped up)
 # -- written by wrap-up and final ---------------------------------------------------------

@@ -13,7 +13,7 @@ How one segment of a run is set up and ended is the segment runner's (``agent.se
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from agent._chart.chart import build_agent_chart
 from agent._chart.config import AgentConfig
@@ -89,7 +89,7 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
-        pricing: Mapping[str, Any] | None = None,
+        pricing: Mapping[str, Any] | Literal[False] | None = None,
         budget: Any = None,
         memory: Any = None,
         recall: int = 3,
@@ -114,8 +114,10 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
-        ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
-        usage and cost on its commit (``llm_cost``; ``last_snapshot().calls`` / ``.cost``);
+        Every model call's usage and cost are recorded on its commit (``llm_cost``;
+        ``last_snapshot().calls`` / ``.cost``), priced from the built-in table (a model not in
+        it costs ``"unknown"``); ``pricing`` (model name → ``Price``) is laid over that table,
+        and ``pricing=False`` records no cost at all (no budget then);
         ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
         ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
         recalls the ``recall`` most relevant items of the run's namespace before each model call

@@ -100,6 +100,8 @@ class Segments:
         """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
         (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
         agent = self.agent
+        if agent.config.effect_ledger is not None:  # the receipts kept for later: written as the segment ends
+            agent.config.effect_ledger.flush()
         if agent.store is None and CONVERSATION in result.state:
             agent.conversation_book.settle(result)  # an in-memory conversation turn ended or paused
         self._keep(result, recorders)
@@ -129,6 +131,10 @@ class Segments:
         try:
             yield
         except Exception as exc:
+            ledger = self.agent.config.effect_ledger
+            if ledger is not None:  # the receipts of the calls that returned before it failed
+                with contextlib.suppress(Exception):  # unwritten, those calls stay in doubt: the error goes on
+                    ledger.flush()
             found = failed_run(exc)
             if found is not None:
                 self._keep(found[0], recorders)
