@@ -95,9 +95,10 @@ def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     taken = []
     dead = expired(target)
     after = getattr(app.conf, "pyfootprint_stranded_after", None) or STRANDED_AFTER
-    for run_id in [*dead, *stranded(target, after)]:
+    # a stranded run may just be waiting in a long queue: its claim waits as long again (and doubles)
+    for run_id, wait in [*((r, HANDOVER_TTL) for r in dead), *((r, after) for r in stranded(target, after))]:
         try:
-            claimed = hand_over(target, run_id, worker_id())
+            claimed = hand_over(target, run_id, worker_id(), ttl=wait)
         except Exception as exc:  # another sweeper inserted the claim first, the store blinked
             log.debug("run %s: not handed over (%s)", run_id, exc)
             continue

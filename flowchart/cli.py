@@ -2,7 +2,7 @@
 
     flowchart replay TRACE [--at N]        the state after commit N, as JSON
     flowchart narrate TRACE                the run's narrative, one line each
-    flowchart why TRACE KEY [--at N]       the causal chain behind KEY's value
+    flowchart why TRACE KEY [--at N] [--in MOUNT]  the causal chain behind KEY's value, across mounts
     flowchart diff TRACE A B               what changed between commits A and B
     flowchart diff TRACE_A TRACE_B [--json]
                                            where run B went differently from run A
@@ -49,9 +49,12 @@ def _load(path: str) -> Trace:
 
 
 def _index(trace: Trace, at: int | None) -> int | None:
-    if at is not None and not -1 <= at < len(trace.commit_log):
-        last = len(trace.commit_log) - 1
-        raise CliError(f"commit index {at} is out of range: the trace has commits -1..{last}")
+    return None if at is None else _index_in(trace.commit_log, at)
+
+
+def _index_in(log: Any, at: int) -> int:
+    if not -1 <= at < len(log):
+        raise CliError(f"commit index {at} is out of range: the trace has commits -1..{len(log) - 1}")
     return at
 
 
@@ -74,14 +77,24 @@ def cmd_narrate(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_why(args: argparse.Namespace) -> str:
-    """``why``: the causal chain of ``KEY`` as of commit ``--at``."""
+    """``why``: the causal chain of ``KEY`` as of commit ``--at``, continued into and out of the
+    subflows it meets (a mounted agent among them); ``--in MOUNT`` starts in a subflow's log."""
     trace = _load(args.trace)
-    chain = trace.why(args.key, _index(trace, args.at))
-    if chain.root is None:
+    log = trace.commit_log
+    if args.within is not None:
+        found = [sub for rid, sub in trace.subflows.items() if args.within in (rid, sub.mount_id)]
+        if not found:
+            known = ", ".join(trace.subflows) or "none"
+            raise CliError(f"--in {args.within}: the trace has no subflow execution there (known: {known})")
+        log = found[-1].commit_log
+    at = None if args.at is None else _index_in(log, args.at)
+    crossed = trace.why_across(args.key, at, where=args.within)
+    if crossed.first.root is None:
         where = "" if args.at is None else f" at or before commit {args.at}"
-        origin = " (it is in the initial state)" if args.key in trace.initial_state else ""
-        raise CliError(f"key '{args.key}' was never written{where}{origin}")
-    return chain.format()
+        inside = "" if args.within is None else f" in the subflow {args.within}"
+        origin = " (it is in the initial state)" if args.within is None and args.key in trace.initial_state else ""
+        raise CliError(f"key '{args.key}' was never written{inside}{where}{origin}")
+    return crossed.format()
 
 
 def cmd_diff(args: argparse.Namespace) -> str | list[str]:
@@ -227,6 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("trace", metavar="TRACE", help="a trace file")
     sub.add_argument("key", metavar="KEY", help="a top-level state key")
     sub.add_argument("--at", type=int, metavar="N", help="explain the value as of commit N")
+    sub.add_argument(
+        "--in",
+        dest="within",
+        metavar="MOUNT",
+        help="explain a key of a subflow's own state (its mount path or runtime id, e.g. planner or planner#1)",
+    )
 
     sub = command(
         "diff",

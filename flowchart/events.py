@@ -314,13 +314,15 @@ class SelectedEvent:
 
 @attrs.frozen
 class SubflowEvent:
-    """Entry into (``state`` = mapped input) or exit from (``state`` = final subflow state) a subflow."""
+    """Entry into (``state`` = mapped input) or exit from (``state`` = final subflow state) a subflow.
+    ``quiet_emits``: the mount's emits are its owner's (``add_agent``); a narrative leaves them out."""
 
     ctx: TraversalContext
     name: str
     subflow_id: str
     description: str | None = None
     state: Any = None
+    quiet_emits: bool = False
 
 
 @attrs.frozen

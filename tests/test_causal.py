@@ -303,3 +303,43 @@ def test_chains_of_several_keys_refuse_what_one_chain_refuses() -> None:
     with pytest.raises(ValueError, match="max_nodes must be an integer >= 1, got 0"):
         causal_chains(log, ["a"], max_nodes=0)
     assert {k: c.missing for k, c in causal_chains([], ["a", "b"]).items()} == {"a": "empty-log", "b": "empty-log"}
+
+
+def test_why_across_goes_into_a_subflow_by_value_and_out_through_the_mount_reads() -> None:
+    """Into: the mount wrote ``total`` with the value of the subflow's ``sum`` — the chain goes on in
+    the subflow's log. Out: a chain asked inside the subflow goes on from the keys its input mapper
+    read. A mapper that computes a value found in no inner key stops the crossing there."""
+
+    def add(scope: Any, ctx: Any) -> None:
+        scope.sum = scope.a + scope.b
+
+    def seed(scope: Any, ctx: Any) -> None:
+        scope.x, scope.y = 2, 3
+
+    inner = flow_chart("Add", add, "add").build()
+    chart = (
+        flow_chart("Seed", seed, "seed")
+        .add_subflow_chart_next(
+            "sum",
+            inner,
+            input_mapper=lambda p: {"a": p["x"], "b": p["y"]},
+            output_mapper=lambda sub, p: {"total": sub["sum"], "double": sub["sum"] * 2},
+        )
+        .build()
+    )
+    trace = chart.run().trace()
+    inward = trace.why_across("total")
+    assert [(p.log, p.chain.key, p.via) for p in inward.parts] == [
+        (None, "total", None),
+        ("sum#1", "sum", "into the subflow sum#1: 'total' is its 'sum' (the same value)"),
+    ]
+    assert inward.parts[1].chain.root is not None and inward.parts[1].chain.root.runtime_stage_id == "sum/add#2"
+    assert [p.log for p in trace.why_across("double").parts] == [None]  # computed by the mapper: no inner key
+    outward = trace.why_across("sum", where="sum")
+    assert [(p.log, p.chain.key) for p in outward.parts] == [("sum#1", "sum"), (None, "x"), (None, "y")]
+    assert outward.format().splitlines()[3:5] == [
+        "⤶ out of the subflow sum#1: its input mapper read 'x'",
+        "  x ← Seed (seed#0) [wrote: x, y]",
+    ]
+    with pytest.raises(KeyError, match=r"no subflow execution 'nope' in this record \(known: sum#1\)"):
+        trace.why_across("sum", where="nope")

@@ -84,7 +84,7 @@ def build_agent_chart(cfg: AgentConfig, answered: AnswerBook | None = None) -> F
     if cfg.wrap_up and cfg.tools:
         branches = branches.add_function_branch("wrap-up", "WrapUp", make_wrap_up(), loop_to="call-llm")
     if cfg.handoffs:  # the receiving agent's answer is this run's: route then takes final
-        branches = branches.add_function_branch("handoff", "Handoff", make_handoff(cfg), loop_to="route")
+        branches = branches.add_pausable_function_branch("handoff", "Handoff", make_handoff(cfg), loop_to="route")
     if cfg.output is not None:
         branches = structured.add_retry_branch(branches, cfg.output)
     return (

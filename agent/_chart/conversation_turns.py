@@ -153,7 +153,9 @@ def turn_from_log(
 
 def spent_through(state: dict[str, Any]) -> dict[str, Any] | None:
     """What the conversation had spent by the end of the turn ``state`` is the end of: the
-    ``spent_before`` its seed loaded plus its own ``llm_cost`` totals (None when it recorded no cost)."""
+    ``spent_before`` its seed loaded plus its own ``llm_cost`` totals (None when it recorded no cost):
+    ``{"usd", "tokens", "calls"}``, and ``unpriced`` (how many of the calls cost ``unknown``: ``usd``
+    is the sum of the priced ones) when some did."""
     from decimal import Decimal, InvalidOperation
 
     meta = state.get(CONVERSATION)
@@ -162,15 +164,21 @@ def spent_through(state: dict[str, Any]) -> dict[str, Any] | None:
 
     cost = state.get(LLM_COST)
     try:
-        own = run_totals(cost) if isinstance(cost, dict) else None
+        own = dict(run_totals(cost), usd=cost["run"]["usd"]) if isinstance(cost, dict) else None
     except (KeyError, TypeError, AttributeError):
         raise ConversationError("a turn's recorded llm_cost is malformed: cannot tell what it spent") from None
     if not isinstance(own, dict) and not isinstance(before, dict):
         return None
     usd, counts = Decimal(0), {"tokens": 0, "calls": 0}
+    unpriced = 0
     for part in (before, own):
         if not isinstance(part, dict):
             continue
+        found = part.get("unpriced", 0)
+        found = len(found) if isinstance(found, list) else found
+        if not isinstance(found, int) or isinstance(found, bool) or found < 0:
+            raise ConversationError(f"a turn's recorded spend has a bad unpriced: {found!r}")
+        unpriced += found
         try:
             usd += Decimal(str(part.get("usd", "0")))
         except InvalidOperation:
@@ -180,7 +188,10 @@ def spent_through(state: dict[str, Any]) -> dict[str, Any] | None:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConversationError(f"a turn's recorded spend has a bad {key}: {value!r}")
             counts[key] += value
-    return {"usd": usd_text(usd), **counts}
+    spent = {"usd": usd_text(usd), **counts}
+    if unpriced:  # the calls whose cost is unknown (``usd`` is the priced calls' sum)
+        spent["unpriced"] = unpriced
+    return spent
 
 
 def turns_through(record: Any) -> tuple[list[Turn], dict[str, Any]] | None:

@@ -12,8 +12,8 @@ Laws:
 - ``BUILT_IN_PRICES`` is small and dated (``PRICES_DATED``); ``Agent.create(pricing=...)``
   entries win over it, model by model. A price table is checked at build: a price that is
   not a number, or is negative, is refused naming the model and the field.
-- Cost accounting writes nothing unless the agent has ``pricing=`` or ``budget=`` ("absent
-  means byte-identical": a record without them is the record it always was).
+- Every model call is costed by default (the built-in table, ``pricing=`` over it); only
+  ``pricing=False`` turns cost accounting off (its record has no cost keys).
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ class Price:
 # (a call's cost is on the hot path: integer arithmetic is exact and several times cheaper than
 # Decimal's, and the text is written without ``format``)
 Money = tuple[int, int]
+#: a price as integers: (input, output, cached input or None) units per million tokens, and the exponent
+Figures = tuple[int, int, int | None, int]
 
 
 def _money_of(value: Any) -> Money:
@@ -119,8 +121,15 @@ def money_text(money: Money) -> str:
 _FIGURES: dict[int, tuple[Price, tuple[int, int, int | None, int]]] = {}
 
 
+def figures_of(price: Price) -> tuple[int, int, int | None, int]:
+    """A price's figures as integer units per million tokens at one common exponent: (input,
+    output, cached input or None, exponent) — made once per price (a model-call stage makes them
+    when it is built)."""
+    return _figures(price)
+
+
 def _figures(price: Price) -> tuple[int, int, int | None, int]:
-    """A price's figures as integer units per million tokens at one common exponent, made once."""
+    """``figures_of``, kept per price object."""
     found = _FIGURES.get(id(price))
     if found is not None and found[0] is price:
         return found[1]

@@ -3,8 +3,10 @@
 Laws (docs/durable.md "Effects that happen once"):
 - A call of a tool whose ``effect`` is not ``"read"`` is written to the effect ledger
   (``flowchart.store.effects``) BEFORE the tool runs — ``{"tool", "effect", "tool_call_id",
-  "iteration"}`` and its arguments, under its idempotency key — and its receipt (the text the model
-  reads) AFTER it returns, each durable at once, apart from the run's segment.
+  "iteration"}`` and its arguments, under its idempotency key — durable at once, apart from the
+  run's segment; its receipt (the text the model reads) AFTER it returns: at once for a
+  checkable or unsafe tool, with the ledger's next write (the next intent, or the segment's end:
+  ``flush``) for an idempotent one, whose call, if the process dies first, is re-sent with its key.
 - Finding the key already in the ledger when the call is dispatched means an earlier try of this
   segment got that far before it died:
   - a receipt: the call happened; the receipt is its result and the tool is NOT run (``receipt``);
@@ -41,11 +43,16 @@ from flowchart.lowlevel import append_owned, raw_read, set_owned
 __all__ = ["guarded", "settle_answered"]
 
 
+#: results that are never awaitable: no ``inspect.isawaitable`` for them (a tool's usual result)
+_PLAIN = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
+
+
 def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
+    effect = tool.effect
     row = {
         "tool_call_id": call_id,
         "tool": tool.name,
-        "effect": effect_name(tool.effect),
+        "effect": effect if type(effect) is str else effect_name(effect),
         "key": key,
         "outcome": outcome,
     }
@@ -84,7 +91,9 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int) -> Any:
     def execute(args: dict[str, Any], tool_ctx: Any) -> Any:
         run_id, call_id = tool_ctx.run_id, tool_ctx.tool_call_id
         key = tool_ctx.idempotency_key
-        body = {"tool": tool.name, "effect": effect_name(tool.effect), "tool_call_id": call_id, "iteration": iteration}
+        effect = tool.effect
+        name = effect if type(effect) is str else effect_name(effect)
+        body = {"tool": tool.name, "effect": name, "tool_call_id": call_id, "iteration": iteration}
         found, others = ledger.intend(run_id, key, body, args)
         if found is None and others:
             other = _in_doubt(others, tool, args)
@@ -117,11 +126,20 @@ def _send(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id
     except Exception as exc:
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
-    if inspect.isawaitable(result):
+    if type(result) not in _PLAIN and inspect.isawaitable(result):
         return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome)
-    ledger.settle(run_id, key, {"result": result_text(result)})
+    _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
     return result
+
+
+def _receipt(ledger: Any, tool: Any, run_id: str, key: str, result: Any) -> None:
+    """The receipt of a call that returned: an idempotent tool's waits for the ledger's next write
+    (a call in doubt is re-sent with its key, harmlessly); any other's is written now."""
+    if tool.effect == "idempotent":
+        ledger.settle_later(run_id, key, {"result": result_text(result)})
+    else:
+        ledger.settle(run_id, key, {"result": result_text(result)})
 
 
 async def _settle_later(
@@ -132,7 +150,7 @@ async def _settle_later(
     except Exception as exc:
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
-    ledger.settle(run_id, key, {"result": result_text(result)})
+    _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
     return result
 

@@ -12,6 +12,13 @@ Laws:
   injected context of this agent is never part of it (it is not in history).
 - Handoffs nest (the receiver may hand off again): past ``max_handoffs`` in one chain the stage
   raises ``CompositionError`` naming the chain — a ping-pong never runs forever.
+- A receiver that pauses (a check-in, an ask, ``ask_human``) pauses this run: the stage is
+  pausable; it pauses with the receiver's pause data (plus ``handoff``: the name) and keeps
+  ``handoff_paused`` (who, the chain, the row so far, the receiver's checkpoint as plain data —
+  or its run id when the receiver has a store). ``agent.resume(checkpoint, answer)`` has the
+  receiver check the answer before anything runs (``held_pause``), and the resume half resumes
+  the receiver with it — pausing again when the receiver does — so a check-in inside a handoff
+  is answered through the run that handed off, in this process or a fresh one.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from agent._chart.conversation_turns import check_message
 from agent._chart.paused import Paused
 from agent._chart.state import (
     CONVERSATION_INPUT,
+    HANDOFF_PAUSED,
     HANDOFFS,
     HISTORY,
     IDENTITY,
@@ -35,10 +43,11 @@ from agent._chart.state import (
 )
 from agent._tools.tools import Tool, make_tool
 from agent.errors import CompositionError
-from flowchart import Scope, StageContext
+from flowchart import Checkpoint, Pausable, Scope, StageContext, pause_again
 from flowchart.lowlevel import peek, thaw
+from governance import CheckInDecision
 
-__all__ = ["HANDOFFS", "Handoff", "handoff_tool", "make_handoff", "wants_handoff"]
+__all__ = ["HANDOFFS", "Handoff", "handoff_tool", "held_pause", "make_handoff", "wants_handoff"]
 
 PREFIX = "transfer_to_"
 #: the agents a handoff chain has passed through so far (outermost first), per task
@@ -102,11 +111,58 @@ def _sent(history: Sequence[dict[str, Any]], user_message: str) -> list[dict[str
     return messages
 
 
-def make_handoff(cfg: AgentConfig) -> Any:
-    """The ``handoff`` stage (async: the receiving agent may await)."""
-    by_tool = {h.tool_name: h for h in cfg.handoffs}
+def held_pause(cfg: AgentConfig, state: Any) -> tuple[Any, Checkpoint | str] | None:
+    """When a run of ``cfg`` paused inside a handoff (``state`` is its checkpoint's): the receiving
+    agent and what resumes it — its checkpoint, or its stored run's id. ``None`` otherwise."""
+    held = state.get(HANDOFF_PAUSED) if isinstance(state, dict) else None
+    if held is None:
+        return None
+    if not isinstance(held, dict) or not isinstance(held.get("to"), str):
+        raise CompositionError(
+            f"the checkpoint's {HANDOFF_PAUSED} is not a handoff pause: expected {{'to': name, ...}}"
+        )
+    spec = next((h for h in cfg.handoffs if h.name == held["to"]), None)
+    if spec is None:
+        raise CompositionError(
+            f"the checkpoint paused inside a handoff to '{held['to']}', which this agent does not declare: "
+            "resume it with the agent that handed off"
+        )
+    receiver = spec.receiver()
+    if isinstance(held.get("stored_run"), str):
+        return receiver, held["stored_run"]
+    return receiver, Checkpoint.from_dict(held.get("checkpoint"))
 
-    async def handoff(scope: Scope, ctx: StageContext) -> None:
+
+def _hold(scope: Scope, spec: Handoff, chain: tuple[str, ...], row: dict[str, Any], paused: Paused) -> Any:
+    """The receiver paused: keep what resumes it; the stage pauses with its pause data."""
+    data = paused.pause_data
+    kind = data.get("kind", "ask_human") if isinstance(data, dict) else "ask_human"
+    held: dict[str, Any] = {"to": spec.name, "kind": kind, "chain": list(chain), "row": row}
+    if paused.run_id is not None:  # a receiver with a store keeps its own checkpoint
+        held["stored_run"] = paused.run_id
+    else:
+        held["checkpoint"] = paused.checkpoint.to_dict()
+    scope[HANDOFF_PAUSED] = held
+    return {**data, "handoff": spec.name} if isinstance(data, dict) else {"kind": "ask_human", "data": data}
+
+
+def _answered(scope: Scope, row: dict[str, Any], answer: Any) -> None:
+    """The receiver answered: the row is complete and its answer is this run's."""
+    row["answer"] = answer
+    if HANDOFFS in scope:
+        scope[HANDOFFS].append(row)
+    else:
+        scope[HANDOFFS] = [row]
+    scope.llm_latest_content = answer
+    scope.llm_latest_tool_calls = []
+
+
+def make_handoff(cfg: AgentConfig) -> Pausable:
+    """The pausable ``handoff`` stage (async: the receiving agent may await)."""
+    by_tool = {h.tool_name: h for h in cfg.handoffs}
+    by_name = {h.name: h for h in cfg.handoffs}
+
+    async def handoff(scope: Scope, ctx: StageContext) -> Any:
         calls = thaw(peek(scope, LLM_LATEST_TOOL_CALLS))
         chosen = next(c for c in calls if c.get("name") in by_tool)
         spec = by_tool[chosen["name"]]
@@ -157,21 +213,46 @@ def make_handoff(cfg: AgentConfig) -> Any:
             answer = await receiver.segments.arun_turn(run_input)
         finally:
             _CHAIN.reset(token)
-        last = getattr(receiver.segments, "last", None)
-        run_id = getattr(getattr(last, "result", None), "run_id", None)
-        if run_id is not None:
-            row["run_id"] = run_id
+        _note_run(receiver, row)
         if isinstance(answer, Paused):
-            raise CompositionError(
-                f"handoff '{spec.name}': the receiving agent paused (a person must answer it); a handoff cannot "
-                "wait yet — give the receiving agent no check-in or ask_human tools, or mount it with add_agent"
-            )
-        row["answer"] = answer
-        if HANDOFFS in scope:
-            scope[HANDOFFS].append(row)
-        else:
-            scope[HANDOFFS] = [row]
-        scope.llm_latest_content = answer
-        scope.llm_latest_tool_calls = []
+            return _hold(scope, spec, (*chain, spec.name), row, answer)
+        _answered(scope, row, answer)
+        return None
 
-    return handoff
+    async def resume(scope: Scope, answer: Any, ctx: StageContext) -> Any:
+        held = thaw(peek(scope, HANDOFF_PAUSED))
+        found = held_pause(cfg, {HANDOFF_PAUSED: held})
+        assert found is not None
+        del scope[HANDOFF_PAUSED]
+        receiver, where = found
+        spec = by_name[held["to"]]
+        row = dict(held["row"])
+        token = _CHAIN.set(tuple(held.get("chain") or ()))
+        try:
+            if isinstance(where, str):  # a stored receiver: its own store checks and records the answer
+                decision = CheckInDecision.from_dict(answer) if _consent(held) else answer
+                reply = await receiver.aresume_run(where, decision)
+            else:  # checked by the receiver already (Agent.checked_resume_input)
+                reply = await receiver.segments.aresume_turn(where, answer)
+        finally:
+            _CHAIN.reset(token)
+        _note_run(receiver, row)
+        if isinstance(reply, Paused):
+            return pause_again(_hold(scope, spec, tuple(held.get("chain") or ()), row, reply))
+        _answered(scope, row, reply)
+        return None
+
+    return Pausable(execute=handoff, resume=resume)
+
+
+def _consent(held: dict[str, Any]) -> bool:
+    """The held pause is a consent gate (a check-in or an ask): it is answered with a decision."""
+    return held.get("kind") in ("check_in", "ask")
+
+
+def _note_run(receiver: Any, row: dict[str, Any]) -> None:
+    """The row names the receiver's (latest) run."""
+    last = getattr(receiver.segments, "last", None)
+    run_id = getattr(getattr(last, "result", None), "run_id", None)
+    if run_id is not None:
+        row["run_id"] = run_id

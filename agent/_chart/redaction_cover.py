@@ -30,7 +30,9 @@ so hiding a value once hides it in every record of the run:
   row (``context_injected`` / ``context_dropped`` ``text``: a recalled memory item is what a
   ``remember`` call's argument said) and the sub-agent answers (``sub_agents`` ``answer``, the
   tool result the history holds); one that hides the answer (``llm_latest_content`` or
-  ``final_content``) hides a handoff's ``answer`` (``handoffs``).
+  ``final_content``) hides a handoff's ``answer`` (``handoffs``);
+- an agent that hands off always hides the receiving agent's checkpoint a paused handoff holds
+  (``handoff_paused.checkpoint``): it is the receiver's real state, kept for the resume only.
 
 The live state, the checkpoint and what ``run`` returns keep the real values, as for any
 rule. A rule that hides nothing of these is returned as it is (``None`` stays ``None``).
@@ -42,6 +44,7 @@ from agent._chart.state import (
     CONTEXT_DROPPED,
     CONTEXT_INJECTED,
     FINAL_CONTENT,
+    HANDOFF_PAUSED,
     HANDOFFS,
     HISTORY,
     HUMAN_DECISIONS,
@@ -59,6 +62,7 @@ from agent._chart.state import (
 )
 from flowchart import Redaction
 
+_HELD = "checkpoint"
 _CALL_ARGS = "args"
 _HISTORY_ARGS = "tool_calls.args"
 #: the history entries that repeat ``user_message`` and ``llm_latest_content``
@@ -84,10 +88,13 @@ def _under(prefix: str, paths: list[str]) -> list[str]:
     return [prefix if not path else f"{prefix}.{path}" for path in paths]
 
 
-def recorded_rule(rule: Redaction | None, composed: bool = False) -> Redaction | None:
+def recorded_rule(rule: Redaction | None, composed: bool = False, handoffs: bool = False) -> Redaction | None:
     """``rule`` extended to the agent's own copies of what it hides (see the module law);
     ``composed``: the agent has context, memory, handoffs or sub-agent tools (their records are
-    covered too; an agent without them records under the same rule as before)."""
+    covered too; an agent without them records under the same rule as before); ``handoffs``:
+    the agent hands off, so the receiver's checkpoint a paused handoff holds is hidden."""
+    if handoffs:
+        return _hold_hidden(recorded_rule(rule, composed))
     if rule is None or not rule.active:
         return rule
     keys = set(rule.keys)
@@ -133,6 +140,18 @@ def recorded_rule(rule: Redaction | None, composed: bool = False) -> Redaction |
     if keys == rule.keys and fields == {key: list(paths) for key, paths in rule.fields.items()}:
         return rule
     return Redaction(keys=keys, patterns=rule.patterns, fields=fields)
+
+
+def _hold_hidden(rule: Redaction | None) -> Redaction:
+    """``rule`` hiding ``handoff_paused.checkpoint``: a receiving agent's checkpoint is its real
+    state (what its own rule hides included) — resume plumbing, never a record's to show."""
+    if rule is None:
+        return Redaction(fields={HANDOFF_PAUSED: [_HELD]})
+    fields = {key: list(paths) for key, paths in rule.fields.items()}
+    held = fields.setdefault(HANDOFF_PAUSED, [])
+    if _HELD not in held and not rule.hides(HANDOFF_PAUSED):
+        held.append(_HELD)
+    return Redaction(keys=rule.keys, patterns=rule.patterns, fields=fields)
 
 
 __all__ = ["recorded_rule"]

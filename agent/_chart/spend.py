@@ -1,7 +1,8 @@
 """The run's spend: each model call's cost on its commit, the totals, and the budget check.
 
 Laws:
-- Only an agent with ``pricing=`` or ``budget=`` writes here (absent means byte-identical).
+- Every agent writes here (the built-in price table by default), except one built with
+  ``pricing=False``, whose record has no cost keys at all.
 - The model-call commit writes ``llm_cost``: the call — ``{"iteration", "model", "usage",
   "cost_usd"}`` (``usage`` as the server reported it: an unreported count is absent, an unreported
   usage is ``"unknown"``; ``cost_usd`` a decimal string or ``"unknown"``), ``"retries"`` (the
@@ -17,16 +18,17 @@ Laws:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from agent._chart.budget import Budget, BudgetState, Overrun
-from agent._chart.cost import add_money, call_cost, money_text, parse_money, usd_text
+from agent._chart.cost import Figures, Money, add_money, figures_of, money_text, parse_money, usd_text
 from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_COST
 from flowchart import Scope
 from flowchart.lowlevel import copy_json, peek, raw_read, set_owned, thaw
 
-__all__ = ["calls_of", "over_budget", "record_call_cost", "run_totals", "spent"]
+__all__ = ["calls_of", "cost_recorder", "over_budget", "run_totals", "spent"]
 
 _NO_TOTALS: dict[str, Any] = {
     "calls": 0,
@@ -38,50 +40,102 @@ _NO_TOTALS: dict[str, Any] = {
 }
 
 
-def record_call_cost(cfg: Any, scope: Scope, iteration: int, request: Any, response: Any) -> None:
-    """Write the call's ``llm_cost`` (the call and the run's totals with it) in the model-call commit."""
-    usage = response.usage
-    model, cost = call_cost(cfg.prices, (cfg.model, response.model), usage)
-    before = raw_read(scope, LLM_COST)
-    run = dict(before["run"]) if before is not None else dict(_NO_TOTALS)
-    run["calls"] += 1
-    if cost == "unknown":
-        run["unpriced"] = [*run.get("unpriced", ()), iteration]
-    else:
-        this = parse_money(cost)
-        run["usd"] = money_text(add_money(parse_money(run["usd"]), this))
-        dearest = parse_money(run["dearest_usd"])
-        if add_money(this, (-dearest[0], dearest[1]))[0] > 0:
-            run["dearest_usd"] = cost
-    row: dict[str, Any] = {
-        "iteration": iteration,
-        "model": model or response.model or cfg.model,
-        "usage": "unknown",
-        "cost_usd": cost,
-    }
-    if usage is not None:
-        row["usage"] = usage.to_dict()
-        run["input_tokens"] += usage.input_tokens
-        run["output_tokens"] += usage.output_tokens
-        run["dearest_tokens"] = max(run["dearest_tokens"], usage.input_tokens + usage.output_tokens)
-    if response.retries:
-        row["retries"] = len(response.retries)
-    row["run"] = run
-    # built here of fresh dicts, ints and strings, handed over without a copy — unless a model name
-    # is not ASCII: then the ordinary, checking write
-    if isinstance(row["model"], str) and row["model"].isascii():
-        set_owned(scope, LLM_COST, row)
-    else:
-        scope[LLM_COST] = row
+def cost_recorder(cfg: Any) -> Callable[[Scope, int, Any], None]:
+    """The model-call stage's cost writer: ``record(scope, iteration, response)`` writes the call's
+    ``llm_cost`` (the call and the run's totals with it) in the model-call commit.
+
+    Each model's price is turned into integer figures once, here (``cost.figures_of``); a call
+    then costs a dict lookup, three multiplications and one small write."""
+    prices = {model: figures_of(price) for model, price in cfg.prices.items()}
+    configured = cfg.model
+    mine = prices.get(configured) if configured else None
+    #: the sums this stage wrote, by their text: the next call adds to them without parsing them back
+    money: dict[str, Money] = {}
+
+    def read(text: str) -> Money:
+        found = money.get(text)
+        if found is None:
+            if len(money) > 64:
+                money.clear()
+            found = money[text] = parse_money(text)
+        return found
+
+    def record(scope: Scope, iteration: int, response: Any) -> None:
+        usage = response.usage
+        answered = response.model
+        figures: Figures | None
+        if mine is not None:
+            model, figures = configured, mine
+        else:
+            figures = prices.get(answered) if answered else None
+            model = answered or configured
+        before = raw_read(scope, LLM_COST)
+        if before is not None:
+            run = before["run"].copy()
+            run["calls"] += 1
+        else:
+            run = _NO_TOTALS.copy()
+            run["calls"] = 1
+        if usage is None:
+            row: dict[str, Any] = {"iteration": iteration, "model": model, "usage": "unknown", "cost_usd": "unknown"}
+            run["unpriced"] = [*run.get("unpriced", ()), iteration]
+        else:
+            fresh, out = usage.input_tokens, usage.output_tokens
+            cached = usage.cached_input_tokens
+            counts = {"input_tokens": fresh, "output_tokens": out}
+            if cached is not None:
+                counts["cached_input_tokens"] = cached
+            if usage.reasoning_tokens is not None:
+                counts["reasoning_tokens"] = usage.reasoning_tokens
+            run["input_tokens"] += fresh
+            run["output_tokens"] += out
+            if fresh + out > run["dearest_tokens"]:
+                run["dearest_tokens"] = fresh + out
+            if figures is None:
+                cost = "unknown"
+                run["unpriced"] = [*run.get("unpriced", ()), iteration]
+            else:
+                inputs, outputs, cached_price, exponent = figures
+                units = 0
+                if cached is not None and cached_price is not None:
+                    cached = min(cached, fresh)
+                    fresh -= cached
+                    units = cached * cached_price
+                units += fresh * inputs + out * outputs
+                cost = money_text((units, exponent))
+                total = read(run["usd"])
+                total = (total[0] + units, exponent) if total[1] == exponent else add_money(total, (units, exponent))
+                run["usd"] = text = money_text(total)
+                money[text] = total
+                dearest = read(run["dearest_usd"])
+                if units * 10 ** max(0, dearest[1] - exponent) > dearest[0] * 10 ** max(0, exponent - dearest[1]):
+                    run["dearest_usd"] = cost
+                    money[cost] = (units, exponent)
+            row = {"iteration": iteration, "model": model, "usage": counts, "cost_usd": cost}
+        if response.retries:
+            row["retries"] = len(response.retries)
+        row["run"] = run
+        # built here of fresh dicts, ints and strings, handed over without a copy — unless a model name
+        # is not an ASCII string: then the ordinary, checking write
+        if type(model) is str and model.isascii():
+            set_owned(scope, LLM_COST, row)
+        else:
+            scope[LLM_COST] = row
+
+    return record
 
 
 def run_totals(cost: Any) -> dict[str, Any]:
     """The run's totals from its last ``llm_cost``: ``{"calls", "usd", "input_tokens",
-    "output_tokens"}`` (and ``unpriced``); zeros when no call was made."""
+    "output_tokens"}`` (and ``unpriced``: the calls whose cost is unknown); zeros when no call was
+    made, ``usd`` ``"unknown"`` when no call was priced (unknown is never 0). A budget reads the
+    priced calls' sum (``spent``)."""
     run = cost["run"] if isinstance(cost, dict) else _NO_TOTALS
     totals = {key: run[key] for key in ("calls", "usd", "input_tokens", "output_tokens")}
     if run.get("unpriced"):
         totals["unpriced"] = list(run["unpriced"])
+        if len(run["unpriced"]) == run["calls"]:  # no call was priced: the total is unknown, not $0
+            totals["usd"] = "unknown"
     return totals
 
 
@@ -98,7 +152,8 @@ def calls_of(commit_log: Any) -> list[dict[str, Any]]:
 
 def spent(scope: Scope, before: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the run has spent (its ``llm_cost`` totals), plus ``before`` (earlier turns of a conversation)."""
-    totals = run_totals(peek(scope, LLM_COST))
+    cost = peek(scope, LLM_COST)
+    totals = cost["run"] if isinstance(cost, dict) else _NO_TOTALS  # the priced calls' sum
     out = {
         "usd": Decimal(totals["usd"]),
         "tokens": totals["input_tokens"] + totals["output_tokens"],

@@ -23,8 +23,8 @@ Laws:
   budget remains; once the budget is spent with calls pending, ``wrap-up`` once (when
   enabled); otherwise ``final``. On ``final`` it runs the OUTPUT message chain, whose
   rows and transformed answer commit in the main state (the decider commits first).
-- With ``pricing=`` or ``budget=``, each model call's usage and cost are on its commit
-  (``llm_cost``: agent._chart.spend); with ``budget=`` the budget is checked
+- Each model call's usage and cost are on its commit (``llm_cost``: agent._chart.spend; not
+  with ``pricing=False``); with ``budget=`` the budget is checked
   BEFORE the call (a ``pause`` budget makes ``call-llm`` a two-phase stage).
 - Optional features write nothing when not configured ("absent means byte-identical").
 """
@@ -43,7 +43,7 @@ from agent._chart.context import default_namespace, plan_context, with_context
 from agent._chart.conversation_turns import LOADED_ENV, seed_parts
 from agent._chart.event_views import shown_entry
 from agent._chart.handoff import wants_handoff
-from agent._chart.spend import budget_gate, raise_budget, record_call_cost
+from agent._chart.spend import budget_gate, cost_recorder, raise_budget
 from agent._chart.state import (
     BUDGET_STATE,
     CONTEXT_DROPPED,
@@ -346,7 +346,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
         elif OUTPUT_SCHEMA_FORM not in scope:
             scope[OUTPUT_SCHEMA_FORM] = {"form": request.output_form}
 
-    budget, prices = cfg.budget, cfg.prices
+    budget = cfg.budget
+    record_cost = cost_recorder(cfg) if cfg.prices is not None else None  # prices made figures once
 
     async def call_llm(scope: Scope, ctx: StageContext) -> Any:
         if budget is not None:  # checked before the call (agent._chart.spend)
@@ -374,8 +375,8 @@ def make_call_llm(cfg: AgentConfig) -> Any:
             else:
                 scope[LLM_NOT_STREAMED] = not_streamed
         record_reply(scope, ctx, iteration, response)
-        if prices is not None:
-            record_call_cost(cfg, scope, iteration, request, response)
+        if record_cost is not None:
+            record_cost(scope, iteration, response)
         return None
 
     # one model-call stage: an agent that needs no event loop drives it to its end (``chart._sync``);

@@ -45,7 +45,7 @@ LLM_NOT_STREAMED = "llm_not_streamed"  # calls made without streaming though str
 TOTAL_INPUT_TOKENS = "total_input_tokens"
 TOTAL_OUTPUT_TOKENS = "total_output_tokens"
 USAGE_NOT_REPORTED = "usage_not_reported"
-# -- written by call-llm (only with pricing= or budget=: agent._chart.spend) ------------------------
+# -- written by call-llm on every model call (not with pricing=False: agent._chart.spend) ----------
 LLM_COST = "llm_cost"  # the latest model call's usage as reported and cost, and the run's totals
 BUDGET_STATE = "budget"  # the budget in force and the decisions taken on it (raised, stopped, wrapped up)
 # -- written by wrap-up and final ---------------------------------------------------------
@@ -58,6 +58,7 @@ CONTEXT_DROPPED = "context_dropped"  # what was available to it but not sent, an
 SUB_AGENTS = "sub_agents"
 # -- written by handoff (only with handoffs: agent._chart.handoff) -------------------------
 HANDOFFS = "handoffs"
+HANDOFF_PAUSED = "handoff_paused"  # the receiving agent paused: who, its checkpoint, the row so far
 # -- written by call-llm (only with an output_schema: agent._chart.structured) ----------------------
 OUTPUT_SCHEMA_FORM = "output_schema_form"  # how the shape was asked for, and the forms a server refused
 # -- written by output-retry (only with an output_schema: agent._chart.structured) ---------------

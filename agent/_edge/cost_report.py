@@ -15,11 +15,12 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from agent._chart.conversation_turns import spent_through
 from agent._chart.spend import calls_of, run_totals
-from agent._chart.state import BUDGET_STATE, HISTORY, LLM_COST, SYSTEM_PROMPT, WRAP_UP_ASKED
+from agent._chart.state import BUDGET_STATE, CONVERSATION, HISTORY, LLM_COST, SYSTEM_PROMPT, WRAP_UP_ASKED
 from flowchart.lowlevel import apply_commit
 
-__all__ = ["cost_lines", "cost_of"]
+__all__ = ["cost_lines", "cost_of", "report_lines"]
 
 
 def _sent_digest(state: dict[str, Any]) -> str:
@@ -35,16 +36,21 @@ def _sent_digest(state: dict[str, Any]) -> str:
 
 def cost_of(commit_log: Any, initial: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{"calls", "totals", "budget"}`` as the record holds them (no calls without cost
-    accounting); each call row gains ``request``, a digest of what it was sent."""
+    accounting) and, for a conversation turn, ``conversation`` (what it spent through this turn);
+    each call row gains ``request``, a digest of what it was sent, and ``commit``, the index of
+    the commit that recorded it."""
     state: dict[str, Any] = dict(initial or {})
     calls: list[dict[str, Any]] = []
     for commit in commit_log:
         digest = _sent_digest(state) if commit.stage_id == "call-llm" else ""
         apply_commit(state, commit)
         for row in calls_of([commit]):  # what the call was sent: the state before its commit
-            calls.append({**row, "request": digest})
+            calls.append({**row, "request": digest, "commit": commit.idx})
     totals = run_totals(state.get(LLM_COST)) if calls else {}
-    return {"calls": calls, "totals": totals, "budget": state.get(BUDGET_STATE)}
+    found = {"calls": calls, "totals": totals, "budget": state.get(BUDGET_STATE)}
+    if calls and CONVERSATION in state:  # a conversation turn: what the conversation spent through it
+        found["conversation"] = spent_through(state)
+    return found
 
 
 def _usd(text: str) -> str:
@@ -53,13 +59,34 @@ def _usd(text: str) -> str:
 
 def cost_lines(commit_log: Any, initial: dict[str, Any] | None = None) -> list[str]:
     """The report, one line per model call, then the totals, repeats, retries and budget decisions."""
-    found = cost_of(commit_log, initial)
+    return report_lines(cost_of(commit_log, initial))
+
+
+def report_lines(found: dict[str, Any]) -> list[str]:
+    """``cost_lines`` of what ``cost_of`` found."""
     calls, totals = found["calls"], found["totals"]
     if not calls:
-        return ["cost: not recorded (build the agent with pricing= or budget= to record each call's cost)"]
-    out = [f"cost: ${totals['usd']} over {totals['calls']} model call(s)"]
-    if totals.get("unpriced"):
-        out[0] += f" (cost unknown for iteration(s) {', '.join(map(str, totals['unpriced']))}: no price for the model)"
+        return ["cost: not recorded (the agent was built with pricing=False)"]
+    unpriced = totals.get("unpriced") or []
+    if totals["usd"] == "unknown":
+        out = [f"cost: unknown over {totals['calls']} model call(s)"]
+    elif unpriced:
+        out = [f"cost: at least ${totals['usd']} over {totals['calls']} model call(s)"]
+    else:
+        out = [f"cost: ${totals['usd']} over {totals['calls']} model call(s)"]
+    if unpriced:
+        unknown = [r for r in calls if r["cost_usd"] == "unknown"]
+        models = sorted({str(r["model"]) for r in unknown if isinstance(r["usage"], dict)})
+        reasons = [f"no price for {', '.join(map(repr, models))} (pricing={{...}} adds one)"] if models else []
+        if any(not isinstance(r["usage"], dict) for r in unknown):
+            reasons.append("usage not reported")
+        out[0] += f" (cost unknown for call(s) {', '.join(map(str, unpriced))}: {'; '.join(reasons)})"
+    out.append(f"tokens: {totals['input_tokens']} in, {totals['output_tokens']} out (as reported)")
+    if "conversation" in found and found["conversation"] is not None:
+        spent = found["conversation"]
+        usd = "unknown" if spent.get("unpriced") == spent["calls"] else f"${spent['usd']}"
+        calls_so_far = f"{spent['calls']} model call(s), {spent['tokens']} tokens"
+        out.append(f"conversation through this turn: {usd} over {calls_so_far}")
     firsts: dict[str, int] = {}
     repeats: list[str] = []
     for row in calls:

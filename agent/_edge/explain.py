@@ -47,7 +47,7 @@ import attrs
 from agent._chart.config import WRAP_UP_INSTRUCTION
 from agent._chart.conversation_turns import loaded_origin
 from agent.errors import ExplainError
-from flowchart import Commit, Record, ShownRecord, Trace
+from flowchart import Commit, Record, ShownRecord, Trace, causal_chain
 from flowchart.lowlevel import apply_commit
 from governance import HUMAN_DECISIONS, LEDGER_KEY
 from governance.human import call_text, decision_sentence
@@ -175,6 +175,9 @@ class AnswerExplanation:
     handoff: tuple[str, ...] = ()
     #: the run explained is an agent mounted in a chart (``add_agent``): the mount
     mount: str | None = None
+    #: out of the mount: the chart's stages the message it was sent was made from
+    #: (``key ← Stage (rid)``), a mounted agent among them named with its model call
+    mount_origin: tuple[str, ...] = ()
 
     def format(self) -> str:
         """The explanation as text (what ``agent why`` prints)."""
@@ -197,6 +200,9 @@ class AnswerExplanation:
         if self.dropped is not None:
             lines.append(f"Available but not sent: {len(self.dropped) or 'nothing'}")
             lines.extend(f"  - {line}" for line in self.dropped)
+        if self.mount_origin:
+            lines.append(f"Out of the mount: the message {self.mount} sent was made from")
+            lines.extend(f"  {line}" for line in self.mount_origin)
         if self.decisions:
             lines.append("Decisions on the way:")
             lines.extend(f"  - {line}" for line in self.decisions)
@@ -235,6 +241,8 @@ class AnswerExplanation:
             out["handoff"] = list(self.handoff)
         if self.mount:
             out["mount"] = self.mount
+        if self.mount_origin:
+            out["mount_origin"] = list(self.mount_origin)
         return out
 
 
@@ -568,8 +576,39 @@ def explain_answer(
         ]
         sub_initial = dict(getattr(sub, "initial_state", {}) or {})
         explained = _explain(run_id, _fold(sub_log, sub_initial), sub_initial, call, drivers, dropped, scorer)
-        return attrs.evolve(explained, mount=mount)
+        return attrs.evolve(explained, mount=mount, mount_origin=mount_origin(log, subflows, initial, mount))
     return _explain(run_id, steps, initial, call, drivers, dropped, scorer)
+
+
+def mount_origin(
+    log: Sequence[Commit], subflows: dict[str, Any], initial: dict[str, Any], mount: str
+) -> tuple[str, ...]:
+    """Out of the mount ``mount``: the causal chain, in the chart's log, of each key its message
+    function read (the mount commit's reads) — one ``key ← Stage (rid)`` line per commit, in
+    the chain's order; a commit that is another mounted agent names its last model call (cross
+    into it with ``agent why``/``flowchart why``)."""
+    position = next((i for i, c in enumerate(log) if c.runtime_stage_id == mount), None)
+    if position is None:
+        return ()
+    lines: list[str] = []
+    seen: set[str] = set()
+    for read in log[position].reads:
+        chain = causal_chain(log[:position], read, initial=initial)
+        if chain.root is None:
+            lines.append(f"{read} ← the chart's initial state")
+            continue
+        for node in chain.nodes:
+            if node.runtime_stage_id in seen:
+                continue
+            seen.add(node.runtime_stage_id)
+            key = node.linked_by or read
+            line = f"{key} ← {node.label}"
+            sub = subflows.get(node.runtime_stage_id)
+            calls = [c.runtime_stage_id for c in sub_commits(sub) if c.stage_id.endswith("/call-llm")] if sub else []
+            if calls:
+                line += f": the answer of the agent mounted there, its model call {calls[-1]}"
+            lines.append(line)
+    return tuple(lines)
 
 
 def sub_commits(sub: Any) -> list[Commit]:

@@ -2,7 +2,7 @@
    data agent.viewer_panel.build read from the trace, through the viewer's api (text, never
    markup), and opens the page on the run's story: the question, the answer, why, the model
    calls in order (sent / returned), the tools with their results, the human decisions, the
-   ledger; the chart and timeline follow. */
+   ledger, the cost; the chart and timeline follow. */
 "use strict";
 (self.flowchartPanels = self.flowchartPanels || {}).agent = function (api, A) {
   const { el, section, valueView, textView, select, isObj, has } = api;
@@ -121,6 +121,11 @@
   if (A.decisions) second.append(section(`Human decisions (${A.decisions.length})`,
     el("ol", { class: "human-decisions" }, A.decisions.map((d, i) => el("li", null, isObj(d) ? humanView(d, A.decisions_at[i]) : valueView(d))))));
   if (A.ledger) second.append(section(`Ledger (${A.ledger.length} rows)`, ledgerView(A.ledger, A.ledger_at)));
+  // where the money went: the lines agent why --cost prints, each call linked to its commit
+  if (isObj(A.cost) && Array.isArray(A.cost.lines)) second.append(section("Cost",
+    el("ul", { class: "cost-lines" }, A.cost.lines.map((line) => el("li", null, String(line)))),
+    Array.isArray(A.cost.calls) && A.cost.calls.length ? el("p", { class: "muted" }, "recorded at:",
+      A.cost.calls.map((c) => [` call ${c.iteration}`, at(c.commit)])) : ""));
   // what the answering call was told besides its messages, and the handoffs: collapsed, each linked to its commit
   const told = A.explanation && Array.isArray(A.explanation.context) ? A.explanation.context : [];
   if (told.length) second.append(el("details", { class: "context" },

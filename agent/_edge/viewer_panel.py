@@ -15,7 +15,8 @@ This module is the agent's ``flowchart.viewer.Panel`` (``PANEL``): the viewer kn
 state key. ``agent view`` passes it; so does ``flowchart view --panel agent.viewer_panel:PANEL``.
 The page opens on the story — the question, the answer, why (the explanation), the model
 calls in order with what each was sent and returned, the tools with their results, the
-human decisions (who approved, when), the ledger; what the answering call was told besides
+human decisions (who approved, when), the ledger, the cost (each model call's recorded usage
+and cost and the totals, as ``agent why --cost`` words them); what the answering call was told besides
 its messages (injected facts, skills, RAG chunks, recalled memory with their origins) and the
 handoffs (``handoffs``), each collapsed and linked to its commit — and the chart and timeline
 follow.
@@ -31,12 +32,13 @@ import attrs
 
 from agent._chart.conversation_turns import loaded_origin
 from agent._chart.state import FINAL_CONTENT as FINAL
-from agent._chart.state import HANDOFFS, HISTORY, TOOL_ERRORS, USER_MESSAGE
+from agent._chart.state import HANDOFFS, HISTORY, LLM_COST, TOOL_ERRORS, USER_MESSAGE
 from agent._chart.state import HUMAN_DECISIONS as HUMAN
 from agent._chart.state import LLM_LATEST_CONTENT as REPLY
 from agent._chart.state import LLM_LATEST_TOOL_CALLS as REPLY_CALLS
 from agent._chart.state import MIDDLEWARE_DECISIONS as LEDGER
 from agent._chart.state import PAUSED_TOOL_CALL as PAUSED
+from agent._edge.cost_report import cost_of, report_lines
 from agent._edge.explain import ExplainError, explain_answer, mounted_agent
 from flowchart import Commit, Trace
 from flowchart.lowlevel import apply_commit
@@ -189,6 +191,12 @@ def agent_panels(
             out[f"{name}_at"] = written_at(commits, key, initial_state.get(key))
         elif key in final_state:
             out["notes"].append(f"{key} is not a list in this trace: {str(rows)[:80]}")
+    if LLM_COST in final_state:  # where the money went: the lines agent why --cost prints
+        found = cost_of(commits, initial_state)
+        out["cost"] = {
+            "lines": report_lines(found),
+            "calls": [{"iteration": r["iteration"], "commit": r["commit"]} for r in found["calls"]],
+        }
     human = final_state.get(HUMAN)
     human_at = out.get("decisions_at") or written_at(commits, HUMAN, initial_state.get(HUMAN))
     request = _check_in(pause_data)
@@ -290,7 +298,7 @@ def _mounted(trace: Trace) -> dict[str, Any] | None:
     mount = next((c.idx for c in trace.commit_log if c.runtime_stage_id == rid), None)
     for key in [k for k in data if k.endswith("_at")]:
         data[key] = [mount if n is not None else None for n in data[key]]
-    for call in data.get("calls", []):
+    for call in [*data.get("calls", []), *data.get("cost", {}).get("calls", [])]:
         call["commit"] = mount if call.get("commit") is not None else None
     data["mount"] = rid
     data["question"], data["answer"] = _question_and_answer(state, state.get(HISTORY))

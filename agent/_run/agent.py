@@ -13,11 +13,12 @@ How one segment of a run is set up and ended is the segment runner's (``agent.se
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from agent._chart.chart import build_agent_chart
 from agent._chart.config import AgentConfig
 from agent._chart.events import Listener
+from agent._chart.handoff import held_pause
 from agent._chart.paused import AnswerBook, Paused, check_answer
 from agent._chart.redaction_cover import recorded_rule
 from agent._run import compose, conversations, durable, queueing
@@ -27,8 +28,9 @@ from agent._run.segments import Segments
 from agent._run.snapshot import AgentSnapshot
 from agent._tools.tools import Tool
 from flowchart import Checkpoint, Redaction, Retry
-from flowchart.lowlevel import drive, run_coroutine
+from flowchart.lowlevel import check_checkpoint, drive, run_coroutine
 from flowchart.stream import AsyncRunStream, RunStream
+from governance import CheckInDecision
 
 
 class Agent:
@@ -87,7 +89,7 @@ class Agent:
         conversation_window: int | None = None,
         conversation_chars: int | None = None,
         llm_retry: Retry | None = None,
-        pricing: Mapping[str, Any] | None = None,
+        pricing: Mapping[str, Any] | Literal[False] | None = None,
         budget: Any = None,
         memory: Any = None,
         recall: int = 3,
@@ -112,8 +114,10 @@ class Agent:
         ``llm_retry`` is a ``flowchart.Retry`` for the call-llm stage: a model call that fails
         (after the provider's own HTTP retries) is tried again, each failed attempt recorded
         on the stage's commit (docs/durable.md).
-        ``pricing`` (model name → ``Price``, over the built-in table) records each model call's
-        usage and cost on its commit (``llm_cost``; ``last_snapshot().calls`` / ``.cost``);
+        Every model call's usage and cost are recorded on its commit (``llm_cost``;
+        ``last_snapshot().calls`` / ``.cost``), priced from the built-in table (a model not in
+        it costs ``"unknown"``); ``pricing`` (model name → ``Price``) is laid over that table,
+        and ``pricing=False`` records no cost at all (no budget then);
         ``budget`` (a ``Budget``) is checked before each model call (docs/cost.md).
         ``memory`` (an ``agent.memory`` store) gives the model ``remember``/``recall`` tools and
         recalls the ``recall`` most relevant items of the run's namespace before each model call
@@ -198,7 +202,7 @@ class Agent:
                 or cfg.memory is not None
                 or any(getattr(tool.execute, "sub_agent", None) for tool in cfg.tools.values())
             )
-            cached = self._recorded = (rule, recorded_rule(rule, composed))
+            cached = self._recorded = (rule, recorded_rule(rule, composed, handoffs=bool(cfg.handoffs)))
         return cached[1]
 
     # -- running --------------------------------------------------------------------------
@@ -330,15 +334,24 @@ class Agent:
 
     async def aresume(self, checkpoint: Checkpoint, answer: Any = None) -> str | Paused:
         """``resume`` inside the caller's event loop."""
+        return await self.segments.aresume_turn(checkpoint, self.checked_resume_input(checkpoint, answer))
+
+    def checked_resume_input(self, checkpoint: Checkpoint, answer: Any = None) -> Any:
+        """What ``resume`` hands the chart for ``answer``, checked against ``checkpoint`` before
+        anything runs. A pause inside a handoff is checked by the receiving agent (in turn,
+        down a chain of handoffs) and goes on to it as given (``agent._chart.handoff``)."""
+        if isinstance(checkpoint, Checkpoint):
+            held = held_pause(self.config, checkpoint.shared_state)
+            if held is not None:
+                check_checkpoint(self.chart, checkpoint)
+                receiver, where = held
+                if isinstance(where, str):  # a stored receiver checks the answer when it is resumed
+                    return answer.to_dict() if isinstance(answer, CheckInDecision) else answer
+                return receiver.checked_resume_input(where, answer)
         # refused here before anything runs; the tool-calls stage marks the request answered
         # (AnswerBook) before its tool can run, so a failing resume cannot be retried into a rerun
         check_resumable(checkpoint, self.config, self.chart)
-        resume_input, _request_id = check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)
-        segments = self.segments
-        recorders = segments.recorders()
-        with segments.failures_kept(recorders):
-            result = await self.chart.aresume(checkpoint, resume_input, **segments.options(recorders))
-        return segments.finish(result, recorders)
+        return check_answer(checkpoint, answer, self._answered.ids(), tools=self.config.tools)[0]
 
     def resume_run(self, run_id: str, decision: Any = None) -> str | Paused:
         """Answer the pause of the stored run ``run_id`` (in any process) and run on.

@@ -296,7 +296,8 @@ class AgentBuilder:
 
 
 def _spend_settings(pricing: Any, budget: Any) -> tuple[Any, Any]:
-    """The price table (None without ``pricing=`` or ``budget=``) and the checked budget."""
+    """The price table (the built-in one by default, ``pricing=`` over it; None for ``pricing=False``)
+    and the checked budget."""
     from agent._chart.budget import Budget
     from agent._chart.cost import price_table
 
@@ -304,7 +305,12 @@ def _spend_settings(pricing: Any, budget: Any) -> tuple[Any, Any]:
         raise AgentBuildError(
             f"Agent.create(budget=...): expected a Budget(usd=..., tokens=..., calls=...), got {type(budget).__name__}"
         )
-    if pricing is None and budget is None:
+    if pricing is False:  # cost accounting off: the record has no llm_cost, so nothing to budget
+        if budget is not None:
+            raise AgentBuildError(
+                "Agent.create(budget=...) needs each call's cost: drop pricing=False (the built-in "
+                "table prices the common models; pricing={...} adds yours)"
+            )
         return None, None
     try:
         return price_table({} if pricing is None else pricing), budget

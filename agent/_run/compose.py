@@ -3,9 +3,12 @@
 
 Laws:
 - ``as_subflow`` mounts the agent's OWN chart (no copy): the mounted run is a subflow log
-  of the outer run, its narrative nested like any subflow's, and a pause inside it pauses
-  the outer run. The subflow starts from ``message(parent_state)`` (a non-empty string, or
-  a ``CompositionError`` naming the mount) and gives back only the answer, as ``into``.
+  of the outer run, its narrative nested like any subflow's (its events are not narrated), and
+  a pause inside it pauses the outer run. The agent's own run options apply inside the mount:
+  the rule it records under (a scope of the outer run's rule; a rule that hides the answer
+  hides ``into`` in the outer record too), its ``timeout`` and its loop limit. The subflow
+  starts from ``message(parent_state)`` (a non-empty string, or a ``CompositionError`` naming
+  the mount) and gives back only the answer, as ``into``.
 - ``as_tool`` runs the agent on the model's ``input`` (with the caller's identity) and
   answers with its final answer; the caller's tool-calls commit records the sub-agent's run
   (``sub_agents``: tool, call id, run id, model calls, answer) — with a store, that run is
@@ -21,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent._chart.state import FINAL_CONTENT
+from agent._chart.state import FINAL_CONTENT, LLM_LATEST_CONTENT
 from agent._tools.tools import AgentAnswer, Tool, ToolContext, make_tool
 from agent.errors import CompositionError
-from flowchart import FlowChart
+from flowchart import FlowChart, Redaction
 
 if TYPE_CHECKING:
     from agent._run.agent import Agent
@@ -34,11 +37,17 @@ __all__ = ["CompositionError", "SubflowParts", "agent_tool", "subflow_parts"]
 
 @attrs.frozen
 class SubflowParts:
-    """What ``FlowChartBuilder.add_agent`` mounts: the chart and the two mappers."""
+    """What ``FlowChartBuilder.add_agent`` mounts: the chart, the two mappers and the agent's own
+    run options, applied inside the mount — the rule it records under, the outer keys that rule
+    hides (``into`` when it hides the answer), its timeout and its loop limit."""
 
     chart: FlowChart
     input_mapper: Callable[[Any], Any]
     output_mapper: Callable[[Any, Any], Any]
+    redaction: Redaction | None = None
+    hidden_outputs: tuple[str, ...] = ()
+    timeout: float | None = None
+    max_iterations: int | None = None
 
 
 def subflow_parts(
@@ -58,7 +67,17 @@ def subflow_parts(
     def output_mapper(sub_state: Any, _parent: Any) -> dict[str, Any]:
         return {into: sub_state[FINAL_CONTENT]}
 
-    return SubflowParts(agent.chart, input_mapper, output_mapper)
+    rule = agent.recorded_redaction
+    hides_answer = rule is not None and (rule.hides(FINAL_CONTENT) or rule.hides(LLM_LATEST_CONTENT))
+    return SubflowParts(
+        agent.chart,
+        input_mapper,
+        output_mapper,
+        redaction=rule,
+        hidden_outputs=(into,) if hides_answer else (),
+        timeout=agent.timeout,
+        max_iterations=agent.config.loop_limit,
+    )
 
 
 def agent_tool(agent: Agent, name: str, description: str) -> Tool:

@@ -32,6 +32,7 @@ import attrs
 
 from agent._chart.config import STATE_INPUT_IDENTITY, STATE_INPUT_MESSAGE, STORE_RUN_ENV
 from agent._chart.conversation_turns import LOADED_ENV, loaded_from_store
+from agent._chart.handoff import held_pause
 from agent._chart.paused import Paused, check_answer, paused_from
 from agent._chart.state import CONVERSATION_INPUT, FINAL_CONTENT
 from agent._run.resume_checks import check_resumable
@@ -137,9 +138,16 @@ def answer_in(
             request_id=getattr(decision, "request_id", ""),
             pending_request_id="",
         )
-    check_resumable(record.checkpoint, *((agent.config, agent.chart) if agent is not None else ()))
-    resume_input, request_id = check_answer(record.checkpoint, decision, record.answered, run_id=run_id, tools=tools)
-    if isinstance(resume_input, dict) and isinstance(decision, CheckInDecision):
+    held = held_pause(agent.config, record.checkpoint.shared_state) if agent is not None else None
+    if agent is not None and held is not None:  # paused inside a handoff: the receiving agent checks
+        resume_input: Any = agent.checked_resume_input(record.checkpoint, decision)
+        request_id = decision.request_id if isinstance(decision, CheckInDecision) else None
+    else:
+        check_resumable(record.checkpoint, *((agent.config, agent.chart) if agent is not None else ()))
+        resume_input, request_id = check_answer(
+            record.checkpoint, decision, record.answered, run_id=run_id, tools=tools
+        )
+    if held is None and isinstance(resume_input, dict) and isinstance(decision, CheckInDecision):
         # the decision is bound to the run as the person saw it: the head of its stored rows
         resume_input = {**resume_input, "store_head": store.verify(run_id)}
     try:

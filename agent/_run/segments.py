@@ -32,7 +32,7 @@ from agent._chart.state import (
 from agent._run import durable
 from agent._run.snapshot import AgentSnapshot
 from agent.errors import BudgetExceededError, PolicyHaltError
-from flowchart import RunResult, failed_run, narrative
+from flowchart import Checkpoint, RunResult, failed_run, narrative
 from governance import HUMAN_DECISIONS, MessageDeniedError
 from governance.human import tell_latest
 
@@ -88,10 +88,20 @@ class Segments:
             result = await agent.chart.arun(run_input, **self.options(recorders))
         return self.finish(result, recorders)
 
+    async def aresume_turn(self, checkpoint: Checkpoint, resume_input: Any) -> str | Paused:
+        """Resume a paused turn (no store) with an answer already checked
+        (``Agent.checked_resume_input``)."""
+        recorders = self.recorders()
+        with self.failures_kept(recorders):
+            result = await self.agent.chart.aresume(checkpoint, resume_input, **self.options(recorders))
+        return self.finish(result, recorders)
+
     def finish(self, result: RunResult, recorders: list[Any]) -> str | Paused:
         """What a run segment ends in: keep it as ``last_snapshot()``, then raise its refusal
         (``MessageDeniedError``, ``PolicyHaltError``) or return ``Paused`` or the final answer."""
         agent = self.agent
+        if agent.config.effect_ledger is not None:  # the receipts kept for later: written as the segment ends
+            agent.config.effect_ledger.flush()
         if agent.store is None and CONVERSATION in result.state:
             agent.conversation_book.settle(result)  # an in-memory conversation turn ended or paused
         self._keep(result, recorders)
@@ -121,6 +131,10 @@ class Segments:
         try:
             yield
         except Exception as exc:
+            ledger = self.agent.config.effect_ledger
+            if ledger is not None:  # the receipts of the calls that returned before it failed
+                with contextlib.suppress(Exception):  # unwritten, those calls stay in doubt: the error goes on
+                    ledger.flush()
             found = failed_run(exc)
             if found is not None:
                 self._keep(found[0], recorders)

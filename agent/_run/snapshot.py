@@ -42,11 +42,25 @@ class AgentSnapshot:
 
     @property
     def cost(self) -> dict[str, Any]:
-        """What the run's model calls cost (with ``pricing=`` or ``budget=``): ``{"calls", "usd",
-        "input_tokens", "output_tokens"}`` (and ``unpriced``), the exact sum of its calls' costs."""
+        """What the run's model calls cost: ``{"calls", "usd", "input_tokens", "output_tokens"}``
+        (and ``unpriced``, the calls whose cost is unknown), ``usd`` the exact sum of the priced
+        calls' costs (``"unknown"`` when none was priced). Zeros with ``pricing=False``."""
         from agent._chart.spend import run_totals
 
         return run_totals(self.shared_state.get("llm_cost"))
+
+    @property
+    def conversation_cost(self) -> dict[str, Any] | None:
+        """What the conversation had spent through this run (a conversation turn): the earlier
+        turns' spend its seed loaded plus its own — ``{"usd", "tokens", "calls"}`` and ``unpriced``
+        (how many calls cost ``unknown``; ``usd`` sums the priced ones). ``None`` outside a
+        conversation or without cost accounting."""
+        from agent._chart.conversation_turns import spent_through
+        from agent._chart.state import CONVERSATION, LLM_COST
+
+        if CONVERSATION not in self.shared_state or LLM_COST not in self.shared_state:
+            return None
+        return spent_through(self.shared_state)
 
     @property
     def calls(self) -> list[dict[str, Any]]:

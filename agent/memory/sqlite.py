@@ -5,7 +5,8 @@ Laws:
   ``MemoryStoreError`` saying so and what to use instead — never a failure at the first search.
 - The items live in ``memory_items``; ``memory_fts`` is an external-content FTS5 index of
   their text and of one token naming their namespace (``items.namespace_token``), kept in
-  step by triggers, so a search is one FTS5 query ranked by BM25 on the text column.
+  step by triggers, so a search is an FTS5 query ranked by BM25 on the text column, with a
+  LIMIT inside FTS5 (``_match``: only the rows it keeps are joined and tie-broken).
 - Every row read back goes through ``items.read_row`` (untrusted: checked field by field).
 """
 
@@ -47,6 +48,8 @@ CREATE TRIGGER IF NOT EXISTS memory_items_ad AFTER DELETE ON memory_items BEGIN
 END;
 """
 _COLUMNS = "i.id, i.ns, i.text, i.origin, i.created, i.expires"
+#: how many more rows than asked FTS5 keeps at first (expired items, ties at the edge)
+_EDGE = 8
 
 
 def require_sqlite_module(db: sqlite3.Connection, module: str = "fts5") -> None:
@@ -116,16 +119,37 @@ class SqliteMemory(Memory):
             return self._db.execute(sql, args).fetchall()
 
     def _match(self, namespace: tuple[str, ...], words: list[str], k: int, now: float) -> list[MemoryItem]:
+        """The ``k`` best live items: BM25 (ties: newest first, then id). FTS5 ranks on its own
+        first (``ORDER BY`` its score ``LIMIT``: no join, no tie-break columns, for every match),
+        then only the rows it kept are read; the limit grows until ``k`` live items are in hand
+        and the last one kept scores strictly better than the first one left out — so an expired
+        item or a tie at the edge never changes the answer."""
         terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         query = f'nstok : "{namespace_token(namespace)}" AND text : ({terms})'
-        rows = self._rows(
-            f"SELECT {_COLUMNS}, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts "
-            "JOIN memory_items i ON i.rid = memory_fts.rowid "
-            "WHERE memory_fts MATCH ? AND (i.expires IS NULL OR i.expires > ?) "
-            "ORDER BY rank, i.created DESC, i.id LIMIT ?",
-            (query, now, k),
-        )
-        return [_item(row[:6], -float(row[6])) for row in rows]
+        limit = k + _EDGE
+        while True:
+            ranked = self._rows(
+                "SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts WHERE memory_fts MATCH ? "
+                "ORDER BY score LIMIT ?",
+                (query, limit),
+            )
+            score = {rid: float(value) for rid, value in ranked}
+            marks = ",".join("?" * len(ranked))
+            rows = (
+                self._rows(
+                    f"SELECT i.rid, {_COLUMNS} FROM memory_items i WHERE i.rid IN ({marks}) "
+                    "AND (i.expires IS NULL OR i.expires > ?)",
+                    (*score, now),
+                )
+                if ranked
+                else []
+            )
+            rows.sort(key=lambda row: (score[row[0]], -float(row[5]), row[1]))
+            best = rows[:k]
+            everything = len(ranked) < limit
+            if everything or (len(best) == k and score[best[-1][0]] < float(ranked[-1][1])):
+                return [_item(row[1:7], -score[row[0]]) for row in best]
+            limit *= 4
 
     def _recent(self, namespace: tuple[str, ...], k: int, now: float) -> list[MemoryItem]:
         rows = self._rows(

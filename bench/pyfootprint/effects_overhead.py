@@ -5,10 +5,13 @@ usage: ``.venv/bin/python -m bench.pyfootprint.effects_overhead``
 One process, side by side (``bench.harness.side_by_side``), on freshly built W6 agents
 (``bench.pyfootprint.w6_agent``: the ``add`` tool, a scripted provider, 10 tool rounds):
 
-- ``run``: the plain agent (the tool only reads);
+- ``run``: the plain agent (the tool only reads), ``pricing=False``: no cost accounting (every
+  variant but the two below runs without it, so each ratio isolates one thing);
 - ``idempotent``: ``add`` declared ``effect="idempotent"``: an intent and a receipt per call, in
   the agent's memory ledger (no store);
 - ``priced``: ``pricing={"mock": Price(...)}``: each model call's usage and cost on its commit;
+- ``default``: no ``pricing=`` (what every agent does): the built-in table, ``mock`` unpriced,
+  each call's usage and ``"unknown"`` cost on its commit;
 - ``stored`` / ``stored idempotent``: both on a SQLite run store (a fresh file per sample), where
   each intent and receipt is its own committed transaction.
 
@@ -29,8 +32,10 @@ from bench.pyfootprint.common import row, settings
 from bench.pyfootprint.w6_agent import ADD_SCHEMA, ANSWER, TOOL_TURNS, mock_llm, run_agent
 
 
-def build(effect: str = "read", store: Any = None, priced: bool = False) -> tuple[Any, Any]:
-    """A W6 agent for one run: ``effect`` on the tool, an optional store, optional pricing."""
+def build(effect: str = "read", store: Any = None, priced: bool | str = False) -> tuple[Any, Any]:
+    """A W6 agent for one run: ``effect`` on the tool, an optional store; ``priced``: False records
+    no cost (``pricing=False``), True prices its model (``pricing=``), ``"table"`` is the default
+    (the built-in table alone: its model unpriced, each call's cost ``"unknown"``)."""
     from agent import Agent, Price, define_tool
     from agent.providers import scripted
 
@@ -49,7 +54,11 @@ def build(effect: str = "read", store: Any = None, priced: bool = False) -> tupl
     options: dict[str, Any] = {}
     if store is not None:
         options["store"] = store
-    if priced:
+    if priced is False:  # no cost accounting: the baseline the bar is measured against
+        options["pricing"] = False
+    elif priced == "table":  # the default (no pricing=): the built-in table, its model unpriced
+        pass
+    elif priced:
         options["pricing"] = {"mock": Price(input_per_mtok=2.5, output_per_mtok=10)}
     agent = Agent.create(provider=provider, model="mock", **options).tool(add).max_iterations(2 * TOOL_TURNS).build()
     return agent, provider
@@ -61,7 +70,9 @@ def main(quick: bool = False) -> list[Record]:
     folder = tempfile.mkdtemp(prefix="effects-bench-")
     made = [0]
 
-    def variant(effect: str = "read", stored: bool = False, priced: bool = False) -> Callable[[], Callable[[], object]]:
+    def variant(
+        effect: str = "read", stored: bool = False, priced: bool | str = False
+    ) -> Callable[[], Callable[[], object]]:
         def prepare() -> Callable[[], object]:
             store = None
             if stored:
@@ -78,6 +89,7 @@ def main(quick: bool = False) -> list[Record]:
         "run": variant(),
         "idempotent": variant("idempotent"),
         "priced": variant(priced=True),
+        "default": variant(priced="table"),
         "stored": variant(stored=True),
         "stored idempotent": variant("idempotent", stored=True),
     }
@@ -87,6 +99,7 @@ def main(quick: bool = False) -> list[Record]:
         "run": "real Agent, read tool",
         "idempotent": "real Agent, idempotent tool (intent + receipt, memory ledger)",
         "priced": "real Agent, pricing= (cost on every call)",
+        "default": "real Agent, no pricing= (the built-in table: cost unknown)",
         "stored": "real Agent, SQLite store, read tool",
         "stored idempotent": "real Agent, SQLite store, idempotent tool (ledger in the store)",
     }
@@ -103,6 +116,7 @@ def main(quick: bool = False) -> list[Record]:
         "ratios": {
             "idempotent/run": ratio("idempotent", "run"),
             "priced/run": ratio("priced", "run"),
+            "default/run": ratio("default", "run"),
             "stored idempotent/stored": ratio("stored idempotent", "stored"),
         },
         "bars": {"intent+receipt": 1.10, "cost accounting": 1.02},

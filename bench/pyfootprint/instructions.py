@@ -16,7 +16,12 @@ recorder attached but never read), ``w6`` (the
 real Agent, scripted provider), ``w6r`` (the same agent on ``replayed`` of a recorded W6
 run: issue 34's ≤ 1.2× ``w6``), ``w6q`` (the same, ``narrative=False``), ``w6c`` (the SPEC
 chart on the bare engine), ``save`` / ``load`` (``Trace.save`` / ``Trace.load`` of a 3,000-commit
-W7 run), ``w4k`` (W4 into a SQLite store opened with a key).
+W7 run), ``w4k`` (W4 into a SQLite store opened with a key); ``e6*`` the W6 agent of
+``effects_overhead``: ``e6`` plain, ``e6p`` priced (``pricing=`` naming its model), ``e6u``
+the default (no ``pricing=``: the built-in table, the model unpriced), ``e6i`` an idempotent
+tool (memory ledger), ``e6s`` / ``e6si`` on a SQLite store (a fresh file per run, as
+``effects_overhead`` times them), read and idempotent tool; ``e6s1`` / ``e6si1`` the same on one
+store every run shares (its connections made once, as a long-lived worker's are).
 """
 
 from __future__ import annotations
@@ -43,6 +48,14 @@ RUNS = {
     "load": 3,
     "w4k": 10,
     "w4": 10,
+    "e6": 10,
+    "e6p": 10,
+    "e6u": 10,
+    "e6i": 10,
+    "e6s": 10,
+    "e6si": 10,
+    "e6s1": 10,
+    "e6si1": 10,
 }
 KEY = b"k" * 32
 
@@ -95,6 +108,23 @@ def _prepare(workload: str, count: int) -> list[Callable[[], object]]:
         store = SqliteStore(os.path.join(folder, "w4.db"), key=KEY if workload == "w4k" else None)
         loop_chart = build()
         return [lambda: run_loop(loop_chart, store=store) for _ in range(count)]
+    if workload.startswith("e6"):  # bench.pyfootprint.effects_overhead's variants (issue 33's bars)
+        from bench.pyfootprint.effects_overhead import build
+        from bench.pyfootprint.w6_agent import run_agent
+        from flowchart.store import SqliteStore
+
+        folder = tempfile.mkdtemp(prefix="pf-instr-")
+        effect = "idempotent" if workload in ("e6i", "e6si", "e6si1") else "read"
+        stored = workload in ("e6s", "e6si", "e6s1", "e6si1")
+        priced = {"e6p": True, "e6u": "table"}.get(workload, False)
+        shared = SqliteStore(os.path.join(folder, "runs.db")) if workload.endswith("1") else None
+        if shared is not None:  # one store for every run, warmed (its connections and ledger made)
+            build(effect, shared, priced)[0].run("warm up")
+        pairs = []
+        for n in range(count):
+            store = (shared or SqliteStore(os.path.join(folder, f"runs-{n}.db"))) if stored else None
+            pairs.append(build(effect, store, priced))
+        return [lambda pair=pair: run_agent(*pair) for pair in pairs]
     raise SystemExit(f"unknown workload {workload!r} (one of {', '.join(RUNS)})")
 
 

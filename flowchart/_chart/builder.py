@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
+
 from flowchart._chart.branches import BranchList
 from flowchart._chart.stage_nodes import StageFn, describe, mount_node, pausable_node
 from flowchart._core.errors import BuildError
@@ -302,7 +304,9 @@ class FlowChartBuilder:
         """Mount an agent (anything with ``as_subflow(message=, into=, identity=)``, such as
         ``agent.Agent``) as the next stage: its run is a subflow of this chart, sent
         ``message(state)`` and writing its answer to ``into``. flowchart knows no agent: the
-        mounted object says which chart runs and how state goes in and out."""
+        mounted object says which chart runs and how state goes in and out, and (optionally)
+        its own ``redaction`` rule, ``hidden_outputs``, ``timeout`` and ``max_iterations`` —
+        applied inside the mount — and ``narrate_emits`` (default no)."""
         mount = getattr(agent, "as_subflow", None)
         if not callable(mount):
             self._problem(
@@ -318,7 +322,7 @@ class FlowChartBuilder:
             self._problem(f"add_agent('{name}'): into= must name the state key the answer is written to", stage_id)
             return self
         parts = mount(message=message, into=into, identity=identity)
-        return self.add_subflow_chart_next(
+        self.add_subflow_chart_next(
             stage_id,
             parts.chart,
             mount_name=name,
@@ -326,6 +330,19 @@ class FlowChartBuilder:
             output_mapper=parts.output_mapper,
             description=description,
         )
+        node = self._cursor
+        if node is not None and node.id == stage_id and node.mount is not None:
+            # the agent's events are its listeners': a narrative of this chart leaves them out; its
+            # own run options (rule, timeout, loop limit) apply inside the mount
+            node.mount = attrs.evolve(
+                node.mount,
+                quiet_emits=not getattr(parts, "narrate_emits", False),
+                redaction=getattr(parts, "redaction", None),
+                hidden_outputs=tuple(getattr(parts, "hidden_outputs", ())),
+                timeout=getattr(parts, "timeout", None),
+                max_iterations=getattr(parts, "max_iterations", None),
+            )
+        return self
 
     def add_subflow_chart(
         self,

@@ -20,6 +20,7 @@ import functools
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flowchart._chart.scoping import Scopes, mount_scopes, scoped_rule
 from flowchart._core.errors import RunError
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.nodes import StageNode, iter_nodes
@@ -71,6 +72,16 @@ class FlowChart:
         self._nodes = nodes
         self._launch = launcher
         self._loop_stubs: dict[str, StageNode] = {}
+        #: its mounts' own rules (``flowchart._chart.scoping``), made once, here: the chart is immutable
+        self.mounts: Scopes = mount_scopes(nodes.values())
+        self._mount_rule = scoped_rule(self.mounts, None)
+
+    def _rule(self, given: Redaction | None) -> Redaction | None:
+        """The rule a run records under: ``given`` with the scopes of its mounts' own rules."""
+        mounts = self._mount_rule
+        if mounts is None:
+            return given
+        return mounts if given is None else given.union(mounts)
 
     def _launcher(self) -> Launcher:
         if self._launch is None:
@@ -215,7 +226,9 @@ class FlowChart:
         Without one, ``run_id`` (when given) is the run's id: ``ctx.run_id``, ``result.run_id``
         and its trace carry it. Either way it follows the run-id rule (``flowchart._core.run_ids``).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, retry)
+        options = RunOptions(
+            env, recorders, max_iterations, timeout, self._rule(redaction), cancel, store, run_id, retry
+        )
         return self._launcher().run(self, input, options)
 
     async def arun(
@@ -239,7 +252,7 @@ class FlowChart:
         stage with ``RunCancelledError`` (the running stage's writes commit); ``retry`` the
         default ``Retry`` policy of every stage that has none of its own (docs/durable.md).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return await self._launcher().arun(self, input, options)
 
     def stream(
@@ -257,7 +270,8 @@ class FlowChart:
         redaction); ``modes`` picks event kinds. The last event is ``final``, whose
         ``result`` is the ``RunResult``; leaving the loop early cancels the run.
         """
-        return self._launcher().stream(self, input, modes, stream_options(run_options, store, run_id))
+        options = stream_options(run_options, store, run_id)
+        return self._launcher().stream(self, input, modes, options.but(redaction=self._rule(options.redaction)))
 
     def astream(
         self,
@@ -269,7 +283,8 @@ class FlowChart:
         **run_options: Any,
     ) -> AsyncRunStream:
         """``stream`` on the caller's event loop: ``async for event in chart.astream(...)``."""
-        return self._launcher().astream(self, input, modes, stream_options(run_options, store, run_id))
+        options = stream_options(run_options, store, run_id)
+        return self._launcher().astream(self, input, modes, options.but(redaction=self._rule(options.redaction)))
 
     def resume(
         self,
@@ -289,7 +304,7 @@ class FlowChart:
         A failed run's checkpoint (``err.checkpoint``) re-runs the stage that failed, from the
         state before its partial commit, and goes on (docs/durable.md).
         """
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return self._launcher().resume(self, checkpoint, input, options)
 
     def resume_run(
@@ -317,7 +332,7 @@ class FlowChart:
         immutable chart, so two runs of one chart in two stores each resume from their own.
         """
         options = RunOptions(
-            env, recorders, max_iterations, timeout, redaction, store=store, run_id=run_id, retry=retry
+            env, recorders, max_iterations, timeout, self._rule(redaction), store=store, run_id=run_id, retry=retry
         )
         return self._launcher().resume_run(self, run_id, input, options)
 
@@ -343,7 +358,9 @@ class FlowChart:
         written as the fork's first commit. The options are ``run()``'s; with ``store`` the fork is
         recorded there with its lineage. ``reuse=True``: a stage whose recorded reads did not
         change is taken from the record (``result.reused`` names each). See docs/durable.md."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, store, run_id, reuse=reuse)
+        options = RunOptions(
+            env, recorders, max_iterations, timeout, self._rule(redaction), cancel, store, run_id, reuse=reuse
+        )
         return self._launcher().fork(self, source, at, patch, options)
 
     async def aresume(
@@ -360,5 +377,5 @@ class FlowChart:
         retry: Retry | None = None,
     ) -> RunResult:
         """``resume`` inside the caller's event loop."""
-        options = RunOptions(env, recorders, max_iterations, timeout, redaction, cancel, retry=retry)
+        options = RunOptions(env, recorders, max_iterations, timeout, self._rule(redaction), cancel, retry=retry)
         return await self._launcher().aresume(self, checkpoint, input, options)

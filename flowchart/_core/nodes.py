@@ -84,13 +84,24 @@ class Pausable:
 
 @attrs.frozen(slots=True)
 class SubflowMount:
-    """How a subflow is mounted: the inner chart and its mappers."""
+    """How a subflow is mounted: the inner chart and its mappers. ``quiet_emits``: its stages'
+    ``ctx.emit`` events are its owner's (an agent mounted with ``add_agent``): a narrative
+    leaves them out (other recorders still get them). The last four are the mount's own run
+    options (see below); ``None`` / empty: the run's apply inside as everywhere."""
 
     chart: FlowChart
     input_mapper: Callable[[Any], Any] | None = None
     output_mapper: Callable[[Any, Any], Any] | None = None
     propagate_break: bool = False
     array_merge: Literal["concat", "replace"] = "concat"
+    quiet_emits: bool = False
+    #: the mount's own run options, applied inside it (``add_agent``: the agent's): its redaction
+    #: rule (a scope of the run's, ``flowchart._chart.scoping``), the parent keys its output fills
+    #: from what that rule hides, its timeout in seconds and its loop limit
+    redaction: Any = None
+    hidden_outputs: tuple[str, ...] = ()
+    timeout: float | None = None
+    max_iterations: int | None = None
 
 
 class StageNode:

@@ -26,6 +26,7 @@ so that every reader of the run applies it without being told.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -58,6 +59,21 @@ def _fields(fields: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, 
     for key, paths in out.items():
         for path in paths:
             _check_path(key, path)
+    return out
+
+
+def _scopes(scopes: Mapping[str, Any] | None) -> dict[str, Redaction]:
+    out: dict[str, Redaction] = {}
+    for path, rule in (scopes or {}).items():
+        if not isinstance(path, str) or not path or not isinstance(rule, Redaction):
+            raise ValueError(
+                f"redaction.scopes: expected mount path -> Redaction, got {path!r} -> {type(rule).__name__}"
+            )
+        for below, inner in rule.scopes.items():  # a scope's own scopes are the paths below it
+            out[f"{path}/{below}"] = out[f"{path}/{below}"].union(inner) if f"{path}/{below}" in out else inner
+        flat = Redaction(keys=rule.keys, patterns=rule.patterns, fields=rule.fields)
+        if flat.active:
+            out[path] = out[path].union(flat) if path in out else flat
     return out
 
 
@@ -104,6 +120,20 @@ class Redaction:
     keys: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
     patterns: tuple[re.Pattern[str], ...] = attrs.field(default=(), converter=_compile)
     fields: dict[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_fields)
+    #: per subflow mount path (``"planner"``, ``"outer/inner"``), the rule that ALSO applies
+    #: inside that subflow and every subflow below it (``within``): a mounted agent's own rule
+    scopes: dict[str, Redaction] = attrs.field(factory=dict, converter=_scopes)
+
+    def within(self, path: str) -> Redaction:
+        """The rule inside the subflow at mount path ``path``: this rule with every scope of
+        ``path`` or of a mount above it added (``union``); this rule when no scope applies."""
+        found = [rule for where, rule in sorted(self.scopes.items()) if path == where or path.startswith(where + "/")]
+        if not found:
+            return self
+        inside = Redaction(keys=self.keys, patterns=self.patterns, fields=self.fields)
+        for rule in found:
+            inside = inside.union(rule)
+        return inside
 
     def scrub_fields(self, key: str, value: Any, placeholder: str = LOG_PLACEHOLDER) -> tuple[Any, list[str]]:
         """``value`` with ``fields[key]`` replaced by ``placeholder`` (a copy; ``"REDACTED"``
@@ -160,8 +190,8 @@ class Redaction:
 
     @property
     def active(self) -> bool:
-        """True when anything is hidden at all."""
-        return bool(self.keys or self.patterns or self.fields)
+        """True when anything is hidden at all (a subflow's scope counts)."""
+        return bool(self.keys or self.patterns or self.fields or self.scopes)
 
     def scrub_state(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON copy of ``state`` with what this rule hides replaced by ``"REDACTED"``:
@@ -247,7 +277,10 @@ class Redaction:
                 fields.setdefault(key, [])
                 fields[key].extend(p for p in paths if p not in fields[key])
         patterns = list(self.patterns) + [p for p in other.patterns if p not in self.patterns]
-        return Redaction(keys=self.keys | other.keys, patterns=patterns, fields=fields)
+        scopes = dict(self.scopes)
+        for where, rule in other.scopes.items():
+            scopes[where] = scopes[where].union(rule) if where in scopes else rule
+        return Redaction(keys=self.keys | other.keys, patterns=patterns, fields=fields, scopes=scopes)
 
     def scrub_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
         """A copy of ``checkpoint`` with every state it carries scrubbed (``scrub_state``): the
@@ -263,18 +296,21 @@ class Redaction:
             copy,
             shared_state=self.scrub_state(copy.shared_state),
             run_input=self.scrub_state(copy.run_input),
-            subflow_states={k: self.scrub_state(v) for k, v in copy.subflow_states.items()},
-            subflow_args={k: self.scrub_state(v) for k, v in copy.subflow_args.items()},
+            subflow_states={k: self.within(k).scrub_state(v) for k, v in copy.subflow_states.items()},
+            subflow_args={k: self.within(k).scrub_state(v) for k, v in copy.subflow_args.items()},
             recovery=recovery,
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as JSON (sorted keys, patterns as ``[source, flags]``, fields): no values."""
-        return {
+        out: dict[str, Any] = {
             "keys": sorted(self.keys),
             "patterns": [[p.pattern, p.flags] for p in self.patterns],
             "fields": {key: list(paths) for key, paths in sorted(self.fields.items())},
         }
+        if self.scopes:  # absent when there is none: a rule without scopes keeps its form
+            out["scopes"] = {where: rule.to_dict() for where, rule in sorted(self.scopes.items())}
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, path: str = "$") -> Redaction:
@@ -291,8 +327,22 @@ class Redaction:
                 raise CheckpointError(
                     f"Invalid redaction: not a pattern ({exc}); write a Python regular expression @ {where}", path=where
                 ) from None
+        scopes = {}
+        for where, inner in (form.scopes or {}).items():
+            at_scope = f"{path}.scopes[{json.dumps(where)}]"
+            if not where or "#" in where:
+                raise CheckpointError(
+                    f"Invalid redaction: a scope is a subflow mount path, got {where!r} @ {at_scope}", path=at_scope
+                )
+            if isinstance(inner, dict) and "scopes" in inner:
+                raise CheckpointError(
+                    "Invalid redaction: a scope holds no scopes of its own (name the nested mount's path) "
+                    f"@ {at_scope}",
+                    path=at_scope,
+                )
+            scopes[where] = cls.from_dict(inner, at_scope)
         try:
-            return cls(keys=form.keys, patterns=compiled, fields=form.fields)
+            return cls(keys=form.keys, patterns=compiled, fields=form.fields, scopes=scopes)
         except ValueError as exc:  # a field path that could hide nothing (the rule's own check)
             raise CheckpointError(f"Invalid redaction: {exc} @ {path}.fields", path=f"{path}.fields") from None
 
@@ -303,6 +353,7 @@ class _RuleForm:
     keys: list[str]
     patterns: list[tuple[str, int]]
     fields: dict[str, list[str]]
+    scopes: dict[str, Any] | None = None
 
 
 def _pattern_pair(value: Any, _type: Any) -> tuple[str, int]:
@@ -313,7 +364,7 @@ def _pattern_pair(value: Any, _type: Any) -> tuple[str, int]:
 
 _CONVERTER = make_converter()
 _CONVERTER.register_structure_hook_func(lambda t: t == tuple[str, int], _pattern_pair)
-_CONVERTER.register_structure_hook(_RuleForm, every_key(_RuleForm, _CONVERTER))
+_CONVERTER.register_structure_hook(_RuleForm, every_key(_RuleForm, _CONVERTER, optional=("scopes",)))
 
 
 def shown_summary(hidden: bool, value: Any) -> str:

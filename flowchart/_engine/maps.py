@@ -71,6 +71,7 @@ async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, 
         own, mount.chart, {}, ReadonlyArgs({}), prefix=f"{full}/{index}/", subflow_path=(*parent.subflow_path, full)
     )
     inner.mapped = (index, item)
+    inner.loop_limit = parent.loop_limit
     error: Exception | None = None
     output = None
     try:
@@ -78,8 +79,9 @@ async def _chart_child(child: Traverser, node: StageNode, rid: str, index: int, 
     except Exception as exc:
         error = exc
     run = parent.run
-    run.subflow_results[rid] = SubflowResult(
-        full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name
+    run.subflow_results.add(
+        SubflowResult(full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name),
+        by_path=False,
     )
     if inner.stopped and error is None:
         parent.request_stop(inner.stop_reason)

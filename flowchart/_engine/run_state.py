@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -38,6 +38,58 @@ class SubflowResult:
     initial: dict[str, Any]
     output: Any = None
     subflow_name: str = ""
+
+
+class SubflowResults(Mapping[str, SubflowResult]):
+    """A run's subflow executions: ONE entry per execution, keyed by the mount's runtime id
+    (``"sf#3"``), in the order they ended. A mount's path (``"sf"``, ``"outer/inner"`` —
+    footprintjs's ``subflowResults`` key) also finds its latest execution, as footprintjs's
+    map holds it, without being an entry of its own: ``len``, iteration, ``keys``, ``items``
+    and ``values`` list each execution once. A map's children are found by runtime id only."""
+
+    __slots__ = ("_latest", "_runs")
+
+    def __init__(self, results: Iterable[SubflowResult] = (), *, latest: Mapping[str, str] | None = None) -> None:
+        self._runs: dict[str, SubflowResult] = {}
+        #: mount path -> the runtime id of its latest execution
+        self._latest: dict[str, str] = dict(latest or {})
+        for result in results:
+            self._runs[result.runtime_stage_id] = result
+
+    def add(self, result: SubflowResult, *, by_path: bool = True) -> None:
+        """Record one execution; ``by_path``: its mount path now finds it too."""
+        self._runs[result.runtime_stage_id] = result
+        if by_path:
+            self._latest[result.mount_id] = result.runtime_stage_id
+
+    def paths(self) -> list[str]:
+        """Every mount path that found an execution, in the order each first ended."""
+        return list(self._latest)
+
+    def replaced(self, changed: Mapping[str, SubflowResult]) -> SubflowResults:
+        """A copy with the executions of ``changed`` (runtime id -> result) replaced."""
+        return SubflowResults((changed.get(rid, sub) for rid, sub in self._runs.items()), latest=self._latest)
+
+    def __getitem__(self, key: str) -> SubflowResult:
+        found = self._runs.get(key)
+        if found is None:
+            latest = self._latest.get(key)
+            if latest is None:
+                raise KeyError(key)
+            found = self._runs[latest]
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._runs or key in self._latest
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __repr__(self) -> str:
+        return f"SubflowResults({self._runs!r})"
 
 
 class Run:
@@ -99,7 +151,7 @@ class Run:
         self.counter = counter
         self.visit_counts: dict[str, int] = dict(visit_counts or {})
         self.loop_counts: dict[str, int] = dict(loop_counts or {})
-        self.subflow_results: dict[str, SubflowResult] = {}
+        self.subflow_results = SubflowResults()
         self.redacted_paths: dict[str, None] = {}
         self.current_stage = ""
         #: errors already reported to recorders (an error is reported once, where it arose):
@@ -127,3 +179,57 @@ class Run:
         """Raise ``RunTimeoutError`` when ``run(timeout=...)`` has expired before ``stage_id``."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise RunTimeoutError(f"Run timed out after {self.timeout} s before stage '{stage_id}'", stage_id=stage_id)
+
+
+class ScopedRun(Run):
+    """A subflow's view of the run when its mount brings options of its own (``add_agent``): the
+    rule inside it (``Redaction.within`` its path), its loop limit and its deadline. Everything
+    else is the shared run's: the containers (counts, subflow results, observers, ...) are the
+    same objects, and what the engine reassigns as it goes (``_SHARED``: the execution counter,
+    the current stage, ...) is read and written through to the shared run — so runtime ids stay
+    unique across the run."""
+
+    __slots__ = ("base",)
+    base: Run
+
+    def __init__(
+        self, base: Run, redaction: Any, max_iterations: int, deadline: float | None, timeout: float | None
+    ) -> None:
+        object.__setattr__(self, "base", base)
+        for name in Run.__slots__:
+            if name not in _SHARED and hasattr(base, name):
+                object.__setattr__(self, name, getattr(base, name))
+        self.redaction = redaction
+        self.redacting = redaction.active
+        self.max_iterations = max_iterations
+        self.deadline = deadline
+        self.timeout = timeout
+
+    def __copy__(self) -> ScopedRun:
+        """A map child's own run (its own counter): a copy of the shared run, seen the same way."""
+        import copy
+
+        return ScopedRun(copy.copy(self.base), self.redaction, self.max_iterations, self.deadline, self.timeout)
+
+
+#: the run's attributes the engine reassigns while it goes: one value for the whole run
+_SHARED = ("counter", "current_stage", "failure_site", "recovery", "reuse")
+
+
+def _through(name: str) -> property:
+    def read(self: ScopedRun) -> Any:
+        return getattr(self.base, name)
+
+    def write(self: ScopedRun, value: Any) -> None:
+        setattr(self.base, name, value)
+
+    return property(read, write)
+
+
+for _name in _SHARED:
+    setattr(ScopedRun, _name, _through(_name))
+
+
+def root_run(run: Run) -> Run:
+    """The shared run under any subflow's view of it."""
+    return run.base if isinstance(run, ScopedRun) else run

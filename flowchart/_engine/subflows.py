@@ -11,6 +11,8 @@ skips the input mapper.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from flowchart._core.context import ReadonlyArgs
-from flowchart._core.errors import RunError
-from flowchart._core.nodes import StageNode
+from flowchart._core.errors import RunError, RunTimeoutError
+from flowchart._core.nodes import StageNode, SubflowMount
 from flowchart._core.pause import PauseSignal, ResumeFrame
 from flowchart._core.scope import Transaction
 from flowchart._core.values import NotJsonSafe, copy_json
 from flowchart._engine import retrying
 from flowchart._engine.redacting import shown_state
-from flowchart._engine.run_state import SubflowResult
+from flowchart._engine.run_state import Run, ScopedRun, SubflowResult, root_run
 from flowchart.events import BreakEvent, SubflowEvent
 
 if TYPE_CHECKING:
@@ -112,43 +114,42 @@ async def run_mount(
     else:
         mapped, inner_args = resume.seed(full)
     entry_state = mapped if resume is None else {}
+    inside = scoped(run, mount, full)
     description = mount.chart.root.description or node.description
     traverser.flow(
         "on_subflow_entry",
         node,
         rid,
-        lambda c: SubflowEvent(c, node.name, full, description, shown_state(run, entry_state)),
+        lambda c: SubflowEvent(c, node.name, full, description, shown_state(inside, entry_state), mount.quiet_emits),
     )
     if resume is None:
         traverser.executed(node, rid, "subflow-mount")
     inner = type(traverser)(
-        run,
+        inside,
         mount.chart,
         mapped,
         ReadonlyArgs(inner_args),
         prefix=full + "/",
         subflow_path=(*traverser.subflow_path, full),
     )
+    inner.loop_limit = mount.max_iterations if mount.max_iterations is not None else traverser.loop_limit
     error: Exception | None = None
     output = None
     try:
-        if resume is None:
-            output = await inner.walk(mount.chart.root, None, None)
-        else:
-            output = await resume.enter(inner)
+        output = await _within_timeout(inner, mount, full, resume)
     except PauseSignal as signal:
         signal.subflow_states[full] = inner.state
         signal.subflow_args[full] = inner.args.to_dict()
         # the paused run's record keeps what the subflow did before the pause
-        run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-            full, rid, inner.state, tuple(inner.commit_log), inner.initial, None, node.name
+        run.subflow_results.add(
+            SubflowResult(full, rid, inner.state, tuple(inner.commit_log), inner.initial, None, node.name)
         )
         raise
     except Exception as exc:
         error = exc
         retrying.note_subflow(run, exc, full, inner)
-    run.subflow_results[full] = run.subflow_results[rid] = SubflowResult(
-        full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name
+    run.subflow_results.add(
+        SubflowResult(full, rid, inner.state, tuple(inner.commit_log), inner.initial, output, node.name)
     )
     if inner.stopped and mount.propagate_break and error is None:
         traverser.request_stop(inner.stop_reason)
@@ -159,7 +160,10 @@ async def run_mount(
             lambda c: BreakEvent(c, node.name, inner.stop_reason, propagated_from_subflow=full),
         )
     traverser.flow(
-        "on_subflow_exit", node, rid, lambda c: SubflowEvent(c, node.name, full, None, shown_state(run, inner.state))
+        "on_subflow_exit",
+        node,
+        rid,
+        lambda c: SubflowEvent(c, node.name, full, None, shown_state(inside, inner.state), mount.quiet_emits),
     )
     if error is not None:
         return None, txn, error
@@ -169,6 +173,49 @@ async def run_mount(
         except Exception as exc:
             return output, txn, exc
     return output, txn, None
+
+
+def scoped(run: Run, mount: SubflowMount, full: str) -> Run:
+    """The run as the subflow at ``full`` sees it: its rule (the run's rule ``within`` its path,
+    where a mount's own rule is a scope) and the mount's own deadline; the run itself when
+    neither differs (the mount's loop cap is its traverser's: ``Traverser.loop_limit``)."""
+    root = root_run(run)
+    rule = root.redaction.within(full) if root.redaction.scopes else run.redaction
+    if rule is run.redaction and mount.timeout is None:
+        return run
+    deadline = run.deadline
+    timeout = run.timeout
+    if mount.timeout is not None:
+        own = time.monotonic() + mount.timeout
+        if deadline is None or own < deadline:
+            deadline, timeout = own, mount.timeout
+    return ScopedRun(root, rule, run.max_iterations, deadline, timeout)
+
+
+async def _within_timeout(inner: Traverser, mount: SubflowMount, full: str, resume: Reentry | None) -> Any:
+    """Walk (or re-enter) the subflow; with the mount's own timeout, under it (in an event loop)."""
+    walk = inner.walk(mount.chart.root, None, None) if resume is None else resume.enter(inner)
+    if mount.timeout is None or not _in_loop():
+        return await walk
+    try:
+        async with asyncio.timeout(mount.timeout):
+            return await walk
+    except TimeoutError as exc:
+        if isinstance(exc, RunTimeoutError):
+            raise
+        raise RunTimeoutError(
+            f"Subflow '{full}' timed out after {mount.timeout} s (its mount's own timeout) in stage "
+            f"'{inner.run.current_stage}'",
+            stage_id=full,
+        ) from None
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def map_input(traverser: Traverser, node: StageNode, txn: Transaction) -> dict[str, Any]:

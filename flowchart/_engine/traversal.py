@@ -62,6 +62,8 @@ class Traverser:
 
     #: ``(index, item)`` inside a map child (``ctx.index``, ``ctx.item``), else ``None``
     mapped: tuple[int, Any] | None = None
+    #: the loop cap on this level when its mount brings its own (``add_agent``), else the run's
+    loop_limit: int | None = None
 
     def __init__(
         self,
@@ -386,9 +388,10 @@ class Traverser:
         full = self.prefix + target_id
         run = self.run
         count = run.loop_counts.get(full, 0) + 1
-        if count > run.max_iterations:
+        limit = run.max_iterations if self.loop_limit is None else self.loop_limit
+        if count > limit:
             raise LoopLimitError(
-                f"Maximum loop iterations ({run.max_iterations}) exceeded for node '{target_id}'. "
+                f"Maximum loop iterations ({limit}) exceeded for node '{target_id}'. "
                 "Set max_iterations to increase the limit.",
                 stage_id=full,
             )

@@ -59,7 +59,12 @@ def subflow_traces(subflow_results: Mapping[str, Any], hides: Redaction | None =
     """Each subflow execution of a run as a ``SubflowTrace`` (its initial state under ``hides``),
     in execution order."""
     return {
-        rid: SubflowTrace(sub.mount_id, rid, (hides or Redaction()).scrub_state(sub.initial), list(sub.commit_log))
+        rid: SubflowTrace(
+            sub.mount_id,
+            rid,
+            (hides or Redaction()).within(sub.mount_id).scrub_state(sub.initial),
+            list(sub.commit_log),
+        )
         for rid, sub in sorted(subflow_results.items(), key=lambda item: _rid_order(item[0]))
         if rid == sub.runtime_stage_id
     }
@@ -172,7 +177,7 @@ class Record(_Fields):
             initial_state=hides.scrub_state(self.initial_state),
             commits=self.commits,
             subflows={
-                rid: attrs.evolve(sub, initial_state=hides.scrub_state(sub.initial_state))
+                rid: attrs.evolve(sub, initial_state=hides.within(sub.mount_id).scrub_state(sub.initial_state))
                 for rid, sub in self.subflows.items()
             },
             narrative=self.narrative,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from flowchart._core.failure import RunFailure
     from flowchart._core.pause import Checkpoint
     from flowchart._core.redaction import Redaction
-    from flowchart._engine.run_state import Run, SubflowResult
+    from flowchart._engine.run_state import Run, SubflowResults
     from flowchart._engine.traversal import Traverser
 
 
@@ -30,9 +30,10 @@ class RunResult:
 
     ``state`` is the final top-level state; ``output`` the last stage's return value (the
     pause data when paused); ``commit_log`` one ``Commit`` per executed stage;
-    ``checkpoint`` is set when ``paused``; ``subflow_results`` maps each subflow mount id
-    (and mount runtime id) to its own state and commit log; ``initial_state`` is what the
-    log folds from (``{}`` for a fresh run, the checkpoint's state for a resume);
+    ``checkpoint`` is set when ``paused``; ``subflow_results`` holds each subflow
+    execution once, by its mount's runtime id (a mount's path finds its latest one): its own
+    state and commit log; ``initial_state`` is what the log folds from (``{}`` for a fresh
+    run, the checkpoint's state for a resume);
     ``failure`` is set only on the partial result a failed run's error carries
     (``flowchart._core.failure.failed_run``).
     """
@@ -43,7 +44,7 @@ class RunResult:
     paused: bool
     checkpoint: Checkpoint | None
     run_id: str
-    subflow_results: dict[str, SubflowResult]
+    subflow_results: SubflowResults
     redacted_paths: list[str]
     initial_state: dict[str, Any]
     args: dict[str, Any]

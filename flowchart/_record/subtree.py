@@ -70,4 +70,6 @@ def get_subtree_snapshot(run: Any, path: str, narrative_entries: Iterable[Any] |
 
 def list_subflow_paths(run: Any) -> list[str]:
     """Every subflow path of ``run`` (``"outer"``, ``"outer/inner"``), runtime ids left out."""
-    return [key for key in _results(run) if "#" not in key]
+    results = _results(run)
+    paths = getattr(results, "paths", None)  # ``SubflowResults``: one entry per execution, paths aside
+    return list(paths()) if callable(paths) else [key for key in results if "#" not in key]

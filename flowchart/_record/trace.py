@@ -64,6 +64,7 @@ from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import check, decoded, parse_proven
 from flowchart._core.values import copy_json
 from flowchart._record.causal import CausalChain, causal_chain
+from flowchart._record.crossing import CrossedChain, why_across
 from flowchart._record.record import Record, ShownRecord, Status, SubflowTrace
 from flowchart._record.trace_codec import (
     check_log,
@@ -199,6 +200,12 @@ class Trace:
         """``causal_chain`` over this trace's log (``max_depth`` / ``max_nodes`` pass through)."""
         started_with = {*self.initial_state, *self.run_input}
         return causal_chain(self.commit_log, key, at, initial=started_with, **limits)
+
+    def why_across(self, key: str, at: int | None = None, *, where: str | None = None) -> CrossedChain:
+        """``why`` continued into and out of every subflow mount it meets (``_record/crossing.py``);
+        ``where``: start in a subflow's log (its runtime id or mount path) instead of the run's."""
+        started_with = {*self.initial_state, *self.run_input}
+        return why_across(self.commit_log, key, at, subflows=self.subflows, initial=started_with, where=where)
 
     def diff(self, a: int, b: int) -> list[KeyChange]:
         """Top-level keys that differ between the states after commits ``a`` and ``b``.

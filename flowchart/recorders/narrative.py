@@ -38,6 +38,22 @@ entries, byte for byte, as footprintjs 9.24.0's ``narrative()`` recorder. How:
   entry without a step number (``None`` tells nothing; a teller that raises tells nothing).
   The value is the one the write event carries, so the run's redaction applies to it.
 
+* Every reader — ``entries``, ``records``, ``lines``, ``entries_for_step``, ``step_count``, a
+  live reader that ``follow``s, ``save_state`` — sees the same entries in run order: whatever
+  was kept untold is told first, once, and then shared. Across a pause, ``save_state`` /
+  ``load_state`` carry the ``Stage N`` counts, the flows begun and the visits per stage
+  (checked as untrusted input when loaded).
+* A reader that ``follow_counted``s is handed, as each hook call comes, how many entries that
+  call makes and where they start (``announce(ctx, start, count)``) — exactly the entries the
+  narrative has when read, in order, each announced once — while the calls stay kept (a
+  stream's one event per line costs one dictionary update per stage). A call whose count is
+  known only by telling it is told at once, after everything kept before it; a narrative whose
+  told entries differ from what it announced raises ``NarrativeCountError`` instead of
+  letting a reader see a line in the wrong place.
+
+One class in one module: its parts (keeping calls, telling steps, answering readers, counting
+for a stream) share every field and call one another. The lazy entry pieces (``Told``,
+``Batch``, ``Line``, ``Followed``) are :mod:`flowchart.recorders.narrative_lines`.
 Sentence wording lives in :mod:`flowchart.recorders.sentences`; a ``renderer`` (see
 :mod:`flowchart.recorders.rendering`) may rephrase stage lines and steps.
 """
@@ -73,15 +89,34 @@ from flowchart.events import (
     WriteEvent,
 )
 from flowchart.recorders import sentences
-from flowchart.recorders.narrative_counting import LineCounting
+from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of, told_length
 from flowchart.recorders.narrative_lines import Entry as _Entry
-from flowchart.recorders.narrative_lines import Told, told_length
-from flowchart.recorders.narrative_reading import NarrativeReading
-from flowchart.recorders.narrative_state import Op
-from flowchart.recorders.narrative_steps import StepTelling
-from flowchart.recorders.rendering import OpRenderContext, hook
+from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 
-__all__ = ["NarrativeEntry", "NarrativeRecorder", "narrative"]
+__all__ = ["NarrativeCountError", "NarrativeEntry", "NarrativeRecorder", "narrative"]
+
+#: a buffered scope operation waiting for its stage's headline:
+#: ``(kind, key, summary, step, operation, raw)``, kind one of read | write | emit; ``raw``
+#: is the value itself, kept only when a renderer's ``render_op`` will ask for it
+Op = tuple[str, str, str, int, str, Any]
+
+#: ``announce(ctx, start, count)``: ``count`` entries at ``start`` in the entry list, of the stage ``ctx``
+Announce = Callable[[TraversalContext, int, int], None]
+
+
+class NarrativeCountError(RuntimeError):
+    """The narrative told a different number of entries than it announced to a counted reader."""
+
+
+class ToldView:
+    """What a counted reader's line reads its entry from: ``entries()`` is the narrative's entry
+    list, every kept call told first (the index of an entry never changes once announced)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: Callable[[], list[Any]]) -> None:
+        self.entries = entries
+
 
 #: the stage types whose ``on_stage_executed`` writes a ``Stage N:`` line; a resumed
 #: pausable stage counts as linear, as footprintjs reports it
@@ -132,7 +167,7 @@ def _kept(hook: Callable[[_Recorder, _Event], None]) -> Callable[[_Recorder, _Ev
 
 
 @attrs.define
-class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
+class NarrativeRecorder:
     """Builds the narrative from recorder events; attach with ``run(recorders=[rec])``.
 
     Read it back with :meth:`entries` (``(type, depth, text)`` tuples), :meth:`lines`
@@ -155,6 +190,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
     _stage_counters: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _started: set[str] = attrs.field(factory=set, init=False, repr=False)
     _visits: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    #: the subflows whose emits are their owner's (``SubflowEvent.quiet_emits``): not told
+    _quiet: set[str] = attrs.field(factory=set, init=False, repr=False)
     _render_op: Any = attrs.field(default=None, init=False, repr=False)
     _render_stage: Any = attrs.field(default=None, init=False, repr=False)
     #: the run as it came, told when first read: the frequent hooks' calls (a stage's batch,
@@ -204,6 +241,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
         read (``lines()``, ``entries()``, ...), or at the headline when a live reader follows.
         (The engine calls this field form; ``on_stage_ops`` is the same for an event.)
         """
+        if self._quiet and self._hushed(ctx):
+            ops = [op for op in ops if op[0] != "emit"]
         log = self._log
         if log is not None:
             log.append((_OPS, ctx, ops))
@@ -239,8 +278,15 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
         if tell is not None and event.operation != "delete":
             self._note(event.ctx.runtime_stage_id, event.key, tell, event.value)
 
+    def _hushed(self, ctx: TraversalContext) -> bool:
+        """The stage runs inside a subflow whose emits are not told."""
+        return any(path in self._quiet for path in ctx.subflow_path)
+
     def on_emit(self, event: EmitEvent) -> None:
-        """Buffer an emitted event; it takes a step number like reads and writes."""
+        """Buffer an emitted event; it takes a step number like reads and writes (not inside a
+        subflow whose emits are its owner's: ``SubflowEvent.quiet_emits``)."""
+        if self._quiet and self._hushed(event.ctx):
+            return
         if self._log:
             self._settle()
         self._buffer(event.ctx.runtime_stage_id, "emit", event.name, event.payload)
@@ -305,6 +351,8 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
 
     def on_subflow_entry(self, event: SubflowEvent) -> None:
         """``Entering ...``, one ``Input:`` step per mapped input key; numbering restarts."""
+        if event.quiet_emits:
+            self._quiet.add(event.subflow_id)
         # the inputs are told now: the mapped state is the subflow's own, which it goes on to change
         inputs: list[tuple[str, str]] = []
         mapped = event.state if isinstance(event.state, dict) else {}
@@ -429,6 +477,460 @@ class NarrativeRecorder(NarrativeReading, StepTelling, LineCounting):
             self._wording = False
         if self._announce is not None:
             self._check_counted()
+
+    # ── writing entries: a stage's operations as numbered steps, its headline ─────
+
+    @property
+    def _summarizes(self) -> bool:
+        """True when a summary is all this narrative prints of a value (the default options).
+
+        Only then is a batch kept untold until read: it holds summaries and values the
+        commits share. Otherwise it is told at its headline, so no value outlives its stage.
+        """
+        return self._render_op is None and self.format_value is summarize_value
+
+    def _buffer_batch(self, rid: str, batch: list[Any]) -> None:
+        ops = self._pending[rid]
+        append = ops.append
+        step = ops[-1][3] if ops else 0
+        fmt, max_len = self.format_value, self.max_value_length
+        keep_raw = self._render_op is not None
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "read" or kind == "missing":
+                if key:
+                    step += 1
+                    summary = "undefined" if kind == "missing" else summary_of(fmt, value, max_len)
+                    append(("read", key, summary, step, "set", value if keep_raw else None))
+            elif kind == "write":
+                step += 1
+                append(("write", key, summary_of(fmt, value, max_len), step, operation, value if keep_raw else None))
+                tell = self.notes.get(key) if self.notes else None
+                if tell is not None and operation != "delete":
+                    self._note(rid, key, tell, value)
+                    step = ops[-1][3]
+            elif kind == "emit" and self._tells_emits:
+                step += 1
+                append(("emit", key, fmt(value, max_len), step, "set", value if keep_raw else None))
+
+    def _countable(self, batch: list[Any]) -> int | None:
+        """How many entries ``_tell_batch`` makes of ``batch`` (default summaries), or ``None``
+        when that is only known by wording it (a noted key is written: its teller decides)."""
+        # one operation at a time: for the few operations a stage makes (two to ten in W1 and
+        # W6) this loop costs fewer instructions, and less time, than counting the kinds in C
+        # with ``map``/``list.count`` (docs/performance.md, "Round six")
+        notes, emits = self.notes, self._tells_emits
+        count = 0
+        for kind, key, _value, operation, _hidden in batch:
+            if kind == "write":
+                if notes and key in notes and operation != "delete":
+                    return None
+                count += 1
+            elif kind == "read" or kind == "missing":
+                if key:
+                    count += 1
+            elif kind == "emit" and emits:
+                count += 1
+        return count
+
+    def _tell_batch(
+        self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
+    ) -> None:
+        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush`` tells live operations."""
+        fmt, max_len = self.format_value, self.max_value_length
+        numbered, values = self.include_step_numbers, self.include_values
+        describe = sentences.operation
+        render = self._render_op
+        notes = self.notes
+        step = 0
+        for kind, key, value, operation, _hidden in batch:
+            if kind == "write":
+                step += 1
+                summary = value.text if type(value) is Told else fmt(value, max_len)
+            elif kind == "read":
+                if not key:
+                    continue
+                step += 1
+                summary = value.text if type(value) is Told else fmt(value, max_len)
+                operation = "set"
+            elif kind == "missing":
+                if not key:
+                    continue
+                step += 1
+                kind, summary, operation, value = "read", "undefined", "set", None
+            elif kind == "emit":
+                if not self._tells_emits:
+                    continue
+                step += 1
+                push(("emit", 1, f"[emit] {key}: {fmt(value, max_len)}", stage_name, ctx, None, step))
+                continue
+            else:
+                continue
+            told = True
+            if render is not None:
+                custom = render(OpRenderContext(kind, key, value, summary, operation, step))
+                if custom == "":
+                    told = False  # the renderer leaves this step out
+                elif custom is not None:
+                    push(("step", 1, custom, stage_name, ctx, key, step))
+                    told = False
+            if told:
+                text = describe(kind, operation, key, summary, values, step if numbered else None)
+                push(("step", 1, text, stage_name, ctx, key, step))
+            if notes and kind == "write" and operation != "delete":  # no notes: one test
+                tell = notes.get(key)
+                if tell is not None:
+                    try:
+                        note = tell(value)
+                    except Exception:
+                        continue
+                    if isinstance(note, str) and note:
+                        push(("note", 1, note, stage_name, ctx, key, None))
+
+    def _buffer(
+        self,
+        runtime_stage_id: str,
+        kind: str,
+        key: str,
+        value: Any,
+        operation: str = "set",
+        summary: str | None = None,
+    ) -> None:
+        # summarised now, not at flush: a value read from the scope may be a live view
+        # that the stage goes on to mutate, and the step must show it as it was read
+        if summary is None:
+            summary = self.format_value(value, self.max_value_length)
+        ops = self._pending.get(runtime_stage_id)
+        if ops is None:
+            ops = self._pending[runtime_stage_id] = []
+        step = ops[-1][3] + 1 if ops else 1
+        ops.append((kind, key, summary, step, operation, value if self._render_op is not None else None))
+
+    def _note(self, runtime_stage_id: str, key: str, tell: Callable[[Any], str | None], value: Any) -> None:
+        try:
+            text = tell(value)
+        except Exception:
+            return
+        if isinstance(text, str) and text:
+            ops = self._pending.setdefault(runtime_stage_id, [])
+            ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
+
+    def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
+        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
+        number = self._stage_counters.get(flow_key, 0) + 1
+        self._stage_counters[flow_key] = number
+        first = flow_key not in self._started
+        if first:
+            self._started.add(flow_key)
+        text = None
+        if self._render_stage is not None:
+            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+            text = self._render_stage(stage_ctx)
+        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
+            line = sentences.stage(number, name, description, first, passes)
+            self._records.append(("stage", 0, line, name, ctx, None, None))
+        elif text is None:
+            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+        else:
+            self._push("stage", 0, text, ctx, stage_name=name)
+        self._flush(ctx, name)
+
+    def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
+        if self._batches:
+            batch = self._batches.pop(ctx.runtime_stage_id, None)
+            if batch:
+                records = self._records
+                if self._wording or not self._summarizes:  # told now (no value outlives its stage)
+                    self._tell_batch(ctx, stage_name, batch, records.append)
+                elif type(records) is not Followed:
+                    records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+                    self._lazy = True
+                else:
+                    on_batch = records.on_batch
+                    count = self._countable(batch) if on_batch is not None else None
+                    if on_batch is None or count is None:  # a reader of entries only, or a note due
+                        self._tell_batch(ctx, stage_name, batch, records.append)
+                    else:  # a live reader told how many entries, worded when it reads them
+                        told = Batch(ctx, stage_name, batch, self)
+                        list.append(records, told)
+                        self._lazy = True
+                        if count:
+                            on_batch(told, count)
+        ops = self._pending.pop(ctx.runtime_stage_id, None) if self._pending else None
+        if not ops:
+            return
+        push = self._records.append
+        numbered, values = self.include_step_numbers, self.include_values
+        describe = sentences.operation
+        render = self._render_op
+        for kind, key, summary, step, operation, raw in ops:
+            if kind == "emit":
+                push(("emit", 1, sentences.emit(key, summary), stage_name, ctx, None, step))
+                continue
+            if kind == "note":
+                push(("note", 1, summary, stage_name, ctx, key, None))
+                continue
+            if render is not None:
+                op_kind: Any = kind
+                custom = render(OpRenderContext(op_kind, key, raw, summary, operation, step))
+                if custom == "":
+                    continue  # the renderer leaves this step out
+                if custom is not None:
+                    push(("step", 1, custom, stage_name, ctx, key, step))
+                    continue
+            text = describe(kind, operation, key, summary, values, step if numbered else None)
+            push(("step", 1, text, stage_name, ctx, key, step))
+
+    def _push_line(
+        self,
+        kind: str,
+        depth: int,
+        ctx: TraversalContext,
+        stage_name: str | None,
+        word: Callable[..., str],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Push an entry whose sentence is ``word(*args)``, worded when first read (a ``Line``).
+
+        The numbering and everything the sentence depends on are fixed now (the arguments
+        are values nobody changes afterwards); only the wording waits. A live reader (a
+        stream) is handed the line at once, worded when it reads the text. While the kept
+        calls are told (``_settle``: somebody reads), the sentence is worded at once.
+        """
+        if self._wording:
+            self._records.append((kind, depth, word(*args), stage_name, ctx, None, None))
+            return
+        line = Line(kind, depth, ctx, stage_name, word, args)
+        records = self._records
+        self._lazy = True
+        if type(records) is Followed:
+            list.append(records, line)
+            if records.on_batch is not None:
+                records.on_batch(line, 1)
+            else:
+                records.on_entry(line.entries()[0])
+        else:
+            records.append(line)  # type: ignore[arg-type]
+
+    def _push(
+        self,
+        kind: str,
+        depth: int,
+        text: str,
+        ctx: TraversalContext,
+        *,
+        stage_name: str | None = None,
+        key: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        self._records.append((kind, depth, text, stage_name, ctx, key, step))
+        if self._announce is not None and not self._wording:  # told now, outside the kept calls
+            self._announce_lines(ctx, 1)
+
+    # ── reading back, and the counts across a pause ────────────────────────────
+
+    def entries(self) -> list[tuple[str, int, str]]:
+        """All entries in run order as ``(type, depth, text)``."""
+        return [(kind, depth, text) for kind, depth, text, *_ in self._told()]
+
+    def records(self) -> list[NarrativeEntry]:
+        """All entries in run order, with stage ids, subflow id and key."""
+        return [
+            NarrativeEntry(
+                type=kind,
+                depth=depth,
+                text=text,
+                stage_name=stage_name,
+                stage_id=ctx.stage_id,
+                runtime_stage_id=ctx.runtime_stage_id,
+                subflow_id=ctx.subflow_id,
+                key=key,
+                step_number=step,
+            )
+            for kind, depth, text, stage_name, ctx, key, step in self._told()
+        ]
+
+    def entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
+        """The entries one execution step produced (footprintjs ``getEntriesForStep``)."""
+        return [r for r in self.records() if r.runtime_stage_id == runtime_stage_id]
+
+    def get_entries_for_step(self, runtime_stage_id: str) -> list[NarrativeEntry]:
+        """``entries_for_step`` under footprintjs's own name (``getEntriesForStep``)."""
+        return self.entries_for_step(runtime_stage_id)
+
+    @property
+    def step_count(self) -> int:
+        """How many distinct execution steps produced entries (footprintjs ``stepCount``)."""
+        return len({entry[4].runtime_stage_id for entry in self._told()})
+
+    def lines(self) -> list[str]:
+        """The narrative text, one line per entry."""
+        return [entry[2] for entry in self._told()]
+
+    def _told(self) -> list[_Entry]:
+        """The entries, with every stage batch told in sentences now (once: the text is kept)."""
+        if self._log:
+            self._settle()
+        if self._lazy:
+            told: list[_Entry] = []
+            push, extend = told.append, told.extend
+            for entry in self._records:
+                if type(entry) is tuple:
+                    push(entry)
+                else:  # a Batch or a Line: worded now, once
+                    extend(entry.entries())  # type: ignore[attr-defined]
+            if type(self._records) is Followed:
+                self._records[:] = told  # keep following: the stream goes on after a mid-run read
+            else:
+                self._records = told
+            self._lazy = False
+        return self._records
+
+    def follow(
+        self, on_entry: Callable[[tuple[Any, ...]], Any], on_batch: Callable[[Any, int], Any] | None = None
+    ) -> None:
+        """Also hand every entry to ``on_entry`` the moment it is written (a live reader: a stream).
+
+        The entry is the record tuple ``(type, depth, text, stage_name, ctx, key, step)``.
+        With ``on_batch``, a stage's steps whose number is known before they are worded (the
+        default summaries, no note due) come as ``on_batch(batch, count)`` instead, at the same
+        moment: ``batch.ctx`` is the stage's context and ``batch.entries()`` words its ``count``
+        entries the first time it is called (then keeps them; ``lines()`` shares them).
+        """
+        self._records = Followed(self._told(), on_entry, on_batch)
+        self._log = None  # a live reader is told each line as the run makes it
+        self._announce = None
+
+    def clear(self) -> None:
+        """Forget everything: entries, buffered operations, counters and visits."""
+        self._records.clear()
+        if self._log is not None:
+            self._log.clear()
+        self._lazy = False
+        self._pending.clear()
+        self._batches.clear()
+        self._counts.clear()
+        if self._announce is not None:
+            self._announced = 0
+        self._stage_counters.clear()
+        self._started.clear()
+        self._visits.clear()
+
+    # ── across a pause: the checkpoint carries the counts ──────────────────────
+
+    def save_state(self) -> dict[str, Any]:
+        """What a resumed run needs to go on numbering as footprintjs's same-executor resume
+        does: the ``Stage N`` count per flow, the flows already begun, the visits per stage.
+        The engine stores it in the checkpoint's ``recorder_states`` under this recorder's ``id``."""
+        if self._log:
+            self._settle()
+        return {
+            "stages": dict(self._stage_counters),
+            "started": sorted(self._started),
+            "visits": dict(self._visits),
+        }
+
+    def load_state(self, state: Any) -> None:
+        """Go on from ``save_state``'s value (read from a checkpoint: untrusted, checked here;
+        ``ValueError`` naming the field when it is not that shape)."""
+        if not isinstance(state, dict) or set(state) != {"stages", "started", "visits"}:
+            raise ValueError("expected an object with exactly the keys stages, started, visits")
+        for name in ("stages", "visits"):
+            counts = state[name]
+            if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()
+            ):
+                raise ValueError(f"{name}: expected an object of counts (integers, 0 or more)")
+        started = state["started"]
+        if not isinstance(started, list) or not all(isinstance(k, str) for k in started):
+            raise ValueError("started: expected a list of strings")
+        if self._log:
+            self._settle()
+        self._stage_counters = dict(state["stages"])
+        self._started = set(started)
+        self._visits = dict(state["visits"])
+
+    # ── a counted reader: told how many lines come, not the lines ──────────────
+
+    def follow_counted(self, announce: Announce) -> ToldView:
+        """Hand ``announce(ctx, start, count)`` each hook call's entries as it comes (see the
+        module law); returns the view a reader reads entry ``start + i`` from (``entries()[i]``).
+
+        Only for a narrative that keeps its calls (the default summaries, no renderer):
+        ``ValueError`` otherwise (``follow`` tells such a narrative's lines as they come)."""
+        if self._log is None:
+            raise ValueError("follow_counted: this narrative tells each line as it comes (use follow())")
+        self._announced = len(self._told())
+        self._counts.clear()
+        self._announce = announce
+        return ToldView(self._told)
+
+    # -- called by the narrative as it keeps a call (``_announce`` is set) -------------------------------
+    def _count_ops(self, rid: str, ops: list[Any]) -> None:
+        """A stage's batch was kept: its steps are told at the stage's headline."""
+        count = self._countable(ops) if not self._pending else None
+        counts = self._counts
+        if rid in counts:
+            before = counts[rid]
+            counts[rid] = None if before is None or count is None else before + count
+        else:
+            counts[rid] = count
+
+    def _count_headline(self, ctx: TraversalContext, lines: int) -> None:
+        """A headline call was kept: its ``lines`` own entries, then the stage's steps."""
+        steps = self._counts.pop(ctx.runtime_stage_id, 0)
+        if steps is None or self._pending:
+            self._tell_uncounted(ctx)
+        else:
+            self._announce_lines(ctx, lines + steps)
+
+    def _announce_lines(self, ctx: TraversalContext, count: int) -> None:
+        start = self._announced
+        if start is None:  # told now by ``_tell_uncounted``, which announces what it told
+            return
+        self._announced = start + count
+        self._announce(ctx, start, count)
+
+    def _tell_uncounted(self, ctx: TraversalContext) -> None:
+        """The last kept call makes entries known only by telling it: tell it now, after the
+        calls kept before it (checked), and announce what it made."""
+        log = self._log
+        assert log is not None
+        call = log.pop()
+        if log:
+            self._settle()
+        log = self._log
+        assert log is not None
+        log.append(call)
+        start = self._announced
+        assert start is not None
+        self._announced = None
+        try:
+            self._settle()
+        finally:
+            self._announced = len(self._records)
+        if self._announced > start:
+            self._announce(ctx, start, self._announced - start)
+
+    def _check_counted(self) -> None:
+        """After the kept calls were told: the entries are exactly the ones announced."""
+        announced = self._announced
+        if announced is not None and len(self._records) != announced:
+            raise NarrativeCountError(
+                f"the narrative told {len(self._records)} entries but announced {announced} to its "
+                "counted reader (a stream): this is a bug in flowchart's narrative, please report it"
+            )
+
+    def _count_kept(self, hook: str, event: Any) -> None:
+        """An event hook's call was kept (``narrative._kept``): the entries its body makes when
+        told — a decision its headline, the stage's steps and its condition; a pause its line
+        (the paused stage's batch is dropped, never told); every other kept hook one line."""
+        ctx = event.ctx
+        if hook == "on_decision":
+            self._count_headline(ctx, 2)
+            return
+        if hook == "on_pause":
+            self._counts.pop(ctx.runtime_stage_id, None)
+        self._announce_lines(ctx, 1)
 
 
 @attrs.define

@@ -19,7 +19,7 @@ from flowchart.events import TraversalContext
 from flowchart.recorders import sentences
 
 if TYPE_CHECKING:
-    from flowchart.recorders.narrative_steps import StepTelling
+    from flowchart.recorders.narrative import NarrativeRecorder
 
 #: one entry as stored: ``(type, depth, text, stage_name, ctx, key, step_number)``
 Entry = tuple[str, int, str, str | None, TraversalContext, str | None, int | None]
@@ -65,7 +65,7 @@ class Batch:
 
     __slots__ = ("_told", "ctx", "ops", "owner", "stage_name")
 
-    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any], owner: StepTelling) -> None:
+    def __init__(self, ctx: TraversalContext, stage_name: str, ops: list[Any], owner: NarrativeRecorder) -> None:
         self.ctx = ctx
         self.stage_name = stage_name
         self.ops = ops

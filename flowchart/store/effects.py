@@ -6,6 +6,10 @@ Laws:
   own transaction the moment it is known: ``intend`` BEFORE the effect, ``settle`` after. A
   process that dies between the two leaves an intent without a receipt: the effect is *in doubt*,
   and whoever advances the run next finds it (``entry``).
+- A receipt may wait (``settle_later``, for a call that can be sent again harmlessly: an
+  ``idempotent`` tool's): it is written in the ledger's next transaction — the next intent's —
+  or by ``flush`` (the agent's segment end, the process's exit). A process that dies first
+  leaves that call in doubt, and it is re-sent with its key; an intent is never kept waiting.
 - Rows are keyed by (run id, key); ``intend`` on a key that has a row returns that row and writes
   nothing (the first intent stands); on a new key it also returns the run's other unsettled
   intents (in doubt from an earlier try), read in the same transaction. ``settle`` writes the
@@ -28,11 +32,14 @@ Laws:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,8 +58,12 @@ def _purpose(run_id: str, key: str, column: str) -> str:
     return f"pyfootprint-effect:{run_id}\x00{key}\x00{column}"
 
 
+#: the one encoder of ledger cells, made once (``json.dumps`` with these options makes one a call)
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode
+
+
 def _dump(value: dict[str, Any], signing: bytes | None, run_id: str, key: str, column: str) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    text = _ENCODE(value)
     return text if signing is None else sign(text, signing, _purpose(run_id, key, column))
 
 
@@ -96,6 +107,10 @@ class EffectLedger:
         self._sqlite = isinstance(getattr(store, "path", None), str) and not hasattr(store, "dsn")
         #: a signed store's key: every cell is signed for its run, key and column
         self._signing: bytes | None = getattr(store, "_key", None)
+        #: receipts kept by ``settle_later`` (written with the next transaction), and whose they are
+        self._pending: list[tuple[Any, ...]] = []
+        self._pending_pid = os.getpid()
+        self._at_exit = False
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -147,18 +162,23 @@ class EffectLedger:
         self, run_id: str, key: str, body: dict[str, Any], args: Any = None
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """Write the intent for ``key`` — ``body`` and, under ``"args"``, the call's arguments —
-        (committed when this returns) and return ``(None, others)``
-        — ``others`` the run's other intents without a receipt, in doubt from an earlier try — or,
-        when ``key`` has a row already, ``(that row, [])`` and nothing is written."""
+        (committed when this returns, with the receipts ``settle_later`` kept) and return
+        ``(None, others)`` — ``others`` the run's other intents without a receipt, in doubt from
+        an earlier try — or, when ``key`` has a row already, ``(that row, [])`` and nothing is
+        written."""
+        text = _dump({**body, "args": args}, self._signing, run_id, key, "intent")
         with self._tx() as cur:
-            found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
-            if found is not None:
-                return _row(run_id, key, found[0], found[1], self._signing), []
+            self._flush(cur)
             kept = self._sealed(cur, run_id)
-            cur.run(
-                "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?)",
-                (run_id, key, _dump({**body, "args": args}, self._signing, run_id, key, "intent"), time.time()),
+            added = cur.run(
+                "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (run_id, key) DO NOTHING",
+                (run_id, key, text, time.time()),
             )
+            if added.rowcount == 0:  # the key has a row: the first intent stands
+                found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key))
+                body_text, receipt = found.fetchone()
+                return _row(run_id, key, body_text, receipt, self._signing), []
             self._reseal(cur, run_id, kept)
             others = cur.run(
                 "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
@@ -166,18 +186,51 @@ class EffectLedger:
         return None, [_row(run_id, other, text, None, self._signing) for other, text in others]
 
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
-        """Write the receipt for ``key`` (the first one stands)."""
+        """Write the receipt for ``key`` (the first one stands), committed when this returns."""
+        row = (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key)
         with self._tx() as cur:
+            self._flush(cur)
             kept = self._sealed(cur, run_id)
-            cur.run(
-                "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL",
-                (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key),
-            )
+            cur.run(_SETTLE, row)
             self._reseal(cur, run_id, kept)
+
+    def settle_later(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
+        """Keep the receipt for ``key`` to be written with the ledger's next transaction (the next
+        intent's) or by ``flush`` — for a call that may be sent again harmlessly (``idempotent``):
+        a process that dies first leaves it in doubt, and it is re-sent with the same key."""
+        row = (_dump(receipt, self._signing, run_id, key, "receipt"), time.time(), run_id, key)
+        with self._lock:
+            if self._pending_pid != os.getpid():  # a forked child: the parent's receipts are the parent's
+                self._pending, self._pending_pid = [], os.getpid()
+            if not self._pending and not self._at_exit:
+                atexit.register(_flush_at_exit, weakref.ref(self))
+                self._at_exit = True
+            self._pending.append(row)
+
+    def flush(self) -> None:
+        """Write the receipts ``settle_later`` kept, in one transaction (none kept: nothing)."""
+        if self._pending and self._pending_pid == os.getpid():
+            with self._tx() as cur:
+                self._flush(cur)
+
+    def _flush(self, cur: Any) -> None:
+        with self._lock:
+            rows, self._pending = self._pending, []
+            if self._pending_pid != os.getpid():
+                rows, self._pending_pid = [], os.getpid()
+        if not rows:
+            return
+        runs = list(dict.fromkeys(row[2] for row in rows))  # a signed store checks, then re-seals, each run
+        kept = {run_id: self._sealed(cur, run_id) for run_id in runs}
+        for row in rows:
+            cur.run(_SETTLE, row)
+        for run_id in runs:
+            self._reseal(cur, run_id, kept[run_id])
 
     def reopen(self, run_id: str, key: str) -> None:
         """Clear the receipt of ``key`` (its effect is to be tried again: the last try failed)."""
         with self._tx() as cur:
+            self._flush(cur)
             kept = self._sealed(cur, run_id)
             cur.run("UPDATE effects SET receipt = NULL, settled_at = NULL WHERE run_id = ? AND key = ?", (run_id, key))
             self._reseal(cur, run_id, kept)
@@ -185,10 +238,23 @@ class EffectLedger:
     def entries(self, run_id: str) -> list[dict[str, Any]]:
         """Every row of ``run_id``, in the order the intents were written."""
         with self._tx() as cur:
+            self._flush(cur)
             rows = cur.run(
                 "SELECT key, body, receipt FROM effects WHERE run_id = ? ORDER BY intended_at, key", (run_id,)
             ).fetchall()
         return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
+
+
+_SETTLE = "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL"
+
+
+def _flush_at_exit(ledger: Any) -> None:
+    """At interpreter exit, the receipts a ledger still keeps are written (a process that ends
+    normally leaves no call in doubt)."""
+    found = ledger()
+    if found is not None:
+        with contextlib.suppress(Exception):  # a store gone by now: its calls stay in doubt, as after a crash
+            found.flush()
 
 
 class _Cursor:
@@ -209,6 +275,8 @@ class MemoryLedger:
     def __init__(self) -> None:
         # per run: key → [body, receipt]; values are made of strings and numbers, never changed
         self._runs: dict[str, dict[str, list[Any]]] = {}
+        # per run: the keys without a receipt, in the order they were intended (no scan of the run)
+        self._open: dict[str, dict[str, None]] = {}
         self._lock = threading.Lock()
 
     def intend(
@@ -219,11 +287,14 @@ class MemoryLedger:
             rows = self._runs.get(run_id)
             if rows is None:
                 rows = self._runs[run_id] = {}
+                self._open[run_id] = {}
             found = rows.get(key)
             if found is not None:
                 return {"key": key, "body": found[0], "receipt": found[1]}, []
-            others = [{"key": k, "body": v[0], "receipt": None} for k, v in rows.items() if v[1] is None]
+            waiting = self._open[run_id]
+            others = [{"key": k, "body": rows[k][0], "receipt": None} for k in waiting] if waiting else []
             rows[key] = [dict(body), None]
+            waiting[key] = None
         return None, others
 
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
@@ -232,6 +303,13 @@ class MemoryLedger:
             found = self._runs.get(run_id, {}).get(key)
             if found is not None and found[1] is None:
                 found[1] = dict(receipt)
+                self._open[run_id].pop(key, None)
+
+    #: memory keeps nothing for later: a receipt is in place at once
+    settle_later = settle
+
+    def flush(self) -> None:
+        """See ``EffectLedger.flush`` (nothing is kept for later here)."""
 
     def reopen(self, run_id: str, key: str) -> None:
         """See ``EffectLedger.reopen``."""
@@ -239,6 +317,7 @@ class MemoryLedger:
             found = self._runs.get(run_id, {}).get(key)
             if found is not None:
                 found[1] = None
+                self._open[run_id][key] = None
 
     def entries(self, run_id: str) -> list[dict[str, Any]]:
         """See ``EffectLedger.entries``."""

@@ -68,17 +68,18 @@ def _whole(src: ForkSource, at: int | tuple[int, ...], result: RunResult) -> Run
     """``result`` with the parent's commits before the fork put in front, at every level."""
     if isinstance(at, int):
         return attrs.evolve(result, commit_log=[*src.commit_log[: at + 1], *result.commit_log])
-    subs = dict(result.subflow_results)
+    subs: dict[str, Any] = {}
     log: Any = src.commit_log
     for depth, k in enumerate(at[:-1]):
         rid = log[k].runtime_stage_id
         log = (src.subflows or {})[rid]
         keep = at[depth + 1] + 1 if depth == len(at) - 2 else at[depth + 1]
-        for key, sub in result.subflow_results.items():
-            if sub.runtime_stage_id == rid:
-                joined = renumber((*log[:keep], *sub.commit_log), 0)  # idx == position, as a trace holds it
-                subs[key] = attrs.evolve(sub, commit_log=joined, initial=dict(src.subflow_initials[rid]))
-    return attrs.evolve(result, commit_log=[*src.commit_log[: at[0]], *result.commit_log], subflow_results=subs)
+        sub = result.subflow_results.get(rid)
+        if sub is not None and sub.runtime_stage_id == rid:
+            joined = renumber((*log[:keep], *sub.commit_log), 0)  # idx == position, as a trace holds it
+            subs[rid] = attrs.evolve(sub, commit_log=joined, initial=dict(src.subflow_initials[rid]))
+    whole = result.subflow_results.replaced(subs)
+    return attrs.evolve(result, commit_log=[*src.commit_log[: at[0]], *result.commit_log], subflow_results=whole)
 
 
 __all__ = ["record_fork"]

@@ -67,7 +67,7 @@ DEFAULT_TTL = 1.5
 HANDOVER = "handover:"
 """The holder prefix of a lease claimed for the next worker (``hand_over``): any worker takes it over."""
 
-HANDOVER_TTL = 10.0
+HANDOVER_TTL = 3.0
 """Seconds a handed-over run waits for a worker to take it before it is listed as expired again."""
 
 MAX_HANDOVER_TTL = 600.0

@@ -112,7 +112,8 @@ def appended(result: RunResult | None) -> tuple[tuple[Commit, ...], tuple[Narrat
     subflows = dict(record.subflows)
     if hides is not None and hides.active:
         subflows = {
-            rid: attrs.evolve(sub, initial_state=hides.scrub_state(sub.initial_state)) for rid, sub in subflows.items()
+            rid: attrs.evolve(sub, initial_state=hides.within(sub.mount_id).scrub_state(sub.initial_state))
+            for rid, sub in subflows.items()
         }
     return record.commits, records, subflows
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent import Agent, AgentBuildError, AgentSnapshot, Price, define_tool
+from agent import Agent, AgentBuildError, AgentSnapshot, Budget, Price, define_tool
 from agent._chart.cost import BUILT_IN_PRICES, PRICES_DATED
 from agent.providers import LLMResponse, ToolCall, Usage, scripted
 
@@ -83,7 +83,7 @@ def test_an_unpriced_model_costs_unknown_never_a_guess() -> None:
         [call(1, Usage(10, 5)), LLMResponse("done", usage=Usage(10, 5))], model="nobody-prices-me", pricing={}
     )
     assert [row["cost_usd"] for row in snapshot.calls] == ["unknown", "unknown"]
-    assert snapshot.cost["usd"] == "0"
+    assert snapshot.cost["usd"] == "unknown"  # no call priced: the total is unknown, not $0
     assert snapshot.cost["unpriced"] == [1, 2]
 
 
@@ -109,10 +109,76 @@ def test_the_built_in_table_is_dated_and_overridable() -> None:
     assert mine.calls[0]["cost_usd"] == "1"
 
 
-def test_without_pricing_or_budget_nothing_is_written() -> None:
-    """Absent means byte-identical: an agent without pricing= or budget= writes no cost keys."""
-    snapshot = run([LLMResponse("done", usage=Usage(10, 5))], model="gpt-4o")
+def test_without_pricing_every_call_is_costed_from_the_built_in_table() -> None:
+    """Cost on every model call by default: an agent built without ``pricing=`` records each
+    call's usage and its cost for a model of the built-in table (gpt-4o: $2.50 in, $10 out per
+    million), and the run's totals."""
+    snapshot = run([call(1, Usage(1000, 100)), LLMResponse("done", usage=Usage(2000, 50))], model="gpt-4o")
+    assert [row["cost_usd"] for row in snapshot.calls] == ["0.0035", "0.0055"]
+    assert [row["usage"] for row in snapshot.calls] == [
+        {"input_tokens": 1000, "output_tokens": 100},
+        {"input_tokens": 2000, "output_tokens": 50},
+    ]
+    assert snapshot.cost == {"calls": 2, "usd": "0.009", "input_tokens": 3000, "output_tokens": 150}
+
+
+def test_without_pricing_an_unpriced_model_records_usage_and_unknown_cost() -> None:
+    """A model the built-in table does not price: the calls' usage is recorded as reported, their
+    cost is "unknown" and so is the run's total (never $0), the tokens are still counted."""
+    snapshot = run([call(1, Usage(10, 5)), LLMResponse("done", usage=Usage(20, 5))], model="my-own-model")
+    assert [(row["model"], row["cost_usd"]) for row in snapshot.calls] == [
+        ("my-own-model", "unknown"),
+        ("my-own-model", "unknown"),
+    ]
+    assert snapshot.cost == {"calls": 2, "usd": "unknown", "input_tokens": 30, "output_tokens": 10, "unpriced": [1, 2]}
+
+
+def test_a_run_priced_in_part_sums_the_priced_calls_and_names_the_rest() -> None:
+    """One call priced, one whose server reported no usage: the total is the priced call's cost
+    and the unknown one is listed under ``unpriced``."""
+    snapshot = run([call(1, Usage(1_000_000, 0)), LLMResponse("done", usage=None)], model="gpt-4o")
+    assert snapshot.cost["usd"] == "2.5" and snapshot.cost["unpriced"] == [2]
+
+
+def test_pricing_false_records_no_cost_and_refuses_a_budget() -> None:
+    """``pricing=False`` turns cost accounting off: no ``llm_cost`` key, no rows; a budget needs
+    the calls' cost, so asking for both is refused at build, saying what to drop."""
+    snapshot = run([LLMResponse("done", usage=Usage(10, 5))], model="gpt-4o", pricing=False)
     assert "llm_cost" not in snapshot.shared_state and snapshot.calls == []
+    with pytest.raises(AgentBuildError, match=r"budget=\.\.\.\) needs each call's cost: drop pricing=False"):
+        Agent.create(provider=scripted(["done"]), pricing=False, budget=Budget(calls=3)).build()
+
+
+def test_a_conversation_totals_every_turn() -> None:
+    """Each turn of a conversation knows what the conversation spent through it: the earlier
+    turns' spend its seed loaded plus its own (``conversation_cost``); a single run has none."""
+    agent = Agent.create(
+        provider=scripted([LLMResponse("one", usage=Usage(1_000_000, 0)), LLMResponse("two", usage=Usage(0, 100_000))]),
+        model="gpt-4o",
+    ).build()
+    agent.run("first", conversation="c-1")
+    first = agent.last_snapshot()
+    assert first is not None and first.conversation_cost == {"usd": "2.5", "tokens": 1_000_000, "calls": 1}
+    agent.run("second", conversation="c-1")
+    second = agent.last_snapshot()
+    assert second is not None
+    assert second.cost["usd"] == "1"
+    assert second.conversation_cost == {"usd": "3.5", "tokens": 1_100_000, "calls": 2}
+    assert run([LLMResponse("done", usage=Usage(1, 1))]).conversation_cost is None
+
+
+def test_a_conversation_of_an_unpriced_model_counts_its_unknown_calls() -> None:
+    """A conversation of an unpriced model: its calls and tokens add up turn by turn, and the
+    calls whose cost is unknown are counted (``unpriced``), never priced at 0 silently."""
+    agent = Agent.create(
+        provider=scripted([LLMResponse("one", usage=Usage(10, 1)), LLMResponse("two", usage=Usage(20, 2))]),
+        model="my-own-model",
+    ).build()
+    agent.run("first", conversation="c-2")
+    agent.run("second", conversation="c-2")
+    snapshot = agent.last_snapshot()
+    assert snapshot is not None
+    assert snapshot.conversation_cost == {"usd": "0", "tokens": 33, "calls": 2, "unpriced": 2}
 
 
 def test_identical_requests_share_a_digest_and_retries_are_counted() -> None:
@@ -220,6 +286,7 @@ def test_agent_why_cost_and_runs_show_say_where_the_money_went(tmp_path: Any, ca
     path = snapshot.result.trace().save(tmp_path / "run.trace.json")
     expected = [
         "cost: $0.0075 over 2 model call(s)",
+        "tokens: 2500 in, 150 out (as reported)",
         "  call 1 (m): $0.00325 — 1000 in, 100 out, 200 cached",
         "  call 2 (m): $0.00425 — 1500 in, 50 out; 1 provider retry before it",
         "dearest call: 2 ($0.00425)",
@@ -234,14 +301,55 @@ def test_agent_why_cost_and_runs_show_say_where_the_money_went(tmp_path: Any, ca
     assert all(line in shown for line in expected)
 
 
-def test_agent_why_cost_without_cost_accounting_says_how_to_turn_it_on(tmp_path: Any, capsys: Any) -> None:
-    """A record without ``llm_cost`` says cost was not recorded, and how to record it."""
+def test_agent_why_cost_without_pricing_shows_usage_and_unknown_cost(tmp_path: Any, capsys: Any) -> None:
+    """An agent built without ``pricing=`` on an unpriced model: ``agent why --cost`` lists each
+    call's reported tokens, says the cost is unknown and why (no price for the model, and how to
+    add one), and gives the token totals; a priced one gives the dollars."""
     from agent.cli import main as agent_main
 
-    agent = Agent.create(provider=scripted(["done"])).build()
+    for model, first in (
+        (
+            "my-own-model",
+            "cost: unknown over 2 model call(s) (cost unknown for call(s) 1, 2: no price for "
+            "'my-own-model' (pricing={...} adds one))",
+        ),
+        ("gpt-4o", "cost: $0.000085 over 2 model call(s)"),
+    ):
+        snapshot = run([call(1, Usage(10, 1)), LLMResponse("done", usage=Usage(12, 2))], model=model)
+        path = snapshot.result.trace().save(tmp_path / f"{model}.trace.json")
+        assert agent_main(["why", str(path), "--cost"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0] == first
+        assert lines[1] == "tokens: 22 in, 3 out (as reported)"
+        assert lines[2].startswith(f"  call 1 ({model}): ") and lines[2].endswith(" — 10 in, 1 out")
+
+
+def test_agent_why_cost_with_pricing_false_says_it_was_not_recorded(tmp_path: Any, capsys: Any) -> None:
+    """A record without ``llm_cost`` (``pricing=False``) says cost was not recorded, and why."""
+    from agent.cli import main as agent_main
+
+    agent = Agent.create(provider=scripted(["done"]), pricing=False).build()
     agent.run("hi")
     snapshot = agent.last_snapshot()
     assert snapshot is not None
     path = snapshot.result.trace().save(tmp_path / "run.trace.json")
     assert agent_main(["why", str(path), "--cost"]) == 0
-    assert "pricing= or budget=" in capsys.readouterr().out
+    assert "cost: not recorded (the agent was built with pricing=False)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("spent_before", "message"),
+    [
+        ({"usd": "1", "tokens": 1, "calls": 1, "unpriced": "two"}, "a bad unpriced: 'two'"),
+        ({"usd": "1", "tokens": 1, "calls": 1, "unpriced": -1}, "a bad unpriced: -1"),
+        ({"usd": "lots", "tokens": 1, "calls": 1}, "not a number: 'lots'"),
+    ],
+)
+def test_a_turns_recorded_spend_is_checked_before_it_is_added(spent_before: Any, message: str) -> None:
+    """What a conversation spent is read back from a stored record (untrusted): a malformed
+    count of unpriced calls or total is refused naming the field, never added."""
+    from agent._chart.conversation_turns import spent_through
+    from agent.errors import ConversationError
+
+    with pytest.raises(ConversationError, match=message):
+        spent_through({"conversation": {"spent_before": spent_before}})

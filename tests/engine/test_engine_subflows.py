@@ -228,3 +228,28 @@ def test_subflow_result_names_its_mount():
     inner = flow_chart("In", lambda s: None, "in").build()
     chart = flow_chart("Seed", lambda s: None, "seed").add_subflow_chart_next("sf", inner, mount_name="Inner").build()
     assert chart.run().subflow_results["sf"].subflow_name == "Inner"
+
+
+def test_subflow_results_hold_one_entry_per_execution_and_the_path_finds_the_latest():
+    """A mount run twice (a loop) is two entries, each under its runtime id; the mount's path
+    (footprintjs's key) finds the latest execution without being an entry of its own."""
+    inner = flow_chart("In", lambda s, c: setattr(s, "seen", c.args["n"]), "inner").build()
+
+    def count(scope):
+        scope.n = scope.n + 1 if "n" in scope else 1
+
+    chart = (
+        flow_chart("Seed", count, "seed")
+        .add_subflow_chart_next("sf", inner, input_mapper=lambda p: {"n": p["n"]})
+        .add_decider_function("Check", lambda s: "again" if s["n"] < 2 else "done", "check")
+        .add_function_branch("again", "Again", count, loop_to="sf")
+        .add_function_branch("done", "Done", noop)
+        .end()
+        .build()
+    )
+    result = chart.run()
+    runs = result.subflow_results
+    assert list(runs) == ["sf#1", "sf#5"] and len(runs) == 2
+    assert [sub.state["seen"] for sub in runs.values()] == [1, 2]
+    assert "sf" in runs and runs["sf"] is runs["sf#5"] and runs.get("sf") is runs["sf#5"]
+    assert [key for key, _ in runs.items()] == list(runs.keys())

@@ -134,3 +134,63 @@ def test_a_path_that_could_hide_nothing_is_refused_when_the_rule_is_made(path: s
     what the user meant to hide: ``Redaction(...)`` refuses it, naming the key and the path."""
     with pytest.raises(ValueError, match=r"^redaction.fields\['history'\]: " + message):
         Redaction(fields={"history": [path]})
+
+
+@given(
+    keys=st.frozensets(NAMES, max_size=3),
+    scopes=st.dictionaries(
+        st.lists(st.text("abc_", min_size=1, max_size=4), min_size=1, max_size=3).map("/".join),
+        st.builds(Redaction, keys=st.frozensets(NAMES, min_size=1, max_size=3)),
+        max_size=3,
+    ),
+)
+def test_a_rule_with_subflow_scopes_survives_its_json_form(keys: frozenset[str], scopes: dict) -> None:
+    """Property: a rule with scopes (a mounted agent's own rule, per mount path) round-trips, and
+    inside a scoped mount (and below it) the scope's keys are hidden as well as the run's."""
+    rule = Redaction(keys=keys, scopes=scopes)
+    assert Redaction.from_dict(rule.to_dict()) == rule
+    for path, scope in scopes.items():
+        assert rule.within(path).keys >= keys | scope.keys
+        assert rule.within(f"{path}/deeper").keys >= scope.keys
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"keys": [], "patterns": [], "fields": {}, "scopes": []},
+            r"^Invalid redaction: expected an object, got a list @ \$\.scopes$",
+        ),
+        (
+            {"keys": [], "patterns": [], "fields": {}, "scopes": {"planner": "ssn"}},
+            r'^Invalid redaction: expected an object, got a string @ \$\.scopes\["planner"\]$',
+        ),
+        (
+            {
+                "keys": [],
+                "patterns": [],
+                "fields": {},
+                "scopes": {"planner#1": {"keys": [], "patterns": [], "fields": {}}},
+            },
+            r'^Invalid redaction: a scope is a subflow mount path, got \'planner#1\' @ \$\.scopes\["planner#1"\]$',
+        ),
+        (
+            {
+                "keys": [],
+                "patterns": [],
+                "fields": {},
+                "scopes": {"a": {"keys": [], "patterns": [], "fields": {}, "scopes": {}}},
+            },
+            r"^Invalid redaction: a scope holds no scopes of its own",
+        ),
+        (
+            {"keys": [], "patterns": [], "fields": {}, "scopes": {"a": {"keys": [1], "patterns": [], "fields": {}}}},
+            r'^Invalid redaction: expected a string, got an integer @ \$\.scopes\["a"\]\.keys\[0\]$',
+        ),
+    ],
+)
+def test_a_scope_that_is_not_one_is_refused_naming_it(data: object, message: str) -> None:
+    """A stored rule's scopes go through the one codec too: a scope that is not a rule, or not under
+    a mount path, is a ``CheckpointError`` naming its path."""
+    with pytest.raises(CheckpointError, match=message):
+        Redaction.from_dict(data)

@@ -229,3 +229,41 @@ def test_fuzzed_rows_either_read_or_fail_closed(row: tuple[Any, ...]) -> None:
     except MemoryStoreError:
         return
     assert isinstance(item, MemoryItem) and isinstance(item.text, str) and item.namespace
+
+
+def _ranked_in_one_query(memory: SqliteMemory, namespace: tuple[str, ...], query: str, k: int) -> list[str]:
+    """The definition of a SQLite search, as one join sorted in full: BM25, newest first, id."""
+    from agent.memory.items import namespace_token, search_words
+
+    terms = " OR ".join('"' + w + '"' for w in search_words(query))
+    match = f'nstok : "{namespace_token(namespace)}" AND text : ({terms})'
+    rows = memory._db.execute(
+        "SELECT i.id FROM memory_fts JOIN memory_items i ON i.rid = memory_fts.rowid "
+        "WHERE memory_fts MATCH ? AND (i.expires IS NULL OR i.expires > ?) "
+        "ORDER BY bm25(memory_fts, 0.0, 1.0), i.created DESC, i.id LIMIT ?",
+        (match, memory.clock(), k),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "omega"]), min_size=1, max_size=3),
+)
+def test_a_sqlite_search_ranked_inside_fts5_is_the_full_ranking_cut_at_k(k: int, query: list[str]) -> None:
+    """FTS5 ranks with a LIMIT of its own (no join), then the kept rows are read: with expired items
+    among the best and many exact ties (few words, same lengths), the answer is the full sorted
+    join's first ``k``, item for item."""
+    clock = Clock()
+    memory = SqliteMemory(":memory:", clock=clock)
+    words = ["alpha", "beta", "gamma", "delta"]
+    for n in range(120):
+        text = " ".join(words[(n + j) % 4] for j in range(1 + n % 3))
+        memory.put(("acme", "one"), f"{text} #{n}", ttl=5.0 if n % 7 == 0 else None)
+        clock.now += 1.0 if n % 10 == 0 else 0.0  # many items share a created time
+    clock.now += 10.0  # every seventh item has expired, some of them among the best matches
+    text = " ".join(query)
+    assert [item.id for item in memory.search(("acme", "one"), text, k=k)] == _ranked_in_one_query(
+        memory, ("acme", "one"), text, k
+    )

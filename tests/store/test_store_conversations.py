@@ -46,7 +46,8 @@ def test_turn_two_in_another_process_sees_turn_one_as_real_messages(make_store: 
 
 def test_each_turn_is_a_stored_run_linked_to_its_conversation(make_store: Callable[[], RunStore]) -> None:
     """Runs carry (conversation id, turn); list(conversation=) gives the turns newest first; the
-    seed commit of turn 2 names the run and commits the loaded messages came from."""
+    seed commit of turn 2 names the run and commits the loaded messages came from, and the
+    conversation's spend so far."""
     store = make_store()
     agent = chat_agent(store)
     agent.run("weather in Oslo", conversation="c-42")
@@ -62,6 +63,8 @@ def test_each_turn_is_a_stored_run_linked_to_its_conversation(make_store: Callab
         "loaded_turns": [1],
         "messages": 4,
         "sources": [{"turn": 1, "run_id": first.run_id, "commits": [0, 3, 3, 6]}],
+        # cost is counted on every call: turn 1's two calls of an unpriced model, carried into turn 2
+        "spent_before": {"calls": 2, "tokens": 0, "unpriced": 2, "usd": "0"},
     }
     log = first.commit_log
     assert replay(log[:4])["history"][1:3] == TURN_ONE[1:3] and replay(log[:3]).get("history") == TURN_ONE[:1]

@@ -1,6 +1,6 @@
 """A stream counts its narrative's lines as they come; the narrative tells them when read.
 
-The law under test (``flowchart.recorders.narrative_counting``): a stream of a default
+The law under test (``flowchart.recorders.narrative``, its counted reader): a stream of a default
 narrative yields exactly the events — kinds, stages, order, texts — of a stream that has the
 narrative tell each line as it comes, while the narrative itself keeps its calls untold (no
 numbering, no line objects) until somebody reads a line; a narrative that cannot keep its
@@ -18,8 +18,7 @@ from test_stream_chart import loop_chart
 
 from flowchart import narrative
 from flowchart._stream.stream_tap import StreamTap
-from flowchart.recorders.narrative import NarrativeRecorder
-from flowchart.recorders.narrative_counting import NarrativeCountError
+from flowchart.recorders.narrative import NarrativeCountError, NarrativeRecorder
 
 
 def _shape(events: list[Any]) -> list[tuple[str, str, str]]:

@@ -212,3 +212,21 @@ def test_the_resumed_half_goes_on_numbering_in_the_timeline(viewer: Open, stored
     # a decider's row shows its [Condition] line instead: the numbers shown only ever go up
     assert numbers == sorted(set(numbers)) and numbers[0] == 1 and numbers[-1] >= 8, numbers
     view.check_clean()
+
+
+def test_the_cost_section_says_what_agent_why_cost_says(viewer: Open, stored_support: Trace) -> None:
+    """Every agent run records its calls' cost (issue 33): the story's Cost section lists the
+    lines ``agent why --cost`` prints for the same trace (the demo's model is unpriced: cost
+    unknown, the tokens as reported), and links each call to the commit that recorded it."""
+    from agent._edge.cost_report import cost_lines
+
+    expected = cost_lines(stored_support.commit_log, stored_support.initial_state)
+    assert expected[0].startswith("cost: unknown over 3 model call(s)")
+    view = viewer(stored_support, "story-cost")
+    lines = view.page.eval_on_selector_all("#story ul.cost-lines > li", "ls => ls.map(l => l.textContent)")
+    assert lines == expected
+    links = view.page.eval_on_selector_all(
+        "#story ul.cost-lines + p button.link", "bs => bs.map(b => b.textContent.trim())"
+    )
+    assert links == [f"#{c.idx}" for c in stored_support.commit_log if c.stage_id == "call-llm"]
+    view.check_clean()

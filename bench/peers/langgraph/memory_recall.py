@@ -1,5 +1,6 @@
 """M100K beside pyfootprint — LangGraph's ``InMemoryStore.search`` and ``SqliteStore.search``
-on the same 100,000 items (``bench.memory_items``), 1,000 users.
+on the same 100,000 items (``bench.memory_items``): 1,000 users, and (as pyfootprint's second
+variant) all in one namespace.
 
 usage: ``bench/.cache/peers-venv/bin/python -m bench.peers.langgraph.memory_recall``
 
@@ -25,12 +26,12 @@ from bench.memory_items import ITEMS, items, p95_ms, queries
 USERS = 1_000
 
 
-def fill(store: Any, count: int) -> None:
+def fill(store: Any, count: int, users: int = USERS) -> None:
     """The items, in batches of put operations."""
     from langgraph.store.base import PutOp
 
     batch = []
-    for n, (namespace, text) in enumerate(items(USERS, count)):
+    for n, (namespace, text) in enumerate(items(users, count)):
         batch.append(PutOp(namespace, f"m{n}", {"text": text}))
         if len(batch) == 5_000:
             store.batch(batch)
@@ -39,10 +40,10 @@ def fill(store: Any, count: int) -> None:
         store.batch(batch)
 
 
-def measure(store: Any, budget_s: float, reps: int) -> list[float]:
+def measure(store: Any, budget_s: float, reps: int, users: int = USERS) -> list[float]:
     """Seconds per search."""
     samples: list[float] = []
-    stream = queries(USERS)
+    stream = queries(users)
     t0 = time.perf_counter()
     while len(samples) < reps or time.perf_counter() - t0 < budget_s:
         namespace, query = next(stream)
@@ -62,17 +63,18 @@ def main(quick: bool = False) -> list[Record]:
     cfg = Settings.once() if quick else Settings.from_env()
     count = 2_000 if quick else ITEMS
     out: list[Record] = []
-    memory = InMemoryStore()
-    fill(memory, count)
-    samples = measure(memory, cfg.budget_s, 50 if quick else 500)
-    rec = record("langgraph", "langgraph", "M100K", "InMemoryStore.search, 1,000 users", samples, unit="us/search")
-    emit({**rec, "p95_ms": round(p95_ms(samples), 3)}, out)
-    with tempfile.TemporaryDirectory() as tmp, SqliteStore.from_conn_string(str(Path(tmp) / "store.db")) as store:
-        store.setup()
-        fill(store, count)
-        samples = measure(store, cfg.budget_s, 50 if quick else 500)
-        rec = record("langgraph", "langgraph", "M100K", "SqliteStore.search, 1,000 users", samples, unit="us/search")
+    for users, label in ((USERS, "1,000 users"), (1, "one namespace")):
+        memory = InMemoryStore()
+        fill(memory, count, users)
+        samples = measure(memory, cfg.budget_s, 50 if quick else 500, users)
+        rec = record("langgraph", "langgraph", "M100K", f"InMemoryStore.search, {label}", samples, unit="us/search")
         emit({**rec, "p95_ms": round(p95_ms(samples), 3)}, out)
+        with tempfile.TemporaryDirectory() as tmp, SqliteStore.from_conn_string(str(Path(tmp) / "store.db")) as store:
+            store.setup()
+            fill(store, count, users)
+            samples = measure(store, cfg.budget_s, 50 if quick else 500, users)
+            rec = record("langgraph", "langgraph", "M100K", f"SqliteStore.search, {label}", samples, unit="us/search")
+            emit({**rec, "p95_ms": round(p95_ms(samples), 3)}, out)
     note = "LangGraph search without an index lists the namespace; it does not rank"
     print(json.dumps({"note": note}), file=sys.stderr)
     return out
