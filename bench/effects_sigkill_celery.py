@@ -196,11 +196,11 @@ def one_effect(
                     if moved or (later and lease is not None and not lease[0].startswith(HANDOVER)):
                         kill["recovered_s"] = now - kill["at"]
             if len(kills) < args.kills and now >= next_kill:
-                busy = [w for w in workers if w.proc.poll() is None and w.ready() and w.in_flight()]
-                busy = [w for w in busy if statuses.get(w.in_flight()[0]) == "running"]
+                flying = {w: (w.in_flight() if w.proc.poll() is None and w.ready() else []) for w in workers}
+                busy = [w for w, runs in flying.items() if runs and statuses.get(runs[0]) == "running"]
                 if busy and sum(1 for w in workers if w.ready()) > 1:
                     victim = rng.choice(busy)
-                    run_id = victim.in_flight()[0]
+                    run_id = flying[victim][0]
                     lease = leases.get(run_id)
                     victim.kill()
                     kills.append(
