@@ -93,7 +93,8 @@ def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     it by hand where no worker runs."""
     target = store if store is not None else app_store(app)
     taken = []
-    dead = expired(target)
+    # a run delivered to a worker that died before leasing it: its message waits, unacknowledged
+    dead = [*expired(target), *stranded(target, 0.0, among=delivered_before(app, time.time() - HANDOVER_TTL))]
     after = getattr(app.conf, "pyfootprint_stranded_after", None) or STRANDED_AFTER
     # a stranded run may just be waiting in a long queue: its claim waits as long again (and doubles)
     for run_id, wait in [*((r, HANDOVER_TTL) for r in dead), *((r, after) for r in stranded(target, after))]:
@@ -106,6 +107,51 @@ def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
             enqueue(app, run_id, first=run_id in dead)
             taken.append(run_id)
     return taken
+
+
+_REDIS: dict[tuple[int, str], Any] = {}
+
+
+def delivered_before(app: Any, moment: float) -> list[str]:
+    """The run ids of the advances the broker delivered to a worker before ``moment`` (epoch
+    seconds) and that are not acknowledged yet — on Redis, kombu's ``unacked`` hash, which holds
+    only the messages workers hold (a few per worker process), not the queue. A run among them
+    with no lease was received by a worker that died before leasing it (or one far behind).
+    Another broker: ``[]``."""
+    url = str(app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "redis+socket://")):
+        return []
+    import base64
+    import json
+
+    options = app.conf.broker_transport_options or {}
+    key = (os.getpid(), url)
+    try:
+        if key not in _REDIS:
+            import redis
+
+            _REDIS[key] = redis.Redis.from_url(url)
+        client = _REDIS[key]
+        tags = client.zrangebyscore(options.get("unacked_index_key", "unacked_index"), "-inf", moment)
+        payloads = client.hmget(options.get("unacked_key", "unacked"), tags) if tags else []
+    except Exception as exc:  # the broker unreachable for a moment: the next sweep asks again
+        log.debug("lease sweep: cannot read the broker's unacknowledged messages: %s", exc)
+        return []
+    found = []
+    for payload in payloads:
+        try:
+            message = json.loads(payload)[0]
+            if message["headers"]["task"] != TASK_NAME:
+                continue
+            body = message["body"]
+            if message["properties"].get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            args = json.loads(body)[0]
+            if isinstance(args, list) and args and isinstance(args[0], str):
+                found.append(args[0])
+        except (ValueError, TypeError, KeyError, IndexError):
+            continue  # not a message of ours (or not one we can read): the broker's redelivery covers it
+    return found
 
 
 STRANDED_AFTER = 60.0
@@ -422,6 +468,7 @@ __all__ = [
     "app_agent",
     "app_store",
     "default_app",
+    "delivered_before",
     "enqueue",
     "make_app",
     "reclaim_expired",

@@ -169,19 +169,23 @@ def _handovers(holder: str) -> int:
     return min(int(count), 64) if count.isdigit() else 0
 
 
-def stranded(store: Any, older_than: float = HANDOVER_TTL, now: float | None = None) -> list[str]:
+def stranded(
+    store: Any, older_than: float = HANDOVER_TTL, now: float | None = None, *, among: list[str] | None = None
+) -> list[str]:
     """The ``running`` runs with no lease that have not moved for ``older_than`` seconds (see the
-    laws), oldest first."""
-    if not _sql(store):
+    laws), oldest first; with ``among``, only those of these run ids."""
+    if not _sql(store) or among == []:
         return []
+    sql = (
+        "SELECT runs.run_id FROM runs LEFT JOIN leases ON leases.run_id = runs.run_id "
+        "WHERE runs.status = 'running' AND leases.run_id IS NULL AND runs.updated_at <= ?"
+    )
+    params: tuple[Any, ...] = ((time.time() if now is None else now) - older_than,)
+    if among is not None:
+        sql += " AND runs.run_id IN (" + ", ".join("?" for _ in among) + ")"
+        params += tuple(among)
     with store._tx(write=False) as cur:
-        rows = store._run(
-            cur,
-            "SELECT runs.run_id FROM runs LEFT JOIN leases ON leases.run_id = runs.run_id "
-            "WHERE runs.status = 'running' AND leases.run_id IS NULL AND runs.updated_at <= ? "
-            "ORDER BY runs.updated_at",
-            ((time.time() if now is None else now) - older_than,),
-        ).fetchall()
+        rows = store._run(cur, sql + " ORDER BY runs.updated_at", params).fetchall()
     return [str(row[0]) for row in rows]
 
 

@@ -136,3 +136,40 @@ def test_a_run_whose_message_died_with_its_worker_is_found_without_its_message(
         stop_worker(worker, signal.SIGKILL)
     assert log.read_text().split() == [f"{run_id}:call-1"]
     assert "handed over to the next worker" in (tmp_path / "s0.log").read_text()
+
+
+def test_a_worker_killed_between_receiving_a_run_and_leasing_it_is_found_by_its_unacked_message(
+    pg_dsn: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker receives a run's message and is SIGKILLed before it takes the lease (the test's
+    worker waits there). The run has no lease to expire, but its message stays in the broker's
+    unacknowledged set: a live worker's sweep sees it delivered and not leased, hands it over,
+    and the run finishes once — well before ``stranded_after`` (60 s) or the 3600 s visibility
+    timeout would have found it."""
+    dsn = fresh_pg_dsn(pg_dsn)
+    log, mark = tmp_path / "refunds.log", tmp_path / "received"
+    env = {**os.environ, "PYTHONPATH": str(HERE), "AGENT_BROKER_URL": redis_url, "AGENT_RUNS_DSN": dsn}
+    env.update({"REFUND_LOG": str(log)})
+    env.pop("VISIBILITY_TIMEOUT", None)
+    env.pop("STRANDED_AFTER", None)
+    victim = start_worker("g0", {**env, "SLEEP_BEFORE_LEASE": "600", "RECEIVED_MARK": str(mark)}, tmp_path)
+    survivor = None
+    try:
+        app = make_app("refund_agent:refund_agent", broker=redis_url)
+        store = PostgresStore(dsn)
+        run_id = refund_agent(store).submit("refund order A-1 20", app=app)
+        deadline = time.monotonic() + DEADLINE
+        while not mark.exists():
+            assert time.monotonic() < deadline, "the victim never received the run"
+            time.sleep(0.05)
+        survivor = start_worker("g1", env, tmp_path)
+        stop_worker(victim, signal.SIGKILL)  # received, not leased
+        killed = time.monotonic()
+        while store.get(run_id).status != "done":
+            assert time.monotonic() - killed < 45, f"the run was not found before stranded_after: {store.get(run_id)}"
+            time.sleep(0.2)
+    finally:
+        stop_worker(victim, signal.SIGKILL)
+        if survivor is not None:
+            stop_worker(survivor, signal.SIGKILL)
+    assert log.read_text().split() == [f"{run_id}:call-1"]
