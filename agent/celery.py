@@ -74,7 +74,7 @@ from agent._run.queueing import (
 from agent.errors import AgentLoadError
 from flowchart import FlowChart, Retry
 from flowchart.store import CommitConflictError, RunStore, StoreError
-from flowchart.store.leases import HANDOVER_TTL, LeaseBusyError, expired, hand_over, held, stranded
+from flowchart.store.leases import DEFAULT_TTL, HANDOVER_TTL, LeaseBusyError, expired, hand_over, held, stranded
 from flowchart.store.runs import advance_chart
 
 
@@ -94,7 +94,8 @@ def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     target = store if store is not None else app_store(app)
     taken = []
     # a run delivered to a worker that died before leasing it: its message waits, unacknowledged
-    dead = [*expired(target), *stranded(target, 0.0, among=delivered_before(app, time.time() - HANDOVER_TTL))]
+    # (as a lease: received a lease's ttl ago and not leased, it is treated as one that expired)
+    dead = [*expired(target), *stranded(target, 0.0, among=delivered_before(app, time.time() - DEFAULT_TTL))]
     after = getattr(app.conf, "pyfootprint_stranded_after", None) or STRANDED_AFTER
     # a stranded run may just be waiting in a long queue: its claim waits as long again (and doubles)
     for run_id, wait in [*((r, HANDOVER_TTL) for r in dead), *((r, after) for r in stranded(target, after))]:
