@@ -68,8 +68,10 @@ END""",
 END""",
 )
 _COLUMNS = "i.id, i.ns, i.text, i.origin, i.created, i.expires"
-#: how many more rows than asked FTS5 keeps at first (expired items, ties at the edge)
+#: how many more rows than asked are joined at a time (expired items, ties at the edge)
 _EDGE = 8
+#: how many rows FTS5 ranks at first (before the limit grows): the bench's ties at the edge fit
+_FIRST = 64
 
 
 def require_sqlite_module(db: sqlite3.Connection, module: str = "fts5") -> None:
@@ -167,29 +169,32 @@ class SqliteMemory(Memory):
         token = namespace_token(namespace)
         terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         query = f"text : ({terms})" if self._most_items(token) else f'nstok : "{token}" AND text : ({terms})'
-        limit = k + _EDGE
+        limit = max(k + _EDGE, _FIRST)
         while True:
             ranked = self._rows(
                 "SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts WHERE memory_fts MATCH ? "
                 "ORDER BY score LIMIT ?",
                 (query, limit),
             )
-            score = {rid: float(value) for rid, value in ranked}
-            marks = ",".join("?" * len(ranked))
-            rows = (
-                self._rows(
-                    f"SELECT i.rid, {_COLUMNS} FROM memory_items i WHERE i.rid IN ({marks}) "
+            kept: list[tuple[float, Any]] = []
+            read = 0
+            while read < len(ranked):  # join the ranked rows a few at a time, best first
+                chunk = ranked[read : read + k + _EDGE]
+                read += len(chunk)
+                score = {rid: float(value) for rid, value in chunk}
+                rows = self._rows(
+                    f"SELECT i.rid, {_COLUMNS} FROM memory_items i WHERE i.rid IN ({','.join('?' * len(chunk))}) "
                     "AND +i.nstok = ? AND (i.expires IS NULL OR i.expires > ?)",
                     (*score, token, now),
                 )
-                if ranked
-                else []
-            )
-            rows.sort(key=lambda row: (score[row[0]], -float(row[5]), row[1]))
-            best = rows[:k]
-            everything = len(ranked) < limit
-            if everything or (len(best) == k and score[best[-1][0]] < float(ranked[-1][1])):
-                return [_item(row[1:7], -score[row[0]]) for row in best]
+                kept.extend((score[row[0]], row) for row in rows)
+                kept.sort(key=lambda pair: (pair[0], -float(pair[1][5]), pair[1][1]))
+                # every row not read yet scores at least ranked[read] (or ranked[-1], past the limit)
+                edge = float(ranked[min(read, len(ranked) - 1)][1])
+                if len(kept) >= k and kept[k - 1][0] < edge:
+                    return [_item(row[1:7], -value) for value, row in kept[:k]]
+            if len(ranked) < limit:  # every match was ranked and read
+                return [_item(row[1:7], -value) for value, row in kept[:k]]
             limit *= 4
 
     def _most_items(self, token: str) -> bool:
