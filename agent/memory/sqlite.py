@@ -65,6 +65,7 @@ _COUNTS = (
 END""",
     """CREATE TRIGGER memory_items_count_ad AFTER DELETE ON memory_items BEGIN
     UPDATE memory_namespaces SET items = items - 1 WHERE nstok IN (old.nstok, '*');
+    DELETE FROM memory_namespaces WHERE nstok = old.nstok AND items = 0;
 END""",
 )
 _COLUMNS = "i.id, i.ns, i.text, i.origin, i.created, i.expires"
