@@ -381,3 +381,26 @@ def test_a_memory_file_from_before_the_namespace_counts_is_counted_when_opened(t
         found = [(item.id, item.score) for item in reopened.search(namespace, "alpha delta", k=3)]
         assert found == _ranked_with_scores(reopened, namespace, "alpha delta", 3)
     reopened.close()
+
+
+def test_a_tie_wider_than_the_first_ranking_still_gives_the_newest_first() -> None:
+    """200 items with exactly the same score (one word once, texts of one length) outnumber the
+    rows FTS5 ranks at first: the limit grows until the tie is read whole, and the answer is
+    the newest five, as in the full sorted join — in the namespace with most items and in a
+    small one beside it."""
+    clock = Clock()
+    memory = SqliteMemory(":memory:", clock=clock)
+    for n in range(200):
+        memory.put(("acme", "big"), f"alpha {n:04d}")
+        if n % 40 == 0:
+            memory.put(("acme", "small"), f"alpha {n:04d}")
+        clock.now += 1.0
+    for namespace in (("acme", "big"), ("acme", "small")):
+        found = memory.search(namespace, "alpha", k=5)
+        assert [(item.id, item.score) for item in found] == _ranked_with_scores(memory, namespace, "alpha", 5)
+        assert len({item.score for item in found}) == 1
+    assert [item.text for item in memory.search(("acme", "big"), "alpha", k=3)] == [
+        "alpha 0199",
+        "alpha 0198",
+        "alpha 0197",
+    ]
