@@ -9,9 +9,9 @@ worst case: every match is a candidate; a query with one of the commonest words 
 tens of thousands of items, each scored by FTS5). Each sample is one
 ``search(namespace, query, k=5)`` of a 4-word query drawn from the vocabulary; rows are µs
 per search (the report prints the median; this script also prints p95, wall clock and CPU
-time on the searching thread, and checks them against the target: the per-user variant's
-wall-clock p95, the one-namespace variant's CPU p95 — on the shared 2-core machine other
-jobs' load stretches a search's wall clock 2–5× at the tail, not its CPU time). The
+time on the searching thread, and checks each variant's wall-clock p95 against the target — the
+bar as a user meets it; the CPU p95 beside it says how much of a missed tail was the shared
+2-core machine's load, which stretches a search's wall clock 2–5× at the tail). The
 in-process ``InMemoryMemory`` is measured on the per-user variant beside it.
 Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S`` like the workloads.
 """
@@ -71,9 +71,9 @@ def main(quick: bool = False) -> list[Record]:
     missed = []
     count = 2_000 if quick else ITEMS  # a smoke run (tests) fills a small memory
     with tempfile.TemporaryDirectory() as tmp:
-        for label, users, held in (
-            ("100,000 items, 1,000 users", 1_000, "wall"),
-            ("100,000 items, one namespace", 1, "cpu"),
+        for label, users in (
+            ("100,000 items, 1,000 users", 1_000),
+            ("100,000 items, one namespace", 1),
         ):
             memory = SqliteMemory(Path(tmp) / f"memory-{users}.db")
             fill(memory, users, count)
@@ -93,9 +93,8 @@ def main(quick: bool = False) -> list[Record]:
                 json.dumps({"variant": f"SqliteMemory, {label}", "p95_ms": round(p95, 3), "p95_cpu_ms": p95_cpu}),
                 file=sys.stderr,
             )
-            held_p95 = p95 if held == "wall" else p95_cpu
-            if held_p95 > TARGET_P95_MS:
-                missed.append(f"{label}: p95 ({held}) {held_p95:.2f} ms > {TARGET_P95_MS} ms")
+            if p95 > TARGET_P95_MS:
+                missed.append(f"{label}: p95 {p95:.2f} ms > {TARGET_P95_MS} ms (CPU p95 {p95_cpu:.2f} ms)")
             memory.close()
         in_process = InMemoryMemory()
         fill(in_process, 1_000, count)
