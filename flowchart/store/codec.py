@@ -26,7 +26,7 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from flowchart._core.commits import Commit, commit_data
 from flowchart._core.errors import CheckpointError
 from flowchart._core.failure import RunFailure
-from flowchart._core.fastjson import loads_rows
+from flowchart._core.fastjson import available, dumps_exact, loads_rows, plain
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from flowchart._core.narrative_entry import NarrativeEntry
@@ -40,7 +40,7 @@ from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
 from flowchart._record.record import SubflowTrace
 from flowchart._record.trace import CONVERTER as TRACE
 from flowchart._record.trace import structure_columns
-from flowchart._record.trace_codec import check_log
+from flowchart._record.trace_codec import check_log, plain_log
 from flowchart._record.trace_parsed import parsed_log, record_columns
 from flowchart.store.protocol import StoredRowError, renumber
 
@@ -162,7 +162,13 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
 
 
 def encode(value: Any) -> str:
-    """JSON text for ``value`` (its ``repr()`` as a JSON string when not JSON-safe)."""
+    """JSON text for ``value`` (its ``repr()`` as a JSON string when not JSON-safe). A plain
+    value (``fastjson.plain``, which ``copy_json`` would give back as it is) is written by
+    orjson when installed, the same text, without the copy."""
+    if available() and type(value) in (dict, list) and plain(value):
+        fast = dumps_exact(value, proved=True)
+        if fast is not None:
+            return fast.decode("utf-8")
     try:
         return dumps(copy_json(value))
     except NotJsonSafe:
@@ -247,8 +253,18 @@ def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
 
 
 def encode_commit(commit: Commit) -> str:
-    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state."""
-    return dumps(commit_data(commit))
+    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state.
+
+    The same text whether orjson is installed or not: orjson writes it when the commit is
+    provably plain (``trace_codec.plain_log``: no float, nothing ``json`` would write
+    otherwise — ``flowchart._core.fastjson``), the standard library otherwise. A conversation
+    turn's seed writes its whole loaded history: that row is the long one."""
+    data = commit_data(commit)
+    if available() and plain_log((commit,)):
+        fast = dumps_exact(data, proved=True)
+        if fast is not None:
+            return fast.decode("utf-8")
+    return dumps(data)
 
 
 def decode_commit(text: str) -> Commit:
