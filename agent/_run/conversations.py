@@ -307,7 +307,7 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
     window = [t for t in turns if t.turn >= first] if first > 1 else turns  # turns are numbered from 1
     if budget is None and list(map(_STATUS, window)).count("done") == len(window):
         # every turn in the window done and no budget: the loop below would keep them all
-        if any(size is not None for size in map(_SIZE, window)):
+        if list(map(_SIZE, window)).count(None) != len(window):
             raise _NotLoaded(next(t.turn for t in reversed(window) if t.size is not None))
         kept, window = window[::-1], []
     for turn in reversed(window):
