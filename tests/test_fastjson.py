@@ -297,7 +297,9 @@ def test_plain_refuses_a_cycle_and_what_is_nested_too_deep() -> None:
 
 
 def _calls_made(work: Any) -> int:
-    """The Python and C calls ``work()`` made, as ``sys.setprofile`` counts them."""
+    """The Python and C calls ``work()`` made, as ``sys.setprofile`` counts them (the collector
+    held off: a finalizer of an earlier test's garbage would run inside ``work`` and count)."""
+    import gc
     import sys
 
     calls = [0]
@@ -306,11 +308,16 @@ def _calls_made(work: Any) -> int:
         if event in ("call", "c_call"):
             calls[0] += 1
 
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
     sys.setprofile(count)
     try:
         work()
     finally:
         sys.setprofile(None)
+        if was_on:
+            gc.enable()
     return calls[0]
 
 
