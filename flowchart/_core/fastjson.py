@@ -195,4 +195,13 @@ def _same_list(items: Sequence[Any], raw: bytes, pos: int, end: int) -> int:
     return pos + 1 if raw.startswith(b"]", pos, end) else -1
 
 
-__all__ = ["CHUNK", "READ_MAX", "available", "dumps_exact", "loads_canonical", "plain", "reads", "stdlib_only"]
+__all__ = [
+    "CHUNK",
+    "READ_MAX",
+    "available",
+    "dumps_exact",
+    "loads_canonical",
+    "plain",
+    "reads",
+    "stdlib_only",
+]

@@ -26,13 +26,13 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from flowchart._core.commits import Commit, commit_data
 from flowchart._core.errors import CheckpointError
 from flowchart._core.failure import RunFailure
-from flowchart._core.fastjson import available, dumps_exact, loads_rows, plain
+from flowchart._core.fastjson import loads_rows
 from flowchart._core.fingerprint import spec_fingerprint
 from flowchart._core.narrative_columns import NarrativeColumns, check_columns, parsed_columns
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.redaction import Redaction
-from flowchart._core.serde import dumps, load_error, loads
+from flowchart._core.serde import dumps, dumps_acyclic, load_error, loads
 from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
 from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import MAX_DEPTH, parse_proven, within_limits
@@ -40,7 +40,7 @@ from flowchart._core.values import NotJsonSafe, copy_json, escape_surrogates
 from flowchart._record.record import SubflowTrace
 from flowchart._record.trace import CONVERTER as TRACE
 from flowchart._record.trace import structure_columns
-from flowchart._record.trace_codec import check_log, plain_log
+from flowchart._record.trace_codec import check_log
 from flowchart._record.trace_parsed import parsed_log, record_columns
 from flowchart.store.protocol import StoredRowError, renumber
 
@@ -162,15 +162,9 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
 
 
 def encode(value: Any) -> str:
-    """JSON text for ``value`` (its ``repr()`` as a JSON string when not JSON-safe). A plain
-    value (``fastjson.plain``, which ``copy_json`` would give back as it is) is written by
-    orjson when installed, the same text, without the copy."""
-    if available() and type(value) in (dict, list) and plain(value):
-        fast = dumps_exact(value, proved=True)
-        if fast is not None:
-            return fast.decode("utf-8")
+    """JSON text for ``value`` (its ``repr()`` as a JSON string when not JSON-safe)."""
     try:
-        return dumps(copy_json(value))
+        return dumps_acyclic(copy_json(value))  # a copy holds no cycle
     except NotJsonSafe:
         return dumps(repr(value))
 
@@ -255,16 +249,10 @@ def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
 def encode_commit(commit: Commit) -> str:
     """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state.
 
-    The same text whether orjson is installed or not: orjson writes it when the commit is
-    provably plain (``trace_codec.plain_log``: no float, nothing ``json`` would write
-    otherwise — ``flowchart._core.fastjson``), the standard library otherwise. A conversation
-    turn's seed writes its whole loaded history: that row is the long one."""
-    data = commit_data(commit)
-    if available() and plain_log((commit,)):
-        fast = dumps_exact(data, proved=True)
-        if fast is not None:
-            return fast.decode("utf-8")
-    return dumps(data)
+    A commit's values hold no cycle (each is a ``copy_json`` copy or parsed JSON), so the row
+    is written without the encoder's cycle bookkeeping (``serde.dumps_acyclic``): the same
+    text. A conversation turn's seed writes its whole loaded history: that row is the long one."""
+    return dumps_acyclic(commit_data(commit))
 
 
 def decode_commit(text: str) -> Commit:
