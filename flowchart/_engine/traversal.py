@@ -220,8 +220,8 @@ class Traverser:
         tctx = None
         if observers.has_ops:
             txn.oplog = []
-            if observers.batch_emits:  # ``emit`` finds the stage's log by its runtime id
-                self.oplogs[rid] = txn.oplog
+            if observers.batch_emits and call.takes_extra:  # ``emit`` finds the stage's log by its
+                self.oplogs[rid] = txn.oplog  # runtime id (a stage emits through its ``StageContext``)
             if not run.redacting:  # redaction scrubs the values it is given: keep them plain
                 txn.snapshot = observers.snapshot
         if observers.has_data:

@@ -140,8 +140,9 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
 
 
 #: the tags of the two field hooks' calls a narrative keeps until it is read
-#: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``)
-_OPS, _EXECUTED = "ops", "executed"
+#: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``),
+#: and of a stage's headline kept together with the batch kept just before it (one record)
+_OPS, _EXECUTED, _STAGE = "ops", "executed", "stage"
 
 _Recorder = TypeVar("_Recorder", bound="NarrativeRecorder")
 _Event = TypeVar("_Event")
@@ -300,14 +301,26 @@ class NarrativeRecorder:
         log = self._log
         if log is not None:
             if stage_type in _TOLD_STAGE_TYPES:  # the others write nothing here
-                log.append((_EXECUTED, ctx, stage_name, description, stage_type))
+                last = log[-1] if log else None
+                if last is not None and last[1] is ctx and last[0] is _OPS:
+                    # the stage's own batch was the call kept just before: one record for both
+                    log[-1] = (_STAGE, ctx, stage_name, description, stage_type, last[2])
+                else:
+                    log.append((_EXECUTED, ctx, stage_name, description, stage_type))
                 if self._announce is not None:  # its headline, then its steps
                     self._count_headline(ctx, 1)
             return
+        self._tell_stage(ctx, stage_name, description, stage_type, None)
+
+    def _tell_stage(
+        self, ctx: TraversalContext, stage_name: str, description: str | None, stage_type: str, batch: Any
+    ) -> None:
+        """Tell ``take_stage_executed``'s call: the stage's line, then its steps (``batch``: the
+        stage's operations when handed with the call, else ``None``: the ones filed for it)."""
         if stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(stage_name, ctx)
             self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
-            self._flush(ctx, name)
+            self._flush(ctx, name, batch)
             return
         if stage_type not in _LINE_STAGE_TYPES:
             return  # deciders write theirs in on_decision; selector/mount/fork get none
@@ -315,7 +328,8 @@ class NarrativeRecorder:
         passes = self._visits.get(visit_key, 0)
         self._visits[visit_key] = passes + 1
         # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
-        self._stage_line(ctx, _qualify(stage_name, ctx) if ctx.subflow_path else stage_name, description, passes)
+        name = _qualify(stage_name, ctx) if ctx.subflow_path else stage_name
+        self._stage_line(ctx, name, description, passes, batch)
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
@@ -459,14 +473,22 @@ class NarrativeRecorder:
             for record in log:
                 tag = record[0]
                 try:  # as the engine calls a hook: one that fails does not stop the others
-                    if tag is _OPS:
+                    if tag is _STAGE:  # a stage's batch and headline, kept as one record
+                        ctx = record[1]
+                        rid = ctx.runtime_stage_id
+                        if (pending and rid in pending) or (batches and rid in batches):
+                            self.take_stage_ops(ctx, record[5])  # numbered on after what came first
+                            self._tell_stage(ctx, record[2], record[3], record[4], None)
+                        else:  # its first batch: handed to its headline, never filed
+                            self._tell_stage(ctx, record[2], record[3], record[4], record[5])
+                    elif tag is _OPS:
                         rid = record[1].runtime_stage_id
                         if rid in pending or rid in batches:
                             self.take_stage_ops(record[1], record[2])
                         else:  # ``take_stage_ops`` of a stage's first batch, inline
                             batches[rid] = record[2]
                     elif tag is _EXECUTED:
-                        self.take_stage_executed(record[1], record[2], record[3], record[4])
+                        self._tell_stage(record[1], record[2], record[3], record[4], None)
                     else:  # an event hook's own body (``_kept``), or ``_subflow_entry``
                         tag(self, *record[1:])
                 except Exception:  # told at once, the engine would have reported it and gone on
@@ -614,7 +636,9 @@ class NarrativeRecorder:
             ops = self._pending.setdefault(runtime_stage_id, [])
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
-    def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
+    def _stage_line(
+        self, ctx: TraversalContext, name: str, description: str | None, passes: int, batch: Any = None
+    ) -> None:
         flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
         number = self._stage_counters.get(flow_key, 0) + 1
         self._stage_counters[flow_key] = number
@@ -632,29 +656,31 @@ class NarrativeRecorder:
             self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
         else:
             self._push("stage", 0, text, ctx, stage_name=name)
-        self._flush(ctx, name)
+        self._flush(ctx, name, batch)
 
-    def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
-        if self._batches:
+    def _flush(self, ctx: TraversalContext, stage_name: str, batch: Any = None) -> None:
+        """Tell the stage's steps after its line: ``batch`` (its operations handed with its
+        headline) or the batch filed for it, then the operations fed live."""
+        if batch is None and self._batches:
             batch = self._batches.pop(ctx.runtime_stage_id, None)
-            if batch:
-                records = self._records
-                if self._wording or not self._summarizes:  # told now (no value outlives its stage)
+        if batch:
+            records = self._records
+            if self._wording or not self._summarizes:  # told now (no value outlives its stage)
+                self._tell_batch(ctx, stage_name, batch, records.append)
+            elif type(records) is not Followed:
+                records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+                self._lazy = True
+            else:
+                on_batch = records.on_batch
+                count = self._countable(batch) if on_batch is not None else None
+                if on_batch is None or count is None:  # a reader of entries only, or a note due
                     self._tell_batch(ctx, stage_name, batch, records.append)
-                elif type(records) is not Followed:
-                    records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+                else:  # a live reader told how many entries, worded when it reads them
+                    told = Batch(ctx, stage_name, batch, self)
+                    list.append(records, told)
                     self._lazy = True
-                else:
-                    on_batch = records.on_batch
-                    count = self._countable(batch) if on_batch is not None else None
-                    if on_batch is None or count is None:  # a reader of entries only, or a note due
-                        self._tell_batch(ctx, stage_name, batch, records.append)
-                    else:  # a live reader told how many entries, worded when it reads them
-                        told = Batch(ctx, stage_name, batch, self)
-                        list.append(records, told)
-                        self._lazy = True
-                        if count:
-                            on_batch(told, count)
+                    if count:
+                        on_batch(told, count)
         ops = self._pending.pop(ctx.runtime_stage_id, None) if self._pending else None
         if not ops:
             return
