@@ -310,26 +310,49 @@ class NarrativeRecorder:
                 if self._announce is not None:  # its headline, then its steps
                     self._count_headline(ctx, 1)
             return
-        self._tell_stage(ctx, stage_name, description, stage_type, None)
+        if stage_type in _TOLD_STAGE_TYPES:  # deciders write theirs in on_decision; selector/mount/fork none
+            self._tell_stage(ctx, stage_name, description, stage_type, None)
 
     def _tell_stage(
         self, ctx: TraversalContext, stage_name: str, description: str | None, stage_type: str, batch: Any
     ) -> None:
-        """Tell ``take_stage_executed``'s call: the stage's line, then its steps (``batch``: the
-        stage's operations when handed with the call, else ``None``: the ones filed for it)."""
-        if stage_type == "answer":  # not a stage of its own: no number, no visit
+        """Tell a stage's headline — ``take_stage_executed``'s call, or a decider's from
+        ``on_decision`` (``stage_type`` ``"decider"``, its name qualified, no visit counted) —
+        then its steps (``batch``: its operations when handed with the call, else ``None``:
+        the ones filed for it)."""
+        if stage_type == "linear" or stage_type == "pausable":  # ``_LINE_STAGE_TYPES``
+            visit_key = ctx.stage_id or stage_name
+            passes = self._visits.get(visit_key, 0)
+            self._visits[visit_key] = passes + 1
+            # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
+            name = _qualify(stage_name, ctx) if ctx.subflow_path else stage_name
+        elif stage_type == "decider":
+            name, passes = stage_name, 0
+        elif stage_type == "answer":  # not a stage of its own: no number, no visit
             name = _qualify(stage_name, ctx)
             self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
             self._flush(ctx, name, batch)
             return
-        if stage_type not in _LINE_STAGE_TYPES:
-            return  # deciders write theirs in on_decision; selector/mount/fork get none
-        visit_key = ctx.stage_id or stage_name
-        passes = self._visits.get(visit_key, 0)
-        self._visits[visit_key] = passes + 1
-        # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
-        name = _qualify(stage_name, ctx) if ctx.subflow_path else stage_name
-        self._stage_line(ctx, name, description, passes, batch)
+        else:
+            return  # a selector, mount or fork gets no line
+        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
+        number = self._stage_counters.get(flow_key, 0) + 1
+        self._stage_counters[flow_key] = number
+        first = flow_key not in self._started
+        if first:
+            self._started.add(flow_key)
+        text = None
+        if self._render_stage is not None:
+            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+            text = self._render_stage(stage_ctx)
+        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
+            line = sentences.stage(number, name, description, first, passes)
+            self._records.append(("stage", 0, line, name, ctx, None, None))
+        elif text is None:
+            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+        else:
+            self._push("stage", 0, text, ctx, stage_name=name)
+        self._flush(ctx, name, batch)
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
@@ -340,7 +363,7 @@ class NarrativeRecorder:
         """Write the decider's ``Stage N:`` line, its operations, then ``[Condition]``."""
         ctx = event.ctx
         decider = _qualify(event.decider, ctx)
-        self._stage_line(ctx, decider, event.description, 0)
+        self._tell_stage(ctx, decider, event.description, "decider", None)
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
         self._push_line("condition", 1, ctx, decider, sentences.decision, args)
 
@@ -635,28 +658,6 @@ class NarrativeRecorder:
         if isinstance(text, str) and text:
             ops = self._pending.setdefault(runtime_stage_id, [])
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
-
-    def _stage_line(
-        self, ctx: TraversalContext, name: str, description: str | None, passes: int, batch: Any = None
-    ) -> None:
-        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
-        number = self._stage_counters.get(flow_key, 0) + 1
-        self._stage_counters[flow_key] = number
-        first = flow_key not in self._started
-        if first:
-            self._started.add(flow_key)
-        text = None
-        if self._render_stage is not None:
-            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
-            text = self._render_stage(stage_ctx)
-        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
-            line = sentences.stage(number, name, description, first, passes)
-            self._records.append(("stage", 0, line, name, ctx, None, None))
-        elif text is None:
-            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
-        else:
-            self._push("stage", 0, text, ctx, stage_name=name)
-        self._flush(ctx, name, batch)
 
     def _flush(self, ctx: TraversalContext, stage_name: str, batch: Any = None) -> None:
         """Tell the stage's steps after its line: ``batch`` (its operations handed with its
