@@ -329,30 +329,38 @@ class NarrativeRecorder:
         elif stage_type == "decider":
             name, passes = stage_name, 0
         elif stage_type == "answer":  # not a stage of its own: no number, no visit
-            name = _qualify(stage_name, ctx)
+            name, passes = _qualify(stage_name, ctx), -1
             self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
-            self._flush(ctx, name, batch)
-            return
         else:
             return  # a selector, mount or fork gets no line
-        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
-        number = self._stage_counters.get(flow_key, 0) + 1
-        self._stage_counters[flow_key] = number
-        first = flow_key not in self._started
-        if first:
-            self._started.add(flow_key)
-        text = None
-        if self._render_stage is not None:
-            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
-            text = self._render_stage(stage_ctx)
-        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
-            line = sentences.stage(number, name, description, first, passes)
-            self._records.append(("stage", 0, line, name, ctx, None, None))
-        elif text is None:
-            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
-        else:
-            self._push("stage", 0, text, ctx, stage_name=name)
-        self._flush(ctx, name, batch)
+        if passes >= 0:  # a numbered ``Stage N:`` line
+            flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
+            number = self._stage_counters.get(flow_key, 0) + 1
+            self._stage_counters[flow_key] = number
+            first = flow_key not in self._started
+            if first:
+                self._started.add(flow_key)
+            text = None
+            if self._render_stage is not None:
+                stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+                text = self._render_stage(stage_ctx)
+            if text is None and self._wording:  # told now (the kept calls replayed): worded at once
+                line = sentences.stage(number, name, description, first, passes)
+                self._records.append(("stage", 0, line, name, ctx, None, None))
+            elif text is None:
+                self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+            else:
+                self._push("stage", 0, text, ctx, stage_name=name)
+        # then its steps: its batch, then the operations fed live
+        if batch is None and self._batches:
+            batch = self._batches.pop(ctx.runtime_stage_id, None)
+        if batch:
+            if self._wording or not self._summarizes:  # told now (no value outlives its stage)
+                self._tell_batch(ctx, name, batch, self._records.append)
+            else:
+                self._file_batch(ctx, name, batch)
+        if self._pending:
+            self._flush_pending(ctx, name)
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
@@ -580,7 +588,7 @@ class NarrativeRecorder:
     def _tell_batch(
         self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
     ) -> None:
-        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush`` tells live operations."""
+        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush_pending`` tells live operations."""
         fmt, max_len = self.format_value, self.max_value_length
         numbered, values = self.include_step_numbers, self.include_values
         describe = sentences.operation
@@ -659,30 +667,28 @@ class NarrativeRecorder:
             ops = self._pending.setdefault(runtime_stage_id, [])
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
-    def _flush(self, ctx: TraversalContext, stage_name: str, batch: Any = None) -> None:
-        """Tell the stage's steps after its line: ``batch`` (its operations handed with its
-        headline) or the batch filed for it, then the operations fed live."""
-        if batch is None and self._batches:
-            batch = self._batches.pop(ctx.runtime_stage_id, None)
-        if batch:
-            records = self._records
-            if self._wording or not self._summarizes:  # told now (no value outlives its stage)
-                self._tell_batch(ctx, stage_name, batch, records.append)
-            elif type(records) is not Followed:
-                records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
-                self._lazy = True
-            else:
-                on_batch = records.on_batch
-                count = self._countable(batch) if on_batch is not None else None
-                if on_batch is None or count is None:  # a reader of entries only, or a note due
-                    self._tell_batch(ctx, stage_name, batch, records.append)
-                else:  # a live reader told how many entries, worded when it reads them
-                    told = Batch(ctx, stage_name, batch, self)
-                    list.append(records, told)
-                    self._lazy = True
-                    if count:
-                        on_batch(told, count)
-        ops = self._pending.pop(ctx.runtime_stage_id, None) if self._pending else None
+    def _file_batch(self, ctx: TraversalContext, stage_name: str, batch: list[Any]) -> None:
+        """Keep a stage's batch after its line, worded when first read (a ``Batch``); a live
+        reader is handed it at once (with its count when it takes batches)."""
+        records = self._records
+        if type(records) is not Followed:
+            records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+            self._lazy = True
+            return
+        on_batch = records.on_batch
+        count = self._countable(batch) if on_batch is not None else None
+        if on_batch is None or count is None:  # a reader of entries only, or a note due
+            self._tell_batch(ctx, stage_name, batch, records.append)
+        else:  # a live reader told how many entries, worded when it reads them
+            told = Batch(ctx, stage_name, batch, self)
+            list.append(records, told)
+            self._lazy = True
+            if count:
+                on_batch(told, count)
+
+    def _flush_pending(self, ctx: TraversalContext, stage_name: str) -> None:
+        """Tell the operations fed live (``on_read`` / ``on_write`` / ``on_emit``) after the stage's line."""
+        ops = self._pending.pop(ctx.runtime_stage_id, None)
         if not ops:
             return
         push = self._records.append
