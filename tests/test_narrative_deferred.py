@@ -18,7 +18,7 @@ import pytest
 from call_counts import calls_into, module_files
 
 from flowchart import decide, flow_chart
-from flowchart.events import TraversalContext, stage_context
+from flowchart.events import TraversalContext
 from flowchart.recorders.narrative import NarrativeRecorder, narrative
 
 #: the narrative's own code: the recorder, its lazy pieces, its sentences and summaries
@@ -172,11 +172,31 @@ def test_save_state_tells_the_kept_calls_first() -> None:
 
 
 def test_stage_context_is_the_class_call_filled_faster() -> None:
-    """The engine's ``stage_context`` makes the very value ``TraversalContext(...)`` makes:
-    equal, same hash and repr, and still frozen."""
-    fields = ("run", "sub/s", "sub/s#3", "S", ("sub",), 1, 2, "branch")
-    made, called = stage_context(*fields), TraversalContext(*fields)
-    assert made == called and hash(made) == hash(called) and repr(made) == repr(called)
-    assert made.subflow_id == "sub"
+    """The context the engine fills slot by slot for a stage (``Traverser.context``) is the very
+    value ``TraversalContext(...)`` makes: equal, same hash and repr, and still frozen."""
+
+    class Taker:
+        def __init__(self) -> None:
+            self.seen: list[TraversalContext] = []
+
+        def take_stage_executed(self, ctx: TraversalContext, *_: Any) -> None:
+            self.seen.append(ctx)
+
+    def inner(scope: Any) -> None:
+        scope.x = 1
+
+    def outer(scope: Any) -> None:
+        scope.y = 1
+
+    sub = flow_chart("In", inner, "in").build()
+    taker = Taker()
+    flow_chart("Out", outer, "out").add_subflow_chart_next("sub", sub).build().run(recorders=[taker])
+    assert [c.stage_id for c in taker.seen] == ["out", "sub", "sub/in"]
+    for made in taker.seen:
+        assert type(made) is TraversalContext
+        fields = [getattr(made, f.name) for f in attrs.fields(TraversalContext)]
+        called = TraversalContext(*fields)
+        assert made == called and hash(made) == hash(called) and repr(made) == repr(called)
+    assert taker.seen[2].subflow_id == "sub" and taker.seen[2].depth == 1
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
-        made.stage_id = "other"  # type: ignore[misc]
+        taker.seen[0].stage_id = "other"  # type: ignore[misc]

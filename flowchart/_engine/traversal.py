@@ -32,6 +32,7 @@ from flowchart._core.errors import LoopLimitError
 from flowchart._core.nodes import StageCallable, StageNode
 from flowchart._core.pause import PauseSignal, ResumeFrame, pause_data_copy
 from flowchart._core.scope import Transaction, scope_of
+from flowchart._core.values import slot_setters
 from flowchart._engine import choices, maps, parallel, resuming, retrying, subflows
 from flowchart._engine.redacting import StageRecorder, hidden_before, redact_log, redacted_ops
 from flowchart._engine.reusing import ReusedTransaction, recorded_output
@@ -50,8 +51,15 @@ from flowchart.events import (
     StageOpsEvent,
     StageType,
     TraversalContext,
-    stage_context,
 )
+
+# the context's slots' own setters (``values.slot_setters``): ``context`` fills a new context's
+# slots directly, the same value as ``TraversalContext(...)`` (equal, hashable, frozen) without
+# attrs' frozen ``__init__``, which goes through ``object.__setattr__`` once per field
+(_SET_RUN, _SET_STAGE, _SET_RID, _SET_NAME, _SET_PATH, _SET_DEPTH, _SET_LOOP, _SET_BRANCH) = slot_setters(
+    TraversalContext
+)
+_new_object = object.__new__
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
@@ -125,10 +133,16 @@ class Traverser:
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
         path = self.subflow_path
-        # this runs once per observed stage: the slots filled directly (``stage_context``)
-        ctx = stage_context(
-            self.run.run_id, full, rid, node.name, path, len(path), visits - 1 if visits > 1 else None, fork_branch
-        )
+        # this runs once per observed stage: the slots filled here, directly (no call between)
+        ctx = _new_object(TraversalContext)
+        _SET_RUN(ctx, self.run.run_id)
+        _SET_STAGE(ctx, full)
+        _SET_RID(ctx, rid)
+        _SET_NAME(ctx, node.name)
+        _SET_PATH(ctx, path)
+        _SET_DEPTH(ctx, len(path))
+        _SET_LOOP(ctx, visits - 1 if visits > 1 else None)
+        _SET_BRANCH(ctx, fork_branch)
         self._last_context = (node, rid, ctx)
         return ctx
 
