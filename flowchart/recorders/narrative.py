@@ -618,17 +618,15 @@ class NarrativeRecorder:
                 continue
             else:
                 continue
-            told = True
-            if render is not None:
-                custom = render(OpRenderContext(kind, key, value, summary, operation, step))
-                if custom == "":
-                    told = False  # the renderer leaves this step out
-                elif custom is not None:
-                    push(("step", 1, custom, stage_name, ctx, key, step))
-                    told = False
-            if told:
+            if render is None:
                 text = describe(kind, operation, key, summary, values, step if numbered else None)
                 push(("step", 1, text, stage_name, ctx, key, step))
+            else:
+                text = render(OpRenderContext(kind, key, value, summary, operation, step))
+                if text is None:  # the renderer words only some steps: this one as usual
+                    text = describe(kind, operation, key, summary, values, step if numbered else None)
+                if text != "":  # "": the renderer leaves this step out
+                    push(("step", 1, text, stage_name, ctx, key, step))
             if notes and kind == "write" and operation != "delete":  # no notes: one test
                 tell = notes.get(key)
                 if tell is not None:
