@@ -95,8 +95,9 @@ class Traverser:
         self.commit_log: list[Commit] = []
         self.stopped = False
         self.stop_reason: str | None = None
-        #: the last context built, with its node and rid: one stage's events share it
-        self._last_context: tuple[StageNode, str, TraversalContext] | None = None
+        #: the last context built (its runtime id in it) and its node: one stage's events share it
+        self._context: TraversalContext | None = None
+        self._context_node: StageNode | None = None
         #: the latest runtime id stamped per node (the loop event names the stage that looped)
         self._rids: dict[int, str] = {}
         #: the operation logs of the stages running now, by runtime id (batch recorders only)
@@ -127,9 +128,15 @@ class Traverser:
         The events of one execution (``rid``) share one context, built once: nothing it
         holds changes until ``node`` is stamped again, under a new ``rid``.
         """
-        last = self._last_context
-        if last is not None and last[0] is node and last[1] == rid and rid and fork_branch is None:
-            return last[2]
+        ctx = self._context
+        if (
+            ctx is not None
+            and self._context_node is node
+            and ctx.runtime_stage_id == rid
+            and rid
+            and fork_branch is None
+        ):
+            return ctx
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
         path = self.subflow_path
@@ -143,7 +150,7 @@ class Traverser:
         _SET_DEPTH(ctx, len(path))
         _SET_LOOP(ctx, visits - 1 if visits > 1 else None)
         _SET_BRANCH(ctx, fork_branch)
-        self._last_context = (node, rid, ctx)
+        self._context, self._context_node = ctx, node
         return ctx
 
     def request_stop(self, reason: str | None) -> None:
@@ -162,10 +169,8 @@ class Traverser:
         takers, hooked = observers.emit_takers, "on_emit" in observers.hooked
         if takers or hooked:
             rid = ctx.runtime_stage_id
-            last = self._last_context
-            if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
-                tctx = last[2]
-            else:
+            tctx = self._context  # the stage's own context, built at its start
+            if tctx is None or tctx.runtime_stage_id != rid or not rid:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
                 try:
@@ -197,10 +202,9 @@ class Traverser:
             return
         description = node.description if self.run.reuse is None else self.described(node, rid)
         if observers.executed_takers:
-            last = self._last_context  # the stage's context, built at its commit (``context``'s cache)
-            ctx = (
-                last[2] if last is not None and last[0] is node and last[1] == rid and rid else self.context(node, rid)
-            )
+            ctx = self._context  # the stage's context, built at its commit (``context``'s cache)
+            if ctx is None or self._context_node is not node or ctx.runtime_stage_id != rid or not rid:
+                ctx = self.context(node, rid)
             try:
                 observers.take_stage_executed(ctx, node.name, description, stage_type)
             except Exception as exc:  # a recorder must never break a run

@@ -301,8 +301,7 @@ class NarrativeRecorder:
         log = self._log
         if log is not None:
             if stage_type in _TOLD_STAGE_TYPES:  # the others write nothing here
-                last = log[-1] if log else None
-                if last is not None and last[1] is ctx and last[0] is _OPS:
+                if log and (last := log[-1])[1] is ctx and last[0] is _OPS:
                     # the stage's own batch was the call kept just before: one record for both
                     log[-1] = (_STAGE, ctx, stage_name, description, stage_type, last[2])
                 else:
