@@ -319,14 +319,12 @@ class NarrativeRecorder:
         ``on_decision`` (``stage_type`` ``"decider"``, its name qualified, no visit counted) —
         then its steps (``batch``: its operations when handed with the call, else ``None``:
         the ones filed for it)."""
-        path = ctx.subflow_path
         if stage_type == "linear" or stage_type == "pausable":  # ``_LINE_STAGE_TYPES``
             visit_key = ctx.stage_id or stage_name
-            visits = self._visits
-            passes = visits.get(visit_key, 0)
-            visits[visit_key] = passes + 1
+            passes = self._visits.get(visit_key, 0)
+            self._visits[visit_key] = passes + 1
             # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
-            name = _qualify(stage_name, ctx) if path else stage_name
+            name = _qualify(stage_name, ctx) if ctx.subflow_path else stage_name
         elif stage_type == "decider":
             name, passes = stage_name, 0
         elif stage_type == "answer":  # not a stage of its own: no number, no visit
@@ -335,24 +333,23 @@ class NarrativeRecorder:
         else:
             return  # a selector, mount or fork gets no line
         if passes >= 0:  # a numbered ``Stage N:`` line
-            flow_key = path[-1] if path else ""
-            counters = self._stage_counters
-            number = counters.get(flow_key, 0) + 1
-            counters[flow_key] = number
+            flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
+            number = self._stage_counters.get(flow_key, 0) + 1
+            self._stage_counters[flow_key] = number
             first = flow_key not in self._started
             if first:
                 self._started.add(flow_key)
-            render = self._render_stage
             text = None
-            if render is not None:
-                text = render(StageRenderContext(name, number, first, description, passes if passes > 0 else None))
-            if text is not None:
-                self._push("stage", 0, text, ctx, stage_name=name)
-            elif self._wording:  # told now (the kept calls replayed): worded at once
+            if self._render_stage is not None:
+                stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+                text = self._render_stage(stage_ctx)
+            if text is None and self._wording:  # told now (the kept calls replayed): worded at once
                 line = sentences.stage(number, name, description, first, passes)
                 self._records.append(("stage", 0, line, name, ctx, None, None))
-            else:
+            elif text is None:
                 self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+            else:
+                self._push("stage", 0, text, ctx, stage_name=name)
         # then its steps: its batch, then the operations fed live
         if batch is None and self._batches:
             batch = self._batches.pop(ctx.runtime_stage_id, None)
