@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from operator import itemgetter
 from typing import Any, TypeVar
 
 import attrs
@@ -144,9 +143,6 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
 #: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``),
 #: and of a stage's headline kept together with the batch kept just before it (one record)
 _OPS, _EXECUTED, _STAGE = "ops", "executed", "stage"
-
-#: an entry's ``(type, depth, text)`` and its text (``entries()``, ``lines()``)
-_KIND_DEPTH_TEXT, _TEXT = itemgetter(0, 1, 2), itemgetter(2)
 
 _Recorder = TypeVar("_Recorder", bound="NarrativeRecorder")
 _Event = TypeVar("_Event")
@@ -764,7 +760,7 @@ class NarrativeRecorder:
 
     def entries(self) -> list[tuple[str, int, str]]:
         """All entries in run order as ``(type, depth, text)``."""
-        return list(map(_KIND_DEPTH_TEXT, self._told()))  # each entry's first three, taken in C
+        return [(kind, depth, text) for kind, depth, text, *_ in self._told()]
 
     def records(self) -> list[NarrativeEntry]:
         """All entries in run order, with stage ids, subflow id and key."""
@@ -798,7 +794,7 @@ class NarrativeRecorder:
 
     def lines(self) -> list[str]:
         """The narrative text, one line per entry."""
-        return list(map(_TEXT, self._told()))  # each entry's text, taken in C
+        return [entry[2] for entry in self._told()]
 
     def _told(self) -> list[_Entry]:
         """The entries, with every stage batch told in sentences now (once: the text is kept)."""
