@@ -18,6 +18,7 @@ import pytest
 from call_counts import calls_into, module_files
 
 from flowchart import decide, flow_chart
+from flowchart import events as ev
 from flowchart.events import TraversalContext
 from flowchart.recorders.narrative import NarrativeRecorder, narrative
 
@@ -200,3 +201,41 @@ def test_stage_context_is_the_class_call_filled_faster() -> None:
     assert taker.seen[2].subflow_id == "sub" and taker.seen[2].depth == 1
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
         taker.seen[0].stage_id = "other"  # type: ignore[misc]
+
+
+def test_a_stage_whose_operations_came_in_parts_is_told_as_a_live_narrative_tells_it() -> None:
+    """A kept stage's batch and headline are one record; when the stage also had operations fed
+    live before its batch, or a second batch, its steps number on across all of them exactly as
+    a narrative told line by line numbers them, and the plain stage beside them is unchanged."""
+
+    def feed(rec: NarrativeRecorder) -> None:
+        one = TraversalContext("r", "one", "one#0", "One")
+        rec.on_read(ev.ReadEvent(one, "live", 1))  # fed live: told before the batch's steps
+        rec.take_stage_ops(one, [("read", "a", 2, "", False), ("write", "b", 3, "set", False)])
+        rec.take_stage_executed(one, "One", None, "linear")
+        two = TraversalContext("r", "two", "two#1", "Two")
+        rec.take_stage_ops(two, [("write", "c", 4, "set", False)])
+        rec.take_stage_ops(two, [("missing", "d", None, "", False)])  # a second batch, same stage
+        rec.take_stage_executed(two, "Two", "adds c", "linear")
+        three = TraversalContext("r", "three", "three#2", "Three")
+        rec.take_stage_ops(three, [("read", "c", 4, "", False)])
+        rec.take_stage_executed(three, "Three", None, "linear")
+
+    kept, live = narrative(), _live(narrative())
+    feed(kept)
+    feed(live)
+    assert (
+        kept.lines()
+        == live.lines()
+        == [
+            "Stage 1: The process began with One.",
+            "Step 1: Read live = 1",
+            "Step 2: Read a = 2",
+            "Step 3: Write b = 3",
+            "Stage 2: Next step: adds c.",
+            "Step 1: Write c = 4",
+            "Step 2: Read d = undefined",
+            "Stage 3: Next, it moved on to Three.",
+            "Step 1: Read c = 4",
+        ]
+    )
