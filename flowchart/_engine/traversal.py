@@ -65,6 +65,11 @@ _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
 
 
+#: how many runtime ids a level keeps before ``walk`` forgets those of earlier steps (a fork's
+#: children are stamped in one step: a step may add more than this, all kept until the next)
+_RIDS_KEPT = 16
+
+
 class Traverser:
     """Walks one chart (the top level, or one subflow run) over one state dict."""
 
@@ -98,7 +103,10 @@ class Traverser:
         #: the last context built (its runtime id in it) and its node: one stage's events share it
         self._context: TraversalContext | None = None
         self._context_node: StageNode | None = None
-        #: the latest runtime id stamped per node (the loop event names the stage that looped)
+        #: the latest runtime id stamped per node, read again only about the step in progress on
+        #: this level and the one just before it (a loop event names the stage that looped; a
+        #: failure's unwinding names the failed stage, its fork's children, its mount): ``walk``
+        #: forgets older ones, so a 30,000-stage run does not keep 30,000 of them
         self._rids: dict[int, str] = {}
         #: the operation logs of the stages running now, by runtime id (batch recorders only)
         self.oplogs: dict[str, list[Any]] = {}
@@ -377,6 +385,8 @@ class Traverser:
             if run.cancel is not None:
                 run.cancel.check(self.prefix + node.id)
             source = node
+            if len(self._rids) > _RIDS_KEPT:  # before the step: the loop event above read the last one
+                self._rids.clear()
             try:
                 output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
             except Exception as exc:  # leave the resume point of a failed run (``retrying``)
