@@ -166,6 +166,8 @@ class EffectLedger:
         written. ``look_back=False``: ``others`` is not read (``[]``) — for a caller that knows the
         run has none (its segment's first intent found none)."""
         text = _dump({**body, "args": args}, self._signing, run_id, key, "intent")
+        if self._sqlite and self._signing is None:  # the plain SQLite store: ``_intend_plain``
+            return self._intend_plain(run_id, key, text, look_back)
         with self._tx() as cur:
             self._flush(cur)
             added = cur.run(
@@ -233,8 +235,50 @@ class EffectLedger:
             ).fetchall()
         return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
 
+    def _intend_plain(
+        self, run_id: str, key: str, text: str, look_back: bool
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """``intend`` in a plain (unsigned) SQLite store: the same transaction, written on the
+        ledger's connection directly — no generator context, no cursor wrapper (an intent is on
+        every call of an effect's tool: issue 33's ≤ 1.10 of W6). A signed store, and PostgreSQL,
+        take ``intend``'s own path."""
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                with self._tx():  # the connection (and what it makes on first use), as every write makes it
+                    pass
+            rows = self._pending
+            if rows:
+                self._pending = []
+                if self._pending_pid != os.getpid():  # a forked child: the parent's receipts are the parent's
+                    rows, self._pending_pid = [], os.getpid()
+            run = self._db.execute
+            run("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    run(_SETTLE, row)
+                if run(_INTEND, (run_id, key, text, time.time())).rowcount == 0:  # the first intent stands
+                    body_text, receipt = run(
+                        "SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)
+                    ).fetchone()
+                    found: tuple[dict[str, Any] | None, list[Any]] = (_row(run_id, key, body_text, receipt), [])
+                elif look_back:
+                    others = run(
+                        "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
+                    ).fetchall()
+                    found = (None, [_row(run_id, other, body, None) for other, body in others])
+                else:
+                    found = (None, [])
+            except BaseException:
+                run("ROLLBACK")
+                raise
+            run("COMMIT")
+        return found
+
 
 _SETTLE = "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL"
+_INTEND = (
+    "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING"
+)
 
 
 def _flush_at_exit(ledger: Any) -> None:

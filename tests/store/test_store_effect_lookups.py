@@ -40,7 +40,9 @@ def test_a_segment_of_ten_calls_looks_for_calls_in_doubt_once(tmp_path: Path) ->
     finds none, so the nine after it only insert; every call still has its intent and receipt."""
     store = SqliteStore(str(tmp_path / "runs.db"))
     ran: list[dict[str, Any]] = []
-    replies = [LLMResponse("", (ToolCall(f"c{n}", "add", {"a": n, "b": 1}),), finish_reason="tool_use") for n in range(10)]
+    replies = [
+        LLMResponse("", (ToolCall(f"c{n}", "add", {"a": n, "b": 1}),), finish_reason="tool_use") for n in range(10)
+    ]
     warm = Agent.create(provider=scripted([*replies[:1], LLMResponse("ok")]), model="m", store=store)
     assert warm.tool(_adder([])).build().run("warm up") == "ok"  # the ledger's connection is made
     statements: list[str] = []
