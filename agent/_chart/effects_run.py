@@ -40,7 +40,7 @@ from agent._chart.state import TOOL_EFFECTS
 from agent._tools.effects import Checkable, effect_name
 from agent._tools.tools import ask_human, result_text
 from flowchart import Scope
-from flowchart.lowlevel import append_owned, raw_read, set_owned
+from flowchart.lowlevel import append_owned_to, raw_read, set_owned
 
 __all__ = ["guarded", "settle_answered"]
 
@@ -66,8 +66,8 @@ def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
             set_owned(scope, TOOL_EFFECTS, [row])
         else:
             scope[TOOL_EFFECTS] = [row]
-    elif owned:
-        append_owned(scope[TOOL_EFFECTS], row)
+    elif owned:  # appended without reading the rows before it (the stage does not look at them)
+        append_owned_to(scope, TOOL_EFFECTS, row)
     else:
         scope[TOOL_EFFECTS].append(row)
 

@@ -251,7 +251,7 @@ class EffectLedger:
                 self._pending = []
                 if self._pending_pid != os.getpid():  # a forked child: the parent's receipts are the parent's
                     rows, self._pending_pid = [], os.getpid()
-            run = self._db.execute
+            run = self._db.cursor().execute  # one cursor (``Connection.execute`` makes one a statement)
             run("BEGIN IMMEDIATE")
             try:
                 for row in rows:
