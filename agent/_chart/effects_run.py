@@ -110,7 +110,7 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int, segment: str |
         if look_back and found is None and not others and segment is not None:
             if len(_CLEAR) >= _CLEAR_KEPT:
                 _CLEAR.clear()
-            _CLEAR[segment] = None  # none in doubt when the segment began: its own calls are never
+            _CLEAR[segment] = None  # none in doubt from an earlier try (this segment's own calls never are)
         if found is None and others:
             other = _in_doubt(others, tool, args)
             if other is not None:  # the same call, named differently on the re-run: it goes on
