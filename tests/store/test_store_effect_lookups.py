@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent import Agent, Paused, define_tool
 from agent.providers import LLMResponse, ToolCall, scripted
 from flowchart.store import SqliteStore
@@ -18,10 +20,13 @@ from flowchart.store.effects import EffectLedger, ledger_of
 _LOOK = "SELECT key, body FROM effects WHERE run_id ="
 
 
-def _adder(ran: list[dict[str, Any]]) -> Any:
+def _adder(ran: list[dict[str, Any]], is_async: bool = False) -> Any:
     def add(args: dict[str, Any], ctx: Any) -> int:
         ran.append(dict(args))
         return int(args["a"]) + int(args["b"])
+
+    async def add_async(args: dict[str, Any], ctx: Any) -> int:
+        return add(args, ctx)
 
     return define_tool(
         name="add",
@@ -30,14 +35,16 @@ def _adder(ran: list[dict[str, Any]]) -> Any:
             "type": "object",
             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
         },
-        execute=add,
+        execute=add_async if is_async else add,
         effect="idempotent",
     )
 
 
-def test_a_segment_of_ten_calls_looks_for_calls_in_doubt_once(tmp_path: Path) -> None:
-    """Ten idempotent calls in one segment: the first intent reads the run's unsettled intents and
-    finds none, so the nine after it only insert; every call still has its intent and receipt."""
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync tool", "async tool"])
+def test_a_segment_of_ten_calls_looks_for_calls_in_doubt_once(tmp_path: Path, is_async: bool) -> None:
+    """Ten idempotent calls in one segment (a plain tool, and an async one, which the agent
+    dispatches apart): the first intent reads the run's unsettled intents and finds none, so the
+    nine after it only insert; every call still has its intent and receipt."""
     store = SqliteStore(str(tmp_path / "runs.db"))
     ran: list[dict[str, Any]] = []
     replies = [
@@ -49,7 +56,7 @@ def test_a_segment_of_ten_calls_looks_for_calls_in_doubt_once(tmp_path: Path) ->
     ledger = ledger_of(store)
     ledger._db.set_trace_callback(statements.append)
     agent = Agent.create(provider=scripted([*replies, LLMResponse("done")]), model="m", store=store)
-    built = agent.tool(_adder(ran)).max_iterations(20).build()
+    built = agent.tool(_adder(ran, is_async)).max_iterations(20).build()
     assert built.run("add ten times") == "done"
     ledger._db.set_trace_callback(None)
     assert len(ran) == 10
