@@ -239,3 +239,106 @@ def test_fuzz_compact_traces_load_the_same_with_and_without_orjson(version: int,
     the same message, path and detail."""
     raw = _compact(rng, version)
     assert _outcome(raw, stdlib=False) == _outcome(raw, stdlib=True)
+
+
+# -- the proof: plain() -------------------------------------------------------------------------------
+def _plain_by_definition(data: Any, depth: int = 0) -> bool:
+    """``fastjson.plain`` as its docstring defines it, one value at a time (the reference)."""
+    kind = type(data)
+    if kind not in (dict, list, tuple):
+        return kind in (str, int, bool, type(None))
+    if depth >= 250:
+        return False
+    if kind is dict and not all(type(k) is str for k in data):
+        return False
+    return all(_plain_by_definition(v, depth + 1) for v in (data.values() if kind is dict else data))
+
+
+class _Text(str):
+    """A str subclass: not exactly a str, so not plain."""
+
+
+ODD = st.one_of(
+    st.sampled_from([1.5, 1e-05, _Text("x"), {1: "int key"}, {"s": {1, 2}}, b"bytes"]),
+    st.tuples(st.integers(), st.text(max_size=3)),
+)
+MIXED = st.recursive(
+    st.one_of(SCALARS, ODD),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4), st.tuples(inner, inner)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=MIXED)
+def test_property_plain_is_its_definition(data: Any) -> None:
+    """Random values mixing plain ones with floats, str subclasses, int keys, sets, bytes and
+    tuples at any depth: ``plain`` (walked a level at a time) says what the one-value-at-a-time
+    definition says."""
+    assert fastjson.plain(data) == _plain_by_definition(data)
+
+
+def test_plain_refuses_a_cycle_and_what_is_nested_too_deep() -> None:
+    """A list holding itself, and plain lists nested past the limit, are not plain; nested just
+    within it, they are."""
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert not fastjson.plain(cycle)
+
+    def nested(levels: int) -> list[Any]:
+        value: list[Any] = []
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    assert fastjson.plain(nested(250)) and not fastjson.plain(nested(251))
+
+
+def _calls_made(work: Any) -> int:
+    """The Python and C calls ``work()`` made, as ``sys.setprofile`` counts them (the collector
+    held off: a finalizer of an earlier test's garbage would run inside ``work`` and count)."""
+    import gc
+    import sys
+
+    calls = [0]
+
+    def count(_frame: Any, event: str, _arg: Any) -> None:
+        if event in ("call", "c_call"):
+            calls[0] += 1
+
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    sys.setprofile(count)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+        if was_on:
+            gc.enable()
+    return calls[0]
+
+
+def _history(turns: int) -> list[dict[str, Any]]:
+    """A conversation's history of ``turns`` turns: four messages a turn, as C1000 sends."""
+    out: list[dict[str, Any]] = []
+    for n in range(1, turns + 1):
+        call = {"id": f"t{n}", "name": "lookup", "args": {"q": f"question {n}"}}
+        out += [
+            {"role": "user", "content": f"question {n}"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "content": f"result for question {n}", "tool_call_id": f"t{n}", "tool_name": "lookup"},
+            {"role": "assistant", "content": f"found result for question {n}"},
+        ]
+    return out
+
+
+def test_plain_makes_the_same_calls_for_a_long_history_as_for_a_short_one() -> None:
+    """The proof that lets orjson write a stored commit walks a level at a time in C: proving a
+    1,000-turn history makes as many calls as proving a 3-turn one (no call per message), so
+    the proof costs what the values do, not a Python step each."""
+    short, long = _history(3), _history(1000)
+    assert fastjson.plain(short) and fastjson.plain(long)
+    assert _calls_made(lambda: fastjson.plain(long)) == _calls_made(lambda: fastjson.plain(short))

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -59,6 +61,12 @@ if TYPE_CHECKING:
 
 INPUT_KEY = CONVERSATION_INPUT
 """The run-input key carrying the loaded history and its provenance to the seed."""
+_NUMBER, _STATUS, _SIZE, _MESSAGES = (
+    attrgetter("turn"),
+    attrgetter("status"),
+    attrgetter("size"),
+    attrgetter("messages"),
+)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
 
 
@@ -252,8 +260,7 @@ def stored_plan(
 def _covering(conversation: str, latest: int, turns: list[Turn], policy: HistoryPolicy) -> dict[str, Any] | None:
     """The plan from ``turns`` when they hold every turn ``policy`` may send, else ``None``."""
     first = 1 if policy.window is None else latest - policy.window + 1
-    known = {t.turn for t in turns}
-    if not all(n in known for n in range(max(first, 1), latest + 1)):
+    if not set(map(_NUMBER, turns)).issuperset(range(max(first, 1), latest + 1)):
         return None
     try:
         return plan_turn(conversation, latest, [t for t in turns if t.turn >= first], policy)
@@ -297,7 +304,13 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
     kept: list[Turn] = []
     omitted: list[dict[str, Any]] = []
     budget, full = policy.chars, False
-    for turn in reversed([t for t in turns if t.turn >= first]):
+    window = [t for t in turns if t.turn >= first] if first > 1 else turns  # turns are numbered from 1
+    if budget is None and list(map(_STATUS, window)).count("done") == len(window):
+        # every turn in the window done and no budget: the loop below would keep them all
+        if list(map(_SIZE, window)).count(None) != len(window):
+            raise _NotLoaded(next(t.turn for t in reversed(window) if t.size is not None))
+        kept, window = window[::-1], []
+    for turn in reversed(window):
         if turn.status != "done":
             omitted.append({"turn": turn.turn, "run_id": turn.run_id, "reason": f"turn {turn.status}"})
         elif budget is not None and (full or turn.chars > budget):
@@ -313,7 +326,7 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
         omitted.append({"turn": 1, "turns": span, "reason": f"conversation_window={policy.window}"})
     kept.reverse()
     omitted.sort(key=lambda o: int(o["turn"]))
-    messages = [m for t in kept for m in t.messages]
+    messages = list(chain.from_iterable(map(_MESSAGES, kept)))
     plan: dict[str, Any] = {
         "id": conversation,
         "turn": latest + 1,
@@ -324,9 +337,9 @@ def plan_turn(conversation: str, latest: int, turns: list[Turn], policy: History
     }
     if omitted:
         plan["omitted"] = omitted
-    spent = [t.spent for t in turns if t.status == "done" and t.spent is not None]
-    if spent:  # what the conversation spent before this turn (a per-conversation budget reads it)
-        plan["spent_before"] = spent[-1]
+    spent = next((t.spent for t in reversed(turns) if t.status == "done" and t.spent is not None), None)
+    if spent is not None:  # what the conversation spent before this turn (a per-conversation budget reads it)
+        plan["spent_before"] = spent
     return plan
 
 

@@ -7,6 +7,12 @@ Laws:
   their text and of one token naming their namespace (``items.namespace_token``), kept in
   step by triggers, so a search is an FTS5 query ranked by BM25 on the text column, with a
   LIMIT inside FTS5 (``_match``: only the rows it keeps are joined and tie-broken).
+- ``memory_namespaces`` counts each namespace's items (and, under ``*``, all of them), kept
+  in step by triggers and filled once for a file written before it existed. A search of a
+  namespace holding at least half of the items leaves the namespace token out of the FTS5
+  query and keeps the namespace's rows after ranking: the same scores (the token's column
+  weighs 0, so its phrase adds exactly 0.0 to every score) without FTS5 counting the
+  namespace's rows for an IDF no score uses — the same answer, item for item.
 - Every row read back goes through ``items.read_row`` (untrusted: checked field by field).
 """
 
@@ -47,9 +53,26 @@ CREATE TRIGGER IF NOT EXISTS memory_items_ad AFTER DELETE ON memory_items BEGIN
     INSERT INTO memory_fts (memory_fts, rowid, nstok, text) VALUES ('delete', old.rid, old.nstok, old.text);
 END;
 """
+#: each namespace's item count, and all items under ``*`` (no namespace token is ``*``)
+_COUNTS = (
+    "CREATE TABLE memory_namespaces (nstok TEXT PRIMARY KEY, items INTEGER NOT NULL) WITHOUT ROWID",
+    "INSERT INTO memory_namespaces (nstok, items) SELECT nstok, count(*) FROM memory_items GROUP BY nstok",
+    "INSERT INTO memory_namespaces (nstok, items) SELECT '*', count(*) FROM memory_items",
+    """CREATE TRIGGER memory_items_count_ai AFTER INSERT ON memory_items BEGIN
+    INSERT INTO memory_namespaces (nstok, items) VALUES (new.nstok, 1)
+        ON CONFLICT (nstok) DO UPDATE SET items = items + 1;
+    UPDATE memory_namespaces SET items = items + 1 WHERE nstok = '*';
+END""",
+    """CREATE TRIGGER memory_items_count_ad AFTER DELETE ON memory_items BEGIN
+    UPDATE memory_namespaces SET items = items - 1 WHERE nstok IN (old.nstok, '*');
+    DELETE FROM memory_namespaces WHERE nstok = old.nstok AND items = 0;
+END""",
+)
 _COLUMNS = "i.id, i.ns, i.text, i.origin, i.created, i.expires"
-#: how many more rows than asked FTS5 keeps at first (expired items, ties at the edge)
+#: how many more rows than asked are joined at a time (expired items, ties at the edge)
 _EDGE = 8
+#: how many rows FTS5 ranks at first (before the limit grows): the bench's ties at the edge fit
+_FIRST = 64
 
 
 def require_sqlite_module(db: sqlite3.Connection, module: str = "fts5") -> None:
@@ -81,10 +104,26 @@ class SqliteMemory(Memory):
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        self._count_namespaces()
 
     def close(self) -> None:
         """Close the database connection."""
         self._db.close()
+
+    def _count_namespaces(self) -> None:
+        """Create ``memory_namespaces`` (counted from the items already there) unless it exists."""
+        exists = "SELECT 1 FROM sqlite_master WHERE name = 'memory_namespaces'"
+        if self._db.execute(exists).fetchall():
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if not self._db.execute(exists).fetchall():  # another connection may have made it meanwhile
+                for statement in _COUNTS:
+                    self._db.execute(statement)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def _write(self, item: MemoryItem, vector: list[float] | None) -> None:
         self._write_many([(item, vector)])
@@ -123,33 +162,50 @@ class SqliteMemory(Memory):
         first (``ORDER BY`` its score ``LIMIT``: no join, no tie-break columns, for every match),
         then only the rows it kept are read; the limit grows until ``k`` live items are in hand
         and the last one kept scores strictly better than the first one left out — so an expired
-        item or a tie at the edge never changes the answer."""
+        item, an item of another namespace or a tie at the edge never changes the answer.
+
+        A namespace holding at least half of the items is searched without its token in the
+        query (its rows are kept after ranking): every score is the same — the token's phrase
+        adds 0.0 — and FTS5 no longer counts that namespace's rows to weigh a phrase of weight 0."""
+        token = namespace_token(namespace)
         terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        query = f'nstok : "{namespace_token(namespace)}" AND text : ({terms})'
-        limit = k + _EDGE
+        query = f"text : ({terms})" if self._most_items(token) else f'nstok : "{token}" AND text : ({terms})'
+        limit = max(k + _EDGE, _FIRST)
         while True:
             ranked = self._rows(
                 "SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts WHERE memory_fts MATCH ? "
                 "ORDER BY score LIMIT ?",
                 (query, limit),
             )
-            score = {rid: float(value) for rid, value in ranked}
-            marks = ",".join("?" * len(ranked))
-            rows = (
-                self._rows(
-                    f"SELECT i.rid, {_COLUMNS} FROM memory_items i WHERE i.rid IN ({marks}) "
-                    "AND (i.expires IS NULL OR i.expires > ?)",
-                    (*score, now),
+            kept: list[tuple[float, Any]] = []
+            read = 0
+            while read < len(ranked):  # join the ranked rows a few at a time, best first
+                chunk = ranked[read : read + k + _EDGE]
+                read += len(chunk)
+                score = {rid: float(value) for rid, value in chunk}
+                rows = self._rows(
+                    f"SELECT i.rid, {_COLUMNS} FROM memory_items i WHERE i.rid IN ({','.join('?' * len(chunk))}) "
+                    "AND +i.nstok = ? AND (i.expires IS NULL OR i.expires > ?)",
+                    (*score, token, now),
                 )
-                if ranked
-                else []
-            )
-            rows.sort(key=lambda row: (score[row[0]], -float(row[5]), row[1]))
-            best = rows[:k]
-            everything = len(ranked) < limit
-            if everything or (len(best) == k and score[best[-1][0]] < float(ranked[-1][1])):
-                return [_item(row[1:7], -score[row[0]]) for row in best]
+                kept.extend((score[row[0]], row) for row in rows)
+                kept.sort(key=lambda pair: (pair[0], -float(pair[1][5]), pair[1][1]))
+                # every row not read yet scores at least ranked[read] (or ranked[-1], past the limit)
+                edge = float(ranked[min(read, len(ranked) - 1)][1])
+                if len(kept) >= k and kept[k - 1][0] < edge:
+                    return [_item(row[1:7], -value) for value, row in kept[:k]]
+            if len(ranked) < limit:  # every match was ranked and read
+                return [_item(row[1:7], -value) for value, row in kept[:k]]
             limit *= 4
+
+    def _most_items(self, token: str) -> bool:
+        """Whether the namespace of ``token`` holds at least half of all items."""
+        (mine, every), *_ = self._rows(
+            "SELECT (SELECT items FROM memory_namespaces WHERE nstok = ?), "
+            "(SELECT items FROM memory_namespaces WHERE nstok = '*')",
+            (token,),
+        )
+        return isinstance(mine, int) and isinstance(every, int) and mine * 2 >= every
 
     def _recent(self, namespace: tuple[str, ...], k: int, now: float) -> list[MemoryItem]:
         rows = self._rows(

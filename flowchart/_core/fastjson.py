@@ -31,6 +31,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from functools import partial
+from itertools import chain, compress
+from operator import is_, not_
 from typing import Any
 
 _orjson: Any
@@ -43,6 +46,7 @@ _enabled = [True]
 _PLAIN = frozenset((dict, list, tuple, str, int, bool, type(None)))
 _CONTAINERS = frozenset((dict, list, tuple))
 _STR = frozenset((str,))
+_is_dict = partial(is_, dict)
 _MAX_NESTING = 250  # below orjson's own limit: deeper data is left to json (which may refuse it)
 _WHOLE = 1 << 16  # a text shorter than this is encoded and compared whole (a stored row)
 CHUNK = 1024
@@ -71,26 +75,27 @@ def stdlib_only() -> Iterator[None]:
 
 def plain(data: Any) -> bool:
     """True when every value in ``data`` is exactly a dict (with str keys), list, tuple, str,
-    int, bool or None, nested at most ``_MAX_NESTING`` deep (a cycle is deeper than that)."""
-    level = [data]
+    int, bool or None, nested at most ``_MAX_NESTING`` deep (a cycle is deeper than that).
+
+    Walked a level at a time, each level in C (``map``, ``chain``, ``compress``, ``set``): no
+    Python code runs per value, so a long history of small messages costs what its values do."""
+    if type(data) not in _CONTAINERS:
+        return type(data) in _PLAIN
+    level: list[Any] = [data]
     for _ in range(_MAX_NESTING):
-        deeper: list[Any] = []
-        for value in level:
-            kind = type(value)
-            if kind is dict:
-                if not set(map(type, value)) <= _STR:
-                    return False
-                items: Any = dict.values(value)
-            else:
-                items = value
-            kinds = set(map(type, items))
-            if not kinds <= _PLAIN:
-                return False
-            if not kinds.isdisjoint(_CONTAINERS):
-                deeper.extend(item for item in items if type(item) in _CONTAINERS)
-        if not deeper:
+        flags = list(map(_is_dict, map(type, level)))
+        dicts = list(compress(level, flags))
+        if dicts and not set(map(type, chain.from_iterable(dicts))) <= _STR:
+            return False
+        others = chain.from_iterable(compress(level, map(not_, flags)))
+        items = list(chain(chain.from_iterable(map(dict.values, dicts)), others))
+        types = list(map(type, items))
+        kinds = set(types)
+        if not kinds <= _PLAIN:
+            return False
+        if kinds.isdisjoint(_CONTAINERS):
             return True
-        level = deeper
+        level = list(compress(items, map(_CONTAINERS.__contains__, types)))
     return False
 
 
@@ -190,4 +195,13 @@ def _same_list(items: Sequence[Any], raw: bytes, pos: int, end: int) -> int:
     return pos + 1 if raw.startswith(b"]", pos, end) else -1
 
 
-__all__ = ["CHUNK", "READ_MAX", "available", "dumps_exact", "loads_canonical", "plain", "reads", "stdlib_only"]
+__all__ = [
+    "CHUNK",
+    "READ_MAX",
+    "available",
+    "dumps_exact",
+    "loads_canonical",
+    "plain",
+    "reads",
+    "stdlib_only",
+]

@@ -32,7 +32,7 @@ from flowchart._core.narrative_columns import NarrativeColumns, check_columns, p
 from flowchart._core.narrative_entry import NarrativeEntry
 from flowchart._core.pause import Checkpoint
 from flowchart._core.redaction import Redaction
-from flowchart._core.serde import dumps, load_error, loads
+from flowchart._core.serde import dumps, dumps_acyclic, load_error, loads
 from flowchart._core.signing import SIGNATURE_KEY, sign, unsign
 from flowchart._core.spec_shape import check_spec
 from flowchart._core.untrusted import MAX_DEPTH, parse_proven, within_limits
@@ -164,7 +164,7 @@ def decode_subflows(value: str | None, run_id: str) -> dict[str, SubflowTrace]:
 def encode(value: Any) -> str:
     """JSON text for ``value`` (its ``repr()`` as a JSON string when not JSON-safe)."""
     try:
-        return dumps(copy_json(value))
+        return dumps_acyclic(copy_json(value))  # a copy holds no cycle
     except NotJsonSafe:
         return dumps(repr(value))
 
@@ -247,8 +247,12 @@ def column(run_id: str, name: str, read: Callable[[], _T]) -> _T:
 
 
 def encode_commit(commit: Commit) -> str:
-    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state."""
-    return dumps(commit_data(commit))
+    """One commit log row: the commit's diff (``Commit.to_dict``), never the whole state.
+
+    A commit's values hold no cycle (each is a ``copy_json`` copy or parsed JSON), so the row
+    is written without the encoder's cycle bookkeeping (``serde.dumps_acyclic``): the same
+    text. A conversation turn's seed writes its whole loaded history: that row is the long one."""
+    return dumps_acyclic(commit_data(commit))
 
 
 def decode_commit(text: str) -> Commit:

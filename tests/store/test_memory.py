@@ -267,3 +267,140 @@ def test_a_sqlite_search_ranked_inside_fts5_is_the_full_ranking_cut_at_k(k: int,
     assert [item.id for item in memory.search(("acme", "one"), text, k=k)] == _ranked_in_one_query(
         memory, ("acme", "one"), text, k
     )
+
+
+def _ranked_with_scores(
+    memory: SqliteMemory, namespace: tuple[str, ...], query: str, k: int
+) -> list[tuple[str, float]]:
+    """``_ranked_in_one_query`` with each item's score (``-bm25``): the definition, id and score."""
+    from agent.memory.items import namespace_token, search_words
+
+    terms = " OR ".join('"' + w + '"' for w in search_words(query))
+    match = f'nstok : "{namespace_token(namespace)}" AND text : ({terms})'
+    rows = memory._db.execute(
+        "SELECT i.id, -bm25(memory_fts, 0.0, 1.0) FROM memory_fts JOIN memory_items i ON i.rid = memory_fts.rowid "
+        "WHERE memory_fts MATCH ? AND (i.expires IS NULL OR i.expires > ?) "
+        "ORDER BY bm25(memory_fts, 0.0, 1.0), i.created DESC, i.id LIMIT ?",
+        (match, memory.clock(), k),
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def _counted(memory: SqliteMemory) -> dict[str, int]:
+    """``memory_namespaces`` as a dict (``*``: every item)."""
+    return dict(memory._db.execute("SELECT nstok, items FROM memory_namespaces").fetchall())
+
+
+def _counted_from_items(memory: SqliteMemory) -> dict[str, int]:
+    """Each namespace's items counted from ``memory_items`` itself, and ``*``: all of them."""
+    counts = dict(memory._db.execute("SELECT nstok, count(*) FROM memory_items GROUP BY nstok").fetchall())
+    return {**counts, "*": sum(counts.values())}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    k=st.integers(1, 12),
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "omega"]), min_size=1, max_size=3),
+)
+def test_a_search_of_the_namespace_with_most_items_ranks_without_its_token_and_gives_the_same_answer(
+    k: int, query: list[str]
+) -> None:
+    """A namespace with most of the items is ranked by FTS5 without its token's phrase and its
+    rows kept after ranking; a small one keeps the token in the query. Both give the full
+    sorted join's first ``k`` (ids and scores), with expired items, ties and the other
+    namespaces' items (the same words) among the best matches."""
+    clock = Clock()
+    memory = SqliteMemory(":memory:", clock=clock)
+    words = ["alpha", "beta", "gamma", "delta"]
+    big, small = ("acme", "big"), ("acme", "small")
+    for n in range(150):
+        text = " ".join(words[(n + j) % 4] for j in range(1 + n % 3))
+        namespace = small if n % 5 == 0 else ("acme", f"tiny-{n % 3}") if n % 7 == 0 else big
+        memory.put(namespace, f"{text} #{n}", ttl=5.0 if n % 6 == 0 else None)
+        clock.now += 1.0 if n % 10 == 0 else 0.0
+    clock.now += 10.0
+    from agent.memory.items import namespace_token
+
+    assert memory._most_items(namespace_token(big)) and not memory._most_items(namespace_token(small))
+    text = " ".join(query)
+    for namespace in (big, small):
+        found = [(item.id, item.score) for item in memory.search(namespace, text, k=k)]
+        assert found == _ranked_with_scores(memory, namespace, text, k)
+
+
+def test_recall_over_the_bench_corpus_in_one_namespace_is_the_full_ranking_cut_at_k() -> None:
+    """M100K's items (Zipf-like made-up words, seeded), 4,000 of them in one namespace, a tenth
+    expired: for 150 of its queries the search returns the full sorted join's first 5 — the
+    same ids in the same order with the same scores, bit for bit."""
+    from bench.memory_items import items, queries
+
+    clock = Clock()
+    memory = SqliteMemory(":memory:", clock=clock)
+    corpus = list(items(1, 4_000))
+    memory.put_many([entry for n, entry in enumerate(corpus) if n % 10 != 3])
+    memory.put_many([entry for n, entry in enumerate(corpus) if n % 10 == 3], ttl=5.0)
+    clock.now += 10.0
+    stream = queries(1)
+    for _ in range(150):
+        namespace, query = next(stream)
+        found = [(item.id, item.score) for item in memory.search(namespace, query, k=5)]
+        assert found == _ranked_with_scores(memory, namespace, query, 5), query
+
+
+def test_namespace_counts_stay_in_step_with_the_items(tmp_path: Path) -> None:
+    """``memory_namespaces`` counts each namespace's items and all of them (``*``) through puts,
+    a batch, the same item written again (replaced, not added) and deletes (a namespace left
+    empty leaves the table)."""
+    memory = SqliteMemory(tmp_path / "memory.db")
+    first = memory.put(("acme", "u-1"), "tea with lemon")
+    memory.put(("acme", "u-1"), "tea with lemon")  # the same item: replaced
+    memory.put_many([(("acme", "u-2"), f"fact {n}") for n in range(5)])
+    assert _counted(memory) == _counted_from_items(memory)
+    assert _counted(memory)["*"] == 6
+    assert memory.delete(first)
+    assert _counted(memory) == _counted_from_items(memory)
+    assert _counted(memory)["*"] == 5 and len(_counted(memory)) == 2
+    memory.close()
+
+
+def test_a_memory_file_from_before_the_namespace_counts_is_counted_when_opened(tmp_path: Path) -> None:
+    """A file written before ``memory_namespaces`` existed (no table, no counting triggers) gets
+    them when opened, counted from its items, and its searches give the same answers."""
+    path = tmp_path / "memory.db"
+    memory = SqliteMemory(path)
+    memory.put_many([(("acme", "big"), f"alpha beta {n}") for n in range(8)] + [(("acme", "small"), "alpha gamma")])
+    memory._db.executescript(
+        "DROP TRIGGER memory_items_count_ai; DROP TRIGGER memory_items_count_ad; DROP TABLE memory_namespaces;"
+    )
+    memory.put(("acme", "big"), "alpha delta")  # written the old way: nothing counts it
+    memory.close()
+    reopened = SqliteMemory(path)
+    assert _counted(reopened) == _counted_from_items(reopened)
+    assert _counted(reopened)["*"] == 10
+    for namespace in (("acme", "big"), ("acme", "small")):
+        found = [(item.id, item.score) for item in reopened.search(namespace, "alpha delta", k=3)]
+        assert found == _ranked_with_scores(reopened, namespace, "alpha delta", 3)
+    reopened.close()
+
+
+def test_a_tie_wider_than_the_first_ranking_still_gives_the_newest_first() -> None:
+    """200 items with exactly the same score (one word once, texts of one length) outnumber the
+    rows FTS5 ranks at first: the limit grows until the tie is read whole, and the answer is
+    the newest five, as in the full sorted join — in the namespace with most items and in a
+    small one beside it."""
+    clock = Clock()
+    memory = SqliteMemory(":memory:", clock=clock)
+    for n in range(200):
+        memory.put(("acme", "big"), f"alpha {n:04d}")
+        if n % 40 == 0:
+            memory.put(("acme", "small"), f"alpha {n:04d}")
+        clock.now += 1.0
+    for namespace in (("acme", "big"), ("acme", "small")):
+        found = memory.search(namespace, "alpha", k=5)
+        assert [(item.id, item.score) for item in found] == _ranked_with_scores(memory, namespace, "alpha", 5)
+        assert len({item.score for item in found}) == 1
+    assert [item.text for item in memory.search(("acme", "big"), "alpha", k=3)] == [
+        "alpha 0199",
+        "alpha 0198",
+        "alpha 0197",
+    ]
