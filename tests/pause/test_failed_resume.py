@@ -282,3 +282,58 @@ def test_a_run_resumed_after_any_stage_failed_equals_a_clean_run(length: int, da
     assert resumed.state == clean
     assert replay([*failed.commit_log, *resumed.commit_log]) == clean
     assert Counter({f"s{i}": 2 if i == failing else 1 for i in range(length)}) == CALLS
+
+
+def test_a_failure_and_a_loop_deep_in_a_long_run_name_their_own_executions() -> None:
+    """A level keeps only the runtime ids of its latest steps (a 30,000-stage run no longer keeps
+    one per stage): a loop taken after 40 stages still names the stage that looped, and a stage
+    failing on the second pass of a 40-stage loop still names its own execution in the recovery,
+    and the resume re-runs only it."""
+    passes: Counter[str] = Counter()
+
+    def step(name: str) -> Any:
+        def body(scope: Any) -> None:
+            passes[name] += 1
+            scope.total = scope.total + 1
+            if name == "s37" and scope.total > 60 and "s37" in BROKEN:
+                raise ConnectionError("s37 is down")
+
+        return body
+
+    builder = flow_chart("Seed", lambda s: setattr(s, "total", 0), "seed")
+    for i in range(40):
+        builder = builder.add_function(f"S{i}", step(f"s{i}"), f"s{i}")
+    chart = (
+        builder.add_decider_function("Again", lambda s: "more" if s.total < 80 else "done", "again")
+        .add_function_branch("more", "More", lambda s: None, loop_to="s0")
+        .add_function_branch("done", "Done", lambda s: setattr(s, "finished", True))
+        .end()
+        .build()
+    )
+    loops: list[Any] = []
+
+    class Loops:
+        id = "loops"
+
+        def on_loop(self, event: Any) -> None:
+            loops.append(event)
+
+    whole = chart.run(recorders=[Loops()])
+    assert whole.state == {"total": 80, "finished": True}
+    looped = [c.runtime_stage_id for c in whole.commit_log if c.stage_id == "more"]
+    assert len(loops) == 1 and [e.ctx.runtime_stage_id for e in loops] == looped
+    BROKEN.add("s37")
+    with pytest.raises(ConnectionError, match=r"^s37 is down$") as caught:
+        chart.run()
+    checkpoint = caught.value.checkpoint  # type: ignore[attr-defined]
+    failed = failed_run(caught.value)
+    assert failed is not None
+    failed_commit = failed[0].commit_log[-1]
+    assert failed_commit.stage_id == "s37"
+    assert checkpoint.recovery.runtime_stage_id == failed_commit.runtime_stage_id
+    BROKEN.clear()
+    before = Counter(passes)
+    resumed = chart.resume(Checkpoint.from_json(checkpoint.to_json()))
+    assert resumed.commit_log[0].recovers == failed_commit.runtime_stage_id
+    assert resumed.state == whole.state
+    assert passes - before == Counter({"s37": 1, "s38": 1, "s39": 1})
