@@ -321,23 +321,26 @@ def _taken_over(
 
 def _followed(run: Any, run_id: str, row: dict[str, Any], signing: bytes | None) -> tuple[dict[str, Any], list[Any]]:
     """``(row, [])`` — or, for a row superseded by another key's (a renamed call's name written
-    before), ``(that key's row, [])``; a superseded row whose first row is gone is refused."""
+    before), ``(that key's row, [])``. A superseded row whose first row is gone, or is superseded
+    itself (``intend`` never writes one: only a row without a receipt is taken over), is refused
+    (``StoredRowError`` naming both keys) — never taken for a receipt without a result."""
     receipt = row["receipt"]
-    first = receipt.get("superseded_by") if receipt is not None else None
-    if first is None:
+    if receipt is None or "superseded_by" not in receipt:
         return row, []
+    first = receipt["superseded_by"]
     found = run(_ONE, (run_id, first)).fetchone() if isinstance(first, str) else None
-    if found is None:
+    taken = None if found is None else _row(run_id, first, found[0], found[1], signing)
+    if taken is not None and (taken["receipt"] is None or "superseded_by" not in taken["receipt"]):
+        return taken, []
+    where = f"effects.receipt of key {printable(row['key'])[:80]!r}"
+    problem = "which the ledger does not hold" if taken is None else "which is superseded itself"
 
-        def refuse() -> dict[str, Any]:
-            raise CheckpointError(
-                f"Invalid effects.receipt of key {printable(row['key'])[:80]!r}: superseded by "
-                f"{printable(str(first))[:80]!r}, which the ledger does not hold",
-                path="$.superseded_by",
-            )
+    def refuse() -> dict[str, Any]:
+        raise CheckpointError(
+            f"Invalid {where}: superseded by {printable(json.dumps(first))[:80]}, {problem}", path="$.superseded_by"
+        )
 
-        return read_column(run_id, f"effects.receipt of key {printable(row['key'])[:80]!r}", refuse), []
-    return _row(run_id, first, found[0], found[1], signing), []
+    return read_column(run_id, where, refuse), []
 
 
 def _flush_at_exit(ledger: Any) -> None:

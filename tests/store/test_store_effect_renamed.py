@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from effect_agent import build, counts, store_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from servers import fresh_pg_dsn
 
 from agent import Agent, Paused, define_tool
@@ -277,5 +279,37 @@ def test_a_superseded_receipt_is_signed_for_its_key_and_must_point_at_a_row(tmp_
     db.execute("DELETE FROM effects WHERE key = 'k1'")
     db.commit()
     db.close()
-    with pytest.raises(StoredRowError, match=r"superseded by 'k1', which the ledger does not hold"):
+    with pytest.raises(StoredRowError, match=r'superseded by "k1", which the ledger does not hold'):
         ledger.intend("r-1", "k2", body, {"n": 1})
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.sampled_from(["k1", "k2", "k3", "k4"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pointer=_JSON)
+def test_a_superseded_receipt_pointing_anywhere_is_followed_only_to_a_first_row(pointer: Any) -> None:
+    """Stored rows are untrusted: whatever ``superseded_by`` holds, an intent on that key returns
+    the row it names only when that row exists and is not superseded itself (``k1``, in doubt);
+    anything else — itself, a superseded row, a missing key, not a string — is a ``StoredRowError``
+    naming the key."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        ledger = ledger_of(SqliteStore(str(Path(folder) / "runs.db")))
+        body = {"tool": "t", "tool_call_id": "c"}
+        for key, n in (("k1", 1), ("k2", 2), ("k3", 3)):
+            ledger.intend("r-1", key, body, {"n": n})
+        ledger.settle("r-1", "k3", {"superseded_by": "k1"})
+        ledger.settle("r-1", "k2", {"superseded_by": pointer})
+        if pointer == "k1":
+            found, rest = ledger.intend("r-1", "k2", body, {"n": 2})
+            assert (found["key"], found["receipt"], rest) == ("k1", None, [])
+        else:
+            with pytest.raises(StoredRowError, match=r"effects\.receipt of key 'k2'.*superseded by") as caught:
+                ledger.intend("r-1", "k2", body, {"n": 2})
+            assert caught.value.run_id == "r-1"
