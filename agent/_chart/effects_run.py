@@ -19,13 +19,17 @@ Laws (docs/durable.md "Effects that happen once"):
     call's receipt (``settle_answered``).
   An unsettled intent of the same run with the same tool and arguments under another call id (a
   model that named the call differently on the re-run) is found too (in a store's ledger: the
-  memory ledger keeps no arguments, and no crash survives it anyway). The run's unsettled intents
+  memory ledger keeps no arguments, and no crash survives it anyway): the ledger writes the new
+  name's intent settled as superseded by it, in the intent's own transaction, and the call goes on
+  — recovered as the table above says — under its first name and key; so no later segment finds
+  the new name in doubt, and no later identical call is matched to it (it never ran). The run's unsettled intents
   are looked for with a segment's intents until one finds none; after that the segment's own
   calls are the only ones it could find, and none of them is in doubt from an earlier try.
 - A tool that raises records a failed receipt; a retry of it (its ``Retry`` policy) runs again.
 - Every such call leaves one row in ``tool_effects`` in the tool-calls commit — ``{"tool_call_id",
-  "tool", "effect", "key", "outcome"}`` — so the record says which effects ran,
-  and which were recovered how. A ``read`` tool writes nothing (absent means byte-identical).
+  "tool", "effect", "key", "outcome"}`` (and ``"called_as"``, the id the model gave a renamed
+  call; its ``tool_call_id`` and ``key`` are the first name's) — so the record says which effects
+  ran, and which were recovered how, once each. A ``read`` tool writes nothing (absent means byte-identical).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ __all__ = ["guarded", "settle_answered"]
 _PLAIN = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
 
 
-def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
+def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str, named: str) -> None:
     effect = tool.effect
     row = {
         "tool_call_id": call_id,
@@ -58,9 +62,11 @@ def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
         "key": key,
         "outcome": outcome,
     }
+    if named != call_id:  # a renamed call: the effect is its first name's; the model called it ``named``
+        row["called_as"] = named
     # a fresh dict of strings, handed over without a copy when they are plain ASCII (a tool name is;
     # a call id or run id the model or a caller chose may not be: then the ordinary, checking write)
-    owned = key.isascii() and call_id.isascii()
+    owned = key.isascii() and call_id.isascii() and named.isascii()
     if raw_read(scope, TOOL_EFFECTS) is None:
         if owned:
             set_owned(scope, TOOL_EFFECTS, [row])
@@ -75,15 +81,6 @@ def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
 def _call_text(tool: Any, args: Any) -> str:
     shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in (args or {}).values())
     return f"{tool.name}({shown})"
-
-
-def _in_doubt(others: list[dict[str, Any]], tool: Any, args: Any) -> dict[str, Any] | None:
-    """Of the run's other unsettled intents, one for the same tool and arguments."""
-    for entry in others:
-        body = entry["body"]
-        if body.get("tool") == tool.name and body.get("args") == args:
-            return entry
-    return None
 
 
 #: the segments (engine run ids: a fresh one per segment of a stored run) whose first intent found
@@ -107,35 +104,38 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int, segment: str |
         body = {"tool": tool.name, "effect": name, "tool_call_id": call_id, "iteration": iteration}
         look_back = segment is None or segment not in _CLEAR
         found, others = ledger.intend(run_id, key, body, args, look_back)
-        if look_back and found is None and not others and segment is not None:
+        renamed = found is not None and found["key"] != key
+        if look_back and (found is None or renamed) and not others and segment is not None:
             if len(_CLEAR) >= _CLEAR_KEPT:
                 _CLEAR.clear()
-            _CLEAR[segment] = None  # none in doubt from an earlier try (this segment's own calls never are)
-        if found is None and others:
-            other = _in_doubt(others, tool, args)
-            if other is not None:  # the same call, named differently on the re-run: it goes on
-                found, key = other, other["key"]  # under its first name, so its key is the same
-                tool_ctx = attrs.evolve(tool_ctx, tool_call_id=str(other["body"].get("tool_call_id")))
+            # none in doubt from an earlier try but the call taken over here (settled by this call;
+            # this segment's own calls never are)
+            _CLEAR[segment] = None
         if found is None:
-            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "ran")
+            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "ran", call_id)
+        if renamed:  # the same call, named differently on the re-run: the ledger settled the new name as
+            key = found["key"]  # superseded; the call goes on under its first name, so its key is the same
+            tool_ctx = attrs.evolve(tool_ctx, tool_call_id=str(found["body"].get("tool_call_id")))
         receipt = found["receipt"]
         if receipt is not None and not receipt.get("error"):
-            _row(scope, tool, call_id, key, "receipt")
+            _row(scope, tool, tool_ctx.tool_call_id, key, "receipt", call_id)
             return receipt.get("result", "")
         if receipt is not None:  # the last try raised: the tool said it did not happen; try again
             ledger.reopen(run_id, key)
-            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "ran")
+            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "ran", call_id)
         effect = tool.effect
         if effect == "idempotent":
-            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "re-sent")
+            return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "re-sent", call_id)
         if isinstance(effect, Checkable):
-            return _check(ledger, scope, tool, args, tool_ctx, run_id, key)
-        return _ask(scope, tool, args, call_id, key, None)
+            return _check(ledger, scope, tool, args, tool_ctx, run_id, key, call_id)
+        return _ask(scope, tool, args, tool_ctx.tool_call_id, key, None, call_id)
 
     return execute
 
 
-def _send(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, outcome: str) -> Any:
+def _send(
+    ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, outcome: str, named: str
+) -> Any:
     """Run the tool; its receipt is written when it returns (a failed one when it raises)."""
     try:
         result = tool.execute(args, tool_ctx)
@@ -143,9 +143,9 @@ def _send(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
     if type(result) not in _PLAIN and inspect.isawaitable(result):
-        return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome)
+        return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome, named)
     _receipt(ledger, tool, run_id, key, result)
-    _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
+    _row(scope, tool, tool_ctx.tool_call_id, key, outcome, named)
     return result
 
 
@@ -159,7 +159,7 @@ def _receipt(ledger: Any, tool: Any, run_id: str, key: str, result: Any) -> None
 
 
 async def _settle_later(
-    ledger: Any, scope: Scope, tool: Any, pending: Any, tool_ctx: Any, run_id: str, key: str, outcome: str
+    ledger: Any, scope: Scope, tool: Any, pending: Any, tool_ctx: Any, run_id: str, key: str, outcome: str, named: str
 ) -> Any:
     try:
         result = await pending
@@ -167,41 +167,43 @@ async def _settle_later(
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
     _receipt(ledger, tool, run_id, key, result)
-    _row(scope, tool, tool_ctx.tool_call_id, key, outcome)
+    _row(scope, tool, tool_ctx.tool_call_id, key, outcome, named)
     return result
 
 
-def _check(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str) -> Any:
+def _check(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, named: str) -> Any:
     """Ask the tool's check whether the call in doubt happened."""
     try:
         answer = tool.effect.fn(key, args)
     except Exception as exc:
-        return _ask(scope, tool, args, tool_ctx.tool_call_id, key, exc)
+        return _ask(scope, tool, args, tool_ctx.tool_call_id, key, exc, named)
     if inspect.isawaitable(answer):
-        return _check_later(ledger, scope, tool, args, tool_ctx, run_id, key, answer)
-    return _checked(ledger, scope, tool, args, tool_ctx, run_id, key, answer)
+        return _check_later(ledger, scope, tool, args, tool_ctx, run_id, key, answer, named)
+    return _checked(ledger, scope, tool, args, tool_ctx, run_id, key, answer, named)
 
 
 async def _check_later(
-    ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, pending: Any
+    ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, pending: Any, named: str
 ) -> Any:
     try:
         answer = await pending
     except Exception as exc:
-        return _ask(scope, tool, args, tool_ctx.tool_call_id, key, exc)
-    result = _checked(ledger, scope, tool, args, tool_ctx, run_id, key, answer)
+        return _ask(scope, tool, args, tool_ctx.tool_call_id, key, exc, named)
+    result = _checked(ledger, scope, tool, args, tool_ctx, run_id, key, answer, named)
     return await result if inspect.isawaitable(result) else result
 
 
-def _checked(ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, answer: Any) -> Any:
+def _checked(
+    ledger: Any, scope: Scope, tool: Any, args: Any, tool_ctx: Any, run_id: str, key: str, answer: Any, named: str
+) -> Any:
     if answer is None:
-        return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "checked: not sent before")
+        return _send(ledger, scope, tool, args, tool_ctx, run_id, key, "checked: not sent before", named)
     ledger.settle(run_id, key, {"result": result_text(answer), "checked": True})
-    _row(scope, tool, tool_ctx.tool_call_id, key, "checked: happened")
+    _row(scope, tool, tool_ctx.tool_call_id, key, "checked: happened", named)
     return answer
 
 
-def _ask(scope: Scope, tool: Any, args: Any, call_id: str, key: str, error: Exception | None) -> Any:
+def _ask(scope: Scope, tool: Any, args: Any, call_id: str, key: str, error: Exception | None, named: str) -> Any:
     """Pause for a person: the call may have run. Their answer becomes the call's result."""
     question = f"{_call_text(tool, args)} may have run; did it?"
     data: dict[str, Any] = {
@@ -210,7 +212,7 @@ def _ask(scope: Scope, tool: Any, args: Any, call_id: str, key: str, error: Exce
     }
     if error is not None:
         data["check_failed"] = f"{type(error).__name__}: {error}"
-    _row(scope, tool, call_id, key, "asked a person")
+    _row(scope, tool, call_id, key, "asked a person", named)
     return ask_human(data)
 
 

@@ -22,6 +22,14 @@ Laws:
   ``verify``, and a write on a ledger changed behind the store is refused (``StoredRowError``)
   before the effect is intended. Only a consistent rollback of the rows AND the seal to an earlier
   sealed state goes unseen, as for any part of a run (only an anchor kept elsewhere shows it).
+- A renamed call is settled in the transaction of its intent: when one of those others has the same
+  tool (``body["tool"]``) and arguments — the same call, named differently by a model called again
+  after a crash — the new intent is written with the receipt ``{"superseded_by": that key}`` and
+  ``intend`` returns ``(that row, the rest)``: the call goes on under its first key, the new row is
+  never in doubt (no later segment finds it, no later identical call is matched to it), and an
+  ``intend`` on the new key again (the same reply after another crash) returns the first key's row.
+  The first key's row is the only one that gets the call's receipt; a superseded row never points
+  at a superseded one (only a row without a receipt is taken over).
 - Bodies and receipts are JSON objects read back through the one codec
   (``flowchart._core.untrusted.parse``: its depth, size, number and surrogate limits): stored
   rows are untrusted, and a malformed cell raises ``StoredRowError`` naming the run, the key
@@ -179,10 +187,15 @@ class EffectLedger:
         ``(None, others)`` — ``others`` the run's other intents without a receipt, in doubt from
         an earlier try — or, when ``key`` has a row already, ``(that row, [])`` and nothing is
         written. ``look_back=False``: ``others`` is not read (``[]``) — for a caller that knows the
-        run has none (its segment's first intent found none)."""
+        run has none (its segment's first intent found none).
+
+        A renamed call (see the laws): when one of ``others`` has this intent's tool and arguments,
+        the intent is written superseded by it and ``(that row, the other others)`` is returned —
+        a ``found`` whose ``"key"`` is not ``key``; so is the first row again for a key that was
+        superseded before."""
         text = _dump({**body, "args": args}, self._signing, run_id, key, "intent")
         if self._sqlite and self._signing is None:  # the plain SQLite store: ``_intend_plain``
-            return self._intend_plain(run_id, key, text, look_back)
+            return self._intend_plain(run_id, key, text, look_back, body, args)
         with self._tx() as cur:
             self._flush(cur)
             kept = self._sealed(cur, run_id)
@@ -192,16 +205,15 @@ class EffectLedger:
                 (run_id, key, text, time.time()),
             )
             if added.rowcount == 0:  # the key has a row: the first intent stands
-                found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key))
-                body_text, receipt = found.fetchone()
-                return _row(run_id, key, body_text, receipt, self._signing), []
-            self._reseal(cur, run_id, kept)
-            if not look_back:
-                return None, []
-            others = cur.run(
-                "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
-            ).fetchall()
-        return None, [_row(run_id, other, text, None, self._signing) for other, text in others]
+                body_text, receipt = cur.run(_ONE, (run_id, key)).fetchone()
+                return _followed(cur.run, run_id, _row(run_id, key, body_text, receipt, self._signing), self._signing)
+            found: tuple[dict[str, Any] | None, list[dict[str, Any]]] = (None, [])
+            if look_back:
+                others = cur.run(_OTHERS, (run_id, key)).fetchall()
+                rows = [_row(run_id, other, text, None, self._signing) for other, text in others]
+                found = _taken_over(cur.run, run_id, key, body, args, rows, self._signing)
+            self._reseal(cur, run_id, kept)  # after the intent, and a renamed call's superseded receipt
+            return found
 
     def settle(self, run_id: str, key: str, receipt: dict[str, Any]) -> None:
         """Write the receipt for ``key`` (the first one stands), committed when this returns."""
@@ -263,7 +275,7 @@ class EffectLedger:
         return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
 
     def _intend_plain(
-        self, run_id: str, key: str, text: str, look_back: bool
+        self, run_id: str, key: str, text: str, look_back: bool, body: dict[str, Any], args: Any
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """``intend`` in a plain (unsigned) SQLite store: the same transaction, written on the
         ledger's connection directly — no generator context, no cursor wrapper (an intent is on
@@ -284,15 +296,14 @@ class EffectLedger:
                 for row in rows:
                     run(_SETTLE, row)
                 if run(_INTEND, (run_id, key, text, time.time())).rowcount == 0:  # the first intent stands
-                    body_text, receipt = run(
-                        "SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)
-                    ).fetchone()
-                    found: tuple[dict[str, Any] | None, list[Any]] = (_row(run_id, key, body_text, receipt), [])
+                    body_text, receipt = run(_ONE, (run_id, key)).fetchone()
+                    found: tuple[dict[str, Any] | None, list[Any]] = _followed(
+                        run, run_id, _row(run_id, key, body_text, receipt), None
+                    )
                 elif look_back:
-                    others = run(
-                        "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
-                    ).fetchall()
-                    found = (None, [_row(run_id, other, body, None) for other, body in others])
+                    others = run(_OTHERS, (run_id, key)).fetchall()
+                    unsettled = [_row(run_id, other, cell, None) for other, cell in others]
+                    found = _taken_over(run, run_id, key, body, args, unsettled, None)
                 else:
                     found = (None, [])
             except BaseException:
@@ -302,10 +313,61 @@ class EffectLedger:
         return found
 
 
+_ONE = "SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?"
+#: the run's other unsettled intents, oldest first (a renamed call takes over the oldest of its kind)
+_OTHERS = "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ? ORDER BY intended_at, key"
 _SETTLE = "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL"
 _INTEND = (
     "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING"
 )
+
+
+def _taken_over(
+    run: Any,
+    run_id: str,
+    key: str,
+    body: dict[str, Any],
+    args: Any,
+    others: list[dict[str, Any]],
+    signing: bytes | None,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(None, others)``, or — when one of ``others`` (the run's unsettled intents) has the tool
+    and arguments of the intent just written under ``key`` (the same call, renamed) — that row
+    and the rest, after writing the receipt ``{"superseded_by": its key}`` on ``key`` through
+    ``run`` (in the intent's own transaction: the new row is never left in doubt)."""
+    if not others:
+        return None, others
+    tool, same = body.get("tool"), _ENCODE([args])
+    for at, other in enumerate(others):
+        if other["body"].get("tool") == tool and _ENCODE([other["body"].get("args")]) == same:
+            receipt = _dump({"superseded_by": other["key"]}, signing, run_id, key, "receipt")
+            run(_SETTLE, (receipt, time.time(), run_id, key))
+            return other, others[:at] + others[at + 1 :]
+    return None, others
+
+
+def _followed(run: Any, run_id: str, row: dict[str, Any], signing: bytes | None) -> tuple[dict[str, Any], list[Any]]:
+    """``(row, [])`` — or, for a row superseded by another key's (a renamed call's name written
+    before), ``(that key's row, [])``. A superseded row whose first row is gone, or is superseded
+    itself (``intend`` never writes one: only a row without a receipt is taken over), is refused
+    (``StoredRowError`` naming both keys) — never taken for a receipt without a result."""
+    receipt = row["receipt"]
+    if receipt is None or "superseded_by" not in receipt:
+        return row, []
+    first = receipt["superseded_by"]
+    found = run(_ONE, (run_id, first)).fetchone() if isinstance(first, str) else None
+    taken = None if found is None else _row(run_id, first, found[0], found[1], signing)
+    if taken is not None and (taken["receipt"] is None or "superseded_by" not in taken["receipt"]):
+        return taken, []
+    where = f"effects.receipt of key {printable(row['key'])[:80]!r}"
+    problem = "which the ledger does not hold" if taken is None else "which is superseded itself"
+
+    def refuse() -> dict[str, Any]:
+        raise CheckpointError(
+            f"Invalid {where}: superseded by {printable(json.dumps(first))[:80]}, {problem}", path="$.superseded_by"
+        )
+
+    return read_column(run_id, where, refuse), []
 
 
 def _flush_at_exit(ledger: Any) -> None:

@@ -5,8 +5,8 @@ the run id first; with ``CRASH_AFTER_EFFECT=1`` the refund writes its effect (a 
 idempotency key in ``refunds``, and one more row in ``raw_calls``) and the process SIGKILLs
 itself before the tool returns — between the intent and the receipt. ``advance STORE EFFECT
 RUN_ID`` advances the run in a fresh process and prints what it ended in. STORE is a SQLite
-path or a PostgreSQL DSN; the effect table lives beside the run store (a SQLite file
-``STORE.effects``, or the same PostgreSQL schema).
+path or a PostgreSQL DSN (a signed store when ``EFFECT_STORE_KEY`` is set); the effect table
+lives beside the run store (a SQLite file ``STORE.effects``, or the same PostgreSQL schema).
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ def counts(where: str) -> tuple[int, int]:
 
 
 def store_of(where: str) -> RunStore:
-    """The run store at ``where``."""
-    return PostgresStore(where) if where.startswith("postgresql://") else SqliteStore(where)
+    """The run store at ``where`` — signed with the key in ``EFFECT_STORE_KEY`` when it is set."""
+    key = os.environ.get("EFFECT_STORE_KEY")
+    signing = key.encode() if key else None
+    return PostgresStore(where, key=signing) if where.startswith("postgresql://") else SqliteStore(where, key=signing)
 
 
 def build(where: str, effect: str) -> Agent:

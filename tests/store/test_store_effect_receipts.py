@@ -104,19 +104,22 @@ def test_flush_writes_what_settle_later_kept_and_the_first_receipt_stands(tmp_pa
 def test_the_memory_ledger_returns_a_runs_unsettled_intents_as_a_stores_does(tmp_path: Path) -> None:
     """The memory ledger and a SQLite store's ledger answer alike: a new intent comes back with
     the run's other intents that have no receipt (not another run's, not settled ones), a
-    reopened one is unsettled again, and an intent on a known key returns its row."""
+    reopened one is unsettled again, and an intent on a known key returns its row. (Each call has
+    its own arguments: in a store's ledger an intent with the tool and arguments of an unsettled
+    one is that call renamed — ``test_store_effect_renamed.py``.)"""
     from flowchart.store.effects import MemoryLedger
 
     body = {"tool": "add", "effect": "idempotent", "iteration": 1}
     for ledger in (MemoryLedger(), ledger_of(SqliteStore(str(tmp_path / "runs.db")))):
-        assert ledger.intend("r-1", "k1", {**body, "tool_call_id": "c1"}) == (None, [])
-        assert ledger.intend("r-2", "k9", {**body, "tool_call_id": "c9"}) == (None, [])
-        _, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"})
+        assert ledger.intend("r-1", "k1", {**body, "tool_call_id": "c1"}, {"n": 1}) == (None, [])
+        assert ledger.intend("r-2", "k9", {**body, "tool_call_id": "c9"}, {"n": 9}) == (None, [])
+        _, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"}, {"n": 2})
         assert [o["key"] for o in others] == ["k1"]
         ledger.settle("r-1", "k1", {"result": "2"})
         ledger.settle("r-1", "k2", {"result": "3"})
-        assert ledger.intend("r-1", "k3", {**body, "tool_call_id": "c3"})[1] == []
+        assert ledger.intend("r-1", "k3", {**body, "tool_call_id": "c3"}, {"n": 3})[1] == []
         ledger.reopen("r-1", "k1")
-        assert sorted(o["key"] for o in ledger.intend("r-1", "k4", {**body, "tool_call_id": "c4"})[1]) == ["k1", "k3"]
-        found, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"})
+        four = ledger.intend("r-1", "k4", {**body, "tool_call_id": "c4"}, {"n": 4})
+        assert sorted(o["key"] for o in four[1]) == ["k1", "k3"]
+        found, others = ledger.intend("r-1", "k2", {**body, "tool_call_id": "c2"}, {"n": 2})
         assert found is not None and found["receipt"] == {"result": "3"} and others == []
