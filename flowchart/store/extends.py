@@ -1,0 +1,239 @@
+"""Stored once: a conversation's growing list is written as a reference to the row that
+stored its start, plus the new tail, and read back whole.
+
+Laws:
+- Only the stored row changes: a commit read back is equal to the commit written, and a
+  run's record, trace and page are what they were (every reader works from the record).
+- A commit row that references an earlier row is an envelope no commit row can be:
+  ``{"extends":[{"op":I,"run":R,"commit":C,"at":J,"length":N},…],"row":<the commit>}`` —
+  op ``I`` of the commit (a top-level ``set`` of a list) holds only its tail; its whole value
+  is the first ``N`` items of op ``J`` of commit ``C`` of run ``R`` (its value exactly ``N``
+  long), then that tail. A plain commit row starts ``{"idx":`` (``commit_data``), so the
+  envelope is told by its first bytes and never by a key inside user data; a row without it
+  reads as before.
+- The writer references only what it proved: the list's first ``N`` items are exactly (the
+  digest of their ``marshal`` image: types, key order and all) the list the same store object
+  wrote to that place of the same conversation, and that row is still stored (a count, in the
+  same transaction). It keeps a digest, never the list, so a caller changing a value later
+  changes nothing stored. A run with
+  a redaction rule never references, nor is referenced: its lists are stored whole, so a
+  reference can neither reveal nor bypass a hidden value. The store deletes no run, so a
+  referenced row stays; one deleted or edited behind the store is refused by name.
+- The reader trusts nothing: each referenced row is read (and, with a key, its signature
+  verified), its envelope checked field by field; a missing run, commit or op, an op that is
+  not a ``set`` of a list, a length that is not the value's, or a reference cycle is a
+  ``StoredRowError`` naming the row read and the row it references. A chain is resolved
+  iteratively, each row read once: reading turn ``n`` costs its messages, not ``n²``.
+- Determinism: the same conversation written by one store object gives the same rows. A turn
+  written where the previous turn's list is not remembered (another process, a restart) is
+  stored whole, which also starts the next chain afresh.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Callable, Sequence
+from hashlib import blake2b
+from typing import Any
+
+import attrs
+
+from flowchart._core.commits import Commit, commit_data
+from flowchart._core.serde import dumps_acyclic
+from flowchart.store import codec
+from flowchart.store.protocol import StoredRowError
+
+#: the first bytes of a referencing row (a plain commit row starts ``{"idx":``)
+EXTENDS = '{"extends":'
+
+_REF_KEYS = ("op", "in", "run", "commit", "at", "length")
+
+
+@attrs.frozen
+class Written:
+    """Where a conversation's list was last stored (``seq``'s op ``op``), how long it was, and
+    the digest of its exact image (``_image``) — not the list, which its owner may change."""
+
+    run_id: str
+    seq: int
+    op: int
+    length: int
+    digest: bytes
+
+
+def _image(items: list[Any]) -> bytes | None:
+    """The items, exactly: ``marshal`` version 0 (no sharing references, no interning marks) tells
+    ``True`` from ``1`` from ``1.0``, ``-0.0`` from ``0.0`` and one key order from another, as the
+    row's JSON does, and the image of a list is its items' images one after the other, so a
+    prefix's image is the whole's beginning; ``None`` for what it cannot write (never referenced)."""
+    try:
+        return marshal.dumps(items, 0)[5:]  # without the list's type and count
+    except (ValueError, RecursionError):
+        return None
+
+
+def _lists(value: Any) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """The lists a ``set`` op's value holds where a reference may stand for them: the value
+    itself, or the members of an object value (one level down: a conversation's ``sources``)."""
+    if type(value) is list:
+        return [((), value)]
+    if type(value) is dict:
+        return [((name,), member) for name, member in value.items() if type(member) is list]
+    return []
+
+
+def encode_row(
+    commit: Commit,
+    run_id: str,
+    known: dict[tuple[str, ...], Written],
+    stored: Callable[[Written], bool],
+) -> tuple[str, dict[tuple[str, ...], Written | None]]:
+    """The commit's row, each list of a top-level ``set`` (``_lists``) that extends the list
+    ``known`` holds for its place written as a reference plus its tail (``stored`` confirms the
+    earlier row is still there); and what this row teaches ``known`` (``None``: forget it)."""
+    data = commit_data(commit)
+    refs: list[dict[str, Any]] = []
+    learned: dict[tuple[str, ...], Written | None] = {}
+    hidden = {path.split("/", 1)[0] for path in commit.redacted_paths}
+    for i, op in enumerate(commit.trace):
+        if op.verb != "set" or len(op.path) != 1:
+            continue
+        for inner, value in _lists(op.value):
+            place = (op.path[0], *inner)
+            if op.path[0] in hidden:
+                learned[place] = None
+                continue
+            before = known.get(place)
+            seen = None
+            if before is not None and 0 < before.length <= len(value):
+                head = _image(value[: before.length])
+                seen = None if head is None else blake2b(head, digest_size=32)
+            if seen is not None and before is not None and seen.digest() == before.digest and stored(before):
+                n = before.length
+                ref = {"op": i, "in": list(inner), "run": before.run_id, "commit": before.seq, "at": before.op}
+                refs.append({**ref, "length": n})
+                shown = data["trace"][i]
+                if inner:
+                    shown = {**shown, "value": {**shown["value"], inner[0]: value[n:]}}
+                else:
+                    shown = {**shown, "value": value[n:]}
+                data["trace"][i] = shown
+                rest = _image(value[n:])
+                if rest is not None:
+                    seen.update(rest)
+                    learned[place] = Written(run_id, commit.idx, i, len(value), seen.digest())
+                else:
+                    learned[place] = None
+                continue
+            whole = _image(value)
+            learned[place] = (
+                None
+                if whole is None
+                else Written(run_id, commit.idx, i, len(value), blake2b(whole, digest_size=32).digest())
+            )
+    if not refs:
+        return dumps_acyclic(data), learned
+    return dumps_acyclic({"extends": refs, "row": data}), learned
+
+
+def is_reference(body: str) -> bool:
+    """Whether a stored commit row is a referencing envelope."""
+    return body.startswith(EXTENDS)
+
+
+def decode_row(body: str, run_id: str, seq: int, fetch: Callable[[str, int], str | None]) -> Commit:
+    """The commit a referencing row stands for, every reference resolved through ``fetch``
+    (the unsealed text of ``run``'s commit ``seq``, ``None`` when there is none)."""
+    where = f"commit {seq}"
+    refs, row = _envelope(codec.decode(body), run_id, where)
+    trace = row["trace"]
+    for ref in refs:
+        tail = _set_list(trace, ref["op"], ref["in"], run_id, where, "its reference")
+        tail[:0] = _resolve(ref, run_id, seq, fetch)  # the list whole, in its place
+    return codec.decode_commit_data(row)
+
+
+def _resolve(ref: dict[str, Any], run_id: str, seq: int, fetch: Callable[[str, int], str | None]) -> list[Any]:
+    """The first ``length`` items of the list ``ref`` names, following the chain of rows down to
+    one stored whole, then adding each row's tail on the way back up (a new list)."""
+    where = f"commit {seq}"
+    seen = {(run_id, seq)}
+    ups: list[tuple[int, list[Any]]] = []  # (the length the row above takes, this row's tail)
+    length = ref["length"]
+    while True:
+        at_run, at_seq, at_op, inner_path = ref["run"], ref["commit"], ref["at"], ref["in"]
+        named = f"run '{at_run}' commit {at_seq} op {at_op}{''.join(f'.{k}' for k in inner_path)}"
+        if (at_run, at_seq) in seen:
+            raise StoredRowError(run_id, where, f"its reference to {named} makes a cycle of references")
+        seen.add((at_run, at_seq))
+        try:
+            text = fetch(at_run, at_seq)
+        except StoredRowError as exc:
+            raise StoredRowError(run_id, where, f"it extends {named}, which does not load: {exc}") from None
+        if text is None:
+            raise StoredRowError(run_id, where, f"it extends {named}, which is not stored (deleted behind the store?)")
+        try:
+            data = codec.decode(text)
+        except ValueError as exc:
+            raise StoredRowError(run_id, where, f"it extends {named}, which is not JSON: {exc}") from None
+        inner: dict[str, Any] | None = None
+        if type(data) is dict and "extends" in data:
+            inner_refs, data = _envelope(data, run_id, where, of=named)
+            inner = next((r for r in inner_refs if r["op"] == at_op and r["in"] == inner_path), None)
+        if type(data) is not dict or type(data.get("trace")) is not list:
+            raise StoredRowError(run_id, where, f"it extends {named}, which is not a commit row")
+        value = _set_list(data["trace"], at_op, inner_path, run_id, where, f"it extends {named}, whose row")
+        ups.append((length, value))
+        if inner is None:
+            break
+        ref, length = inner, inner["length"]
+    whole: list[Any] = []
+    for length, value in reversed(ups):  # the row stored whole, then each referencing row's tail
+        whole.extend(value)
+        if len(whole) != length:
+            raise StoredRowError(
+                run_id,
+                where,
+                f"a reference in its chain takes {length} items of a list of {len(whole)}: the rows differ",
+            )
+    return whole
+
+
+def _set_list(trace: list[Any], op: int, inner: list[str], run_id: str, where: str, what: str) -> list[Any]:
+    """The list at ``inner`` in the value of ``trace``'s op ``op``, a ``set``."""
+    if not 0 <= op < len(trace):
+        raise StoredRowError(run_id, where, f"{what} names op {op}, which the row does not hold")
+    found = trace[op]
+    if type(found) is not dict or found.get("verb") != "set":
+        raise StoredRowError(run_id, where, f"{what} names op {op}, which is not a set")
+    value = found.get("value")
+    for name in inner:
+        value = value.get(name) if type(value) is dict else None
+    if type(value) is not list:
+        raise StoredRowError(run_id, where, f"{what} names op {op} at {inner}, which is not a list")
+    return value
+
+
+def _envelope(data: Any, run_id: str, where: str, of: str = "") -> tuple[Sequence[dict[str, Any]], dict[str, Any]]:
+    """A referencing row's references and commit, every field checked."""
+    about = f"it extends {of}, whose references" if of else "its references"
+    if type(data) is not dict or set(data) != {"extends", "row"}:
+        raise StoredRowError(run_id, where, f"{about} are not an envelope of 'extends' and 'row'")
+    refs, row = data["extends"], data["row"]
+    if type(refs) is not list or not refs or type(row) is not dict or type(row.get("trace")) is not list:
+        raise StoredRowError(run_id, where, f"{about} are not a non-empty list beside a commit row")
+    places: set[tuple[Any, ...]] = set()
+    for ref in refs:
+        if (
+            type(ref) is not dict
+            or tuple(ref) != _REF_KEYS
+            or type(ref["run"]) is not str
+            or any(type(ref[k]) is not int or ref[k] < 0 for k in ("op", "commit", "at", "length"))
+            or type(ref["in"]) is not list
+            or len(ref["in"]) > 1
+            or any(type(k) is not str for k in ref["in"])
+            or (ref["op"], *ref["in"]) in places
+        ):
+            raise StoredRowError(run_id, where, f"{about} hold a malformed reference: {str(ref)[:200]}")
+        places.add((ref["op"], *ref["in"]))
+    return refs, row
