@@ -48,6 +48,9 @@ EXTENDS = '{"extends":'
 
 _REF_KEYS = ("op", "in", "run", "commit", "at", "length")
 
+#: a shorter start (its ``marshal`` image, in bytes) is stored again: a reference costs ~100 bytes
+_WORTH = 128
+
 
 @attrs.frozen
 class Written:
@@ -107,7 +110,7 @@ def encode_row(
             seen = None
             if before is not None and 0 < before.length <= len(value):
                 head = _image(value[: before.length])
-                seen = None if head is None else blake2b(head, digest_size=32)
+                seen = None if head is None or len(head) < _WORTH else blake2b(head, digest_size=32)
             if seen is not None and before is not None and seen.digest() == before.digest and stored(before):
                 n = before.length
                 ref = {"op": i, "in": list(inner), "run": before.run_id, "commit": before.seq, "at": before.op}
