@@ -11,11 +11,11 @@ Laws:
   long), then that tail. A plain commit row starts ``{"idx":`` (``commit_data``), so the
   envelope is told by its first bytes and never by a key inside user data; a row without it
   reads as before.
-- The writer references only what it proved: the list's first ``N`` items are exactly (the
-  digest of their ``marshal`` image: types, key order and all) the list the same store object
+- The writer references only what it proved: the list's first ``N`` items are exactly (their
+  ``marshal`` image, byte for byte: types, key order and all) the list the same store object
   wrote to that place of the same conversation, and that row is still stored (a count, in the
-  same transaction). It keeps a digest, never the list, so a caller changing a value later
-  changes nothing stored. A run with
+  same transaction). It keeps that image, never the list, so a caller changing a value later
+  changes nothing stored (the image of the newest conversations only: ``sql._REMEMBERED``). A run with
   a redaction rule never references, nor is referenced: its lists are stored whole, so a
   reference can neither reveal nor bypass a hidden value. The store deletes no run, so a
   referenced row stays; one deleted or edited behind the store is refused by name.
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Sequence
-from hashlib import blake2b
 from typing import Any
 
 import attrs
@@ -55,13 +54,13 @@ _WORTH = 128
 @attrs.frozen
 class Written:
     """Where a conversation's list was last stored (``seq``'s op ``op``), how long it was, and
-    the digest of its exact image (``_image``) — not the list, which its owner may change."""
+    its exact image as written (``_image``) — not the list, which its owner may change."""
 
     run_id: str
     seq: int
     op: int
     length: int
-    digest: bytes
+    image: bytes = attrs.field(eq=False, repr=False)
 
 
 def _image(items: list[Any]) -> bytes | None:
@@ -107,11 +106,10 @@ def encode_row(
                 learned[place] = None
                 continue
             before = known.get(place)
-            seen = None
-            if before is not None and 0 < before.length <= len(value):
+            head = None
+            if before is not None and 0 < before.length <= len(value) and len(before.image) >= _WORTH:
                 head = _image(value[: before.length])
-                seen = None if head is None or len(head) < _WORTH else blake2b(head, digest_size=32)
-            if seen is not None and before is not None and seen.digest() == before.digest and stored(before):
+            if head is not None and before is not None and head == before.image and stored(before):
                 n = before.length
                 ref = {"op": i, "in": list(inner), "run": before.run_id, "commit": before.seq, "at": before.op}
                 refs.append({**ref, "length": n})
@@ -122,18 +120,10 @@ def encode_row(
                     shown = {**shown, "value": value[n:]}
                 data["trace"][i] = shown
                 rest = _image(value[n:])
-                if rest is not None:
-                    seen.update(rest)
-                    learned[place] = Written(run_id, commit.idx, i, len(value), seen.digest())
-                else:
-                    learned[place] = None
+                learned[place] = None if rest is None else Written(run_id, commit.idx, i, len(value), head + rest)
                 continue
             whole = _image(value)
-            learned[place] = (
-                None
-                if whole is None
-                else Written(run_id, commit.idx, i, len(value), blake2b(whole, digest_size=32).digest())
-            )
+            learned[place] = None if whole is None else Written(run_id, commit.idx, i, len(value), whole)
     if not refs:
         return dumps_acyclic(data), learned
     return dumps_acyclic({"extends": refs, "row": data}), learned

@@ -68,8 +68,9 @@ _RUN_COLUMNS = (
 
 _SUMMARY_COLUMNS = ", ".join(("run_id", *SUMMARY_COLUMNS))
 
-#: conversations whose last lists a store object remembers (the oldest written is forgotten first)
-_REMEMBERED = 256
+#: conversations whose last lists a store object remembers (the oldest written is forgotten
+#: first): each list's image is about its JSON's size, as the agent's own memory of its turns
+_REMEMBERED = 64
 
 
 class SqlStore:
