@@ -94,6 +94,7 @@ def encode_row(
     ``known`` holds for its place written as a reference plus its tail (``stored`` confirms the
     earlier row is still there); and what this row teaches ``known`` (``None``: forget it)."""
     data = commit_data(commit)
+    found: dict[tuple[str, int], bool] = {}  # each earlier row checked once, however many lists it holds
     refs: list[dict[str, Any]] = []
     learned: dict[tuple[str, ...], Written | None] = {}
     hidden = {path.split("/", 1)[0] for path in commit.redacted_paths}
@@ -109,7 +110,7 @@ def encode_row(
             head = None
             if before is not None and 0 < before.length <= len(value) and len(before.image) >= _WORTH:
                 head = _image(value[: before.length])
-            if head is not None and before is not None and head == before.image and stored(before):
+            if head is not None and before is not None and head == before.image and _still(found, before, stored):
                 n = before.length
                 ref = {"op": i, "in": list(inner), "run": before.run_id, "commit": before.seq, "at": before.op}
                 refs.append({**ref, "length": n})
@@ -127,6 +128,14 @@ def encode_row(
     if not refs:
         return dumps_acyclic(data), learned
     return dumps_acyclic({"extends": refs, "row": data}), learned
+
+
+def _still(found: dict[tuple[str, int], bool], before: Written, stored: Callable[[Written], bool]) -> bool:
+    """Whether ``before``'s row is still stored, asked once per row per commit."""
+    key = (before.run_id, before.seq)
+    if key not in found:
+        found[key] = stored(before)
+    return found[key]
 
 
 def is_reference(body: str) -> bool:

@@ -262,11 +262,10 @@ def test_a_stored_turn_row_with_unreadable_conversation_columns_fails_closed(tmp
         store.get(record.run_id)
 
 
-def test_the_next_turn_reads_the_latest_turns_record_which_stands_on_the_rows_it_extends(tmp_path: Path) -> None:
-    """A turn reads only the latest turn's record (which holds what it loaded), and that record's
-    history is stored once: turn 3's row extends turn 2's, which extends turn 1's. With turn 1's
-    stored rows made unreadable, turn 4 is refused naming the broken row it stands on (fail
-    closed) — never sent a shorter history."""
+def test_the_next_turn_reads_the_latest_turns_record_alone(tmp_path: Path) -> None:
+    """Under a steady policy a turn reads only the latest turn's record (which holds what it
+    loaded): with turn 1's stored rows made unreadable, turn 4 still gets turns 1-3 from
+    turn 3's record; asking for more than turn 3 loaded reads turn by turn — and fails closed."""
     from flowchart import CheckpointError
 
     store = SqliteStore(tmp_path / "runs.db")
@@ -279,10 +278,12 @@ def test_the_next_turn_reads_the_latest_turns_record_which_stands_on_the_rows_it
     raw.commit()
     raw.close()
     bot = Recall()
-    broken = rf"it extends run '{first.run_id}' commit 0 op 1, which is not JSON"
-    with pytest.raises(CheckpointError, match=rf"^Invalid stored run '.*' \(commit 0\): {broken}"):
-        chat_agent(store, bot).run("four", conversation="c")
-    assert bot.requests == []
+    chat_agent(store, bot).run("four", conversation="c")
+    assert len(bot.requests[0].messages) == 4 + 2 + 2 + 1 and bot.requests[0].messages[2]["content"] == "sunny in Oslo"
+    narrow = chat_agent(store, conversation_window=1)
+    narrow.run("five", conversation="c")  # a narrower window: still turn 4's record alone
+    with pytest.raises(CheckpointError, match=r"^Invalid stored run '.*' \(commit 0\): not JSON"):
+        chat_agent(store).run("six", conversation="c")  # wants turns turn 5 left out: reads them, finds turn 1 broken
 
 
 def test_a_streamed_turn_is_stored_as_the_next_turn(make_store: Callable[[], RunStore]) -> None:
