@@ -13,7 +13,7 @@ from flowchart._core.context import emit_owned, freeze, thaw
 from flowchart._core.coroutines import drive, run_coroutine
 from flowchart._core.fingerprint import canonical_json, json_digest, spec_fingerprint
 from flowchart._core.options import RunOptions
-from flowchart._core.scope import peek, raw_read, set_owned
+from flowchart._core.scope import append_owned_to, peek, raw_read, set_owned
 from flowchart._core.serde import every_key, json_type, make_converter
 from flowchart._core.serde import structure as structure_untrusted
 from flowchart._core.tracked import append_owned
@@ -31,6 +31,7 @@ __all__ = [
     "NotJsonSafe",
     "RunOptions",
     "append_owned",
+    "append_owned_to",
     "apply_commit",
     "canonical_json",
     "check_checkpoint",

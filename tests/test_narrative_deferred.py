@@ -18,7 +18,8 @@ import pytest
 from call_counts import calls_into, module_files
 
 from flowchart import decide, flow_chart
-from flowchart.events import TraversalContext, stage_context
+from flowchart import events as ev
+from flowchart.events import TraversalContext
 from flowchart.recorders.narrative import NarrativeRecorder, narrative
 
 #: the narrative's own code: the recorder, its lazy pieces, its sentences and summaries
@@ -172,11 +173,69 @@ def test_save_state_tells_the_kept_calls_first() -> None:
 
 
 def test_stage_context_is_the_class_call_filled_faster() -> None:
-    """The engine's ``stage_context`` makes the very value ``TraversalContext(...)`` makes:
-    equal, same hash and repr, and still frozen."""
-    fields = ("run", "sub/s", "sub/s#3", "S", ("sub",), 1, 2, "branch")
-    made, called = stage_context(*fields), TraversalContext(*fields)
-    assert made == called and hash(made) == hash(called) and repr(made) == repr(called)
-    assert made.subflow_id == "sub"
+    """The context the engine fills slot by slot for a stage (``Traverser.context``) is the very
+    value ``TraversalContext(...)`` makes: equal, same hash and repr, and still frozen."""
+
+    class Taker:
+        def __init__(self) -> None:
+            self.seen: list[TraversalContext] = []
+
+        def take_stage_executed(self, ctx: TraversalContext, *_: Any) -> None:
+            self.seen.append(ctx)
+
+    def inner(scope: Any) -> None:
+        scope.x = 1
+
+    def outer(scope: Any) -> None:
+        scope.y = 1
+
+    sub = flow_chart("In", inner, "in").build()
+    taker = Taker()
+    flow_chart("Out", outer, "out").add_subflow_chart_next("sub", sub).build().run(recorders=[taker])
+    assert [c.stage_id for c in taker.seen] == ["out", "sub", "sub/in"]
+    for made in taker.seen:
+        assert type(made) is TraversalContext
+        fields = [getattr(made, f.name) for f in attrs.fields(TraversalContext)]
+        called = TraversalContext(*fields)
+        assert made == called and hash(made) == hash(called) and repr(made) == repr(called)
+    assert taker.seen[2].subflow_id == "sub" and taker.seen[2].depth == 1
     with pytest.raises(attrs.exceptions.FrozenInstanceError, match="can't set attribute"):
-        made.stage_id = "other"  # type: ignore[misc]
+        taker.seen[0].stage_id = "other"  # type: ignore[misc]
+
+
+def test_a_stage_whose_operations_came_in_parts_is_told_as_a_live_narrative_tells_it() -> None:
+    """A kept stage's batch and headline are one record; when the stage also had operations fed
+    live before its batch, or a second batch, its steps number on across all of them exactly as
+    a narrative told line by line numbers them, and the plain stage beside them is unchanged."""
+
+    def feed(rec: NarrativeRecorder) -> None:
+        one = TraversalContext("r", "one", "one#0", "One")
+        rec.on_read(ev.ReadEvent(one, "live", 1))  # fed live: told before the batch's steps
+        rec.take_stage_ops(one, [("read", "a", 2, "", False), ("write", "b", 3, "set", False)])
+        rec.take_stage_executed(one, "One", None, "linear")
+        two = TraversalContext("r", "two", "two#1", "Two")
+        rec.take_stage_ops(two, [("write", "c", 4, "set", False)])
+        rec.take_stage_ops(two, [("missing", "d", None, "", False)])  # a second batch, same stage
+        rec.take_stage_executed(two, "Two", "adds c", "linear")
+        three = TraversalContext("r", "three", "three#2", "Three")
+        rec.take_stage_ops(three, [("read", "c", 4, "", False)])
+        rec.take_stage_executed(three, "Three", None, "linear")
+
+    kept, live = narrative(), _live(narrative())
+    feed(kept)
+    feed(live)
+    assert (
+        kept.lines()
+        == live.lines()
+        == [
+            "Stage 1: The process began with One.",
+            "Step 1: Read live = 1",
+            "Step 2: Read a = 2",
+            "Step 3: Write b = 3",
+            "Stage 2: Next step: adds c.",
+            "Step 1: Write c = 4",
+            "Step 2: Read d = undefined",
+            "Stage 3: Next, it moved on to Three.",
+            "Step 1: Read c = 4",
+        ]
+    )

@@ -105,7 +105,9 @@ async def _execute(site: CallSite, args: dict[str, Any]) -> tuple[Any, bool]:
     tool, call = site.tool, site.call
     tool_ctx = tool_context(site.ctx, call, site.iteration, identity_of(site.scope))
     execute = (
-        tool.execute if tool.effect == "read" else guarded(site.cfg.effect_ledger, site.scope, tool, site.iteration)
+        tool.execute
+        if tool.effect == "read"
+        else guarded(site.cfg.effect_ledger, site.scope, tool, site.iteration, site.ctx.run_id)
     )
     attempt = 1
     result: Any = None

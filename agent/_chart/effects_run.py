@@ -19,7 +19,9 @@ Laws (docs/durable.md "Effects that happen once"):
     call's receipt (``settle_answered``).
   An unsettled intent of the same run with the same tool and arguments under another call id (a
   model that named the call differently on the re-run) is found too (in a store's ledger: the
-  memory ledger keeps no arguments, and no crash survives it anyway).
+  memory ledger keeps no arguments, and no crash survives it anyway). The run's unsettled intents
+  are looked for with a segment's intents until one finds none; after that the segment's own
+  calls are the only ones it could find, and none of them is in doubt from an earlier try.
 - A tool that raises records a failed receipt; a retry of it (its ``Retry`` policy) runs again.
 - Every such call leaves one row in ``tool_effects`` in the tool-calls commit — ``{"tool_call_id",
   "tool", "effect", "key", "outcome"}`` — so the record says which effects ran,
@@ -38,7 +40,7 @@ from agent._chart.state import TOOL_EFFECTS
 from agent._tools.effects import Checkable, effect_name
 from agent._tools.tools import ask_human, result_text
 from flowchart import Scope
-from flowchart.lowlevel import append_owned, raw_read, set_owned
+from flowchart.lowlevel import append_owned_to, raw_read, set_owned
 
 __all__ = ["guarded", "settle_answered"]
 
@@ -64,8 +66,8 @@ def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str) -> None:
             set_owned(scope, TOOL_EFFECTS, [row])
         else:
             scope[TOOL_EFFECTS] = [row]
-    elif owned:
-        append_owned(scope[TOOL_EFFECTS], row)
+    elif owned:  # appended without reading the rows before it (the stage does not look at them)
+        append_owned_to(scope, TOOL_EFFECTS, row)
     else:
         scope[TOOL_EFFECTS].append(row)
 
@@ -84,9 +86,18 @@ def _in_doubt(others: list[dict[str, Any]], tool: Any, args: Any) -> dict[str, A
     return None
 
 
-def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int) -> Any:
+#: the segments (engine run ids: a fresh one per segment of a stored run) whose first intent found
+#: no other unsettled intent of their run: their later intents need not look again (forgetting one
+#: only costs a look)
+_CLEAR: dict[str, None] = {}
+_CLEAR_KEPT = 256
+
+
+def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int, segment: str | None = None) -> Any:
     """``tool.execute`` behind the ledger (see the module laws): call it as the tool is called,
-    ``(args, ctx)``; it returns the result, or an awaitable of it for an async tool or check."""
+    ``(args, ctx)``; it returns the result, or an awaitable of it for an async tool or check.
+    ``segment``: the segment's engine run id (``ctx.run_id``), with which the run's intents in
+    doubt are looked for once per segment, not once per call."""
 
     def execute(args: dict[str, Any], tool_ctx: Any) -> Any:
         run_id, call_id = tool_ctx.run_id, tool_ctx.tool_call_id
@@ -94,7 +105,12 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int) -> Any:
         effect = tool.effect
         name = effect if type(effect) is str else effect_name(effect)
         body = {"tool": tool.name, "effect": name, "tool_call_id": call_id, "iteration": iteration}
-        found, others = ledger.intend(run_id, key, body, args)
+        look_back = segment is None or segment not in _CLEAR
+        found, others = ledger.intend(run_id, key, body, args, look_back)
+        if look_back and found is None and not others and segment is not None:
+            if len(_CLEAR) >= _CLEAR_KEPT:
+                _CLEAR.clear()
+            _CLEAR[segment] = None  # none in doubt from an earlier try (this segment's own calls never are)
         if found is None and others:
             other = _in_doubt(others, tool, args)
             if other is not None:  # the same call, named differently on the re-run: it goes on

@@ -116,7 +116,7 @@ def run_tool_now(
     the tool's result (an error's message when it raised); its ``tool.end`` event emitted. The
     ``CallSite`` the record of a failure needs is made only when the tool raises."""
     tool_ctx = tool_context(ctx, call, iteration, identity)
-    execute = tool.execute if tool.effect == "read" else guarded(cfg.effect_ledger, scope, tool, iteration)
+    execute = tool.execute if tool.effect == "read" else guarded(cfg.effect_ledger, scope, tool, iteration, ctx.run_id)
     attempt = 1
     result: Any = None
     while True:

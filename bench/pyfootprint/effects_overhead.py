@@ -13,7 +13,9 @@ One process, side by side (``bench.harness.side_by_side``), on freshly built W6 
 - ``default``: no ``pricing=`` (what every agent does): the built-in table, ``mock`` unpriced,
   each call's usage and ``"unknown"`` cost on its commit;
 - ``stored`` / ``stored idempotent``: both on a SQLite run store (a fresh file per sample), where
-  each intent and receipt is its own committed transaction.
+  each intent is its own committed transaction (an idempotent call's receipt rides on the next);
+- ``warm stored`` / ``warm stored idempotent``: the same on one store per variant that every sample
+  shares (its connections and tables made once, as a long-lived worker's are).
 
 Prints a JSON line with the ratios (median ÷ the matching baseline's median); the issue's bars:
 intent + receipt ≤ 1.10, cost accounting ≤ 1.02. Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S``.
@@ -71,15 +73,22 @@ def main(quick: bool = False) -> list[Record]:
     made = [0]
 
     def variant(
-        effect: str = "read", stored: bool = False, priced: bool | str = False
+        effect: str = "read", stored: bool = False, priced: bool | str = False, warm: bool = False
     ) -> Callable[[], Callable[[], object]]:
+        kept: list[Any] = []
+
         def prepare() -> Callable[[], object]:
             store = None
             if stored:
                 from flowchart.store import SqliteStore
 
-                made[0] += 1
-                store = SqliteStore(os.path.join(folder, f"runs-{made[0]}.db"))
+                if kept:
+                    store = kept[0]
+                else:
+                    made[0] += 1
+                    store = SqliteStore(os.path.join(folder, f"runs-{made[0]}.db"))
+                    if warm:
+                        kept.append(store)
             agent, provider = build(effect, store, priced)
             return lambda: run_agent(agent, provider)
 
@@ -92,6 +101,8 @@ def main(quick: bool = False) -> list[Record]:
         "default": variant(priced="table"),
         "stored": variant(stored=True),
         "stored idempotent": variant("idempotent", stored=True),
+        "warm stored": variant(stored=True, warm=True),
+        "warm stored idempotent": variant("idempotent", stored=True, warm=True),
     }
     samples = side_by_side(cfg, variants)
     out: list[Record] = []
@@ -102,6 +113,8 @@ def main(quick: bool = False) -> list[Record]:
         "default": "real Agent, no pricing= (the built-in table: cost unknown)",
         "stored": "real Agent, SQLite store, read tool",
         "stored idempotent": "real Agent, SQLite store, idempotent tool (ledger in the store)",
+        "warm stored": "real Agent, one warmed SQLite store, read tool",
+        "warm stored idempotent": "real Agent, one warmed SQLite store, idempotent tool",
     }
     for name, label in labels.items():
         row(out, "W6-effects", label, samples[name], per=TOOL_TURNS, unit="us/iter")
@@ -118,6 +131,7 @@ def main(quick: bool = False) -> list[Record]:
             "priced/run": ratio("priced", "run"),
             "default/run": ratio("default", "run"),
             "stored idempotent/stored": ratio("stored idempotent", "stored"),
+            "warm stored idempotent/warm stored": ratio("warm stored idempotent", "warm stored"),
         },
         "bars": {"intent+receipt": 1.10, "cost accounting": 1.02},
     }

@@ -283,6 +283,25 @@ class Transaction:
         if self.oplog is not None:
             self.oplog.append(("write", key, value, "set", False))
 
+    def append_owned(self, key: str, value: Any) -> None:
+        """Append ``value`` to the list at ``key`` without reading it: no read is recorded (the
+        stage does not depend on what the list holds) and ``value`` is handed over uncopied
+        (``flowchart.lowlevel.append_owned_to``); told and committed as the same ``append``.
+        ``KeyError`` when ``key`` is not in the state, ``TypeError`` when it holds no list."""
+        view = self._working.get(key, _MISSING)
+        if view is _MISSING:
+            view = self._committed(key)
+            if type(view) is list:
+                view = self._list_view(key, view)
+        elif type(view) is list:  # the stage's own plain write of it
+            view = self._view(key, view)
+        if view is _MISSING or view is _DELETED:
+            raise KeyError(key)
+        if type(view) is not TrackedList:
+            raise TypeError(f"cannot append to '{key}': it holds {type(view).__name__}, not a list")
+        list.append(view, value)
+        view._appended()
+
     def delete(self, key: str) -> None:
         """Stage the removal of ``key``; ``KeyError`` when it is not there."""
         if key in self.readonly:
@@ -524,6 +543,17 @@ def transaction_of(scope: Scope) -> Transaction:
 def raw_read(scope: Scope, key: str, default: Any = None) -> Any:
     """Read ``key`` without tracking or copying; the value is shared and must not be mutated."""
     return transaction_of(scope).raw(key, default)
+
+
+def append_owned_to(scope: Scope, key: str, value: Any) -> None:
+    """``scope[key].append(value)`` without the read and without the copy: for a library that adds
+    an item it built for the append alone (fresh dicts and lists of strings and numbers) to a log
+    whose earlier items it does not look at. No read of ``key`` is recorded (the stage's commit does
+    not list it among its reads, and the narrative tells no read of it); the append is told and
+    committed as the same ``append``. ``KeyError`` when ``key`` is absent (``set_owned`` a
+    one-item list first), ``TypeError`` when it holds no list. (The agent's ``tool_effects``.)
+    """
+    transaction_of(scope).append_owned(key, value)
 
 
 def set_owned(scope: Scope, key: str, value: Any) -> None:

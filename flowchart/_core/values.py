@@ -199,7 +199,7 @@ def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
     them: the same value as the class call (equal, same hash and repr, still frozen), without
     attrs' frozen ``__init__``, which goes through ``object.__setattr__`` once per field.
     Kept only where ``make bench`` shows it buys ≥ 5 %: the engine's ops, commits and stage
-    contexts (``commits.make_op`` / ``make_commit``, ``events.stage_context``; W1 and W6,
+    contexts (``commits.make_op`` / ``make_commit``, ``Traverser.context``; W1 and W6,
     docs/performance.md "Round seven").
     """
     return tuple(cls.__dict__[field.name].__set__ for field in attrs.fields(cls))

@@ -32,6 +32,7 @@ from flowchart._core.errors import LoopLimitError
 from flowchart._core.nodes import StageCallable, StageNode
 from flowchart._core.pause import PauseSignal, ResumeFrame, pause_data_copy
 from flowchart._core.scope import Transaction, scope_of
+from flowchart._core.values import slot_setters
 from flowchart._engine import choices, maps, parallel, resuming, retrying, subflows
 from flowchart._engine.redacting import StageRecorder, hidden_before, redact_log, redacted_ops
 from flowchart._engine.reusing import ReusedTransaction, recorded_output
@@ -50,11 +51,23 @@ from flowchart.events import (
     StageOpsEvent,
     StageType,
     TraversalContext,
-    stage_context,
 )
+
+# the context's slots' own setters (``values.slot_setters``): ``context`` fills a new context's
+# slots directly, the same value as ``TraversalContext(...)`` (equal, hashable, frozen) without
+# attrs' frozen ``__init__``, which goes through ``object.__setattr__`` once per field
+(_SET_RUN, _SET_STAGE, _SET_RID, _SET_NAME, _SET_PATH, _SET_DEPTH, _SET_LOOP, _SET_BRANCH) = slot_setters(
+    TraversalContext
+)
+_new_object = object.__new__
 
 _NO_INPUT: Any = object()
 Hop = tuple[StageNode | None, StageNode | None, str | None]
+
+
+#: how many runtime ids a level keeps before ``walk`` forgets those of earlier steps (a fork's
+#: children are stamped in one step: a step may add more than this, all kept until the next)
+_RIDS_KEPT = 16
 
 
 class Traverser:
@@ -87,9 +100,13 @@ class Traverser:
         self.commit_log: list[Commit] = []
         self.stopped = False
         self.stop_reason: str | None = None
-        #: the last context built, with its node and rid: one stage's events share it
-        self._last_context: tuple[StageNode, str, TraversalContext] | None = None
-        #: the latest runtime id stamped per node (the loop event names the stage that looped)
+        #: the last context built (its runtime id in it) and its node: one stage's events share it
+        self._context: TraversalContext | None = None
+        self._context_node: StageNode | None = None
+        #: the latest runtime id stamped per node, read again only about the step in progress on
+        #: this level and the one just before it (a loop event names the stage that looped; a
+        #: failure's unwinding names the failed stage, its fork's children, its mount): ``walk``
+        #: forgets older ones, so a 30,000-stage run does not keep 30,000 of them
         self._rids: dict[int, str] = {}
         #: the operation logs of the stages running now, by runtime id (batch recorders only)
         self.oplogs: dict[str, list[Any]] = {}
@@ -119,17 +136,29 @@ class Traverser:
         The events of one execution (``rid``) share one context, built once: nothing it
         holds changes until ``node`` is stamped again, under a new ``rid``.
         """
-        last = self._last_context
-        if last is not None and last[0] is node and last[1] == rid and rid and fork_branch is None:
-            return last[2]
+        ctx = self._context
+        if (
+            ctx is not None
+            and self._context_node is node
+            and ctx.runtime_stage_id == rid
+            and rid
+            and fork_branch is None
+        ):
+            return ctx
         full = self.prefix + node.id
         visits = self.run.visit_counts.get(full, 1)
         path = self.subflow_path
-        # this runs once per observed stage: the slots filled directly (``stage_context``)
-        ctx = stage_context(
-            self.run.run_id, full, rid, node.name, path, len(path), visits - 1 if visits > 1 else None, fork_branch
-        )
-        self._last_context = (node, rid, ctx)
+        # this runs once per observed stage: the slots filled here, directly (no call between)
+        ctx = _new_object(TraversalContext)
+        _SET_RUN(ctx, self.run.run_id)
+        _SET_STAGE(ctx, full)
+        _SET_RID(ctx, rid)
+        _SET_NAME(ctx, node.name)
+        _SET_PATH(ctx, path)
+        _SET_DEPTH(ctx, len(path))
+        _SET_LOOP(ctx, visits - 1 if visits > 1 else None)
+        _SET_BRANCH(ctx, fork_branch)
+        self._context, self._context_node = ctx, node
         return ctx
 
     def request_stop(self, reason: str | None) -> None:
@@ -148,10 +177,8 @@ class Traverser:
         takers, hooked = observers.emit_takers, "on_emit" in observers.hooked
         if takers or hooked:
             rid = ctx.runtime_stage_id
-            last = self._last_context
-            if last is not None and last[1] == rid and rid:  # the stage's own context, built at its start
-                tctx = last[2]
-            else:
+            tctx = self._context  # the stage's own context, built at its start
+            if tctx is None or tctx.runtime_stage_id != rid or not rid:
                 tctx = self.context(self.chart.find(ctx.stage_id[len(self.prefix) :]), rid)
             if takers:
                 try:
@@ -183,10 +210,9 @@ class Traverser:
             return
         description = node.description if self.run.reuse is None else self.described(node, rid)
         if observers.executed_takers:
-            last = self._last_context  # the stage's context, built at its commit (``context``'s cache)
-            ctx = (
-                last[2] if last is not None and last[0] is node and last[1] == rid and rid else self.context(node, rid)
-            )
+            ctx = self._context  # the stage's context, built at its commit (``context``'s cache)
+            if ctx is None or self._context_node is not node or ctx.runtime_stage_id != rid or not rid:
+                ctx = self.context(node, rid)
             try:
                 observers.take_stage_executed(ctx, node.name, description, stage_type)
             except Exception as exc:  # a recorder must never break a run
@@ -220,8 +246,8 @@ class Traverser:
         tctx = None
         if observers.has_ops:
             txn.oplog = []
-            if observers.batch_emits:  # ``emit`` finds the stage's log by its runtime id
-                self.oplogs[rid] = txn.oplog
+            if observers.batch_emits and call.takes_extra:  # ``emit`` finds the stage's log by its
+                self.oplogs[rid] = txn.oplog  # runtime id (a stage emits through its ``StageContext``)
             if not run.redacting:  # redaction scrubs the values it is given: keep them plain
                 txn.snapshot = observers.snapshot
         if observers.has_data:
@@ -359,6 +385,8 @@ class Traverser:
             if run.cancel is not None:
                 run.cancel.check(self.prefix + node.id)
             source = node
+            if len(self._rids) > _RIDS_KEPT:  # before the step: the loop event above read the last one
+                self._rids.clear()
             try:
                 output, (node, cont, invoker) = await self.step(node, cont, invoker, namespace)
             except Exception as exc:  # leave the resume point of a failed run (``retrying``)

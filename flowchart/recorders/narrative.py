@@ -140,8 +140,9 @@ def _qualify(name: str, ctx: TraversalContext) -> str:
 
 
 #: the tags of the two field hooks' calls a narrative keeps until it is read
-#: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``)
-_OPS, _EXECUTED = "ops", "executed"
+#: (``NarrativeRecorder._log``; an event hook's call is kept under its own body, ``_kept``),
+#: and of a stage's headline kept together with the batch kept just before it (one record)
+_OPS, _EXECUTED, _STAGE = "ops", "executed", "stage"
 
 _Recorder = TypeVar("_Recorder", bound="NarrativeRecorder")
 _Event = TypeVar("_Event")
@@ -300,22 +301,65 @@ class NarrativeRecorder:
         log = self._log
         if log is not None:
             if stage_type in _TOLD_STAGE_TYPES:  # the others write nothing here
-                log.append((_EXECUTED, ctx, stage_name, description, stage_type))
+                if log and (last := log[-1])[1] is ctx and last[0] is _OPS:
+                    # the stage's own batch was the call kept just before: one record for both
+                    log[-1] = (_STAGE, ctx, stage_name, description, stage_type, last[2])
+                else:
+                    log.append((_EXECUTED, ctx, stage_name, description, stage_type))
                 if self._announce is not None:  # its headline, then its steps
                     self._count_headline(ctx, 1)
             return
-        if stage_type == "answer":  # not a stage of its own: no number, no visit
-            name = _qualify(stage_name, ctx)
+        if stage_type in _TOLD_STAGE_TYPES:  # deciders write theirs in on_decision; selector/mount/fork none
+            self._tell_stage(ctx, stage_name, description, stage_type, None)
+
+    def _tell_stage(
+        self, ctx: TraversalContext, stage_name: str, description: str | None, stage_type: str, batch: Any
+    ) -> None:
+        """Tell a stage's headline — ``take_stage_executed``'s call, or a decider's from
+        ``on_decision`` (``stage_type`` ``"decider"``, its name qualified, no visit counted) —
+        then its steps (``batch``: its operations when handed with the call, else ``None``:
+        the ones filed for it)."""
+        if stage_type == "linear" or stage_type == "pausable":  # ``_LINE_STAGE_TYPES``
+            visit_key = ctx.stage_id or stage_name
+            passes = self._visits.get(visit_key, 0)
+            self._visits[visit_key] = passes + 1
+            # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
+            name = _qualify(stage_name, ctx) if ctx.subflow_path else stage_name
+        elif stage_type == "decider":
+            name, passes = stage_name, 0
+        elif stage_type == "answer":  # not a stage of its own: no number, no visit
+            name, passes = _qualify(stage_name, ctx), -1
             self._push("answer", 0, sentences.answer(name), ctx, stage_name=name)
-            self._flush(ctx, name)
-            return
-        if stage_type not in _LINE_STAGE_TYPES:
-            return  # deciders write theirs in on_decision; selector/mount/fork get none
-        visit_key = ctx.stage_id or stage_name
-        passes = self._visits.get(visit_key, 0)
-        self._visits[visit_key] = passes + 1
-        # ``_qualify`` only inside a subflow: at the top level a stage's name is its own
-        self._stage_line(ctx, _qualify(stage_name, ctx) if ctx.subflow_path else stage_name, description, passes)
+        else:
+            return  # a selector, mount or fork gets no line
+        if passes >= 0:  # a numbered ``Stage N:`` line
+            flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
+            number = self._stage_counters.get(flow_key, 0) + 1
+            self._stage_counters[flow_key] = number
+            first = flow_key not in self._started
+            if first:
+                self._started.add(flow_key)
+            text = None
+            if self._render_stage is not None:
+                stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
+                text = self._render_stage(stage_ctx)
+            if text is None and self._wording:  # told now (the kept calls replayed): worded at once
+                line = sentences.stage(number, name, description, first, passes)
+                self._records.append(("stage", 0, line, name, ctx, None, None))
+            elif text is None:
+                self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+            else:
+                self._push("stage", 0, text, ctx, stage_name=name)
+        # then its steps: its batch, then the operations fed live
+        if batch is None and self._batches:
+            batch = self._batches.pop(ctx.runtime_stage_id, None)
+        if batch:
+            if self._wording or not self._summarizes:  # told now (no value outlives its stage)
+                self._tell_batch(ctx, name, batch, self._records.append)
+            else:
+                self._file_batch(ctx, name, batch)
+        if self._pending:
+            self._flush_pending(ctx, name)
 
     def on_stage_executed(self, event: StageExecutedEvent) -> None:
         """``take_stage_executed`` for a ``StageExecutedEvent`` (replaying recorded events)."""
@@ -326,7 +370,7 @@ class NarrativeRecorder:
         """Write the decider's ``Stage N:`` line, its operations, then ``[Condition]``."""
         ctx = event.ctx
         decider = _qualify(event.decider, ctx)
-        self._stage_line(ctx, decider, event.description, 0)
+        self._tell_stage(ctx, decider, event.description, "decider", None)
         args = (_qualify(event.chosen, ctx), event.description, event.rationale, event.evidence)
         self._push_line("condition", 1, ctx, decider, sentences.decision, args)
 
@@ -459,14 +503,22 @@ class NarrativeRecorder:
             for record in log:
                 tag = record[0]
                 try:  # as the engine calls a hook: one that fails does not stop the others
-                    if tag is _OPS:
+                    if tag is _STAGE:  # a stage's batch and headline, kept as one record
+                        ctx = record[1]
+                        rid = ctx.runtime_stage_id
+                        if (pending and rid in pending) or (batches and rid in batches):
+                            self.take_stage_ops(ctx, record[5])  # numbered on after what came first
+                            self._tell_stage(ctx, record[2], record[3], record[4], None)
+                        else:  # its first batch: handed to its headline, never filed
+                            self._tell_stage(ctx, record[2], record[3], record[4], record[5])
+                    elif tag is _OPS:
                         rid = record[1].runtime_stage_id
                         if rid in pending or rid in batches:
                             self.take_stage_ops(record[1], record[2])
                         else:  # ``take_stage_ops`` of a stage's first batch, inline
                             batches[rid] = record[2]
                     elif tag is _EXECUTED:
-                        self.take_stage_executed(record[1], record[2], record[3], record[4])
+                        self._tell_stage(record[1], record[2], record[3], record[4], None)
                     else:  # an event hook's own body (``_kept``), or ``_subflow_entry``
                         tag(self, *record[1:])
                 except Exception:  # told at once, the engine would have reported it and gone on
@@ -535,7 +587,7 @@ class NarrativeRecorder:
     def _tell_batch(
         self, ctx: TraversalContext, stage_name: str, batch: list[Any], push: Callable[[_Entry], Any]
     ) -> None:
-        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush`` tells live operations."""
+        """Tell one stage's batch as its depth-1 entries, exactly as ``_flush_pending`` tells live operations."""
         fmt, max_len = self.format_value, self.max_value_length
         numbered, values = self.include_step_numbers, self.include_values
         describe = sentences.operation
@@ -565,17 +617,15 @@ class NarrativeRecorder:
                 continue
             else:
                 continue
-            told = True
-            if render is not None:
-                custom = render(OpRenderContext(kind, key, value, summary, operation, step))
-                if custom == "":
-                    told = False  # the renderer leaves this step out
-                elif custom is not None:
-                    push(("step", 1, custom, stage_name, ctx, key, step))
-                    told = False
-            if told:
+            if render is None:
                 text = describe(kind, operation, key, summary, values, step if numbered else None)
                 push(("step", 1, text, stage_name, ctx, key, step))
+            else:
+                text = render(OpRenderContext(kind, key, value, summary, operation, step))
+                if text is None:  # the renderer words only some steps: this one as usual
+                    text = describe(kind, operation, key, summary, values, step if numbered else None)
+                if text != "":  # "": the renderer leaves this step out
+                    push(("step", 1, text, stage_name, ctx, key, step))
             if notes and kind == "write" and operation != "delete":  # no notes: one test
                 tell = notes.get(key)
                 if tell is not None:
@@ -614,48 +664,28 @@ class NarrativeRecorder:
             ops = self._pending.setdefault(runtime_stage_id, [])
             ops.append(("note", key, text, ops[-1][3] if ops else 0, "set", None))
 
-    def _stage_line(self, ctx: TraversalContext, name: str, description: str | None, passes: int) -> None:
-        flow_key = ctx.subflow_path[-1] if ctx.subflow_path else ""
-        number = self._stage_counters.get(flow_key, 0) + 1
-        self._stage_counters[flow_key] = number
-        first = flow_key not in self._started
-        if first:
-            self._started.add(flow_key)
-        text = None
-        if self._render_stage is not None:
-            stage_ctx = StageRenderContext(name, number, first, description, passes if passes > 0 else None)
-            text = self._render_stage(stage_ctx)
-        if text is None and self._wording:  # told now (the kept calls replayed): worded at once
-            line = sentences.stage(number, name, description, first, passes)
-            self._records.append(("stage", 0, line, name, ctx, None, None))
-        elif text is None:
-            self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
-        else:
-            self._push("stage", 0, text, ctx, stage_name=name)
-        self._flush(ctx, name)
+    def _file_batch(self, ctx: TraversalContext, stage_name: str, batch: list[Any]) -> None:
+        """Keep a stage's batch after its line, worded when first read (a ``Batch``); a live
+        reader is handed it at once (with its count when it takes batches)."""
+        records = self._records
+        if type(records) is not Followed:
+            records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
+            self._lazy = True
+            return
+        on_batch = records.on_batch
+        count = self._countable(batch) if on_batch is not None else None
+        if on_batch is None or count is None:  # a reader of entries only, or a note due
+            self._tell_batch(ctx, stage_name, batch, records.append)
+        else:  # a live reader told how many entries, worded when it reads them
+            told = Batch(ctx, stage_name, batch, self)
+            list.append(records, told)
+            self._lazy = True
+            if count:
+                on_batch(told, count)
 
-    def _flush(self, ctx: TraversalContext, stage_name: str) -> None:
-        if self._batches:
-            batch = self._batches.pop(ctx.runtime_stage_id, None)
-            if batch:
-                records = self._records
-                if self._wording or not self._summarizes:  # told now (no value outlives its stage)
-                    self._tell_batch(ctx, stage_name, batch, records.append)
-                elif type(records) is not Followed:
-                    records.append(Batch(ctx, stage_name, batch, self))  # type: ignore[arg-type]
-                    self._lazy = True
-                else:
-                    on_batch = records.on_batch
-                    count = self._countable(batch) if on_batch is not None else None
-                    if on_batch is None or count is None:  # a reader of entries only, or a note due
-                        self._tell_batch(ctx, stage_name, batch, records.append)
-                    else:  # a live reader told how many entries, worded when it reads them
-                        told = Batch(ctx, stage_name, batch, self)
-                        list.append(records, told)
-                        self._lazy = True
-                        if count:
-                            on_batch(told, count)
-        ops = self._pending.pop(ctx.runtime_stage_id, None) if self._pending else None
+    def _flush_pending(self, ctx: TraversalContext, stage_name: str) -> None:
+        """Tell the operations fed live (``on_read`` / ``on_write`` / ``on_emit``) after the stage's line."""
+        ops = self._pending.pop(ctx.runtime_stage_id, None)
         if not ops:
             return
         push = self._records.append

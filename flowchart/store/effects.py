@@ -12,7 +12,8 @@ Laws:
   leaves that call in doubt, and it is re-sent with its key; an intent is never kept waiting.
 - Rows are keyed by (run id, key); ``intend`` on a key that has a row returns that row and writes
   nothing (the first intent stands); on a new key it also returns the run's other unsettled
-  intents (in doubt from an earlier try), read in the same transaction. ``settle`` writes the
+  intents (in doubt from an earlier try), read in the same transaction — unless the caller says
+  it knows there are none (``look_back=False``: the agent asks once per segment). ``settle`` writes the
   receipt once; a second receipt for the same key is ignored (the first one stands), so two
   workers racing on one effect agree.
 - Bodies and receipts are JSON objects read back through the one codec
@@ -59,8 +60,20 @@ def _purpose(run_id: str, key: str, column: str) -> str:
     return f"pyfootprint-effect:{run_id}\x00{key}\x00{column}"
 
 
-#: the one encoder of ledger cells, made once (``json.dumps`` with these options makes one a call)
-_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode
+def _encoder() -> Any:
+    """The one encoder of ledger cells, made once (``json.dumps`` with these options makes one a
+    call): the C encoder itself when there is one (``JSONEncoder.encode`` goes through
+    ``iterencode``, ≈ 80 Python opcodes a cell), else ``JSONEncoder.encode``; the same text."""
+    made = json.JSONEncoder(sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    maker = getattr(json.encoder, "c_make_encoder", None)
+    if maker is None:
+        return made.encode
+    # a cell is a dict of values the ledger built or copied (never a cycle): no markers
+    chunks = maker(None, made.default, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_ENCODE = _encoder()
 
 
 def _dump(value: dict[str, Any], signing: bytes | None, run_id: str, key: str, column: str) -> str:
@@ -144,14 +157,17 @@ class EffectLedger:
             cur.execute("COMMIT")
 
     def intend(
-        self, run_id: str, key: str, body: dict[str, Any], args: Any = None
+        self, run_id: str, key: str, body: dict[str, Any], args: Any = None, look_back: bool = True
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """Write the intent for ``key`` — ``body`` and, under ``"args"``, the call's arguments —
         (committed when this returns, with the receipts ``settle_later`` kept) and return
         ``(None, others)`` — ``others`` the run's other intents without a receipt, in doubt from
         an earlier try — or, when ``key`` has a row already, ``(that row, [])`` and nothing is
-        written."""
+        written. ``look_back=False``: ``others`` is not read (``[]``) — for a caller that knows the
+        run has none (its segment's first intent found none)."""
         text = _dump({**body, "args": args}, self._signing, run_id, key, "intent")
+        if self._sqlite and self._signing is None:  # the plain SQLite store: ``_intend_plain``
+            return self._intend_plain(run_id, key, text, look_back)
         with self._tx() as cur:
             self._flush(cur)
             added = cur.run(
@@ -163,6 +179,8 @@ class EffectLedger:
                 found = cur.run("SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key))
                 body_text, receipt = found.fetchone()
                 return _row(run_id, key, body_text, receipt, self._signing), []
+            if not look_back:
+                return None, []
             others = cur.run(
                 "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
             ).fetchall()
@@ -217,8 +235,50 @@ class EffectLedger:
             ).fetchall()
         return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
 
+    def _intend_plain(
+        self, run_id: str, key: str, text: str, look_back: bool
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """``intend`` in a plain (unsigned) SQLite store: the same transaction, written on the
+        ledger's connection directly — no generator context, no cursor wrapper (an intent is on
+        every call of an effect's tool: issue 33's ≤ 1.10 of W6). A signed store, and PostgreSQL,
+        take ``intend``'s own path."""
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                with self._tx():  # the connection (and what it makes on first use), as every write makes it
+                    pass
+            rows = self._pending
+            if rows:
+                self._pending = []
+                if self._pending_pid != os.getpid():  # a forked child: the parent's receipts are the parent's
+                    rows, self._pending_pid = [], os.getpid()
+            run = self._db.cursor().execute  # one cursor (``Connection.execute`` makes one a statement)
+            run("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    run(_SETTLE, row)
+                if run(_INTEND, (run_id, key, text, time.time())).rowcount == 0:  # the first intent stands
+                    body_text, receipt = run(
+                        "SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?", (run_id, key)
+                    ).fetchone()
+                    found: tuple[dict[str, Any] | None, list[Any]] = (_row(run_id, key, body_text, receipt), [])
+                elif look_back:
+                    others = run(
+                        "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ?", (run_id, key)
+                    ).fetchall()
+                    found = (None, [_row(run_id, other, body, None) for other, body in others])
+                else:
+                    found = (None, [])
+            except BaseException:
+                run("ROLLBACK")
+                raise
+            run("COMMIT")
+        return found
+
 
 _SETTLE = "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL"
+_INTEND = (
+    "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING"
+)
 
 
 def _flush_at_exit(ledger: Any) -> None:
@@ -253,9 +313,10 @@ class MemoryLedger:
         self._lock = threading.Lock()
 
     def intend(
-        self, run_id: str, key: str, body: dict[str, Any], args: Any = None
+        self, run_id: str, key: str, body: dict[str, Any], args: Any = None, look_back: bool = True
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """See ``EffectLedger.intend`` (the arguments are not kept: no crash survives this ledger)."""
+        """See ``EffectLedger.intend`` (the arguments are not kept: no crash survives this ledger;
+        ``others`` is always read: it costs no query here)."""
         with self._lock:
             rows = self._runs.get(run_id)
             if rows is None:

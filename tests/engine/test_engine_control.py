@@ -188,14 +188,19 @@ async def test_timeout_names_the_stage_and_commits_its_partial_writes():
 
 
 def test_timeout_in_a_sync_run_fails_before_the_next_stage():
-    """A sync stage cannot be interrupted; the deadline is checked before the next stage."""
+    """A sync stage cannot be interrupted; the deadline is checked before the next stage.
+
+    The stage sleeps until the deadline has surely passed, measured from before the run (a
+    deadline short enough to pass on a loaded machine before the first stage would test the load).
+    """
+    started = time.monotonic()
 
     def slow(scope):
-        time.sleep(0.06)
+        time.sleep(max(0.0, started + 0.55 - time.monotonic()))
 
     chart = flow_chart("Slow", slow, "slow").add_function("Next", noop, "next").build()
-    with pytest.raises(RunTimeoutError, match=exact("Run timed out after 0.05 s before stage 'next'")):
-        chart.run(timeout=0.05)
+    with pytest.raises(RunTimeoutError, match=exact("Run timed out after 0.5 s before stage 'next'")):
+        chart.run(timeout=0.5)
 
 
 # -- sync and async ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from strategies import json_values
 
 from flowchart import ReadonlyInputError, flow_chart, narrative
 from flowchart._core.lending import SHORT
-from flowchart.lowlevel import append_owned, copy_json, set_owned
+from flowchart.lowlevel import append_owned, append_owned_to, copy_json, set_owned
 
 
 def _appending_chart(start: list[Any], items: list[Any], owned: bool, rounds: int) -> Any:
@@ -133,3 +133,84 @@ def test_an_owned_write_hands_the_value_over_without_a_copy_and_refuses_what_set
     assert result.state["calls"] is built[0] and result.commit_log[0].trace[0].value is built[0]
     with pytest.raises(ReadonlyInputError, match='Cannot write to readonly input key "x"'):
         flow_chart("W", input_key, "w").build().run({"x": 1})
+
+
+def _unread_chart(start: list[Any], items: list[Any], unread: bool, rounds: int) -> Any:
+    """Seed ``log = start``, then ``rounds`` stages each appending ``items`` — through
+    ``append_owned_to`` (no read) or ``append_owned`` on ``scope["log"]`` (a read) — and writing ``n``."""
+
+    def seed(scope: Any) -> None:
+        scope.log = start
+
+    def grow(scope: Any) -> None:
+        for item in items:
+            fresh = copy_json(item)
+            if unread:
+                append_owned_to(scope, "log", fresh)
+            else:
+                append_owned(scope["log"], fresh)
+        scope.n = len(items)
+
+    builder = flow_chart("Seed", seed, "seed")
+    for index in range(rounds):
+        builder = builder.add_function(f"Grow{index}", grow, f"grow-{index}")
+    return builder.build()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.lists(json_values(max_leaves=3), max_size=3).map(lambda few: [*range(SHORT), *few])
+    | st.lists(json_values(max_leaves=3), max_size=3),
+    items=st.lists(json_values(max_leaves=6), min_size=1, max_size=3),
+    rounds=st.integers(min_value=1, max_value=3),
+)
+def test_an_unread_append_records_the_same_ops_and_state_without_the_read(
+    start: list[Any], items: list[Any], rounds: int
+) -> None:
+    """``append_owned_to`` commits the same ops and reaches the same state as appending to the list
+    read from the scope; only the read is gone: no commit lists ``log`` among its reads, and the
+    narrative tells no read of it."""
+    runs = []
+    for unread in (False, True):
+        recorder = narrative()
+        result = _unread_chart(start, items, unread, rounds).run(recorders=[recorder])
+        runs.append((result.commit_log, recorder.lines(), result.state))
+    (read_log, read_lines, read_state), (log, lines, state) = runs
+    assert state == read_state and state["log"] == [*start, *items * rounds]
+    assert [c.trace for c in log] == [c.trace for c in read_log]
+    assert all("log" not in c.reads for c in log)
+    assert [c.reads for c in read_log[1:]] == [("log",)] * rounds
+    assert not any("Read log" in line or "read log" in line for line in lines)
+    assert len(lines) < len(read_lines)
+
+
+def test_an_unread_append_to_a_missing_key_or_a_non_list_is_refused() -> None:
+    """An absent key is a ``KeyError`` (``set_owned`` a one-item list first); a key that holds no
+    list a ``TypeError`` naming it."""
+
+    def absent(scope: Any) -> None:
+        append_owned_to(scope, "log", 1)
+
+    def scalar(scope: Any) -> None:
+        scope.log = 3
+        append_owned_to(scope, "log", 1)
+
+    with pytest.raises(KeyError, match="log"):
+        flow_chart("Absent", absent, "absent").build().run()
+    with pytest.raises(TypeError, match="cannot append to 'log': it holds int, not a list"):
+        flow_chart("Scalar", scalar, "scalar").build().run()
+
+
+def test_an_unread_append_after_the_stages_own_write_extends_that_write() -> None:
+    """A stage that wrote ``log`` itself and then appends without reading: one ``set`` of the whole
+    new list, as ``scope.log = [...]`` followed by ``scope["log"].append(...)`` records."""
+
+    def write_then_append(scope: Any) -> None:
+        scope.log = ["a"]
+        append_owned_to(scope, "log", "b")
+        append_owned_to(scope, "log", "c")
+
+    result = flow_chart("Write", write_then_append, "write").build().run()
+    assert result.state["log"] == ["a", "b", "c"]
+    [op] = result.commit_log[0].trace
+    assert (op.path, op.verb, op.value) == (("log",), "set", ["a", "b", "c"])
