@@ -32,13 +32,14 @@ Laws:
 from __future__ import annotations
 
 import marshal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from flowchart._core.commits import Commit, commit_data
 from flowchart._core.serde import dumps_acyclic
+from flowchart._core.untrusted import parse_proven, within_limits
 from flowchart.store import codec
 from flowchart.store.protocol import StoredRowError
 
@@ -147,15 +148,40 @@ def decode_row(body: str, run_id: str, seq: int, fetch: Callable[[str, int], str
     """The commit a referencing row stands for, every reference resolved through ``fetch``
     (the unsealed text of ``run``'s commit ``seq``, ``None`` when there is none)."""
     where = f"commit {seq}"
-    refs, row = _envelope(codec.decode(body), run_id, where)
+    refs, row = _envelope(_parse(body), run_id, where)
     trace = row["trace"]
-    for ref in refs:
-        tail = _set_list(trace, ref["op"], ref["in"], run_id, where, "its reference")
-        tail[:0] = _resolve(ref, run_id, seq, fetch)  # the list whole, in its place
+    parsed: dict[tuple[str, int], Any] = {}  # each row of the chains parsed once for this row
+    for ref in refs.values():
+        tail = _set_list(trace, ref, run_id, where, own=True)
+        tail[:0] = _resolve(ref, run_id, seq, fetch, parsed)  # the list whole, in its place
     return codec.decode_commit_data(row)
 
 
-def _resolve(ref: dict[str, Any], run_id: str, seq: int, fetch: Callable[[str, int], str | None]) -> list[Any]:
+def _parse(text: str, *, proven: bool = True) -> Any:
+    """A stored row's JSON, parsed as untrusted input: orjson when the text is what it writes
+    (no repeated key, no NaN, no integer past 64 bits, nested within orjson's limit) and the
+    value is within the limits, else the standard parse and its limits walk (which refuses).
+    ``proven=False``, for a referenced row: orjson's text without the limits walk — only the
+    lists taken from it reach a commit, and the commit they make is proven whole
+    (``codec.decode_commit_data``); anything else of that row is dropped."""
+    return parse_proven(text, what="stored commit", proof=_within if proven else _taken, fast=True)[0]
+
+
+def _within(data: Any) -> bool | None:
+    return True if within_limits(data, 1) else None
+
+
+def _taken(data: Any) -> bool:
+    return True
+
+
+def _resolve(
+    ref: dict[str, Any],
+    run_id: str,
+    seq: int,
+    fetch: Callable[[str, int], str | None],
+    parsed: dict[tuple[str, int], Any],
+) -> list[Any]:
     """The first ``length`` items of the list ``ref`` names, following the chain of rows down to
     one stored whole, then adding each row's tail on the way back up (a new list)."""
     where = f"commit {seq}"
@@ -163,29 +189,24 @@ def _resolve(ref: dict[str, Any], run_id: str, seq: int, fetch: Callable[[str, i
     ups: list[tuple[int, list[Any]]] = []  # (the length the row above takes, this row's tail)
     length = ref["length"]
     while True:
-        at_run, at_seq, at_op, inner_path = ref["run"], ref["commit"], ref["at"], ref["in"]
-        named = f"run '{at_run}' commit {at_seq} op {at_op}{''.join(f'.{k}' for k in inner_path)}"
-        if (at_run, at_seq) in seen:
-            raise StoredRowError(run_id, where, f"its reference to {named} makes a cycle of references")
-        seen.add((at_run, at_seq))
-        try:
-            text = fetch(at_run, at_seq)
-        except StoredRowError as exc:
-            raise StoredRowError(run_id, where, f"it extends {named}, which does not load: {exc}") from None
-        if text is None:
-            raise StoredRowError(run_id, where, f"it extends {named}, which is not stored (deleted behind the store?)")
-        try:
-            data = codec.decode(text)
-        except ValueError as exc:
-            raise StoredRowError(run_id, where, f"it extends {named}, which is not JSON: {exc}") from None
-        inner: dict[str, Any] | None = None
-        if type(data) is dict and "extends" in data:
-            inner_refs, data = _envelope(data, run_id, where, of=named)
-            inner = next((r for r in inner_refs if r["op"] == at_op and r["in"] == inner_path), None)
+        at = (ref["run"], ref["commit"])
+        if at in seen:
+            raise StoredRowError(run_id, where, f"its reference to {_named(ref)} makes a cycle of references")
+        seen.add(at)
+        found = parsed.get(at)
+        if found is None:
+            data = _fetched(ref, fetch, run_id, where)
+            found = parsed[at] = (
+                _envelope(data, run_id, where, of=_named(ref))
+                if type(data) is dict and "extends" in data
+                else ({}, data)
+            )
+        inner_refs, data = found
+        place = (ref["at"], *ref["in"])
         if type(data) is not dict or type(data.get("trace")) is not list:
-            raise StoredRowError(run_id, where, f"it extends {named}, which is not a commit row")
-        value = _set_list(data["trace"], at_op, inner_path, run_id, where, f"it extends {named}, whose row")
-        ups.append((length, value))
+            raise StoredRowError(run_id, where, f"it extends {_named(ref)}, which is not a commit row")
+        ups.append((length, _set_list(data["trace"], ref, run_id, where)))
+        inner = inner_refs.get(place)
         if inner is None:
             break
         ref, length = inner, inner["length"]
@@ -201,41 +222,75 @@ def _resolve(ref: dict[str, Any], run_id: str, seq: int, fetch: Callable[[str, i
     return whole
 
 
-def _set_list(trace: list[Any], op: int, inner: list[str], run_id: str, where: str, what: str) -> list[Any]:
-    """The list at ``inner`` in the value of ``trace``'s op ``op``, a ``set``."""
-    if not 0 <= op < len(trace):
-        raise StoredRowError(run_id, where, f"{what} names op {op}, which the row does not hold")
-    found = trace[op]
-    if type(found) is not dict or found.get("verb") != "set":
-        raise StoredRowError(run_id, where, f"{what} names op {op}, which is not a set")
-    value = found.get("value")
+def _named(ref: dict[str, Any]) -> str:
+    """The place a reference names, for an error: ``run 'R' commit C op J[.member]``."""
+    return f"run '{ref['run']}' commit {ref['commit']} op {ref['at']}{''.join(f'.{k}' for k in ref['in'])}"
+
+
+def _fetched(ref: dict[str, Any], fetch: Callable[[str, int], str | None], run_id: str, where: str) -> Any:
+    """The referenced row, read and parsed (``StoredRowError`` naming both rows otherwise)."""
+    try:
+        text = fetch(ref["run"], ref["commit"])
+    except StoredRowError as exc:
+        raise StoredRowError(run_id, where, f"it extends {_named(ref)}, which does not load: {exc}") from None
+    if text is None:
+        raise StoredRowError(
+            run_id, where, f"it extends {_named(ref)}, which is not stored (deleted behind the store?)"
+        )
+    try:
+        return _parse(text, proven=False)
+    except ValueError as exc:
+        raise StoredRowError(run_id, where, f"it extends {_named(ref)}, which is not JSON: {exc}") from None
+
+
+def _set_list(trace: list[Any], ref: dict[str, Any], run_id: str, where: str, *, own: bool = False) -> list[Any]:
+    """The list at ``in`` in the value of ``trace``'s op (``op`` of the row's own reference when
+    ``own``, else the op ``at`` it names), a ``set``."""
+    op, inner = (ref["op"] if own else ref["at"]), ref["in"]
+    found = trace[op] if 0 <= op < len(trace) else None
+    value = found.get("value") if type(found) is dict and found.get("verb") == "set" else None
     for name in inner:
         value = value.get(name) if type(value) is dict else None
     if type(value) is not list:
-        raise StoredRowError(run_id, where, f"{what} names op {op} at {inner}, which is not a list")
+        what = "its reference" if own else f"it extends {_named(ref)}, whose row"
+        if found is None:
+            problem = ", which the row does not hold"
+        elif type(found) is not dict or found.get("verb") != "set":
+            problem = ", which is not a set"
+        else:
+            problem = f" at {inner}, which is not a list"
+        raise StoredRowError(run_id, where, f"{what} names op {op}{problem}")
     return value
 
 
-def _envelope(data: Any, run_id: str, where: str, of: str = "") -> tuple[Sequence[dict[str, Any]], dict[str, Any]]:
-    """A referencing row's references and commit, every field checked."""
+def _envelope(
+    data: Any, run_id: str, where: str, of: str = ""
+) -> tuple[dict[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+    """A referencing row's references (by the place they fill: op and member) and commit, every
+    field checked."""
     about = f"it extends {of}, whose references" if of else "its references"
-    if type(data) is not dict or set(data) != {"extends", "row"}:
+    if type(data) is not dict or len(data) != 2 or "extends" not in data or "row" not in data:
         raise StoredRowError(run_id, where, f"{about} are not an envelope of 'extends' and 'row'")
     refs, row = data["extends"], data["row"]
     if type(refs) is not list or not refs or type(row) is not dict or type(row.get("trace")) is not list:
         raise StoredRowError(run_id, where, f"{about} are not a non-empty list beside a commit row")
-    places: set[tuple[Any, ...]] = set()
+    places: dict[tuple[Any, ...], dict[str, Any]] = {}
     for ref in refs:
+        inner = ref.get("in") if type(ref) is dict else None
         if (
             type(ref) is not dict
             or tuple(ref) != _REF_KEYS
             or type(ref["run"]) is not str
-            or any(type(ref[k]) is not int or ref[k] < 0 for k in ("op", "commit", "at", "length"))
-            or type(ref["in"]) is not list
-            or len(ref["in"]) > 1
-            or any(type(k) is not str for k in ref["in"])
-            or (ref["op"], *ref["in"]) in places
+            or type(ref["op"]) is not int
+            or type(ref["commit"]) is not int
+            or type(ref["at"]) is not int
+            or type(ref["length"]) is not int
+            or min(ref["op"], ref["commit"], ref["at"], ref["length"]) < 0
+            or type(inner) is not list
+            or len(inner) > 1
+            or (inner and type(inner[0]) is not str)
+            or (ref["op"], *inner) in places
         ):
             raise StoredRowError(run_id, where, f"{about} hold a malformed reference: {str(ref)[:200]}")
-        places.add((ref["op"], *ref["in"]))
-    return refs, row
+        places[ref["op"], *inner] = ref
+    return places, row

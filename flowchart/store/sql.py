@@ -305,7 +305,7 @@ class SqlStore:
         ]
         seqs = [seq for seq, _ in rows]
         if any(map(extends.is_reference, bodies)):  # a row that stores a list once (``extends``)
-            fetch = partial(self._commit_text, cur)
+            fetch = partial(self._commit_text, cur, {})
             log = tuple(
                 read(run_id, f"commit {seq}", partial(extends.decode_row, body, run_id, seq, fetch))
                 if extends.is_reference(body)
@@ -396,16 +396,29 @@ class SqlStore:
         )
         return rows, row[-1]
 
-    def _commit_text(self, cur: Any, run_id: str, seq: int) -> str | None:
+    def _commit_text(self, cur: Any, read: dict[tuple[str, int], Any], run_id: str, seq: int) -> str | None:
         """The text of ``run_id``'s commit ``seq`` (with a key, once its signature verifies), or
-        ``None`` when no such row is stored: what a referencing row extends (``extends``)."""
-        if type(seq) is not int or not isinstance(run_id, str):  # pragma: no cover - checked by the envelope
-            return None
-        found = self._run(cur, "SELECT body FROM commits WHERE run_id = ? AND seq = ?", (run_id, seq)).fetchone()
-        if found is None:
+        ``None`` when no such row is stored: what a referencing row extends (``extends``).
+
+        A chain runs back through a conversation's earlier turns, so a miss reads, in one query
+        (the conversation's index), commit ``seq`` of every turn up to that run's into ``read``
+        (this read's rows): a chain of ``n`` turns costs a query per distinct ``seq``, not ``n``."""
+        if (run_id, seq) not in read:
+            sql = (
+                "SELECT c.run_id, c.body FROM runs r JOIN runs t ON t.conversation_id = r.conversation_id "
+                "AND t.turn <= r.turn JOIN commits c ON c.run_id = t.run_id AND c.seq = ? WHERE r.run_id = ?"
+            )
+            for found_run, body in self._run(cur, sql, (seq, run_id)).fetchall():
+                read[found_run, seq] = body
+            if (run_id, seq) not in read:  # not a conversation's turn, or no such row
+                found = self._run(cur, "SELECT body FROM commits WHERE run_id = ? AND seq = ?", (run_id, seq))
+                row = found.fetchone()
+                read[run_id, seq] = None if row is None else row[0]
+        body = read[run_id, seq]
+        if body is None:
             return None
         column = f"commit {seq}"
-        return codec.column(run_id, column, partial(codec.unseal, found[0], self._key, run_id, column))
+        return codec.column(run_id, column, partial(codec.unseal, body, self._key, run_id, column))
 
     def _still_stored(self, cur: Any, written: extends.Written) -> bool:
         """Whether the row a reference would name is stored (counted in the write's transaction)."""
