@@ -24,6 +24,8 @@ Laws:
   not a ``set`` of a list, a length that is not the value's, or a reference cycle is a
   ``StoredRowError`` naming the row read and the row it references. A chain is resolved
   iteratively, each row read once: reading turn ``n`` costs its messages, not ``n²``.
+- A chain is at most ``CHAIN`` rows: the list that would make it longer is stored whole (one
+  turn in ``CHAIN`` writes its history whole), so reading a turn reads at most ``CHAIN`` rows.
 - Determinism: the same conversation written by one store object gives the same rows. A turn
   written where the previous turn's list is not remembered (another process, a restart) is
   stored whole, which also starts the next chain afresh.
@@ -51,6 +53,10 @@ _REF_KEYS = ("op", "in", "run", "commit", "at", "length")
 #: a shorter start (its ``marshal`` image, in bytes) is stored again: a reference costs ~100 bytes
 _WORTH = 128
 
+#: the longest chain a writer makes: every ``CHAIN``-th list of a chain is stored whole, so a
+#: reader reads at most ``CHAIN`` rows for a list (and one long row), not one per earlier turn
+CHAIN = 64
+
 
 @attrs.frozen
 class Written:
@@ -62,6 +68,8 @@ class Written:
     op: int
     length: int
     image: bytes = attrs.field(eq=False, repr=False)
+    #: the references below this row down to one stored whole (0: stored whole)
+    depth: int = 0
 
 
 def _image(items: list[Any]) -> bytes | None:
@@ -109,7 +117,12 @@ def encode_row(
                 continue
             before = known.get(place)
             head = None
-            if before is not None and 0 < before.length <= len(value) and len(before.image) >= _WORTH:
+            if (
+                before is not None
+                and 0 < before.length <= len(value)
+                and len(before.image) >= _WORTH
+                and before.depth < CHAIN - 1
+            ):
                 head = _image(value[: before.length])
             if head is not None and before is not None and head == before.image and _still(found, before, stored):
                 n = before.length
@@ -122,7 +135,9 @@ def encode_row(
                     shown = {**shown, "value": value[n:]}
                 data["trace"][i] = shown
                 rest = _image(value[n:])
-                learned[place] = None if rest is None else Written(run_id, commit.idx, i, len(value), head + rest)
+                learned[place] = (
+                    None if rest is None else Written(run_id, commit.idx, i, len(value), head + rest, before.depth + 1)
+                )
                 continue
             whole = _image(value)
             learned[place] = None if whole is None else Written(run_id, commit.idx, i, len(value), whole)

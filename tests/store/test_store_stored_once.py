@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from flowchart import Redaction
 from flowchart.store import RunStore, SqliteStore, StoredRowError
-from flowchart.store.extends import Written
+from flowchart.store.extends import CHAIN, Written
 
 KEY = b"k" * 32
 
@@ -125,6 +125,19 @@ def test_every_turn_reads_back_as_if_stored_whole(tmp_path: Path) -> None:
     assert logs(SqliteStore(tmp_path / "once.db")) == logs(SqliteStore(tmp_path / "whole.db"))
     seeds = [turn for turn, seq, body in rows(tmp_path / "once.db") if seq == 0 and body.startswith('{"extends":')]
     assert seeds == list(range(3, 13))  # turn 2 extends a one-message list: stored again, not referenced
+
+
+def test_a_chain_is_at_most_chain_rows_long(tmp_path: Path) -> None:
+    """The writer stores a list whole rather than make a chain longer than ``CHAIN`` rows: turn 2
+    stores its history whole, turns 3-65 reference the turn before, turn 66 stores it whole again
+    and turn 67 references it; every turn still reads back as if stored whole."""
+    assert CHAIN == 64
+    talk(SqliteStore(tmp_path / "once.db"), 67)
+    seeds = {turn: json.loads(body) for turn, seq, body in rows(tmp_path / "once.db") if seq == 0}
+    whole = {turn for turn, row in seeds.items() if not any(r["in"] == [] for r in row.get("extends", []))}
+    assert whole == {1, 2, 66}  # the history; its other lists (sources, loaded_turns) chain on their own
+    talk(WholeStore(tmp_path / "whole.db"), 67)
+    assert logs(SqliteStore(tmp_path / "once.db")) == logs(SqliteStore(tmp_path / "whole.db"))
 
 
 def test_the_same_conversation_gives_the_same_rows(tmp_path: Path) -> None:
