@@ -5,25 +5,27 @@ Laws:
 - Only the stored row changes: a commit read back is equal to the commit written, and a
   run's record, trace and page are what they were (every reader works from the record).
 - A commit row that references an earlier row is an envelope no commit row can be:
-  ``{"extends":[{"op":I,"run":R,"commit":C,"at":J,"length":N},…],"row":<the commit>}`` —
-  op ``I`` of the commit (a top-level ``set`` of a list) holds only its tail; its whole value
-  is the first ``N`` items of op ``J`` of commit ``C`` of run ``R`` (its value exactly ``N``
-  long), then that tail. A plain commit row starts ``{"idx":`` (``commit_data``), so the
-  envelope is told by its first bytes and never by a key inside user data; a row without it
-  reads as before.
+  ``{"extends":[{"op":I,"in":[M?],"run":R,"commit":C,"at":J,"length":N},…],"row":<commit>}``
+  — op ``I`` of the commit (a top-level ``set``) holds only the tail of its list (its value,
+  or its member ``M``); the whole list is the first ``N`` items of the list at the same place
+  of op ``J`` of commit ``C`` of run ``R`` (which is exactly ``N`` long), then that tail. A
+  plain commit row starts ``{"idx":`` (``commit_data``), so the envelope is told by its first
+  bytes and never by a key inside user data; a row without it reads as before.
 - The writer references only what it proved: the list's first ``N`` items are exactly (their
   ``marshal`` image, byte for byte: types, key order and all) the list the same store object
   wrote to that place of the same conversation, and that row is still stored (a count, in the
   same transaction). It keeps that image, never the list, so a caller changing a value later
-  changes nothing stored (the image of the newest conversations only: ``sql._REMEMBERED``). A run with
-  a redaction rule never references, nor is referenced: its lists are stored whole, so a
+  changes nothing stored (for the newest conversations only: ``sql._REMEMBERED``). A run with a
+  redaction rule never references, nor is referenced: its lists are stored whole, so a
   reference can neither reveal nor bypass a hidden value. The store deletes no run, so a
   referenced row stays; one deleted or edited behind the store is refused by name.
 - The reader trusts nothing: each referenced row is read (and, with a key, its signature
   verified), its envelope checked field by field; a missing run, commit or op, an op that is
   not a ``set`` of a list, a length that is not the value's, or a reference cycle is a
-  ``StoredRowError`` naming the row read and the row it references. A chain is resolved
-  iteratively, each row read once: reading turn ``n`` costs its messages, not ``n²``.
+  ``StoredRowError`` naming the row read and the row it references. A referenced row is parsed
+  by the one codec's parser; only the lists taken from it reach a commit, and the commit made
+  whole is proven within the limits as any stored commit (``codec.decode_commit_data``). A chain
+  is resolved iteratively, each row read once: reading a turn costs its messages, not ``n²``.
 - A chain is at most ``CHAIN`` rows: the list that would make it longer is stored whole (one
   turn in ``CHAIN`` writes its history whole), so reading a turn reads at most ``CHAIN`` rows.
 - Determinism: the same conversation written by one store object gives the same rows. A turn
