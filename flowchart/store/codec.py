@@ -273,6 +273,22 @@ def decode_commit(text: str) -> Commit:
     return commit
 
 
+def decode_commit_data(data: Any) -> Commit:
+    """``decode_commit`` of a row already parsed (a referencing row made whole, ``extends``):
+    proven by the strict pass, else walked within the limits and structured field by field."""
+    proved = _one_commit(data)
+    if proved is not None:
+        return proved[0]
+    fits_trace(data, 3)
+    if type(data) is dict:
+        data = {"reads": [], "redacted_paths": [], **data}
+    try:
+        commit: Commit = TRACE.structure(data, Commit)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise load_error(exc, "stored commit") from None
+    return commit
+
+
 def decode_commits(
     texts: Sequence[str], *, run_id: str | None = None, seqs: Sequence[int] | None = None
 ) -> tuple[Commit, ...]:

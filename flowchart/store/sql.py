@@ -31,7 +31,7 @@ from flowchart._core.run_ids import check_run_id
 from flowchart._core.signing import check_key
 from flowchart._record.record import SubflowTrace
 from flowchart._record.trace_codec import no_gc_pauses
-from flowchart.store import codec, sealing
+from flowchart.store import codec, extends, sealing
 from flowchart.store.leases import check_fence
 from flowchart.store.protocol import (
     STATUSES,
@@ -68,6 +68,10 @@ _RUN_COLUMNS = (
 
 _SUMMARY_COLUMNS = ", ".join(("run_id", *SUMMARY_COLUMNS))
 
+#: conversations whose last lists a store object remembers (the oldest written is forgotten
+#: first): each list's image is about its JSON's size, as the agent's own memory of its turns
+_REMEMBERED = 64
+
 
 class SqlStore:
     """The shared implementation; use ``SqliteStore`` or ``PostgresStore``."""
@@ -83,6 +87,8 @@ class SqlStore:
         self._db: Any = None
         self._pid = -1
         self._specs: dict[str, dict[str, Any] | None] = {}
+        #: per conversation, the list this store object last wrote to each key (``extends``)
+        self._lists: dict[str, dict[tuple[str, ...], extends.Written]] = {}
         self._migrate()
 
     # -- backend hooks ------------------------------------------------------------------------
@@ -297,7 +303,18 @@ class SqlStore:
             str(read(run_id, f"commit {seq}", partial(codec.unseal, body, key, run_id, f"commit {seq}")))
             for seq, body in rows
         ]
-        log = codec.decode_commits(bodies, run_id=run_id, seqs=[seq for seq, _ in rows])
+        seqs = [seq for seq, _ in rows]
+        if any(map(extends.is_reference, bodies)):  # a row that stores a list once (``extends``)
+            fetch = partial(self._commit_text, cur, {})
+            log = tuple(
+                read(run_id, f"commit {seq}", partial(extends.decode_row, body, run_id, seq, fetch))
+                if extends.is_reference(body)
+                else read(run_id, f"commit {seq}", partial(codec.decode_commit, body))
+                for seq, body in zip(seqs, bodies, strict=True)
+            )
+            codec.check_commit_log(log, run_id, seqs)
+        else:
+            log = codec.decode_commits(bodies, run_id=run_id, seqs=seqs)
         answered = self._run(cur, "SELECT request_id FROM answers WHERE run_id = ?", (run_id,))
         ids = read(run_id, "answers", partial(codec.decode_answered, [rid for (rid,) in answered.fetchall()]))
         if sealed is not None:
@@ -382,6 +399,35 @@ class SqlStore:
             else None,
         )
         return rows, row[-1]
+
+    def _commit_text(self, cur: Any, read: dict[tuple[str, int], Any], run_id: str, seq: int) -> str | None:
+        """The text of ``run_id``'s commit ``seq`` (with a key, once its signature verifies), or
+        ``None`` when no such row is stored: what a referencing row extends (``extends``).
+
+        A chain runs back through a conversation's earlier turns, so a miss reads, in one query
+        (the conversation's index), commit ``seq`` of every turn up to that run's into ``read``
+        (this read's rows): a chain of ``n`` turns costs a query per distinct ``seq``, not ``n``."""
+        if (run_id, seq) not in read:
+            sql = (
+                "SELECT c.run_id, c.body FROM runs r JOIN runs t ON t.conversation_id = r.conversation_id "
+                "AND t.turn <= r.turn JOIN commits c ON c.run_id = t.run_id AND c.seq = ? WHERE r.run_id = ?"
+            )
+            for found_run, body in self._run(cur, sql, (seq, run_id)).fetchall():
+                read[found_run, seq] = body
+            if (run_id, seq) not in read:  # not a conversation's turn, or no such row
+                found = self._run(cur, "SELECT body FROM commits WHERE run_id = ? AND seq = ?", (run_id, seq))
+                row = found.fetchone()
+                read[run_id, seq] = None if row is None else row[0]
+        body = read[run_id, seq]
+        if body is None:
+            return None
+        column = f"commit {seq}"
+        return codec.column(run_id, column, partial(codec.unseal, body, self._key, run_id, column))
+
+    def _still_stored(self, cur: Any, written: extends.Written) -> bool:
+        """Whether the row a reference would name is stored (counted in the write's transaction)."""
+        sql = "SELECT COUNT(*) FROM commits WHERE run_id = ? AND seq = ?"
+        return bool(self._run(cur, sql, (written.run_id, written.seq)).fetchone()[0])
 
     def _commit_rows(self, cur: Any, run_id: str, start: int) -> Any:
         sql = "SELECT seq, body FROM commits WHERE run_id = ? AND seq >= ? ORDER BY seq"
@@ -568,8 +614,14 @@ class SqlStore:
                     )
                 check_fence(self, cur, run_id)  # a worker whose lease was taken over lands nothing
                 kept = self._checked(cur, run_id)
-                self._write_segment(cur, run_id, segment)
+                learned = self._write_segment(cur, run_id, segment)
                 self._extended(cur, run_id, kept)
+            if learned is not None:  # landed: later turns may reference what it stored
+                with self._lock:
+                    self._lists.pop(learned[0], None)
+                    self._lists[learned[0]] = learned[1]
+                    while len(self._lists) > _REMEMBERED:
+                        del self._lists[next(iter(self._lists))]
         except Exception as exc:
             if self._is_unique_violation(exc):
                 raise CommitConflictError(
@@ -577,11 +629,31 @@ class SqlStore:
                 ) from None
             raise
 
-    def _write_segment(self, cur: Any, run_id: str, segment: Segment) -> None:
+    def _write_segment(
+        self, cur: Any, run_id: str, segment: Segment
+    ) -> tuple[str, dict[tuple[str, ...], extends.Written]] | None:
+        """Write the segment's rows; for a conversation's turn without a redaction rule, each list
+        that extends one this store wrote to the same key is stored once (``extends``), and what
+        the conversation's lists now are is returned, to remember once the write lands."""
         now = time.time()
         commits = renumber(segment.commits, segment.start_seq)
+        sql = "SELECT conversation_id, redaction FROM runs WHERE run_id = ?"
+        conversation, rule = self._run(cur, sql, (run_id,)).fetchone()
+        known = None
+        if isinstance(conversation, str) and rule is None:
+            known = dict(self._lists.get(conversation, {}))
+        stored = partial(self._still_stored, cur)
         for commit in commits:
-            body = codec.seal(codec.encode_commit(commit), self._key, run_id, f"commit {commit.idx}")
+            if known is None:
+                text = codec.encode_commit(commit)
+            else:
+                text, learned = extends.encode_row(commit, run_id, known, stored)
+                for name, written in learned.items():
+                    if written is None:
+                        known.pop(name, None)
+                    else:
+                        known[name] = written
+            body = codec.seal(text, self._key, run_id, f"commit {commit.idx}")
             self._run(cur, "INSERT INTO commits (run_id, seq, body) VALUES (?, ?, ?)", (run_id, commit.idx, body))
         n = self._run(cur, "SELECT COUNT(*) FROM segments WHERE run_id = ?", (run_id,)).fetchone()[0]
         self._run(
@@ -615,6 +687,7 @@ class SqlStore:
                 run_id,
             ),
         )
+        return None if known is None else (conversation, known)
 
     def retry(self, run_id: str) -> RunRecord:
         """Mark the failed run ``running`` again (once per failure), to resume where it failed."""
