@@ -98,6 +98,21 @@ def _sql(store: Any) -> bool:
     return hasattr(store, "_tx") and hasattr(store, "_run")
 
 
+def _held_or_taken(store: Any, cur: Any, run_id: str, holder: str, expires_at: float) -> Any:
+    """The lease row of ``run_id`` (locked for this transaction), or ``None`` after writing the first
+    one — ``holder``'s, token 1, until ``expires_at`` — when the run had none."""
+    row = store._run(
+        cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
+    ).fetchone()
+    if row is None:
+        store._run(
+            cur,
+            "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
+            (run_id, holder, 1, expires_at),
+        )
+    return row
+
+
 def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Lease:
     """Take the lease on ``run_id`` for ``holder`` (see the laws); ``LeaseBusyError`` when another
     holder's lease is live."""
@@ -105,15 +120,8 @@ def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> L
         raise ValueError(f"a lease's ttl must be above 0 seconds, got {ttl!r}")
     now = time.time()
     with store._tx() as cur:
-        row = store._run(
-            cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
-        ).fetchone()
+        row = _held_or_taken(store, cur, run_id, holder, now + ttl)
         if row is None:
-            store._run(
-                cur,
-                "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
-                (run_id, holder, 1, now + ttl),
-            )
             return Lease(run_id, holder, 1, ttl)
         owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
         if owner != holder and expires_at > now and not owner.startswith(HANDOVER):
@@ -139,15 +147,8 @@ def hand_over(store: Any, run_id: str, by: str, ttl: float = HANDOVER_TTL) -> Le
         raise ValueError(f"a handover's ttl must be above 0 seconds, got {ttl!r}")
     now = time.time()
     with store._tx() as cur:
-        row = store._run(
-            cur, "SELECT holder, token, expires_at FROM leases WHERE run_id = ?" + store.for_update, (run_id,)
-        ).fetchone()
+        row = _held_or_taken(store, cur, run_id, f"{HANDOVER}0:{by}", now + ttl)
         if row is None:
-            store._run(
-                cur,
-                "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, ?, ?)",
-                (run_id, f"{HANDOVER}0:{by}", 1, now + ttl),
-            )
             return Lease(run_id, f"{HANDOVER}0:{by}", 1, ttl)
         owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
         if expires_at > now:

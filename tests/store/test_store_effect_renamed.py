@@ -11,10 +11,7 @@ through a second ledger on the same file, as ``test_store_effect_lookups.py`` do
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from effect_agent import build, counts, store_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from servers import fresh_pg_dsn
+from test_store_effects import worker
 
 from agent import Agent, Paused, define_tool
 from agent.providers import LLMResponse, ToolCall, scripted
@@ -45,15 +43,6 @@ def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
         yield str(tmp_path / "runs.db")
     else:
         yield fresh_pg_dsn(request.getfixturevalue("pg_dsn"))
-
-
-def worker(*argv: str, crash: bool = False, call_id: str = "call-1") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent.parent)]), "CALL_ID": call_id}
-    if crash:
-        env["CRASH_AFTER_EFFECT"] = "1"
-    return subprocess.run(
-        [sys.executable, str(HERE / "effect_agent.py"), *argv], capture_output=True, text=True, env=env, timeout=120
-    )
 
 
 def crashed_run(where: str, effect: str) -> str:
