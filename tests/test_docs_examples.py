@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from docs_blocks import REPO, Block, blocks, commands, pages
+from docs_blocks import FRAGMENT, REPO, Block, blocks, commands, pages
 
 RUNNABLE = ("python", "console")
 
@@ -132,3 +132,16 @@ def test_a_console_session_that_prints_something_else_fails(tmp_path: Path) -> N
     (block,) = blocks("```console\n$ echo actual\nclaimed\n```\n")
     with pytest.raises(AssertionError, match=r"^docs/page\.md:2: \$ echo actual printed something else"):
         _run_console(REPO / "docs" / "page.md", block, tmp_path)
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_a_block_the_suite_skips_says_so_in_words(page: Path) -> None:
+    """The ``<!-- fragment -->`` marker is invisible once the page is rendered, so the words just
+    before a skipped block tell the reader it is shown, not run (issue 30's docs nit)."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    unsaid = [
+        n + 1
+        for n, line in enumerate(lines)
+        if line.strip() == FRAGMENT and "not run" not in " ".join(lines[max(0, n - 6) : n]).lower()
+    ]
+    assert unsaid == [], f"{page.name}: fragments at lines {unsaid} are not introduced as shown, not run"
