@@ -11,6 +11,7 @@ checkpoint.
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -207,8 +208,6 @@ class ScopedRun(Run):
 
     def __copy__(self) -> ScopedRun:
         """A map child's own run (its own counter): a copy of the shared run, seen the same way."""
-        import copy
-
         return ScopedRun(copy.copy(self.base), self.redaction, self.max_iterations, self.deadline, self.timeout)
 
 

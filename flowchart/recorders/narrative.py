@@ -89,7 +89,7 @@ from flowchart.events import (
     WriteEvent,
 )
 from flowchart.recorders import sentences
-from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, stage_sentence, summary_of, told_length
+from flowchart.recorders.narrative_lines import Batch, Followed, Line, Told, summary_of, told_length
 from flowchart.recorders.narrative_lines import Entry as _Entry
 from flowchart.recorders.rendering import OpRenderContext, StageRenderContext, hook
 
@@ -347,7 +347,7 @@ class NarrativeRecorder:
                 line = sentences.stage(number, name, description, first, passes)
                 self._records.append(("stage", 0, line, name, ctx, None, None))
             elif text is None:
-                self._push_line("stage", 0, ctx, name, stage_sentence, (number, name, description, first, passes))
+                self._push_line("stage", 0, ctx, name, sentences.stage, (number, name, description, first, passes))
             else:
                 self._push("stage", 0, text, ctx, stage_name=name)
         # then its steps: its batch, then the operations fed live

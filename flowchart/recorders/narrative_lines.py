@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from flowchart._core.summary import list_summary
 from flowchart.events import TraversalContext
-from flowchart.recorders import sentences
 
 if TYPE_CHECKING:
     from flowchart.recorders.narrative import NarrativeRecorder
@@ -80,10 +79,6 @@ class Batch:
             told = self._told = []
             self.owner._tell_batch(self.ctx, self.stage_name, self.ops, told.append)
         return told
-
-
-def stage_sentence(number: int, name: str, description: str | None, first: bool, passes: int) -> str:
-    return sentences.stage(number, name, description, first, passes)
 
 
 class Line:
