@@ -32,7 +32,7 @@ Laws:
   seconds, 0.25 by default): a run whose lease expired — its worker died — is claimed for a
   handover (``leases.hand_over``: one sweeper wins, the dead holder stays fenced off) and its
   advance enqueued ahead of the queued runs (on Redis), so a dead worker's run is picked up about
-  a lease's ttl (1.5 s) after the kill, with no beat or extra process to start.
+  a lease's ttl (1.2 s) after the kill, with no beat or extra process to start.
   ``reclaim_expired(app)`` is that sweep, callable by hand. With ``acks_late`` and a prefetch of
   one task per process, a worker holds no run it has not started; a worker takes the lease
   before it reads the run, and a ``running`` run with no lease that has not moved for
@@ -83,14 +83,15 @@ def worker_id() -> str:
     return f"{os.uname().nodename}:{os.getpid()}"
 
 
-def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
+def reclaim_expired(app: Any, store: RunStore | None = None, *, long_stranded: bool = True) -> list[str]:
     """Claim and enqueue an advance of every ``running`` run whose lease expired — its worker died
     or stalled; on Redis ahead of the queue — and of every ``running`` run without a lease that
     has not moved for ``STRANDED_AFTER`` seconds (received by a worker that died before leasing
     it, or queued that long: a second message is harmless) (``flowchart.store.leases``); return
     their ids. Each run is claimed first (``hand_over``): of several workers sweeping at once, one
     enqueues it. Every worker runs this in the background (``make_app(reclaim_every=...)``); call
-    it by hand where no worker runs."""
+    it by hand where no worker runs. ``long_stranded=False`` leaves out the runs stranded for
+    ``STRANDED_AFTER`` (the background sweep looks for those once a second, not at every sweep)."""
     target = store if store is not None else app_store(app)
     taken = []
     # a run delivered to a worker that died before leasing it: its message waits, unacknowledged
@@ -98,7 +99,8 @@ def reclaim_expired(app: Any, store: RunStore | None = None) -> list[str]:
     dead = [*expired(target), *stranded(target, 0.0, among=delivered_before(app, time.time() - DEFAULT_TTL))]
     after = getattr(app.conf, "pyfootprint_stranded_after", None) or STRANDED_AFTER
     # a stranded run may just be waiting in a long queue: its claim waits as long again (and doubles)
-    for run_id, wait in [*((r, HANDOVER_TTL) for r in dead), *((r, after) for r in stranded(target, after))]:
+    waiting = stranded(target, after) if long_stranded else []
+    for run_id, wait in [*((r, HANDOVER_TTL) for r in dead), *((r, after) for r in waiting)]:
         try:
             claimed = hand_over(target, run_id, worker_id(), ttl=wait)
         except Exception as exc:  # another sweeper inserted the claim first, the store blinked
@@ -173,10 +175,15 @@ def _sweep_forever(app: Any, every: float) -> None:
         app_store(app)
     except Exception as exc:
         log.debug("lease sweep: the store is not ready yet: %s", exc)
+    looked = 0.0  # when this sweep last looked for runs stranded STRANDED_AFTER: once a second is enough
     while True:
         time.sleep(every * (0.5 + rng.random()))
+        now = time.monotonic()
+        long_stranded = now - looked >= 1.0
         try:
-            found = reclaim_expired(app)
+            found = reclaim_expired(app, long_stranded=long_stranded)
+            if long_stranded:
+                looked = now
         except Exception as exc:  # the store unreachable for a moment: the next sweep retries
             log.debug("lease sweep failed: %s", exc)
             continue

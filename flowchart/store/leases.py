@@ -5,10 +5,17 @@ Laws:
   and when it expires. ``acquire`` takes a run that has no lease, or whose lease expired (a
   holder that stopped renewing: a dead worker), or that was handed over to the next worker
   (``hand_over``), or that the same holder holds; every take-over
-  increments the token. Never two live leases on one run: the row is written in one
-  transaction, under the row lock (PostgreSQL ``FOR UPDATE``, SQLite's write lock).
-- ``held(store, run_id, holder)`` holds a lease while its block runs: a heartbeat thread renews it
-  every ``ttl / 3`` seconds; it is released at the end. Inside the block the store's ``commit``
+  increments the token. Never two live leases on one run: ``acquire`` is one upsert statement
+  that takes the row only when these laws let it (PostgreSQL locks the conflicting row, SQLite
+  holds its write lock, for the statement), and ``hand_over`` one transaction under the row lock
+  (PostgreSQL ``FOR UPDATE``, SQLite's write lock). ``acquire``, ``renew``, ``release`` and the sweep's
+  reads (``expired``, ``stranded``) are one statement each, one round trip (``SqlStore._statement``).
+- ``held(store, run_id, holder)`` holds a lease while its block runs: the process's heartbeat
+  thread (one for every lease the process holds) renews it every ``ttl / 6`` seconds
+  (``BEAT_PARTS``); it is released at the end. A renewal may be up to
+  ``5 * ttl / 6`` late (1.0 s at the default ttl) before the lease lapses, and a dead holder's lease
+  lapses between ``5 * ttl / 6`` and ``ttl`` after its death: the shorter the beat, the closer a
+  take-over comes to the ttl, for the same slack. Inside the block the store's ``commit``
   of that run is **fenced**: in the commit's own transaction the lease's token must still be the
   run's, else ``LeaseLostError`` (a ``CommitConflictError``) and nothing is written — a worker
   whose lease was taken over (it stalled past its expiry) cannot land a segment.
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -44,6 +52,7 @@ import attrs
 from flowchart.store.protocol import CommitConflictError
 
 __all__ = [
+    "BEAT_PARTS",
     "DEFAULT_TTL",
     "HANDOVER",
     "HANDOVER_TTL",
@@ -61,14 +70,28 @@ __all__ = [
     "stranded",
 ]
 
-DEFAULT_TTL = 1.5
+DEFAULT_TTL = 1.2
 """Seconds a lease lives without a renewal: a dead worker's run is taken over within it."""
+
+BEAT_PARTS = 6
+"""The heartbeat renews a lease every ``ttl / BEAT_PARTS`` seconds (0.2 s at the default ttl).
+
+Why 1.2 s and a sixth: the slack a busy worker's heartbeat has (how late a renewal may be before
+the lease lapses) is ``ttl - ttl / BEAT_PARTS``, and how long a dead worker's run waits is at most
+``ttl`` — 1.5 s and a third gave the same 1.0 s of slack with 0.3 s more wait (issue 33's recovery
+≤ 2 s p95 after a SIGKILL, ``bench/effects_sigkill_celery.py``), for four more small renewals a
+second per run in flight."""
 
 HANDOVER = "handover:"
 """The holder prefix of a lease claimed for the next worker (``hand_over``): any worker takes it over."""
 
-HANDOVER_TTL = 3.0
-"""Seconds a handed-over run waits for a worker to take it before it is listed as expired again."""
+HANDOVER_TTL = 1.5
+"""Seconds a handed-over run waits for a worker to take it before it is listed as expired again.
+
+A little over ``DEFAULT_TTL``: a worker killed after receiving a handed-over run and before taking
+its lease leaves the run to wait this long (3 s before: the slowest kills of issue 33's SIGKILL
+loop); a run that only waits behind a busy worker is re-queued once more (the copy finds the run
+taken and ends) and then waits twice as long at each handover nobody took."""
 
 MAX_HANDOVER_TTL = 600.0
 """The longest wait of a handover nobody took (each one doubles it)."""
@@ -115,26 +138,41 @@ def _held_or_taken(store: Any, cur: Any, run_id: str, holder: str, expires_at: f
 
 def acquire(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Lease:
     """Take the lease on ``run_id`` for ``holder`` (see the laws); ``LeaseBusyError`` when another
-    holder's lease is live."""
+    holder's lease is live.
+
+    One statement, its own transaction (``_TAKE``: an upsert that takes the row only when the laws
+    let it, and returns the token), so a segment's lease costs one round trip to take and one to
+    give up — not a transaction of four (issue 33: leases ≤ 5 % of Celery throughput)."""
     if not ttl > 0:
         raise ValueError(f"a lease's ttl must be above 0 seconds, got {ttl!r}")
-    now = time.time()
-    with store._tx() as cur:
-        row = _held_or_taken(store, cur, run_id, holder, now + ttl)
-        if row is None:
-            return Lease(run_id, holder, 1, ttl)
-        owner, token, expires_at = str(row[0]), int(row[1]), float(row[2])
-        if owner != holder and expires_at > now and not owner.startswith(HANDOVER):
-            raise LeaseBusyError(
-                f"run '{run_id}' is leased to '{owner}' for {expires_at - now:.1f} s more: another worker advances it"
-            )
-        token = token if owner == holder and expires_at > now else token + 1
-        store._run(
-            cur,
-            "UPDATE leases SET holder = ?, token = ?, expires_at = ? WHERE run_id = ?",
-            (holder, token, now + ttl, run_id),
-        )
-        return Lease(run_id, holder, token, ttl)
+    while True:
+        now = time.time()
+        taken = store._statement(_TAKE, (run_id, holder, now + ttl, now, now))
+        if taken:
+            return Lease(run_id, holder, int(taken[0][0]), ttl)
+        found = store._statement("SELECT holder, expires_at FROM leases WHERE run_id = ?", (run_id,))
+        if found:  # (a row that was given up or lapsed since the upsert: taken again above)
+            owner, expires_at = str(found[0][0]), float(found[0][1])
+            if owner != holder and expires_at > time.time() and not owner.startswith(HANDOVER):
+                raise LeaseBusyError(
+                    f"run '{run_id}' is leased to '{owner}' for {expires_at - now:.1f} s more: another worker "
+                    "advances it"
+                )
+
+
+#: take the lease (see the laws): a run with no row gets token 1; a row held by ``holder``, expired,
+#: or handed over is taken — the same token while its own lease is live, the next one otherwise;
+#: a live lease of another holder is left as it is (no row returned)
+_TAKE = (
+    "INSERT INTO leases (run_id, holder, token, expires_at) VALUES (?, ?, 1, ?) "
+    "ON CONFLICT (run_id) DO UPDATE SET "
+    "token = CASE WHEN leases.holder = excluded.holder AND leases.expires_at > ? "
+    "THEN leases.token ELSE leases.token + 1 END, "
+    "holder = excluded.holder, expires_at = excluded.expires_at "
+    "WHERE leases.holder = excluded.holder OR leases.expires_at <= ? "
+    f"OR substr(leases.holder, 1, {len(HANDOVER)}) = '{HANDOVER}' "
+    "RETURNING token"
+)
 
 
 def hand_over(store: Any, run_id: str, by: str, ttl: float = HANDOVER_TTL) -> Lease | None:
@@ -185,43 +223,34 @@ def stranded(
     if among is not None:
         sql += " AND runs.run_id IN (" + ", ".join("?" for _ in among) + ")"
         params += tuple(among)
-    with store._tx(write=False) as cur:
-        rows = store._run(cur, sql + " ORDER BY runs.updated_at", params).fetchall()
-    return [str(row[0]) for row in rows]
+    return [str(row[0]) for row in store._statement(sql + " ORDER BY runs.updated_at", params)]
 
 
 def renew(store: Any, lease: Lease) -> bool:
     """Extend ``lease`` by its ttl; False when it was taken over (then it is not renewed)."""
-    with store._tx() as cur:
-        done = store._run(
-            cur,
-            "UPDATE leases SET expires_at = ? WHERE run_id = ? AND holder = ? AND token = ?",
-            (time.time() + lease.ttl, lease.run_id, lease.holder, lease.token),
-        )
-        return bool(done.rowcount)
+    done = store._statement(
+        "UPDATE leases SET expires_at = ? WHERE run_id = ? AND holder = ? AND token = ?",
+        (time.time() + lease.ttl, lease.run_id, lease.holder, lease.token),
+    )
+    return bool(done)
 
 
 def release(store: Any, lease: Lease) -> None:
     """Give ``lease`` up (when it is still this holder's)."""
-    with store._tx() as cur:
-        store._run(
-            cur,
-            "DELETE FROM leases WHERE run_id = ? AND holder = ? AND token = ?",
-            (lease.run_id, lease.holder, lease.token),
-        )
+    store._statement(
+        "DELETE FROM leases WHERE run_id = ? AND holder = ? AND token = ?", (lease.run_id, lease.holder, lease.token)
+    )
 
 
 def expired(store: Any, now: float | None = None) -> list[str]:
     """The ``running`` runs whose lease expired (their worker died or stalled), oldest first."""
     if not _sql(store):
         return []
-    with store._tx(write=False) as cur:
-        rows = store._run(
-            cur,
-            "SELECT leases.run_id FROM leases JOIN runs ON runs.run_id = leases.run_id "
-            "WHERE runs.status = 'running' AND leases.expires_at <= ? ORDER BY leases.expires_at",
-            (time.time() if now is None else now,),
-        ).fetchall()
+    rows = store._statement(
+        "SELECT leases.run_id FROM leases JOIN runs ON runs.run_id = leases.run_id "
+        "WHERE runs.status = 'running' AND leases.expires_at <= ? ORDER BY leases.expires_at",
+        (time.time() if now is None else now,),
+    )
     return [str(row[0]) for row in rows]
 
 
@@ -240,6 +269,63 @@ def check_fence(store: Any, cur: Any, run_id: str) -> None:
         )
 
 
+class _Heartbeat:
+    """The process's one heartbeat: a thread that renews every lease ``held`` holds in this process,
+    each every ``ttl / BEAT_PARTS`` seconds — started with the first lease (again in a forked child,
+    where the parent's thread does not run). One thread for the process, not one per segment: a
+    thread started and joined around every segment cost a worker ≈ 0.3 ms of CPU a segment
+    (issue 33: leases ≤ 5 % of Celery throughput)."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition(threading.Lock())
+        #: per lease held: (store, lease, its ``lost`` event, when it was last renewed)
+        self._held: dict[int, tuple[Any, Lease, threading.Event, float]] = {}
+        self._pid = -1
+
+    def add(self, store: Any, lease: Lease) -> threading.Event:
+        """Renew ``lease`` from now on; the event is set when a renewal finds it taken over."""
+        lost = threading.Event()
+        with self._wake:
+            if self._pid != os.getpid():  # this process's first lease (or a forked child's)
+                self._held, self._pid = {}, os.getpid()
+                threading.Thread(target=self._run, name="lease-heartbeat", daemon=True).start()
+            self._held[id(lost)] = (store, lease, lost, time.monotonic())
+            self._wake.notify()
+        return lost
+
+    def remove(self, lost: threading.Event) -> None:
+        """Stop renewing the lease ``add`` gave ``lost`` for (a renewal under way may still land)."""
+        with self._wake:
+            self._held.pop(id(lost), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._held:
+                    self._wake.wait()
+                now = time.monotonic()
+                due = []
+                for key, (store, lease, lost, last) in self._held.items():
+                    if now - last >= lease.ttl / BEAT_PARTS:
+                        due.append((store, lease, lost))
+                        self._held[key] = (store, lease, lost, now)  # tried now, whatever comes of it
+                if not due:
+                    self._wake.wait(
+                        min(last + lease.ttl / BEAT_PARTS for _, lease, _, last in self._held.values()) - now
+                    )
+                    continue
+            for store, lease, lost in due:
+                try:
+                    if not renew(store, lease):
+                        lost.set()
+                        self.remove(lost)
+                except Exception:  # a failed renewal is retried at the next beat; expiry decides
+                    continue
+
+
+_HEARTBEAT = _Heartbeat()
+
+
 @contextlib.contextmanager
 def held(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Iterator[Lease | None]:
     """Hold the lease on ``run_id`` while the block runs: renewed by a heartbeat, commits fenced."""
@@ -247,27 +333,13 @@ def held(store: Any, run_id: str, holder: str, ttl: float = DEFAULT_TTL) -> Iter
         yield None
         return
     lease = acquire(store, run_id, holder, ttl)
-    stop = threading.Event()
-    lost = threading.Event()
-
-    def beat() -> None:
-        while not stop.wait(ttl / 3):
-            try:
-                if not renew(store, lease):
-                    lost.set()
-                    return
-            except Exception:  # a failed renewal is retried at the next beat; expiry decides
-                continue
-
-    thread = threading.Thread(target=beat, name=f"lease-{run_id}", daemon=True)
-    thread.start()
+    lost = _HEARTBEAT.add(store, lease)
     token = _FENCE.set(lease)
     try:
         yield lease
     finally:
         _FENCE.reset(token)
-        stop.set()
-        thread.join()
+        _HEARTBEAT.remove(lost)
         if not lost.is_set():
             with contextlib.suppress(Exception):
                 release(store, lease)

@@ -114,13 +114,29 @@ class SqlStore:
         db.close()
 
     # -- plumbing -----------------------------------------------------------------------------
+    def _connection(self) -> Any:
+        """This process's open connection (opened when there is none, or it died); under ``_lock``."""
+        if self._db is None or self._pid != os.getpid() or not self._alive(self._db):
+            self._db, self._pid = self._open(), os.getpid()
+        return self._db
+
     @contextmanager
     def _tx(self, write: bool = True) -> Iterator[Any]:
+        with self._lock, self._begin(self._connection(), write) as cur:
+            yield cur
+
+    def _statement(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        """One statement as its own transaction, in one round trip (both backends' connections are in
+        autocommit mode; SQLite takes its write lock as ``BEGIN IMMEDIATE`` would): its rows when it
+        returns rows, else how many rows it changed. For a write that is whole in one statement
+        (``flowchart.store.leases``); anything that reads and then writes takes ``_tx``."""
         with self._lock:
-            if self._db is None or self._pid != os.getpid() or not self._alive(self._db):
-                self._db, self._pid = self._open(), os.getpid()
-            with self._begin(self._db, write) as cur:
-                yield cur
+            cur = self._connection().cursor()
+            try:
+                self._run(cur, sql, params)
+                return cur.fetchall() if cur.description is not None else cur.rowcount
+            finally:
+                cur.close()
 
     def _run(self, cur: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
         if self.placeholder != "?":
