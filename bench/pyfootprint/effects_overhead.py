@@ -18,7 +18,9 @@ One process, side by side (``bench.harness.side_by_side``), on freshly built W6 
   shares (its connections and tables made once, as a long-lived worker's are).
 
 Prints a JSON line with the ratios (median ÷ the matching baseline's median); the issue's bars:
-intent + receipt ≤ 1.10, cost accounting ≤ 1.02. Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S``.
+intent + receipt ≤ 1.10 (``idempotent/run``: W6 as ``shared/bench/SPEC.md`` defines it has no
+store; the stored pairs are reported beside it), cost accounting ≤ 1.02 (``default/run`` and
+``priced/run``). Honours ``BENCH_QUICK`` and ``BENCH_BUDGET_S``.
 """
 
 from __future__ import annotations
