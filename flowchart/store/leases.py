@@ -282,6 +282,12 @@ class _Heartbeat:
         self._held: dict[int, tuple[Any, Lease, threading.Event, float]] = {}
         self._pid = -1
 
+    def forked(self) -> None:
+        """In a forked child: no thread, no leases, a fresh lock (the parent's may have been held
+        at the fork, and would be held forever in the child)."""
+        self._wake = threading.Condition(threading.Lock())
+        self._held, self._pid = {}, -1
+
     def add(self, store: Any, lease: Lease) -> threading.Event:
         """Renew ``lease`` from now on; the event is set when a renewal finds it taken over."""
         lost = threading.Event()
@@ -324,6 +330,9 @@ class _Heartbeat:
 
 
 _HEARTBEAT = _Heartbeat()
+# a child forked while the heartbeat held its lock would wait on that lock forever: it starts afresh
+# (its parent's leases are the parent's; its own first lease starts its own thread)
+os.register_at_fork(after_in_child=_HEARTBEAT.forked)
 
 
 @contextlib.contextmanager

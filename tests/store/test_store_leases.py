@@ -291,3 +291,41 @@ def test_a_sweep_may_leave_the_long_stranded_runs_to_a_later_one(tmp_path: Path)
     time.sleep(0.1)
     assert reclaim_expired(app, store, long_stranded=False) == ["dead-holder"]
     assert reclaim_expired(app, store) == ["stranded"]
+
+
+def test_a_forked_child_starts_its_own_heartbeat(tmp_path: Path) -> None:
+    """A process forked while its parent holds a lease — at the very moment the parent's heartbeat
+    holds its lock — holds its own lease at once: the child's heartbeat starts afresh (a fresh
+    lock, none of the parent's leases) and renews the child's lease past its ttl."""
+    import multiprocessing
+
+    from flowchart.store import leases
+
+    where = str(tmp_path / "runs.db")
+    store = store_of(where)
+    with held(store, "parent-run", "parent", ttl=0.3):
+        context = multiprocessing.get_context("fork")
+        child = context.Process(target=_hold_in_child, args=(where,))
+        with leases._HEARTBEAT._wake:  # the fork lands while the heartbeat's lock is held
+            child.start()
+        child.join(20)
+        if child.exitcode is None:
+            child.kill()
+    assert child.exitcode == 0, "the child never held its lease (its heartbeat's lock was the parent's, held)"
+
+
+def _hold_in_child(where: str) -> None:
+    import threading
+
+    store = store_of(where)
+    with held(store, "child-run", "child", ttl=0.3):
+        time.sleep(0.9)
+        try:
+            acquire(store, "child-run", "other")
+        except LeaseBusyError:
+            pass
+        else:
+            os._exit(2)  # the child's lease lapsed: nobody renewed it
+        if [t.name for t in threading.enumerate() if t.name.startswith("lease")] != ["lease-heartbeat"]:
+            os._exit(3)
+    os._exit(0)
