@@ -315,10 +315,9 @@ class _Heartbeat:
                     if now - last >= lease.ttl / BEAT_PARTS:
                         due.append((store, lease, lost))
                         self._held[key] = (store, lease, lost, now)  # tried now, whatever comes of it
-                if not due:
-                    self._wake.wait(
-                        min(last + lease.ttl / BEAT_PARTS for _, lease, _, last in self._held.values()) - now
-                    )
+                if not due:  # asleep until the next lease is due
+                    soonest = min(row[3] + row[1].ttl / BEAT_PARTS for row in self._held.values())
+                    self._wake.wait(soonest - now)
                     continue
             for store, lease, lost in due:
                 try:
