@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
 from effect_agent import _effects_db, build  # noqa: E402
-from servers import postgres_server, redis_server  # noqa: E402
+from servers import postgres_server, redis_server, worker_argv  # noqa: E402
 
 from agent.celery import answer_and_enqueue, make_app  # noqa: E402
 from flowchart.store.effects import ledger_of  # noqa: E402
@@ -69,29 +69,7 @@ class Worker:
     def __init__(self, name: str, env: dict[str, str], logdir: Path) -> None:
         self.name = name
         self.log = logdir / f"{name}.log"
-        argv = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "effect_worker_app",
-            "worker",
-            "-n",
-            f"{name}@%h",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            "1",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-Q",
-            "pyfootprint",
-            "-l",
-            "INFO",
-            "--logfile",
-            str(self.log),
-        ]
+        argv = worker_argv(name, self.log, app="effect_worker_app")
         self.proc = subprocess.Popen(
             argv, env=env, cwd=str(HERE), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

@@ -16,13 +16,27 @@ from flowchart import ReadonlyInputError, flow_chart, narrative
 from flowchart._core.lending import SHORT
 from flowchart.lowlevel import append_owned, append_owned_to, copy_json, set_owned
 
+#: a starting list: a short one, or one long enough to be lent from the shelf (``lending.SHORT``)
+_STARTS = st.lists(json_values(max_leaves=3), max_size=3).map(lambda few: [*range(SHORT), *few]) | st.lists(
+    json_values(max_leaves=3), max_size=3
+)
+
+
+def _log_chart(start: list[Any], grow: Any, rounds: int) -> Any:
+    """Seed ``log = start``, then ``rounds`` stages of ``grow``."""
+
+    def seed(scope: Any) -> None:
+        scope.log = start
+
+    builder = flow_chart("Seed", seed, "seed")
+    for index in range(rounds):
+        builder = builder.add_function(f"Grow{index}", grow, f"grow-{index}")
+    return builder.build()
+
 
 def _appending_chart(start: list[Any], items: list[Any], owned: bool, rounds: int) -> Any:
     """Seed ``log = start``, then ``rounds`` stages each appending ``items`` (owned or copied)
     and reading the list back."""
-
-    def seed(scope: Any) -> None:
-        scope.log = start
 
     def grow(scope: Any) -> None:
         log = scope["log"]
@@ -34,16 +48,12 @@ def _appending_chart(start: list[Any], items: list[Any], owned: bool, rounds: in
                 log.append(fresh)
         scope.size = len(log)
 
-    builder = flow_chart("Seed", seed, "seed")
-    for index in range(rounds):
-        builder = builder.add_function(f"Grow{index}", grow, f"grow-{index}")
-    return builder.build()
+    return _log_chart(start, grow, rounds)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    start=st.lists(json_values(max_leaves=3), max_size=3).map(lambda few: [*range(SHORT), *few])
-    | st.lists(json_values(max_leaves=3), max_size=3),
+    start=_STARTS,
     items=st.lists(json_values(max_leaves=6), max_size=3),
     rounds=st.integers(min_value=1, max_value=3),
 )
@@ -139,9 +149,6 @@ def _unread_chart(start: list[Any], items: list[Any], unread: bool, rounds: int)
     """Seed ``log = start``, then ``rounds`` stages each appending ``items`` — through
     ``append_owned_to`` (no read) or ``append_owned`` on ``scope["log"]`` (a read) — and writing ``n``."""
 
-    def seed(scope: Any) -> None:
-        scope.log = start
-
     def grow(scope: Any) -> None:
         for item in items:
             fresh = copy_json(item)
@@ -151,16 +158,12 @@ def _unread_chart(start: list[Any], items: list[Any], unread: bool, rounds: int)
                 append_owned(scope["log"], fresh)
         scope.n = len(items)
 
-    builder = flow_chart("Seed", seed, "seed")
-    for index in range(rounds):
-        builder = builder.add_function(f"Grow{index}", grow, f"grow-{index}")
-    return builder.build()
+    return _log_chart(start, grow, rounds)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    start=st.lists(json_values(max_leaves=3), max_size=3).map(lambda few: [*range(SHORT), *few])
-    | st.lists(json_values(max_leaves=3), max_size=3),
+    start=_STARTS,
     items=st.lists(json_values(max_leaves=6), min_size=1, max_size=3),
     rounds=st.integers(min_value=1, max_value=3),
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import ServerUnavailable, fresh_pg_dsn, postgres_server
+from servers import ServerUnavailable, fresh_pg_dsn, postgres_server, redis_server
 
 from flowchart.store import MemoryStore, RunStore, SqliteStore
 
@@ -26,6 +26,16 @@ def pg_dsn() -> Iterator[str]:
             yield dsn
     except ServerUnavailable as exc:
         pytest.skip(f"PostgreSQL cannot start here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> object:
+    """A redis-server started for each module that asks (the Celery tests) (skips when it truly cannot start)."""
+    try:
+        with redis_server() as url:
+            yield url
+    except ServerUnavailable as exc:
+        pytest.skip(f"Redis cannot start here: {exc}")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

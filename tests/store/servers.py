@@ -113,12 +113,10 @@ def redis_server() -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def start_worker(
-    name: str, env: dict[str, str], logdir: Path, *, app: str = "worker_app", concurrency: int = 1
-) -> subprocess.Popen[bytes]:
-    """Start ``celery -A app worker`` in its own session (so it can be killed whole); wait until ready."""
-    log = logdir / f"{name}.log"
-    argv = [
+def worker_argv(name: str, log: Path, *, app: str = "worker_app", concurrency: int = 1) -> list[str]:
+    """The command of one ``celery -A app worker`` on the ``pyfootprint`` queue, logging to ``log``
+    (no gossip, mingle or heartbeat: each worker alone, as in production with one queue)."""
+    return [
         sys.executable,
         "-m",
         "celery",
@@ -141,6 +139,14 @@ def start_worker(
         "--logfile",
         str(log),
     ]
+
+
+def start_worker(
+    name: str, env: dict[str, str], logdir: Path, *, app: str = "worker_app", concurrency: int = 1
+) -> subprocess.Popen[bytes]:
+    """Start ``celery -A app worker`` in its own session (so it can be killed whole); wait until ready."""
+    log = logdir / f"{name}.log"
+    argv = worker_argv(name, log, app=app, concurrency=concurrency)
     proc = subprocess.Popen(
         argv,
         env=env,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from refund_agent import REFUNDS, refund_agent
-from servers import ServerUnavailable, fresh_pg_dsn, redis_server, start_worker, stop_worker
+from servers import fresh_pg_dsn, start_worker, stop_worker
 
 from flowchart.store import PostgresStore, RunStore
 
@@ -21,16 +21,6 @@ from agent.celery import advance, answer_and_enqueue, enqueue, make_app
 from governance import check_in_approved
 
 HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> object:
-    """A redis-server started for this module (skips when it truly cannot start)."""
-    try:
-        with redis_server() as url:
-            yield url
-    except ServerUnavailable as exc:
-        pytest.skip(f"Redis cannot start here: {exc}")
 
 
 def test_advance_does_what_the_record_says(store: RunStore) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from servers import ServerUnavailable, fresh_pg_dsn, redis_server, start_worker, stop_worker
+from servers import fresh_pg_dsn, start_worker, stop_worker
 
 from flowchart.store import PostgresStore
 
@@ -26,16 +26,6 @@ HERE = Path(__file__).parent
 #: far below the broker's default visibility timeout (3600 s), far above the ~2 s the sweep takes:
 #: a deadline for the test on a loaded machine, not a measure of speed (bench/effects_sigkill.py is)
 DEADLINE = 300.0
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> object:
-    """A redis-server started for this module (skips when it truly cannot start)."""
-    try:
-        with redis_server() as url:
-            yield url
-    except ServerUnavailable as exc:
-        pytest.skip(f"Redis cannot start here: {exc}")
 
 
 def _running_on(logdir: Path, names: list[str], run_id: str) -> str | None:

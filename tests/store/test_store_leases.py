@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from lease_worker import refund_agent, slow_chart, store_of
 from servers import fresh_pg_dsn
+from traced_store import TracedStore
 
 from flowchart.store.leases import DEFAULT_TTL, LeaseBusyError, LeaseLostError, acquire, expired, held, renew
 
@@ -261,10 +262,9 @@ def test_a_lease_is_taken_renewed_and_given_up_in_one_statement_each(tmp_path: P
     Celery throughput). The statements SQLite ran are traced."""
     from flowchart.store.leases import release
 
-    store = store_of(str(tmp_path / "runs.db"))
-    seen: list[str] = []
-    with store._lock:  # type: ignore[attr-defined]
-        store._connection().set_trace_callback(seen.append)  # type: ignore[attr-defined]
+    store = TracedStore(tmp_path / "runs.db")
+    seen = store.statements
+    seen.clear()
     lease = acquire(store, "one", "me")
     assert [s.split()[0] for s in seen] == ["INSERT"]
     seen.clear()

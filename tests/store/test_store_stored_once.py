@@ -20,6 +20,7 @@ import pytest
 from chat_agent import chat_agent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from traced_store import TracedStore
 
 from flowchart import Redaction
 from flowchart.store import RunStore, SqliteStore, StoredRowError
@@ -34,19 +35,6 @@ class WholeStore(SqliteStore):
 
     def _still_stored(self, cur: Any, written: Written) -> bool:
         return False
-
-
-class TracedStore(SqliteStore):
-    """A SQLite store whose connection reports every statement it runs, values inlined."""
-
-    def __init__(self, path: Path) -> None:
-        self.statements: list[str] = []
-        super().__init__(path)
-
-    def _open(self) -> Any:
-        db: sqlite3.Connection = super()._open()
-        db.set_trace_callback(self.statements.append)
-        return db
 
 
 def written_bytes(store: TracedStore, agent: Any, message: str) -> dict[str, int]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from chat_agent import Recall, chat_agent
+from traced_store import TracedStore
 
 from agent._run import conversations, durable
 from agent.cli import main as agent_cli
@@ -24,20 +25,6 @@ from agent.errors import ConversationError
 from flowchart import Redaction, replay
 from flowchart.store import SqliteStore
 from governance import check_in_approved
-
-
-class TracedStore(SqliteStore):
-    """A SQLite store whose connection reports every statement it runs (``sqlite3``'s own
-    trace callback), so a test sees what a turn asks of the database."""
-
-    def __init__(self, path: Path) -> None:
-        self.statements: list[str] = []
-        super().__init__(path)
-
-    def _open(self) -> Any:
-        db: sqlite3.Connection = super()._open()
-        db.set_trace_callback(self.statements.append)
-        return db
 
 
 def turn_statements(store: TracedStore, agent: Any, message: str) -> list[str]:
