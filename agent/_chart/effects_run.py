@@ -49,16 +49,11 @@ from flowchart.lowlevel import append_owned_to, raw_read, set_owned
 __all__ = ["guarded", "settle_answered"]
 
 
-#: results that are never awaitable: no ``inspect.isawaitable`` for them (a tool's usual result)
-_PLAIN = frozenset((str, int, float, bool, dict, list, tuple, type(None)))
-
-
 def _row(scope: Scope, tool: Any, call_id: str, key: str, outcome: str, named: str) -> None:
-    effect = tool.effect
     row = {
         "tool_call_id": call_id,
         "tool": tool.name,
-        "effect": effect if type(effect) is str else effect_name(effect),
+        "effect": effect_name(tool.effect),
         "key": key,
         "outcome": outcome,
     }
@@ -99,9 +94,7 @@ def guarded(ledger: Any, scope: Scope, tool: Any, iteration: int, segment: str |
     def execute(args: dict[str, Any], tool_ctx: Any) -> Any:
         run_id, call_id = tool_ctx.run_id, tool_ctx.tool_call_id
         key = tool_ctx.idempotency_key
-        effect = tool.effect
-        name = effect if type(effect) is str else effect_name(effect)
-        body = {"tool": tool.name, "effect": name, "tool_call_id": call_id, "iteration": iteration}
+        body = {"tool": tool.name, "effect": effect_name(tool.effect), "tool_call_id": call_id, "iteration": iteration}
         look_back = segment is None or segment not in _CLEAR
         found, others = ledger.intend(run_id, key, body, args, look_back)
         renamed = found is not None and found["key"] != key
@@ -142,7 +135,7 @@ def _send(
     except Exception as exc:
         ledger.settle(run_id, key, {"error": str(exc) or type(exc).__name__})
         raise
-    if type(result) not in _PLAIN and inspect.isawaitable(result):
+    if inspect.isawaitable(result):
         return _settle_later(ledger, scope, tool, result, tool_ctx, run_id, key, outcome, named)
     _receipt(ledger, tool, run_id, key, result)
     _row(scope, tool, tool_ctx.tool_call_id, key, outcome, named)

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from agent._chart.budget import Budget, BudgetState, Overrun
-from agent._chart.cost import Figures, Money, add_money, figures_of, money_text, parse_money, usd_text
+from agent._chart.cost import Figures, add_money, figures_of, money_text, parse_money, usd_text
 from agent._chart.state import BUDGET_STATE, CONVERSATION, LLM_COST
 from flowchart import Scope
 from flowchart.lowlevel import copy_json, peek, raw_read, set_owned, thaw
@@ -49,16 +49,6 @@ def cost_recorder(cfg: Any) -> Callable[[Scope, int, Any], None]:
     prices = {model: figures_of(price) for model, price in cfg.prices.items()}
     configured = cfg.model
     mine = prices.get(configured) if configured else None
-    #: the sums this stage wrote, by their text: the next call adds to them without parsing them back
-    money: dict[str, Money] = {}
-
-    def read(text: str) -> Money:
-        found = money.get(text)
-        if found is None:
-            if len(money) > 64:
-                money.clear()
-            found = money[text] = parse_money(text)
-        return found
 
     def record(scope: Scope, iteration: int, response: Any) -> None:
         usage = response.usage
@@ -103,14 +93,10 @@ def cost_recorder(cfg: Any) -> Callable[[Scope, int, Any], None]:
                     units = cached * cached_price
                 units += fresh * inputs + out * outputs
                 cost = money_text((units, exponent))
-                total = read(run["usd"])
-                total = (total[0] + units, exponent) if total[1] == exponent else add_money(total, (units, exponent))
-                run["usd"] = text = money_text(total)
-                money[text] = total
-                dearest = read(run["dearest_usd"])
+                run["usd"] = money_text(add_money(parse_money(run["usd"]), (units, exponent)))
+                dearest = parse_money(run["dearest_usd"])
                 if units * 10 ** max(0, dearest[1] - exponent) > dearest[0] * 10 ** max(0, exponent - dearest[1]):
                     run["dearest_usd"] = cost
-                    money[cost] = (units, exponent)
             row = {"iteration": iteration, "model": model, "usage": counts, "cost_usd": cost}
         if response.retries:
             row["retries"] = len(response.retries)

@@ -194,16 +194,10 @@ class EffectLedger:
         a ``found`` whose ``"key"`` is not ``key``; so is the first row again for a key that was
         superseded before."""
         text = _dump({**body, "args": args}, self._signing, run_id, key, "intent")
-        if self._sqlite and self._signing is None:  # the plain SQLite store: ``_intend_plain``
-            return self._intend_plain(run_id, key, text, look_back, body, args)
         with self._tx() as cur:
             self._flush(cur)
             kept = self._sealed(cur, run_id)
-            added = cur.run(
-                "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (run_id, key) DO NOTHING",
-                (run_id, key, text, time.time()),
-            )
+            added = cur.run(_INTEND, (run_id, key, text, time.time()))
             if added.rowcount == 0:  # the key has a row: the first intent stands
                 body_text, receipt = cur.run(_ONE, (run_id, key)).fetchone()
                 return _followed(cur.run, run_id, _row(run_id, key, body_text, receipt, self._signing), self._signing)
@@ -274,52 +268,14 @@ class EffectLedger:
             ).fetchall()
         return [_row(run_id, key, body, receipt, self._signing) for key, body, receipt in rows]
 
-    def _intend_plain(
-        self, run_id: str, key: str, text: str, look_back: bool, body: dict[str, Any], args: Any
-    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """``intend`` in a plain (unsigned) SQLite store: the same transaction, written on the
-        ledger's connection directly — no generator context, no cursor wrapper (an intent is on
-        every call of an effect's tool: issue 33's ≤ 1.10 of W6). A signed store, and PostgreSQL,
-        take ``intend``'s own path."""
-        with self._lock:
-            if self._db is None or self._pid != os.getpid():
-                with self._tx():  # the connection (and what it makes on first use), as every write makes it
-                    pass
-            rows = self._pending
-            if rows:
-                self._pending = []
-                if self._pending_pid != os.getpid():  # a forked child: the parent's receipts are the parent's
-                    rows, self._pending_pid = [], os.getpid()
-            run = self._db.cursor().execute  # one cursor (``Connection.execute`` makes one a statement)
-            run("BEGIN IMMEDIATE")
-            try:
-                for row in rows:
-                    run(_SETTLE, row)
-                if run(_INTEND, (run_id, key, text, time.time())).rowcount == 0:  # the first intent stands
-                    body_text, receipt = run(_ONE, (run_id, key)).fetchone()
-                    found: tuple[dict[str, Any] | None, list[Any]] = _followed(
-                        run, run_id, _row(run_id, key, body_text, receipt), None
-                    )
-                elif look_back:
-                    others = run(_OTHERS, (run_id, key)).fetchall()
-                    unsettled = [_row(run_id, other, cell, None) for other, cell in others]
-                    found = _taken_over(run, run_id, key, body, args, unsettled, None)
-                else:
-                    found = (None, [])
-            except BaseException:
-                run("ROLLBACK")
-                raise
-            run("COMMIT")
-        return found
 
-
+_INTEND = (
+    "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING"
+)
 _ONE = "SELECT body, receipt FROM effects WHERE run_id = ? AND key = ?"
 #: the run's other unsettled intents, oldest first (a renamed call takes over the oldest of its kind)
 _OTHERS = "SELECT key, body FROM effects WHERE run_id = ? AND receipt IS NULL AND key <> ? ORDER BY intended_at, key"
 _SETTLE = "UPDATE effects SET receipt = ?, settled_at = ? WHERE run_id = ? AND key = ? AND receipt IS NULL"
-_INTEND = (
-    "INSERT INTO effects (run_id, key, body, intended_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) DO NOTHING"
-)
 
 
 def _taken_over(
