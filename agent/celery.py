@@ -338,18 +338,19 @@ def app_agent(app: Any) -> Any:
     """The agent (or plain ``FlowChart``) ``app`` advances, built once per process (after a
     worker's fork)."""
     spec = app.conf.pyfootprint_agent
-    key = (os.getpid(), spec)
-    with _LOADING:  # the task and the background sweep may both be first
-        return _load_agent(spec, key)
+    return _once((os.getpid(), spec), lambda: load_agent_or_chart(spec))
 
 
-def _load_agent(spec: str, key: tuple[int, str]) -> Any:
-    if key not in _AGENTS:
-        try:
-            _AGENTS[key] = load_agent_or_chart(spec)
-        except AgentLoadError as exc:
-            raise RuntimeError(f"agent.celery: {exc}") from None
-    return _AGENTS[key]
+def _once(key: tuple[int, str], load: Callable[[], Any]) -> Any:
+    """What ``load()`` makes, made once per process under the loading lock (the task and the
+    background sweep may both be first); a module that cannot be loaded is a ``RuntimeError``."""
+    with _LOADING:
+        if key not in _AGENTS:
+            try:
+                _AGENTS[key] = load()
+            except AgentLoadError as exc:
+                raise RuntimeError(f"agent.celery: {exc}") from None
+        return _AGENTS[key]
 
 
 def _chart_store(app: Any, target: Any) -> RunStore | None:
@@ -361,14 +362,7 @@ def _chart_store(app: Any, target: Any) -> RunStore | None:
         raise RuntimeError(
             f"agent.celery: {app.conf.pyfootprint_agent} is a chart: pass make_app(..., store=MODULE:ATTR)"
         )
-    key = (os.getpid(), "store:" + spec)
-    with _LOADING:
-        if key not in _AGENTS:
-            try:
-                _AGENTS[key] = load_store(spec)
-            except AgentLoadError as exc:
-                raise RuntimeError(f"agent.celery: {exc}") from None
-        store: RunStore = _AGENTS[key]
+    store: RunStore = _once((os.getpid(), "store:" + spec), lambda: load_store(spec))
     return store
 
 
